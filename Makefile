@@ -1,0 +1,34 @@
+# Every target bootstraps what it needs on a fresh machine: uv (through pip when missing),
+# then .venv synced exactly to uv.lock.
+PYTHON ?= python3
+UV := $(shell command -v uv 2>/dev/null || echo "$(PYTHON) -m uv")
+VENV := .venv
+STAMP := $(VENV)/.synced-stamp
+PYTEST_ARGS ?=
+
+.PHONY: run test sync bench dagster clean
+
+$(STAMP): pyproject.toml uv.lock
+	@$(UV) --version >/dev/null 2>&1 || $(PYTHON) -m pip install --quiet uv
+	$(UV) sync --locked
+	@touch $@
+
+sync: $(STAMP)
+
+run: $(STAMP)
+	$(VENV)/bin/tourneylake run --sandbox --watchlist watchlist.yaml
+	$(VENV)/bin/tourneylake query example
+
+# pytest's exit code 5 (no tests collected) is non-zero, so it fails the target as it should.
+test: $(STAMP)
+	$(VENV)/bin/python -m pytest -n 2 --dist loadgroup $(PYTEST_ARGS)
+
+bench: $(STAMP)
+	$(UV) sync --locked --group bench
+	$(VENV)/bin/python -m benchmarks.run
+
+dagster: $(STAMP)
+	$(VENV)/bin/dagster dev
+
+clean:
+	rm -rf data .dagster_home
