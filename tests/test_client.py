@@ -1,0 +1,229 @@
+"""The client over real HTTP on loopback: headers, auth, errors by code, retries, hooks."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import logging
+
+import orjson
+import pytest
+
+from tourneylake.api import (
+    USER_AGENT,
+    AsyncClient,
+    Client,
+    CredentialsError,
+    InternalServiceError,
+    MalformedCallError,
+    MalformedResponse,
+    QuotaError,
+    SubscriptionError,
+    TransportError,
+    UnknownServiceError,
+    encode_password,
+)
+from tourneylake.config import Secret, Settings
+from tourneylake.tree import Element, to_json, to_xml
+
+from .scripted_server import Reply, ScriptedServer
+
+PASSWORD = "s3cret-Pass"
+APPKEY = "abc123key"
+
+
+def settings(**kw: object) -> Settings:
+    base = dict(
+        appname="myapp",
+        appkey=Secret(APPKEY),
+        username="coach@example.com",
+        password=Secret(PASSWORD),
+        retry_initial_wait_s=0.01,
+        retry_max_wait_s=0.05,
+        max_attempts=4,
+        timeout_s=5.0,
+    )
+    base.update(kw)
+    return Settings(**base)  # type: ignore[arg-type]
+
+
+def envelope(success: bool = True, remaining: int = 42, payload: Element | None = None, error: tuple[int, str] | None = None) -> Element:
+    root = Element("Response", {"success": "true" if success else "false", "timestamp": "1700000000", "metadataHash": "abc"})
+    if payload is not None:
+        root.children.append(payload)
+    if error is not None:
+        err = root.add("ErrorResponse")
+        err.add("Error", {"id": str(error[0])}, error[1])
+    info = root.add("UserInfo", {"loggedIn": "true" if success else "false"})
+    info.add("Username", text="coach@example.com")
+    info.add("RemainingSearches", text=str(remaining))
+    return root
+
+
+def summary_body(remaining: int = 41, fmt: str = "json") -> bytes:
+    payload = Element("PlayerResponse")
+    view = payload.add("PlayerView")
+    view.add("Filter")
+    view.add("Player", {"name": "José María", "network": "888Poker(ES-PT)"})
+    tree = envelope(remaining=remaining, payload=payload)
+    return to_json(tree) if fmt == "json" else to_xml(tree)
+
+
+def error_body(code: int, text: str) -> bytes:
+    return to_json(envelope(success=False, remaining=0, error=(code, text)))
+
+
+def test_password_encoding_matches_the_reference() -> None:
+    inner = hashlib.md5(PASSWORD.encode()).hexdigest().lower()
+    expected = hashlib.md5((inner + APPKEY).encode()).hexdigest()
+    assert encode_password(PASSWORD, APPKEY) == expected
+    assert encode_password(PASSWORD, APPKEY.upper()) == expected  # the key is used lowercase
+
+
+def test_headers_auth_and_path_encoding() -> None:
+    with ScriptedServer().play(Reply(body=summary_body())) as server, Client(settings(), base_url=server.base_url) as client:
+        response = client.player_summary("888Poker(ES-PT)", "José María", filter="Class:SNG;Date:30D")
+    (request,) = server.received
+    assert request.path == "/api/myapp/networks/888Poker%28ES-PT%29/players/Jos%C3%A9%20Mar%C3%ADa/summary"
+    assert request.query == {"filter": ["Class:SNG;Date:30D"]}
+    assert request.headers["Accept"] == "application/json"
+    assert request.headers["User-Agent"] == USER_AGENT and USER_AGENT.startswith("tourneylake/")
+    assert request.headers["Username"] == "coach@example.com"
+    assert request.headers["Password"] == encode_password(PASSWORD, APPKEY)
+    assert PASSWORD not in repr(request)  # the plain password is never sent
+    assert response.remaining_searches == 41 and client.remaining_searches == 41
+    player = response.payload.find("PlayerView/Player")
+    assert player.attr("name") == "José María"
+
+
+def test_query_parameter_credentials_and_xml() -> None:
+    cfg = settings(credentials_in="query", format="xml")
+    with ScriptedServer().play(Reply(body=summary_body(fmt="xml"))) as server, Client(cfg, base_url=server.base_url) as client:
+        response = client.player_summary("PokerStars", "Borbas.Geri")
+    (request,) = server.received
+    assert request.headers["Accept"] == "application/xml"
+    assert "Password" not in request.headers
+    assert request.query["Password"] == [encode_password(PASSWORD, APPKEY)]
+    assert request.path.endswith("/players/Borbas.Geri/summary")
+    assert response.format == "xml" and response.remaining_searches == 41
+
+
+def test_wrong_password_fails_after_exactly_one_request() -> None:
+    with ScriptedServer(default=Reply(body=error_body(101002, "Invalid password."))) as server:
+        with Client(settings(), base_url=server.base_url) as client, pytest.raises(CredentialsError) as info:
+            client.player_summary("PokerStars", "x")
+    assert len(server.received) == 1
+    assert info.value.code == 101002 and info.value.service_message == "Invalid password."
+    assert PASSWORD not in str(info.value) and encode_password(PASSWORD, APPKEY) not in str(info.value)
+
+
+@pytest.mark.parametrize("status", [404, 405])
+def test_malformed_call_is_not_retried(status: int) -> None:
+    with ScriptedServer(default=Reply(status=status, body=b"Method Not Allowed")) as server:
+        with Client(settings(), base_url=server.base_url) as client, pytest.raises(MalformedCallError) as info:
+            client.countries()
+    assert len(server.received) == 1 and info.value.status_code == status
+
+
+def test_500_then_200_gives_the_data_after_one_retry() -> None:
+    attempts = []
+    with ScriptedServer().play(Reply(status=500, body=b"oops"), Reply(body=summary_body())) as server:
+        with Client(settings(), base_url=server.base_url, on_attempt=attempts.append) as client:
+            response = client.player_summary("PokerStars", "Borbas.Geri")
+    assert len(server.received) == 2
+    assert response.attempts == 2 and response.remaining_searches == 41
+    assert [a.outcome for a in attempts] == ["transport_error", "ok"]
+    assert attempts[-1].remaining_after == 41
+
+
+def test_truncated_body_is_saved_then_retried() -> None:
+    bodies = []
+    good = summary_body()
+    with ScriptedServer().play(Reply(body=good[: len(good) // 2]), Reply(body=good)) as server:
+        with Client(settings(), base_url=server.base_url, on_body=bodies.append) as client:
+            response = client.player_summary("PokerStars", "Borbas.Geri")
+    assert [len(b.body) for b in bodies] == [len(good) // 2, len(good)]  # every paid body reached the hook
+    assert response.body == good and len(server.received) == 2
+
+
+def test_dropped_connection_is_a_retried_transport_error() -> None:
+    body = summary_body()
+    with ScriptedServer().play(Reply(body=body[:10], content_length=len(body))) as server:
+        server.default = Reply(body=body)
+        with Client(settings(), base_url=server.base_url) as client:
+            assert client.player_summary("PokerStars", "a").remaining_searches == 41
+    assert len(server.received) == 2
+
+
+def test_retries_are_bounded() -> None:
+    with ScriptedServer(default=Reply(status=503, body=b"busy")) as server:
+        with Client(settings(max_attempts=3), base_url=server.base_url) as client, pytest.raises(TransportError):
+            client.metadata()
+    assert len(server.received) == 3
+
+
+def test_timeout_is_explicit_and_retried() -> None:
+    with ScriptedServer().play(Reply(body=summary_body(), delay_s=0.6)) as server:
+        server.default = Reply(body=summary_body())
+        with Client(settings(timeout_s=0.2), base_url=server.base_url) as client:
+            assert client.player_summary("PokerStars", "a").attempts == 2
+
+
+@pytest.mark.parametrize(
+    ("code", "cls", "requests"),
+    [
+        (102002, QuotaError, 1),
+        (102004, SubscriptionError, 1),
+        (101001, CredentialsError, 1),
+        (0, InternalServiceError, 4),
+        (999999, UnknownServiceError, 1),
+    ],
+)
+def test_errors_by_code(code: int, cls: type, requests: int) -> None:
+    with ScriptedServer(default=Reply(body=error_body(code, "some localised text"))) as server:
+        with Client(settings(), base_url=server.base_url) as client, pytest.raises(cls) as info:
+            client.natural_language_filter("sng last month")
+    assert info.value.code == code and info.value.service_message == "some localised text"
+    assert len(server.received) == requests
+
+
+def test_malformed_envelope_is_a_clear_error() -> None:
+    with ScriptedServer(default=Reply(body=orjson.dumps({"Nope": {}}))) as server:
+        with Client(settings(max_attempts=2), base_url=server.base_url) as client, pytest.raises(MalformedResponse, match="Response root"):
+            client.countries()
+
+
+def test_credentials_never_reach_logs(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.DEBUG)
+    with ScriptedServer().play(Reply(status=500), Reply(body=summary_body())) as server:
+        with Client(settings(credentials_in="query"), base_url=server.base_url) as client:
+            client.player_summary("PokerStars", "a")
+    text = caplog.text + "".join(str(r.args) for r in caplog.records)
+    assert "HTTP Request" in text  # httpx did log the request line ...
+    assert encode_password(PASSWORD, APPKEY) not in text and PASSWORD not in text  # ... without credentials
+
+
+def test_settings_never_show_secrets() -> None:
+    cfg = settings()
+    assert PASSWORD not in repr(cfg) and APPKEY not in repr(cfg)
+
+
+def test_async_client_bounds_concurrency() -> None:
+    async def harvest(base_url: str) -> list[int | None]:
+        async with AsyncClient(settings(concurrency=3), base_url=base_url) as client:
+            responses = await asyncio.gather(*(client.player_summary("PokerStars", f"p{i}") for i in range(12)))
+        return [r.remaining_searches for r in responses]
+
+    with ScriptedServer(default=Reply(body=summary_body(), delay_s=0.05)) as server:
+        remaining = asyncio.run(harvest(server.base_url))
+    assert remaining == [41] * 12
+    assert len(server.received) == 12 and server.max_in_flight <= 3
+
+
+def test_metadata_hash_current_marker() -> None:
+    cached = envelope(payload=Element("MetadataResponse", {"cached": "true"}))
+    cached.attrs["metadataHash"] = "abc"
+    with ScriptedServer().play(Reply(body=to_json(cached))) as server, Client(settings(), base_url=server.base_url) as client:
+        response = client.metadata(hash="abc")
+    assert server.received[0].query == {"hash": ["abc"]}
+    assert response.metadata_is_current

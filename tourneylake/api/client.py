@@ -1,0 +1,437 @@
+"""Sync and async clients for the service.
+
+Both share one request builder and one response reader (:class:`_Protocol`); they differ only
+in how they wait. Each client owns one connection pool with explicit timeouts. Retries use
+tenacity (exponential backoff with jitter, bounded in attempts and total time) and only for
+errors marked ``retryable``: transport failures, 5xx, unreadable bodies, error 0 and 101024.
+
+Two hooks let a caller keep its promises:
+
+- ``on_body`` receives every HTTP 200 body *before* it is parsed, so a paid response is saved
+  before anything else can fail;
+- ``on_attempt`` receives an :class:`Attempt` for every try (outcome, searches left, duration),
+  which the pipeline writes to the search ledger; ``before_attempt`` may raise to refuse a try
+  (the budget guard).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import logging
+import re
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+import httpx
+import tenacity
+
+from tourneylake import __version__
+from tourneylake.api import calls
+from tourneylake.api.calls import Call
+from tourneylake.api.envelope import Envelope, read_envelope, service_error
+from tourneylake.api.errors import (
+    ApiError,
+    MalformedCallError,
+    MalformedResponse,
+    ServiceError,
+    TransportError,
+)
+from tourneylake.config import ConfigError, Settings
+from tourneylake.tree import MalformedPayload, Node, parse
+
+log = logging.getLogger(__name__)
+
+USER_AGENT = f"tourneylake/{__version__} (+httpx/{httpx.__version__})"
+ACCEPT = {"json": "application/json", "xml": "application/xml"}
+
+_SECRET_QUERY = re.compile(r"(?i)((?:Password|Username)=)[^&\s\"']*")
+
+
+def redact(text: str) -> str:
+    """Remove credentials from a URL or message (query-parameter authentication puts them there)."""
+    return _SECRET_QUERY.sub(r"\1***", text)
+
+
+class _RedactCredentials(logging.Filter):
+    """httpx logs request URLs at INFO; with query-parameter credentials they would leak."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.args:
+            record.args = tuple(redact(a) if isinstance(a, str) else _redact_obj(a) for a in record.args)
+        record.msg = redact(str(record.msg))
+        return True
+
+
+def _redact_obj(value: Any) -> Any:
+    return redact(str(value)) if isinstance(value, httpx.URL) else value
+
+
+_redactor = _RedactCredentials()
+for _name in ("httpx", "httpcore"):
+    if _redactor not in logging.getLogger(_name).filters:
+        logging.getLogger(_name).addFilter(_redactor)
+
+
+def encode_password(password: str, appkey: str) -> str:
+    """Reference §5.4: ``MD5hex(lowercase(MD5hex(password)) + application_key)``."""
+    inner = hashlib.md5(password.encode("utf-8")).hexdigest().lower()
+    return hashlib.md5((inner + appkey.lower()).encode("utf-8")).hexdigest()
+
+
+@dataclass(frozen=True, slots=True)
+class ApiResponse:
+    """A successful response: its envelope, its tree and the body exactly as received."""
+
+    call: Call
+    envelope: Envelope
+    root: Node
+    body: bytes
+    format: str
+    fetched_at: datetime
+    attempts: int
+
+    @property
+    def payload(self) -> Node | None:
+        """The resource's data element (``PlayerResponse``, ``MetadataResponse``, ...)."""
+        if self.call.payload_name:
+            return self.root.one(self.call.payload_name)
+        for child in self.root.children():
+            if child.name not in ("UserInfo", "ErrorResponse"):
+                return child
+        return None
+
+    @property
+    def remaining_searches(self) -> int | None:
+        return self.envelope.remaining_searches
+
+    @property
+    def metadata_is_current(self) -> bool:
+        """For a metadata call made with ``hash``: the service says our copy is the latest, so
+        nothing needs downloading, parsing or writing again."""
+        sent = self.call.params.get("hash")
+        if not sent or sent != self.envelope.metadata_hash:
+            return False
+        payload = self.payload
+        return payload is None or payload.attr("cached") == "true" or next(payload.children(), None) is None
+
+
+@dataclass(frozen=True, slots=True)
+class ReceivedBody:
+    """An HTTP 200 body as it arrived, before anything parsed it."""
+
+    call: Call
+    body: bytes
+    format: str
+    fetched_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class Attempt:
+    """One try of one call, for the search ledger."""
+
+    call: Call
+    number: int
+    started_at: datetime
+    duration_s: float
+    outcome: str  # "ok", "service_error", "transport_error", "malformed_response", "malformed_call"
+    error_code: int | None
+    remaining_after: int | None
+    error: str | None
+
+
+BodyHook = Callable[[ReceivedBody], None]
+AttemptHook = Callable[[Attempt], None]
+GateHook = Callable[[Call, int], None]
+
+
+class _Protocol:
+    """Request building and response reading shared by both clients."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        base_url: str | None,
+        on_body: BodyHook | None,
+        on_attempt: AttemptHook | None,
+        before_attempt: GateHook | None,
+    ) -> None:
+        url = base_url or settings.base_url
+        if url == "sandbox" or not url.startswith(("http://", "https://")):
+            raise ConfigError(
+                f"base URL {url!r} is not an http(s) URL; for the built-in sandbox use "
+                "tourneylake.service.connect(), which starts it"
+            )
+        self.settings = settings
+        self.base_url = url.rstrip("/")
+        self.on_body = on_body
+        self.on_attempt = on_attempt
+        self.before_attempt = before_attempt
+        self.last_envelope: Envelope | None = None
+        self._remaining: int | None = None
+        self._credentials = {
+            "Username": settings.username,
+            "Password": encode_password(settings.password.reveal(), settings.appkey.reveal()),
+        }
+
+    @property
+    def remaining_searches(self) -> int | None:
+        """The searches left according to the latest response that reported them."""
+        return self._remaining
+
+    def timeout(self) -> httpx.Timeout:
+        t = self.settings.timeout_s
+        return httpx.Timeout(t, connect=min(10.0, t), pool=t)
+
+    def headers(self) -> dict[str, str]:
+        return {"Accept": ACCEPT[self.settings.format], "User-Agent": USER_AGENT}
+
+    def request_parts(self, call: Call) -> tuple[str, str, dict[str, str], dict[str, str]]:
+        url = f"{self.base_url}/api/{calls.segment(self.settings.appname)}/{call.path}"
+        params = dict(call.params)
+        headers: dict[str, str] = {}
+        if call.authenticated:
+            if not self.settings.username or not self.settings.password:
+                raise ConfigError("TOURNEYLAKE_USERNAME and TOURNEYLAKE_PASSWORD must be set for authenticated calls")
+            if self.settings.credentials_in == "query":
+                params.update(self._credentials)
+            else:
+                headers.update(self._credentials)
+        if call.content is not None:
+            headers["Content-Type"] = "text/plain; charset=utf-8"
+        return call.method, url, params, headers
+
+    def read(self, call: Call, response: httpx.Response, fetched_at: datetime, attempt: int) -> ApiResponse:
+        status = response.status_code
+        if status in (404, 405):
+            raise MalformedCallError(status, f"/api/…/{call.path}", resource=call.resource)
+        if status >= 500 or status == 429:
+            raise TransportError(f"HTTP {status} from the service for {call.describe()}", resource=call.resource)
+        if status != 200:
+            raise ApiError(f"unexpected HTTP {status} for {call.describe()}", resource=call.resource)
+        body = response.content
+        fmt = self.settings.format
+        if self.on_body is not None:
+            self.on_body(ReceivedBody(call, body, fmt, fetched_at))
+        try:
+            root = parse(body, fmt)
+        except MalformedPayload as exc:
+            raise MalformedResponse(f"{call.describe()}: {exc}", resource=call.resource) from None
+        envelope = read_envelope(root)
+        if envelope.user_info is not None and envelope.user_info.remaining_searches is not None:
+            self._remaining = envelope.user_info.remaining_searches
+        self.last_envelope = envelope
+        if not envelope.success:
+            raise service_error(root, envelope, call.resource)
+        return ApiResponse(call, envelope, root, body, fmt, fetched_at, attempt)
+
+    def prepare(self, call: Call, number: int) -> tuple[str, str, dict[str, str], dict[str, str]]:
+        """Ask the gate (budget) for permission, then build the request."""
+        if self.before_attempt is not None:
+            self.before_attempt(call, number)
+        return self.request_parts(call)
+
+    def finish(
+        self,
+        call: Call,
+        response: httpx.Response | httpx.HTTPError,
+        number: int,
+        started: datetime,
+        t0: float,
+    ) -> ApiResponse:
+        """Read the response (or the transport failure), record the attempt, return or raise."""
+        try:
+            if isinstance(response, httpx.HTTPError):
+                raise _transport_error(call, response)
+            result = self.read(call, response, started, number)
+        except ApiError as exc:
+            self.record(call, number, started, t0, exc, None)
+            raise
+        self.record(call, number, started, t0, None, result.remaining_searches)
+        return result
+
+    def record(
+        self,
+        call: Call,
+        number: int,
+        started: datetime,
+        t0: float,
+        error: BaseException | None,
+        remaining: int | None,
+    ) -> None:
+        if self.on_attempt is None:
+            return
+        code: int | None = None
+        if error is None:
+            outcome = "ok"
+        elif isinstance(error, ServiceError):
+            outcome, code, remaining = "service_error", error.code, error.remaining_searches
+        elif isinstance(error, MalformedResponse):
+            outcome = "malformed_response"
+        elif isinstance(error, MalformedCallError):
+            outcome = "malformed_call"
+        else:
+            outcome = "transport_error"
+        self.on_attempt(
+            Attempt(
+                call=call,
+                number=number,
+                started_at=started,
+                duration_s=time.perf_counter() - t0,
+                outcome=outcome,
+                error_code=code,
+                remaining_after=remaining,
+                error=None if error is None else redact(str(error)),
+            )
+        )
+
+    def retry_kwargs(self) -> dict[str, Any]:
+        s = self.settings
+        return dict(
+            stop=tenacity.stop_after_attempt(s.max_attempts) | tenacity.stop_after_delay(s.retry_max_total_s),
+            wait=tenacity.wait_exponential_jitter(
+                multiplier=s.retry_initial_wait_s, jitter=s.retry_initial_wait_s, max=s.retry_max_wait_s
+            ),
+            retry=tenacity.retry_if_exception(lambda e: isinstance(e, ApiError) and e.retryable),
+            reraise=True,
+        )
+
+
+def _transport_error(call: Call, exc: httpx.HTTPError) -> TransportError:
+    kind = "timed out" if isinstance(exc, httpx.TimeoutException) else type(exc).__name__
+    return TransportError(redact(f"{call.describe()}: {kind}: {exc}"), resource=call.resource)
+
+
+class _Resources:
+    """One method per resource, shared by both clients (``_send`` differs)."""
+
+    def _send(self, call: Call, **kw: Any) -> Any:  # pragma: no cover - overridden
+        raise NotImplementedError
+
+    def metadata(self, hash: str | None = None, **kw: Any) -> Any:
+        return self._send(calls.metadata(hash), **kw)
+
+    def countries(self, **kw: Any) -> Any:
+        return self._send(calls.countries(), **kw)
+
+    def whats_new(self, limit: int | None = None, **kw: Any) -> Any:
+        return self._send(calls.whats_new(limit), **kw)
+
+    def natural_language_filter(self, question: str, timezone: str | None = None, locale: str | None = None, **kw: Any) -> Any:
+        return self._send(calls.natural_language_filter(question, timezone, locale), **kw)
+
+    def hand_analysis(self, hand_history: str | bytes, lang_code: str | None = None, **kw: Any) -> Any:
+        return self._send(calls.hand_analysis(hand_history, lang_code), **kw)
+
+    def player_summary(self, network: str, player: str, filter: str | None = None, **kw: Any) -> Any:
+        return self._send(calls.player_summary(network, player, filter), **kw)
+
+
+class Client(_Resources):
+    """Blocking client; use as a context manager so its connection pool is closed."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        base_url: str | None = None,
+        on_body: BodyHook | None = None,
+        on_attempt: AttemptHook | None = None,
+        before_attempt: GateHook | None = None,
+        transport: httpx.BaseTransport | None = None,
+    ) -> None:
+        self.protocol = _Protocol(settings, base_url, on_body, on_attempt, before_attempt)
+        self._http = httpx.Client(
+            headers=self.protocol.headers(),
+            timeout=self.protocol.timeout(),
+            limits=httpx.Limits(max_connections=settings.concurrency, max_keepalive_connections=settings.concurrency),
+            transport=transport,
+        )
+
+    @property
+    def remaining_searches(self) -> int | None:
+        return self.protocol.remaining_searches
+
+    def _send(self, call: Call, **_: Any) -> ApiResponse:
+        protocol = self.protocol
+        number = 0
+        for attempt in tenacity.Retrying(**protocol.retry_kwargs()):
+            with attempt:
+                number += 1
+                method, url, params, headers = protocol.prepare(call, number)
+                started, t0 = datetime.now(UTC), time.perf_counter()
+                try:
+                    response: httpx.Response | httpx.HTTPError = self._http.request(
+                        method, url, params=params, headers=headers, content=call.content
+                    )
+                except httpx.HTTPError as exc:
+                    response = exc
+                return protocol.finish(call, response, number, started, t0)
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def close(self) -> None:
+        self._http.close()
+
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class AsyncClient(_Resources):
+    """Asynchronous client; at most ``settings.concurrency`` requests in flight at once (the
+    service polices parallel sessions per account: error 101024)."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        base_url: str | None = None,
+        on_body: BodyHook | None = None,
+        on_attempt: AttemptHook | None = None,
+        before_attempt: GateHook | None = None,
+        transport: httpx.AsyncBaseTransport | None = None,
+    ) -> None:
+        self.protocol = _Protocol(settings, base_url, on_body, on_attempt, before_attempt)
+        self._slots = asyncio.Semaphore(settings.concurrency)
+        self._http = httpx.AsyncClient(
+            headers=self.protocol.headers(),
+            timeout=self.protocol.timeout(),
+            limits=httpx.Limits(max_connections=settings.concurrency, max_keepalive_connections=settings.concurrency),
+            transport=transport,
+        )
+
+    @property
+    def remaining_searches(self) -> int | None:
+        return self.protocol.remaining_searches
+
+    async def _send(self, call: Call, **_: Any) -> ApiResponse:
+        protocol = self.protocol
+        number = 0
+        async for attempt in tenacity.AsyncRetrying(**protocol.retry_kwargs()):
+            with attempt:
+                number += 1
+                method, url, params, headers = protocol.prepare(call, number)
+                async with self._slots:
+                    started, t0 = datetime.now(UTC), time.perf_counter()
+                    try:
+                        response: httpx.Response | httpx.HTTPError = await self._http.request(
+                            method, url, params=params, headers=headers, content=call.content
+                        )
+                    except httpx.HTTPError as exc:
+                        response = exc
+                return protocol.finish(call, response, number, started, t0)
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    async def aclose(self) -> None:
+        await self._http.aclose()
+
+    async def __aenter__(self) -> AsyncClient:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()

@@ -1,0 +1,135 @@
+"""What can go wrong talking to the service, as a class hierarchy keyed on ``Error/@id``.
+
+Match on the class (or ``code``), never on the text: the service localises it.
+
+- :class:`CredentialsError` (1010xx): stop, never retry.
+- :class:`QuotaError` / :class:`SubscriptionError` (1020xx): stop metered calls for the run.
+- :class:`InternalServiceError` (0) and :class:`LoggedInElsewhere` (101024): retried with backoff.
+- :class:`MalformedCallError`: HTTP 404/405, our request was not correctly formed.
+- :class:`TransportError`: timeouts, 5xx, dropped connections, truncated bodies — retried.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from tourneylake.api.envelope import Envelope
+
+
+class TourneylakeError(Exception):
+    """Base of every error tourneylake raises on purpose."""
+
+
+class ApiError(TourneylakeError):
+    """A call to the service did not give usable data."""
+
+    retryable = False
+
+    def __init__(self, message: str, *, resource: str | None = None) -> None:
+        super().__init__(message)
+        self.resource = resource
+
+
+class ServiceError(ApiError):
+    """The service answered ``success="false"`` with an ``Error``."""
+
+    def __init__(
+        self,
+        code: int,
+        message: str,
+        *,
+        resource: str | None = None,
+        envelope: Envelope | None = None,
+    ) -> None:
+        self.code = code
+        self.service_message = message
+        self.envelope = envelope
+        super().__init__(f"service error {code}: {message}", resource=resource)
+
+    @property
+    def remaining_searches(self) -> int | None:
+        info = self.envelope.user_info if self.envelope else None
+        return info.remaining_searches if info else None
+
+
+class CredentialsError(ServiceError):
+    """1010xx: the user, password or request identity was refused. Never retried."""
+
+
+class RequestRejected(ServiceError):
+    """1010xx codes about the request itself (no User-Agent, invalid request information)."""
+
+
+class LoggedInElsewhere(ServiceError):
+    """101024: too many parallel sessions for this account; back off and retry."""
+
+    retryable = True
+
+
+class QuotaError(ServiceError):
+    """1020xx: searches used up or too low. Stop metered calls for this run."""
+
+
+class SubscriptionError(QuotaError):
+    """102004/102005: the operation is for subscribers (or gold subscribers) only."""
+
+
+class InternalServiceError(ServiceError):
+    """Error 0: the service failed internally; retry later."""
+
+    retryable = True
+
+
+class UnknownServiceError(ServiceError):
+    """A code we do not know; its id and text are kept."""
+
+
+class NotFoundError(ServiceError):
+    """The service could not find the player (or another entity) asked for."""
+
+
+class MalformedCallError(ApiError):
+    """HTTP 404 or 405: the call was not correctly formed (a bug on our side, never retried)."""
+
+    def __init__(self, status_code: int, path: str, *, resource: str | None = None) -> None:
+        self.status_code = status_code
+        super().__init__(f"HTTP {status_code} for {path}: the call is not correctly formed", resource=resource)
+
+
+class TransportError(ApiError):
+    """The exchange itself failed: timeout, connection, HTTP 5xx or an unreadable body."""
+
+    retryable = True
+
+
+class MalformedResponse(TransportError):
+    """A 200 whose body is not a well-formed service envelope (for example a truncated body)."""
+
+
+CREDENTIAL_CODES = {101001, 101002, 101003}
+REQUEST_CODES = {101011, 101012}
+SUBSCRIPTION_CODES = {102004, 102005}
+NOT_FOUND_CODES = {103001}
+
+
+def error_for_code(code: int, message: str, *, resource: str | None, envelope: Envelope | None) -> ServiceError:
+    """The :class:`ServiceError` subclass for an ``Error/@id``."""
+    cls: type[ServiceError]
+    if code == 0:
+        cls = InternalServiceError
+    elif code == 101024:
+        cls = LoggedInElsewhere
+    elif code in REQUEST_CODES:
+        cls = RequestRejected
+    elif code in CREDENTIAL_CODES or 101000 <= code < 102000:
+        cls = CredentialsError
+    elif code in SUBSCRIPTION_CODES:
+        cls = SubscriptionError
+    elif 102000 <= code < 103000:
+        cls = QuotaError
+    elif code in NOT_FOUND_CODES:
+        cls = NotFoundError
+    else:
+        cls = UnknownServiceError
+    return cls(code, message, resource=resource, envelope=envelope)
