@@ -59,13 +59,15 @@ def metadata(hash: str | None = None) -> Call:
     return Call(METADATA, "GET", "metadata", params, payload_name="MetadataResponse", key={})
 
 
+# Countries and What's New are free; credentials go with them anyway so that their UserInfo
+# reports the searches left without spending one.
 def countries() -> Call:
-    return Call(COUNTRIES, "GET", "metadata/countries", key={})
+    return Call(COUNTRIES, "GET", "metadata/countries", authenticated=True, key={})
 
 
 def whats_new(limit: int | None = None) -> Call:
     params = {"limit": str(limit)} if limit is not None else {}
-    return Call(WHATS_NEW, "GET", "news/whatsnew", params, key={"limit": params.get("limit", "")})
+    return Call(WHATS_NEW, "GET", "news/whatsnew", params, authenticated=True, key={"limit": params.get("limit", "")})
 
 
 def natural_language_filter(question: str, timezone: str | None = None, locale: str | None = None) -> Call:
@@ -99,7 +101,8 @@ def hand_analysis(hand_history: str | bytes, lang_code: str | None = None) -> Ca
     )
 
 
-def player_summary(network: str, player: str, filter: str | None = None) -> Call:
+def player_summary(network: str, player: str, filter: str | None = None, filter_name: str | None = None) -> Call:
+    """``filter_name`` (the watchlist's name for the filter) only labels the request key."""
     params = {"filter": filter} if filter else {}
     return Call(
         PLAYER_SUMMARY,
@@ -108,5 +111,5 @@ def player_summary(network: str, player: str, filter: str | None = None) -> Call
         params,
         authenticated=True,
         payload_name="PlayerResponse",
-        key={"network": network, "player": player, "filter": filter or ""},
+        key={"network": network, "player": player, "filter": filter or "", "filter_name": filter_name or ""},
     )

@@ -306,28 +306,28 @@ def _transport_error(call: Call, exc: httpx.HTTPError) -> TransportError:
 
 
 class _Resources:
-    """One method per resource, shared by both clients (``_send`` differs)."""
+    """One method per resource, shared by both clients (``send`` differs)."""
 
-    def _send(self, call: Call, **kw: Any) -> Any:  # pragma: no cover - overridden
+    def send(self, call: Call, **kw: Any) -> Any:  # pragma: no cover - overridden
         raise NotImplementedError
 
     def metadata(self, hash: str | None = None, **kw: Any) -> Any:
-        return self._send(calls.metadata(hash), **kw)
+        return self.send(calls.metadata(hash), **kw)
 
     def countries(self, **kw: Any) -> Any:
-        return self._send(calls.countries(), **kw)
+        return self.send(calls.countries(), **kw)
 
     def whats_new(self, limit: int | None = None, **kw: Any) -> Any:
-        return self._send(calls.whats_new(limit), **kw)
+        return self.send(calls.whats_new(limit), **kw)
 
     def natural_language_filter(self, question: str, timezone: str | None = None, locale: str | None = None, **kw: Any) -> Any:
-        return self._send(calls.natural_language_filter(question, timezone, locale), **kw)
+        return self.send(calls.natural_language_filter(question, timezone, locale), **kw)
 
     def hand_analysis(self, hand_history: str | bytes, lang_code: str | None = None, **kw: Any) -> Any:
-        return self._send(calls.hand_analysis(hand_history, lang_code), **kw)
+        return self.send(calls.hand_analysis(hand_history, lang_code), **kw)
 
     def player_summary(self, network: str, player: str, filter: str | None = None, **kw: Any) -> Any:
-        return self._send(calls.player_summary(network, player, filter), **kw)
+        return self.send(calls.player_summary(network, player, filter), **kw)
 
 
 class Client(_Resources):
@@ -355,7 +355,8 @@ class Client(_Resources):
     def remaining_searches(self) -> int | None:
         return self.protocol.remaining_searches
 
-    def _send(self, call: Call, **_: Any) -> ApiResponse:
+    def send(self, call: Call, **_: Any) -> ApiResponse:
+        """Send a prepared :class:`Call` (see :mod:`tourneylake.api.calls`)."""
         protocol = self.protocol
         number = 0
         for attempt in tenacity.Retrying(**protocol.retry_kwargs()):
@@ -409,7 +410,8 @@ class AsyncClient(_Resources):
     def remaining_searches(self) -> int | None:
         return self.protocol.remaining_searches
 
-    async def _send(self, call: Call, **_: Any) -> ApiResponse:
+    async def send(self, call: Call, **_: Any) -> ApiResponse:
+        """Send a prepared :class:`Call` (see :mod:`tourneylake.api.calls`)."""
         protocol = self.protocol
         number = 0
         async for attempt in tenacity.AsyncRetrying(**protocol.retry_kwargs()):

@@ -1,0 +1,390 @@
+"""The budget: planning a night, learning costs, and the concurrent run-time guard."""
+
+from __future__ import annotations
+
+import threading
+from datetime import date
+
+import pytest
+
+from tourneylake.budget import (
+    HAND_ANALYSIS,
+    METADATA,
+    NLQ,
+    PLAYER_SUMMARY,
+    Budget,
+    CostModel,
+    LastFetch,
+    Target,
+    last_fetched_map,
+    plan_night,
+    targets_from_watchlist,
+)
+from tourneylake.watchlist import parse_watchlist
+
+TONIGHT = date(2026, 11, 22)
+
+
+def t(player: str, priority: int = 100, filter_name: str | None = None, expression: str | None = None,
+      network: str = "PokerStars") -> Target:
+    return Target(network, player, filter_name, expression, priority)
+
+
+def plan(targets, **overrides):
+    arguments = dict(
+        last_fetched={},
+        harvested_tonight=set(),
+        remaining=None,
+        max_searches_per_run=None,
+        reserve=0,
+        costs=CostModel(),
+        known_networks=None,
+        filter_problems={},
+        run_date=TONIGHT,
+    )
+    arguments.update(overrides)
+    return plan_night(targets, **arguments)
+
+
+def names(targets) -> list[str]:
+    return [target.player for target in targets]
+
+
+# ----------------------------------------------------------------------------------- ordering
+
+
+def test_order_never_fetched_then_stalest_then_priority_then_watchlist_order() -> None:
+    targets = [
+        t("fresh-important", priority=1),
+        t("stale", priority=50),
+        t("never-low", priority=200),
+        t("never-high", priority=1),
+        t("never-high-2", priority=1),
+        t("stalest", priority=100),
+        t("fresh-less", priority=5),
+    ]
+    last = {
+        t("fresh-important").key: date(2026, 11, 21),
+        t("fresh-less").key: date(2026, 11, 21),
+        t("stale").key: date(2026, 11, 1),
+        t("stalest").key: date(2026, 10, 1),
+    }
+    result = plan(targets, last_fetched=last)
+    assert names(result.calls) == [
+        "never-high",
+        "never-high-2",
+        "never-low",
+        "stalest",
+        "stale",
+        "fresh-important",
+        "fresh-less",
+    ]
+    assert result.searches_planned == 7
+    assert result.deferred == [] and result.skipped == []
+    assert result.affordable is None
+
+
+def test_last_fetched_map_keeps_the_newest() -> None:
+    fetches = [
+        LastFetch("PokerStars", "a", None, date(2026, 1, 1)),
+        LastFetch("PokerStars", "a", None, date(2026, 3, 1)),
+        LastFetch("PokerStars", "a", "f", date(2026, 2, 1)),
+    ]
+    assert last_fetched_map(fetches) == {
+        ("PokerStars", "a", None): date(2026, 3, 1),
+        ("PokerStars", "a", "f"): date(2026, 2, 1),
+    }
+
+
+# ----------------------------------------------------------------------------------- bounds
+
+
+def test_run_cap_defers_the_rest() -> None:
+    targets = [t(f"p{i}") for i in range(5)]
+    result = plan(targets, max_searches_per_run=3, remaining=1000, reserve=100)
+    assert names(result.calls) == ["p0", "p1", "p2"]
+    assert [(x.player, why) for x, why in result.deferred] == [
+        ("p3", "budget: run cap 3 reached"),
+        ("p4", "budget: run cap 3 reached"),
+    ]
+    assert result.searches_planned == 3
+    assert result.affordable == 3
+
+
+def test_reserve_is_never_crossed() -> None:
+    targets = [t(f"p{i}") for i in range(5)]
+    result = plan(targets, max_searches_per_run=50, remaining=102, reserve=100)
+    assert names(result.calls) == ["p0", "p1"]
+    assert {why for _, why in result.deferred} == {"budget: reserve 100 reached"}
+    assert result.affordable == 2
+
+
+def test_below_reserve_plans_nothing() -> None:
+    result = plan([t("a"), t("b")], remaining=80, reserve=100)
+    assert result.calls == [] and result.searches_planned == 0
+    assert [why for _, why in result.deferred] == ["budget: reserve 100 reached"] * 2
+    assert result.affordable == 0
+
+
+def test_binding_bound_names_the_reason() -> None:
+    # Both bounds bite at once: the run cap is reported when it is the tighter (or equal) one.
+    result = plan([t("a"), t("b")], max_searches_per_run=1, remaining=101, reserve=100)
+    assert result.deferred[0][1] == "budget: run cap 1 reached"
+    result = plan([t("a"), t("b"), t("c")], max_searches_per_run=2, remaining=101, reserve=100)
+    assert result.deferred[0][1] == "budget: reserve 100 reached"
+
+
+def test_unknown_remaining_and_no_cap_is_unlimited() -> None:
+    result = plan([t(f"p{i}") for i in range(20)], remaining=None, max_searches_per_run=None, reserve=100)
+    assert len(result.calls) == 20
+
+
+def test_learned_costs_are_used() -> None:
+    costs = CostModel()
+    costs.observe(PLAYER_SUMMARY, 100, 98)
+    result = plan([t("a"), t("b"), t("c")], max_searches_per_run=5, costs=costs)
+    assert names(result.calls) == ["a", "b"]
+    assert result.searches_planned == 4
+
+
+def test_question_filters_pay_one_conversion() -> None:
+    targets = [
+        t("a", filter_name="q"),  # question not converted yet
+        t("b", filter_name="q"),
+        t("c", filter_name="s", expression="Class:SNG"),
+    ]
+    result = plan(targets, max_searches_per_run=4)
+    assert names(result.calls) == ["a", "b", "c"]
+    assert result.conversions == ["q"]
+    assert result.searches_planned == 4
+    # When the conversion does not fit, a cheaper call later in the order still does.
+    result = plan(targets, max_searches_per_run=1)
+    assert names(result.calls) == ["c"]
+    assert names(target for target, _ in result.deferred) == ["a", "b"]
+    assert result.conversions == []
+
+
+# ----------------------------------------------------------------------------------- skips
+
+
+def test_skips_cost_nothing() -> None:
+    targets = [
+        t("ok"),
+        t("foo", network="Foo"),
+        t("case", network="pokerstars"),
+        t("bad-meta", filter_name="big", expression="Stake:XYZ1"),
+        t("bad-syntax", filter_name="typo", expression="Class:SNG;;"),
+        t("done"),
+        t("done-by-date"),
+    ]
+    result = plan(
+        targets,
+        known_networks={"PokerStars", "WPN"},
+        filter_problems={"big": "currency XYZ is not one metadata lists at position 6"},
+        harvested_tonight={t("done").key},
+        last_fetched={t("done-by-date").key: TONIGHT},
+        remaining=1000,
+        reserve=0,
+    )
+    assert names(result.calls) == ["ok"]
+    assert result.searches_planned == 1
+    reasons = {target.player: why for target, why in result.skipped}
+    assert reasons["foo"] == "unknown network 'Foo' (not in metadata)"
+    assert reasons["case"] == "unknown network 'pokerstars' (not in metadata; did you mean 'PokerStars'?)"
+    assert reasons["bad-meta"] == "invalid filter 'big': currency XYZ is not one metadata lists at position 6"
+    assert reasons["bad-syntax"].startswith("invalid filter 'typo': empty constraint")
+    assert reasons["done"] == "already harvested for 2026-11-22"
+    assert reasons["done-by-date"] == "already harvested for 2026-11-22"
+
+
+def test_rerunning_a_finished_night_plans_nothing() -> None:
+    targets = [t("a"), t("b", filter_name="f", expression="Date:30D")]
+    result = plan(targets, harvested_tonight={x.key for x in targets}, remaining=500)
+    assert result.calls == [] and result.searches_planned == 0
+    assert len(result.skipped) == 2
+
+
+def test_empty_filter_name_in_keys_means_unfiltered() -> None:
+    # The ledger writes unfiltered as "": it must still match the target with filter_name None.
+    result = plan(
+        [t("a"), t("b"), t("c")],
+        harvested_tonight={("PokerStars", "a", "")},
+        last_fetched={("PokerStars", "b", ""): date(2026, 11, 1)},
+    )
+    assert names(result.calls) == ["c", "b"]
+    assert [(x.player, why) for x, why in result.skipped] == [("a", "already harvested for 2026-11-22")]
+
+
+def test_duplicate_targets_are_planned_once() -> None:
+    targets = [t("a", priority=5), t("b"), t("a", priority=1), t("a", filter_name="f", expression="Date:1Y")]
+    result = plan(targets)
+    assert [(x.player, x.filter_name) for x in result.calls] == [("a", None), ("b", None), ("a", "f")]
+    assert result.calls[0].priority == 5  # the first entry wins
+    assert [(x.player, why) for x, why in result.skipped] == [("a", "duplicate target: already listed earlier")]
+    assert result.searches_planned == 3
+
+
+def test_targets_from_watchlist() -> None:
+    watchlist = parse_watchlist(
+        "filters:\n  s: 'Class:SNG'\n  q: {question: 'sit and gos'}\n"
+        "players:\n  - {network: WPN, name: a, filters: [s, q], priority: 3}\n  - {network: WPN, name: b}\n"
+    )
+    assert targets_from_watchlist(watchlist) == [
+        Target("WPN", "a", "s", "Class:SNG", 3),
+        Target("WPN", "a", "q", None, 3),
+        Target("WPN", "b", None, None, 100),
+    ]
+    converted = targets_from_watchlist(watchlist, {"q": "Class:SNG;Date:1Y"})
+    assert converted[1].filter_expression == "Class:SNG;Date:1Y"
+    assert not converted[1].needs_conversion
+
+
+# ----------------------------------------------------------------------------------- costs
+
+
+def test_cost_model_prior_and_learning() -> None:
+    costs = CostModel()
+    assert costs.cost(PLAYER_SUMMARY) == 1
+    assert costs.cost(NLQ) == 1
+    assert costs.cost(HAND_ANALYSIS) == 5
+    assert costs.cost(METADATA) == 0
+    assert costs.cost("something_new") == 1  # assumed metered until observed
+    assert not costs.learned(PLAYER_SUMMARY)
+
+    assert costs.observe(PLAYER_SUMMARY, 150, 148)
+    assert costs.cost(PLAYER_SUMMARY) == 2 and costs.learned(PLAYER_SUMMARY)
+    assert costs.observe(PLAYER_SUMMARY, 148, 147)
+    assert costs.cost(PLAYER_SUMMARY) == 1  # tie: the most recent
+    assert costs.observe(PLAYER_SUMMARY, 147, 146)
+    assert costs.observe(PLAYER_SUMMARY, 146, 136)  # one polluted reading does not move it
+    assert costs.cost(PLAYER_SUMMARY) == 1
+
+    assert not costs.observe(PLAYER_SUMMARY, 10, 500)  # top-up or reset: ignored
+    assert not costs.observe(PLAYER_SUMMARY, None, 5)
+    assert costs.snapshot()[HAND_ANALYSIS] == 5
+
+
+def test_cost_model_window_forgets_old_readings() -> None:
+    costs = CostModel(window=3)
+    for _ in range(3):
+        costs.observe(HAND_ANALYSIS, 10, 5)
+    for _ in range(2):
+        costs.observe(HAND_ANALYSIS, 10, 6)
+    assert costs.cost(HAND_ANALYSIS) == 4
+
+
+# ----------------------------------------------------------------------------------- guard
+
+
+def test_budget_guard_cap_and_reserve() -> None:
+    budget = Budget(remaining=105, max_searches_per_run=3, reserve=100, costs=CostModel())
+    assert budget.try_reserve(PLAYER_SUMMARY)
+    assert budget.try_reserve(PLAYER_SUMMARY)
+    assert budget.try_reserve(PLAYER_SUMMARY)
+    assert not budget.try_reserve(PLAYER_SUMMARY)  # cap, counting in-flight
+    assert budget.refusal(PLAYER_SUMMARY) == "budget: run cap 3 reached"
+    assert budget.try_reserve(METADATA)  # free calls are always fine
+    for after in (104, 103, 102):
+        budget.settle(PLAYER_SUMMARY, after, charged=True)
+    assert budget.spent == 3 and budget.remaining == 102 and budget.in_flight == 0
+
+    budget = Budget(remaining=102, max_searches_per_run=None, reserve=100, costs=CostModel())
+    assert budget.try_reserve(PLAYER_SUMMARY) and budget.try_reserve(PLAYER_SUMMARY)
+    assert not budget.try_reserve(PLAYER_SUMMARY)
+    assert budget.refusal(PLAYER_SUMMARY) == "budget: reserve 100 reached"
+    assert not budget.try_reserve(HAND_ANALYSIS)
+
+
+def test_budget_failed_call_releases_its_reservation() -> None:
+    budget = Budget(remaining=101, max_searches_per_run=None, reserve=100, costs=CostModel())
+    assert budget.try_reserve(PLAYER_SUMMARY)
+    assert not budget.try_reserve(PLAYER_SUMMARY)
+    budget.settle(PLAYER_SUMMARY, None, charged=False)  # transport error: not charged
+    assert budget.spent == 0 and budget.remaining == 101
+    assert budget.try_reserve(PLAYER_SUMMARY)
+
+
+def test_budget_learns_cost_only_from_isolated_calls() -> None:
+    costs = CostModel()
+    budget = Budget(remaining=100, max_searches_per_run=None, reserve=0, costs=costs)
+    assert budget.try_reserve(PLAYER_SUMMARY)
+    budget.settle(PLAYER_SUMMARY, 97, charged=True)  # alone: a clean reading
+    assert costs.cost(PLAYER_SUMMARY) == 3 and budget.spent == 3 and budget.remaining == 97
+
+    costs = CostModel()
+    budget = Budget(remaining=100, max_searches_per_run=None, reserve=0, costs=costs)
+    assert budget.try_reserve(PLAYER_SUMMARY) and budget.try_reserve(PLAYER_SUMMARY)
+    budget.settle(PLAYER_SUMMARY, 98, charged=True)
+    budget.settle(PLAYER_SUMMARY, 99, charged=True)  # stale, out of order: never raises remaining
+    assert not costs.learned(PLAYER_SUMMARY)
+    assert budget.remaining == 98 and budget.spent == 2
+
+
+def test_budget_without_a_reading_estimates_and_does_not_learn() -> None:
+    costs = CostModel()
+    budget = Budget(remaining=100, max_searches_per_run=None, reserve=0, costs=costs)
+    assert budget.try_reserve(PLAYER_SUMMARY)
+    budget.settle(PLAYER_SUMMARY, None, charged=True)
+    assert budget.remaining == 99
+    assert budget.try_reserve(PLAYER_SUMMARY)
+    budget.settle(PLAYER_SUMMARY, 90, charged=True)  # the "before" was an estimate: no lesson
+    assert not costs.learned(PLAYER_SUMMARY)
+    assert budget.remaining == 90
+
+
+def test_budget_unknown_remaining_allows_one_probe() -> None:
+    budget = Budget(remaining=None, max_searches_per_run=None, reserve=10, costs=CostModel())
+    assert budget.try_reserve(PLAYER_SUMMARY)
+    assert not budget.try_reserve(PLAYER_SUMMARY)
+    assert "unknown" in (budget.refusal(PLAYER_SUMMARY) or "")
+    budget.settle(PLAYER_SUMMARY, 11, charged=True)
+    assert budget.remaining == 11
+    assert budget.try_reserve(PLAYER_SUMMARY)
+    assert not budget.try_reserve(PLAYER_SUMMARY)
+
+
+def test_budget_stop() -> None:
+    budget = Budget(remaining=1000, max_searches_per_run=None, reserve=0, costs=CostModel())
+    budget.stop("quota: 102002 daily searches quota used up")
+    budget.stop("second reason is not kept")
+    assert budget.stopped_reason == "quota: 102002 daily searches quota used up"
+    assert not budget.try_reserve(PLAYER_SUMMARY)
+    assert budget.refusal(PLAYER_SUMMARY) == "stopped: quota: 102002 daily searches quota used up"
+    assert budget.try_reserve(METADATA)
+
+
+def test_budget_rejects_negative_bounds() -> None:
+    with pytest.raises(ValueError, match="reserve"):
+        Budget(remaining=1, max_searches_per_run=None, reserve=-1, costs=CostModel())
+    with pytest.raises(ValueError, match="max_searches_per_run"):
+        Budget(remaining=1, max_searches_per_run=-1, reserve=0, costs=CostModel())
+
+
+@pytest.mark.parametrize(("cap", "remaining", "reserve", "allowed"), [(25, 10_000, 0, 25), (None, 140, 100, 40)])
+def test_budget_guard_under_threads(cap: int | None, remaining: int, reserve: int, allowed: int) -> None:
+    budget = Budget(remaining=remaining, max_searches_per_run=cap, reserve=reserve, costs=CostModel())
+    made: list[int] = []
+    made_lock = threading.Lock()
+    start = threading.Barrier(8)
+
+    def worker() -> None:
+        start.wait()
+        for _ in range(200):  # bounded: far more attempts than the budget allows
+            if not budget.try_reserve(PLAYER_SUMMARY):
+                continue
+            with made_lock:
+                made.append(1)
+                server_left = remaining - len(made)
+            budget.settle(PLAYER_SUMMARY, server_left, charged=True)
+
+    threads = [threading.Thread(target=worker) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=10)
+    assert not any(thread.is_alive() for thread in threads)
+    assert len(made) == allowed
+    assert budget.spent == allowed
+    assert budget.in_flight == 0
+    assert budget.remaining == remaining - allowed
+    assert budget.remaining >= reserve

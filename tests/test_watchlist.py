@@ -1,0 +1,181 @@
+"""The watchlist: loading, targets, and errors that name the line."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from tourneylake.watchlist import (
+    DEFAULT_PRIORITY,
+    FilterDef,
+    Watchlist,
+    WatchedPlayer,
+    WatchlistError,
+    load_watchlist,
+    parse_watchlist,
+)
+
+SAMPLE = """\
+filters:
+  sng_30d: "Class:SNG;Date:30D"
+  big_mtts: {question: "scheduled tournaments over $50 in the last year", timezone: "UTC", locale: "en-US"}
+  plain: Type:O,OHL,T;Type!:SAT;Stake:USD2~*
+players:
+  - {network: PokerStars, name: "Some Player", filters: [sng_30d, big_mtts], priority: 1}
+  - {network: "888Poker(ES-PT)", name: "José María"}
+  - network: GGNetwork
+    name: 007
+    filters: plain
+"""
+
+
+def _error(text: str) -> WatchlistError:
+    with pytest.raises(WatchlistError) as info:
+        parse_watchlist(textwrap.dedent(text), source="wl.yaml")
+    assert isinstance(info.value, ValueError)
+    return info.value
+
+
+def test_sample_loads() -> None:
+    watchlist = parse_watchlist(SAMPLE)
+    assert watchlist.filters["sng_30d"] == FilterDef("sng_30d", expression="Class:SNG;Date:30D")
+    assert watchlist.filters["big_mtts"] == FilterDef(
+        "big_mtts",
+        question="scheduled tournaments over $50 in the last year",
+        timezone="UTC",
+        locale="en-US",
+    )
+    assert watchlist.filters["big_mtts"].is_question
+    assert not watchlist.filters["plain"].is_question
+    assert watchlist.filters["plain"].expression == "Type:O,OHL,T;Type!:SAT;Stake:USD2~*"
+    assert watchlist.players == [
+        WatchedPlayer("PokerStars", "Some Player", ("sng_30d", "big_mtts"), 1),
+        WatchedPlayer("888Poker(ES-PT)", "José María", (), DEFAULT_PRIORITY),
+        WatchedPlayer("GGNetwork", "007", ("plain",), DEFAULT_PRIORITY),  # read as written, not 7
+    ]
+    assert [p.line for p in watchlist.players] == [6, 7, 8]
+    assert watchlist.filters["sng_30d"].line == 2
+
+
+def test_targets_in_stable_order() -> None:
+    watchlist = parse_watchlist(SAMPLE)
+    assert [(p.name, f) for p, f in watchlist.targets()] == [
+        ("Some Player", "sng_30d"),
+        ("Some Player", "big_mtts"),
+        ("José María", None),
+        ("007", "plain"),
+    ]
+
+
+def test_empty_and_partial_watchlists() -> None:
+    assert parse_watchlist("") == Watchlist(source="<watchlist>")
+    assert parse_watchlist("# nothing yet\n").targets() == []
+    assert parse_watchlist("players:\n").players == []
+    only_players = parse_watchlist("players:\n  - {network: WPN, name: x, filters: []}\n")
+    assert only_players.targets() == [(WatchedPlayer("WPN", "x"), None)]
+
+
+def test_filters_may_come_after_players() -> None:
+    watchlist = parse_watchlist("players:\n  - {network: WPN, name: x, filters: [f]}\nfilters:\n  f: 'Date:1Y'\n")
+    assert watchlist.players[0].filters == ("f",)
+
+
+def test_load_from_file(tmp_path: Path) -> None:
+    path = tmp_path / "watchlist.yaml"
+    path.write_text(SAMPLE, encoding="utf-8")
+    assert load_watchlist(path).players[1].name == "José María"
+    missing = tmp_path / "nope.yaml"
+    with pytest.raises(WatchlistError, match="not found"):
+        load_watchlist(missing)
+    path.write_text("players:\n  - {network: WPN}\n", encoding="utf-8")
+    with pytest.raises(WatchlistError) as info:
+        load_watchlist(path)
+    assert str(info.value) == f"{path}:2: player has no 'name'"
+
+
+def test_repo_sample_watchlist_is_valid() -> None:
+    path = Path(__file__).parent.parent / "watchlist.yaml"
+    if not path.exists():
+        pytest.skip("no sample watchlist.yaml at the repo root")
+    load_watchlist(path)
+
+
+@pytest.mark.parametrize(
+    ("text", "line", "fragment"),
+    [
+        ("filter:\n  a: 'Date:1Y'\n", 1, "unknown key 'filter'"),
+        ("players:\n  - {network: WPN, name: x, priorty: 1}\n", 2, "unknown key 'priorty'"),
+        ("players:\n  - {name: x}\n", 2, "player has no 'network'"),
+        ("players:\n  - network: WPN\n    name:\n", 3, "player name is empty"),
+        ("players:\n  - network: WPN\n    name: '  '\n", 3, "player name is blank"),
+        ("players:\n  - {network: [a], name: x}\n", 2, "player network must be text"),
+        ("players:\n  - {network: WPN, name: x, filters: [nope]}\n", 2, "filter 'nope' is not defined"),
+        ("filters:\n  f: [1, 2]\n", 2, "must be a filter string"),
+        ("filters:\n  f:\n", 2, "must be a filter string"),
+        ("filters:\n  f: ''\n", 2, "is empty"),
+        ("filters:\n  f: {timezone: UTC}\n", 2, "needs a 'question'"),
+        ("filters:\n  f: {question: x, tz: UTC}\n", 2, "unknown key 'tz'"),
+        ("filters:\n  f: {question: }\n", 2, "question is empty"),
+        ("filters:\n\n  f: 'Type:O,,T'\n", 3, "not a valid filter: empty value in constraint 'Type'"),
+        ("filters:\n  'bad name': 'Date:1Y'\n", 2, "filter name 'bad name'"),
+        ("filters:\n  f: 'Date:1Y'\n  f: 'Date:2Y'\n", 3, "defined twice (first on line 2)"),
+        ("players:\n  - {network: WPN, name: x, priority: high}\n", 2, "priority must be a whole number"),
+        ("players:\n  - {network: WPN, name: x, priority: 1.5}\n", 2, "priority must be a whole number"),
+        ("players:\n  - {network: WPN, name: x, priority: true}\n", 2, "priority must be a whole number"),
+        ("players:\n  network: WPN\n", 2, "'players' must be a list"),
+        ("players:\n  - just a name\n", 2, "a player is a mapping"),
+        ("- a\n- b\n", 1, "a watchlist is a mapping"),
+        ("players:\n  - {network: WPN, name: x, name: y}\n", 2, "key 'name' repeated"),
+        ("players: [\n", 2, "not valid YAML"),
+        (
+            "filters: {f: 'Date:1Y'}\nplayers:\n  - {network: WPN, name: x, filters: [f, f]}\n",
+            3,
+            "filter 'f' listed twice",
+        ),
+        ("players:\n  - {network: WPN, name: x, filters: {a: 1}}\n", 2, "must be a list of filter names"),
+    ],
+)
+def test_errors_name_the_line(text: str, line: int, fragment: str) -> None:
+    error = _error(text)
+    assert error.line == line
+    assert fragment in str(error)
+    assert str(error).startswith(f"wl.yaml:{line}: ")
+
+
+def test_duplicate_players_are_an_error_naming_both_lines() -> None:
+    error = _error(
+        """\
+        players:
+          - {network: PokerStars, name: "Some Player", priority: 1}
+          - {network: WPN, name: "Some Player"}
+          - {network: pokerstars, name: "some player", priority: 5}
+        """
+    )
+    assert error.line == 4
+    assert "listed twice (first on line 2)" in str(error)
+
+
+def test_duplicate_detection_normalises_unicode() -> None:
+    composed = "Jos\u00e9"
+    decomposed = "Jose\u0301"
+    error = _error(f"players:\n  - {{network: WPN, name: {composed}}}\n  - {{network: WPN, name: {decomposed}}}\n")
+    assert error.line == 3
+
+
+def test_every_problem_is_reported() -> None:
+    error = _error(
+        """\
+        filters:
+          bad: 'Class SNG'
+        players:
+          - {network: WPN, name: a, filters: [bad]}
+          - {network: WPN, name: b, filters: [missing]}
+          - {network: WPN}
+        """
+    )
+    assert [line for line, _ in error.problems] == [2, 5, 6]
+    assert error.line == 2
+    # The player naming the invalid filter is not blamed a second time.
+    assert "'bad' is not defined" not in str(error)

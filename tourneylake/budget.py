@@ -1,0 +1,503 @@
+"""Searches are money: plan a night within the budget, and guard it while fetching.
+
+Pure logic, no HTTP (design §5):
+
+- :class:`CostModel` knows what each resource costs: a documented prior, corrected by what the
+  service's ``UserInfo/RemainingSearches`` shows before and after a call made in isolation.
+- :func:`plan_night` orders the watchlist's targets (never fetched first, then stalest, then by
+  priority, then watchlist order), skips what is known locally to fail or is already done, and
+  plans as many calls as the budget affords; the rest is deferred with the reason.
+- :class:`Budget` is the run-time guard shared by concurrent fetchers: a call is made only after
+  :meth:`Budget.try_reserve` succeeds, so neither the run cap nor the reserve can be crossed,
+  counting calls still in flight.
+
+The budget has two bounds, each optional (``None`` = unknown or unlimited):
+
+- the run cap, ``max_searches_per_run``: what this run may spend;
+- the reserve: the account never goes below ``reserve`` searches, so affordable is
+  ``remaining - reserve`` when ``remaining`` is known.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter, deque
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, replace
+from datetime import date
+
+from tourneylake.filters import FilterSyntaxError, parse_filter
+from tourneylake.watchlist import Watchlist
+
+__all__ = [
+    "COUNTRIES",
+    "DEFAULT_COSTS",
+    "HAND_ANALYSIS",
+    "METADATA",
+    "NEWS",
+    "NLQ",
+    "PLAYER_SUMMARY",
+    "Budget",
+    "CostModel",
+    "LastFetch",
+    "Plan",
+    "Target",
+    "TargetKey",
+    "last_fetched_map",
+    "plan_night",
+    "targets_from_watchlist",
+]
+
+PLAYER_SUMMARY = "player_summary"
+NLQ = "nlq"
+HAND_ANALYSIS = "hand_analysis"
+METADATA = "metadata"
+COUNTRIES = "countries"
+NEWS = "news"
+
+#: Documented costs (service-reference §8, service-notes §6).
+DEFAULT_COSTS: Mapping[str, int] = {
+    PLAYER_SUMMARY: 1,
+    NLQ: 1,
+    HAND_ANALYSIS: 5,
+    METADATA: 0,
+    COUNTRIES: 0,
+    NEWS: 0,
+}
+
+#: Cost assumed for a resource nobody has documented or observed: metered until shown otherwise.
+UNKNOWN_RESOURCE_COST = 1
+
+#: (network, player, filter name or None): one harvested snapshot per night.
+TargetKey = tuple[str, str, str | None]
+
+
+# ----------------------------------------------------------------------------------- targets
+
+
+@dataclass(frozen=True)
+class Target:
+    """One player summary to fetch: a player with one named filter (``None`` = unfiltered).
+
+    ``filter_expression`` is ``None`` for an unfiltered target, and also for a named filter whose
+    natural-language question has not been converted yet (the planner budgets the conversion).
+    ``priority``: lower is more important.
+    """
+
+    network: str
+    player: str
+    filter_name: str | None
+    filter_expression: str | None
+    priority: int
+
+    @property
+    def key(self) -> TargetKey:
+        return (self.network, self.player, self.filter_name)
+
+    @property
+    def needs_conversion(self) -> bool:
+        """A named filter with no expression yet: its question must go through NLQ first."""
+        return self.filter_name is not None and self.filter_expression is None
+
+    def __str__(self) -> str:
+        suffix = f" [{self.filter_name}]" if self.filter_name else ""
+        return f"{self.network}/{self.player}{suffix}"
+
+
+@dataclass(frozen=True)
+class LastFetch:
+    """The last successful snapshot of a target (from the ledger or the lake)."""
+
+    network: str
+    player: str
+    filter_name: str | None
+    snapshot_date: date
+
+    @property
+    def key(self) -> TargetKey:
+        return (self.network, self.player, self.filter_name)
+
+
+def _normal_key(key: tuple[str, str, str | None]) -> TargetKey:
+    """Unfiltered is ``None`` here; ledgers and lake partitions often write it as ``""``."""
+    network, player, filter_name = key
+    return (network, player, filter_name or None)
+
+
+def last_fetched_map(fetches: Iterable[LastFetch]) -> dict[TargetKey, date]:
+    """The newest snapshot date per key, in the shape :func:`plan_night` takes."""
+    newest: dict[TargetKey, date] = {}
+    for fetch in fetches:
+        if fetch.key not in newest or fetch.snapshot_date > newest[fetch.key]:
+            newest[fetch.key] = fetch.snapshot_date
+    return newest
+
+
+def targets_from_watchlist(watchlist: Watchlist, expressions: Mapping[str, str] | None = None) -> list[Target]:
+    """The watchlist's targets in watchlist order. A question filter takes its expression from
+    ``expressions`` (the cache of converted questions, by filter name) or stays ``None``, which
+    tells the planner the conversion is still to be paid for."""
+    cache = expressions or {}
+    targets: list[Target] = []
+    for player, filter_name in watchlist.targets():
+        expression: str | None = None
+        if filter_name is not None:
+            definition = watchlist.filters[filter_name]
+            expression = definition.expression if definition.expression is not None else cache.get(filter_name)
+        targets.append(Target(player.network, player.name, filter_name, expression, player.priority))
+    return targets
+
+
+# ----------------------------------------------------------------------------------- costs
+
+
+class CostModel:
+    """What each resource costs, in searches.
+
+    Starts from :data:`DEFAULT_COSTS` (or ``prior``). :meth:`observe` learns from one call's
+    ``RemainingSearches`` before and after; only the caller knows whether the difference is
+    clean (exactly one metered call in flight, nothing else spending on the account), so it
+    decides when to call it. The learned cost is the most frequent of the last ``window``
+    observations (ties: the most recent), so one polluted reading cannot move it.
+    """
+
+    def __init__(self, prior: Mapping[str, int] | None = None, *, window: int = 20) -> None:
+        self._prior: dict[str, int] = dict(DEFAULT_COSTS if prior is None else prior)
+        self._observed: dict[str, deque[int]] = {}
+        self._window = window
+        self._lock = threading.Lock()
+
+    def observe(self, resource: str, before: int | None, after: int | None) -> bool:
+        """Learn from one isolated call; returns whether the reading was used.
+
+        Ignored: an unknown reading, and a negative difference (the account was topped up or
+        the daily quota reset in between: says nothing about the call).
+        """
+        if before is None or after is None:
+            return False
+        spent = before - after
+        if spent < 0:
+            return False
+        with self._lock:
+            self._observed.setdefault(resource, deque(maxlen=self._window)).append(spent)
+        return True
+
+    def cost(self, resource: str) -> int:
+        """The expected searches of one call of ``resource``."""
+        with self._lock:
+            seen = self._observed.get(resource)
+            if seen:
+                counts = Counter(seen)
+                best = max(counts.values())
+                for value in reversed(seen):
+                    if counts[value] == best:
+                        return value
+            return self._prior.get(resource, UNKNOWN_RESOURCE_COST)
+
+    def learned(self, resource: str) -> bool:
+        """Whether ``cost(resource)`` comes from observations rather than the prior."""
+        with self._lock:
+            return bool(self._observed.get(resource))
+
+    def snapshot(self) -> dict[str, int]:
+        """Current cost of every resource known from the prior or observations."""
+        with self._lock:
+            names = sorted(set(self._prior) | set(self._observed))
+        return {name: self.cost(name) for name in names}
+
+
+# ----------------------------------------------------------------------------------- planning
+
+
+@dataclass
+class Plan:
+    """A night's plan: what to fetch, in order, and why the rest is not fetched.
+
+    ``conversions`` are the filter names whose question must be converted (one NLQ call each)
+    before their first planned target; ``searches_planned`` includes them.
+    """
+
+    calls: list[Target] = field(default_factory=list)
+    deferred: list[tuple[Target, str]] = field(default_factory=list)
+    skipped: list[tuple[Target, str]] = field(default_factory=list)
+    conversions: list[str] = field(default_factory=list)
+    searches_planned: int = 0
+    affordable: int | None = None
+
+
+def _reason_for(cap_left: int | None, reserve_left: int | None, cap: int | None, reserve: int) -> str:
+    if cap_left is not None and (reserve_left is None or cap_left <= reserve_left):
+        return f"budget: run cap {cap} reached"
+    return f"budget: reserve {reserve} reached"
+
+
+def plan_night(
+    targets: Iterable[Target],
+    *,
+    last_fetched: Mapping[TargetKey, date],
+    harvested_tonight: set[TargetKey] | frozenset[TargetKey],
+    remaining: int | None,
+    max_searches_per_run: int | None,
+    reserve: int,
+    costs: CostModel,
+    known_networks: set[str] | frozenset[str] | None,
+    filter_problems: Mapping[str, str],
+    run_date: date | None = None,
+) -> Plan:
+    """Plan tonight's metered calls.
+
+    Skipped (costs nothing, known locally): a duplicate of an earlier target (same key), a
+    network not in ``known_networks`` (``None`` = not checked; pass only searchable networks), a
+    filter named in ``filter_problems`` or whose expression does not parse, and a target already
+    harvested tonight (in ``harvested_tonight``, or last fetched on or after ``run_date``).
+    In keys, a filter name of ``""`` and ``None`` both mean unfiltered.
+
+    The rest is ordered: never fetched first, then stalest (oldest last fetch), then priority
+    (lower first), then the order given. Calls are planned in that order while they fit within
+    ``min(max_searches_per_run, remaining - reserve)``; a call that does not fit is deferred,
+    and a cheaper one later in the order may still be planned. A target whose filter still needs
+    its question converted also costs one NLQ call, the first time that filter is planned.
+    """
+    plan = Plan()
+    # Keys from the ledger or lake may spell "unfiltered" as "" rather than None.
+    last_fetched = {_normal_key(key): when for key, when in last_fetched.items()}
+    harvested_tonight = {_normal_key(key) for key in harvested_tonight}
+    seen: set[TargetKey] = set()
+    candidates: list[tuple[int, Target]] = []
+    day = f" for {run_date.isoformat()}" if run_date else " tonight"
+    for index, target in enumerate(targets):
+        if target.filter_name == "":
+            target = replace(target, filter_name=None)
+        if target.key in seen:
+            plan.skipped.append((target, "duplicate target: already listed earlier"))
+            continue
+        seen.add(target.key)
+        if known_networks is not None and target.network not in known_networks:
+            folded = {n.casefold(): n for n in known_networks}
+            hint = folded.get(target.network.casefold())
+            extra = f"; did you mean {hint!r}?" if hint else ""
+            plan.skipped.append((target, f"unknown network {target.network!r} (not in metadata{extra})"))
+            continue
+        if target.filter_name is not None and target.filter_name in filter_problems:
+            plan.skipped.append(
+                (target, f"invalid filter {target.filter_name!r}: {filter_problems[target.filter_name]}")
+            )
+            continue
+        if target.filter_expression is not None:
+            try:
+                parse_filter(target.filter_expression)
+            except FilterSyntaxError as exc:
+                plan.skipped.append((target, f"invalid filter {target.filter_name!r}: {exc}"))
+                continue
+        last = last_fetched.get(target.key)
+        if target.key in harvested_tonight or (run_date is not None and last is not None and last >= run_date):
+            plan.skipped.append((target, f"already harvested{day}"))
+            continue
+        candidates.append((index, target))
+
+    def order(item: tuple[int, Target]) -> tuple[int, date, int, int]:
+        index, target = item
+        last = last_fetched.get(target.key)
+        return (0 if last is None else 1, last or date.min, target.priority, index)
+
+    candidates.sort(key=order)
+
+    cap = max_searches_per_run
+    plan.affordable = _min_known(cap, None if remaining is None else max(remaining - reserve, 0))
+    summary_cost = costs.cost(PLAYER_SUMMARY)
+    nlq_cost = costs.cost(NLQ)
+    converting: set[str] = set()
+    spent = 0
+    for _, target in candidates:
+        needs_nlq = target.needs_conversion and target.filter_name not in converting
+        cost = summary_cost + (nlq_cost if needs_nlq else 0)
+        cap_left = None if cap is None else cap - spent
+        reserve_left = None if remaining is None else remaining - reserve - spent
+        if (cap_left is not None and cost > cap_left) or (reserve_left is not None and cost > reserve_left):
+            plan.deferred.append((target, _reason_for(cap_left, reserve_left, cap, reserve)))
+            continue
+        if needs_nlq:
+            assert target.filter_name is not None
+            converting.add(target.filter_name)
+            plan.conversions.append(target.filter_name)
+        plan.calls.append(target)
+        spent += cost
+    plan.searches_planned = spent
+    return plan
+
+
+def _min_known(*bounds: int | None) -> int | None:
+    known = [b for b in bounds if b is not None]
+    return min(known) if known else None
+
+
+# ----------------------------------------------------------------------------------- run guard
+
+
+@dataclass
+class _Reservation:
+    amount: int
+    before: int | None
+    isolated: bool
+
+
+class Budget:
+    """The run-time guard for concurrent fetchers.
+
+    Every metered call is bracketed: ``try_reserve(resource)`` before it (``False`` = do not
+    make the call), ``settle(resource, remaining_after, charged)`` after it, whatever happened.
+    Reservations in flight count against both bounds, so N threads can never overshoot.
+
+    ``remaining`` follows the truth: each response's ``RemainingSearches``. Responses of
+    concurrent calls can arrive out of order, so a reading only ever lowers what we believe,
+    except after a call that ran alone (nothing else reserved during its life), whose reading is
+    exact and also teaches :class:`CostModel` the resource's cost. While ``remaining`` is
+    unknown and a reserve is set, only one metered call may be in flight: its answer tells us
+    where we stand before anything else is spent.
+
+    Free resources (cost 0) are always allowed, even after :meth:`stop`. Reservations of one
+    resource are settled first-in first-out (the interface carries no token); they differ only
+    if the learned cost changed in between, by at most that change.
+    """
+
+    def __init__(
+        self,
+        *,
+        remaining: int | None,
+        max_searches_per_run: int | None,
+        reserve: int,
+        costs: CostModel,
+    ) -> None:
+        if reserve < 0:
+            raise ValueError(f"reserve must be >= 0, not {reserve}")
+        if max_searches_per_run is not None and max_searches_per_run < 0:
+            raise ValueError(f"max_searches_per_run must be >= 0, not {max_searches_per_run}")
+        self._lock = threading.Lock()
+        self._remaining = remaining
+        self._cap = max_searches_per_run
+        self._reserve = reserve
+        self._costs = costs
+        self._spent = 0
+        self._in_flight = 0
+        self._reservations: dict[str, deque[_Reservation]] = {}
+        self._all_in_flight: list[_Reservation] = []
+        self._stopped: str | None = None
+        # Whether _remaining is a reading from the service (True) or lowered by an estimate
+        # (False): only a reading may serve as the "before" of a cost observation.
+        self._is_reading = remaining is not None
+
+    # ------------------------------------------------------------------------- properties
+
+    @property
+    def spent(self) -> int:
+        """Searches this run has spent (settled, charged calls)."""
+        with self._lock:
+            return self._spent
+
+    @property
+    def remaining(self) -> int | None:
+        """The account's searches left, as last read from the service (``None`` = unknown)."""
+        with self._lock:
+            return self._remaining
+
+    @property
+    def in_flight(self) -> int:
+        """Searches reserved by calls not yet settled."""
+        with self._lock:
+            return self._in_flight
+
+    @property
+    def stopped_reason(self) -> str | None:
+        with self._lock:
+            return self._stopped
+
+    @property
+    def reserve(self) -> int:
+        return self._reserve
+
+    @property
+    def max_searches_per_run(self) -> int | None:
+        return self._cap
+
+    # ------------------------------------------------------------------------- guard
+
+    def _refusal(self, cost: int) -> str | None:
+        """Why a call of ``cost`` may not start now (lock held)."""
+        if cost <= 0:
+            return None
+        if self._stopped is not None:
+            return f"stopped: {self._stopped}"
+        if self._cap is not None and self._spent + self._in_flight + cost > self._cap:
+            return f"budget: run cap {self._cap} reached"
+        if self._remaining is None:
+            if self._reserve > 0 and self._in_flight > 0:
+                return "budget: searches left unknown until the first answer"
+            return None
+        if self._remaining - self._in_flight - cost < self._reserve:
+            return f"budget: reserve {self._reserve} reached"
+        return None
+
+    def refusal(self, resource: str) -> str | None:
+        """The reason :meth:`try_reserve` would refuse ``resource`` now, or ``None``."""
+        cost = self._costs.cost(resource)
+        with self._lock:
+            return self._refusal(cost)
+
+    def try_reserve(self, resource: str) -> bool:
+        """Reserve one call of ``resource``; ``False`` when it could cross the cap or the reserve,
+        or after :meth:`stop`. Thread-safe. Every ``True`` must be followed by :meth:`settle`."""
+        cost = self._costs.cost(resource)
+        with self._lock:
+            if self._refusal(cost) is not None:
+                return False
+            if cost <= 0:
+                return True  # free: nothing to reserve or settle
+            isolated = self._in_flight == 0
+            for other in self._all_in_flight:
+                other.isolated = False
+            before = self._remaining if self._is_reading else None
+            reservation = _Reservation(cost, before, isolated)
+            self._reservations.setdefault(resource, deque()).append(reservation)
+            self._all_in_flight.append(reservation)
+            self._in_flight += cost
+            return True
+
+    def settle(self, resource: str, remaining_after: int | None, charged: bool) -> None:
+        """Record the end of a reserved call: ``remaining_after`` is the response's
+        ``RemainingSearches`` (``None`` if there was no readable response), ``charged`` whether
+        the service charged for it (a successful metered answer)."""
+        with self._lock:
+            queue = self._reservations.get(resource)
+            reservation = queue.popleft() if queue else None
+            if reservation is None:
+                # A free call (never reserved) or a settle without a reservation: just read the truth.
+                self._read(remaining_after, exact=False)
+                return
+            self._all_in_flight.remove(reservation)
+            self._in_flight -= reservation.amount
+            exact = reservation.isolated and reservation.before is not None
+            charge = reservation.amount
+            if charged and exact and remaining_after is not None:
+                assert reservation.before is not None
+                observed = reservation.before - remaining_after
+                if observed >= 0 and self._costs.observe(resource, reservation.before, remaining_after):
+                    charge = observed
+            if charged:
+                self._spent += charge
+                if remaining_after is None and self._remaining is not None:
+                    self._remaining -= charge  # no reading: assume the expected charge
+                    self._is_reading = False
+            self._read(remaining_after, exact=reservation.isolated)
+
+    def _read(self, remaining_after: int | None, *, exact: bool) -> None:
+        if remaining_after is None:
+            return
+        if self._remaining is None or exact or remaining_after < self._remaining:
+            self._remaining = remaining_after
+            self._is_reading = True
+
+    def stop(self, reason: str) -> None:
+        """No more metered calls this run (after a quota error); the first reason is kept."""
+        with self._lock:
+            if self._stopped is None:
+                self._stopped = reason

@@ -1,0 +1,597 @@
+"""The service's filter language: parse, format, and check against metadata.
+
+A filter (service-reference §2.4, service-notes §4) is a string of constraints::
+
+    Type:O,OHL,T;Type!:SAT;Stake:USD2~*
+
+- constraints are separated by ``;``;
+- each is ``Name:value[,value...]``; ``Name!:values`` inverts it (NOT);
+- range values are ``low~high`` with ``*`` for an open end, optionally prefixed by a currency
+  (``USD2~*``, ``*~EUR10``), or a single value (``USD1.50``, ``45``);
+- a date is ``nY|nM|nW|nD|nH|nS`` (the last n units; a negative n means the next n), a year after
+  2006, or ``start~end`` in epoch seconds.
+
+Why we parse at all: every search is paid for, so a filter the service would reject must be caught
+here, before it costs anything. :func:`parse_filter` checks the syntax; :class:`FilterCatalog`
+checks names, options, ranges and currencies against the service's own metadata.
+
+Values are kept exactly as written (:attr:`Constraint.values` are raw strings), so
+``format_filter(parse_filter(s)) == s`` for every well-formed ``s``: a filter is an identity in
+the lake (snapshots are keyed by it) and must never be silently rewritten.
+:func:`parse_range` and :func:`parse_date` give the typed reading of a value when one is needed.
+
+Grammar decisions where the documentation is silent (strict, so round trips stay exact):
+
+- a constraint name is ``[A-Za-z][A-Za-z0-9_]*``; nothing (not even a space) may sit between the
+  name, the optional ``!`` and the ``:``;
+- values may contain any character but ``,`` ``;`` and control characters, and must not be empty
+  (so ``Type:O,,T``, ``Type:`` and a trailing ``;`` are errors, each with its position);
+- white space inside values is kept as written (``TournamentName:Sunday Million``).
+"""
+
+from __future__ import annotations
+
+import calendar
+import difflib
+import re
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from decimal import Decimal
+from typing import Literal
+
+from tourneylake.tree import Node
+
+__all__ = [
+    "Constraint",
+    "ConstraintDefinition",
+    "DateSpec",
+    "Filter",
+    "FilterCatalog",
+    "FilterProblem",
+    "FilterSyntaxError",
+    "FilterValidationError",
+    "Range",
+    "format_filter",
+    "parse_date",
+    "parse_filter",
+    "parse_range",
+]
+
+_NAME_RE = re.compile(r"[A-Za-z][A-Za-z0-9_]*")
+_CONTROL_RE = re.compile(r"[\x00-\x1f\x7f]")
+_BOUND_RE = re.compile(r"(?P<currency>[A-Z]{3})?(?P<number>[+-]?\d+(?:\.\d+)?)")
+_RELATIVE_RE = re.compile(r"(?P<amount>-?\d+)(?P<unit>[YMWDHS])")
+_DIGITS_RE = re.compile(r"\d+")
+
+#: Seconds per relative-date unit. The service does not say how long its "month" and "year" are;
+#: we use 30 and 365 days. That is exact enough for what :meth:`DateSpec.bounds` is used for
+#: (checking which tournaments a filter can select), and it never depends on the calendar.
+UNIT_SECONDS: Mapping[str, int] = {
+    "Y": 365 * 86_400,
+    "M": 30 * 86_400,
+    "W": 7 * 86_400,
+    "D": 86_400,
+    "H": 3_600,
+    "S": 1,
+}
+
+#: The first year a ``Date:<year>`` may name (the documentation: "a year after 2006").
+FIRST_YEAR = 2007
+
+
+# ----------------------------------------------------------------------------------- errors
+
+
+class FilterSyntaxError(ValueError):
+    """A filter (or one of its values) that is not well formed.
+
+    ``position`` is the 0-based index into ``text`` where the problem is; ``reason`` says what is
+    wrong; ``constraint`` names the constraint it happened in, when that is known.
+    """
+
+    def __init__(self, reason: str, position: int, text: str, constraint: str | None = None) -> None:
+        self.reason = reason
+        self.position = position
+        self.text = text
+        self.constraint = constraint
+        super().__init__(f"{reason} at position {position} of {text!r}")
+
+    def pointer(self) -> str:
+        """The text with a caret under the position, for a terminal."""
+        return f"{self.text}\n{' ' * self.position}^"
+
+
+@dataclass(frozen=True)
+class FilterProblem:
+    """One reason metadata rejects a filter: which constraint, where in the text, and why."""
+
+    constraint: str
+    position: int
+    message: str
+
+    def __str__(self) -> str:
+        where = f" (constraint {self.constraint!r})" if self.constraint else ""
+        return f"{self.message} at position {self.position}{where}"
+
+
+class FilterValidationError(ValueError):
+    """A well-formed filter that the service's metadata rejects (see :meth:`FilterCatalog.check`)."""
+
+    def __init__(self, problems: list[FilterProblem], text: str) -> None:
+        self.problems = problems
+        self.text = text
+        listed = "; ".join(f"{p.message} at position {p.position}" for p in problems)
+        super().__init__(f"filter {text!r} is invalid: {listed}")
+
+
+# ----------------------------------------------------------------------------------- model
+
+
+@dataclass(frozen=True)
+class Constraint:
+    """One ``Name:values`` (or ``Name!:values``) part of a filter; values are raw strings."""
+
+    name: str
+    negated: bool
+    values: tuple[str, ...]
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.values, tuple):  # a list would make the dataclass unhashable
+            object.__setattr__(self, "values", tuple(self.values))
+
+    def __str__(self) -> str:
+        return f"{self.name}{'!' if self.negated else ''}:{','.join(self.values)}"
+
+
+@dataclass(frozen=True)
+class Filter:
+    """A parsed filter: its constraints in the order written. ``str(f)`` is the filter string;
+    the empty filter (unfiltered) is falsy."""
+
+    constraints: tuple[Constraint, ...] = ()
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.constraints, tuple):
+            object.__setattr__(self, "constraints", tuple(self.constraints))
+
+    def __str__(self) -> str:
+        return format_filter(self)
+
+    def __iter__(self) -> Iterator[Constraint]:
+        return iter(self.constraints)
+
+    def __len__(self) -> int:
+        return len(self.constraints)
+
+    def get(self, name: str) -> list[Constraint]:
+        """Every constraint called ``name`` (a name may appear more than once, e.g. negated)."""
+        return [c for c in self.constraints if c.name == name]
+
+
+@dataclass(frozen=True)
+class Range:
+    """A numeric range value: ``None`` for an open end (``*``); the currency of its bounds, if any."""
+
+    low: Decimal | None
+    high: Decimal | None
+    currency: str | None
+
+    def __contains__(self, amount: Decimal | int | float) -> bool:
+        value = Decimal(str(amount))
+        return (self.low is None or value >= self.low) and (self.high is None or value <= self.high)
+
+
+@dataclass(frozen=True)
+class DateSpec:
+    """A ``Date`` value.
+
+    - ``relative``: ``amount`` units back from now (``unit`` one of Y M W D H S); a negative
+      amount means the next ``-amount`` units (active tournaments only).
+    - ``year``: one calendar year, UTC.
+    - ``range``: ``start``..``end`` in epoch seconds, both inclusive.
+    """
+
+    kind: Literal["relative", "year", "range"]
+    amount: int | None = None
+    unit: str | None = None
+    year: int | None = None
+    start: int | None = None
+    end: int | None = None
+
+    def bounds(self, now: int) -> tuple[int, int]:
+        """The inclusive ``(start, end)`` epoch-second interval this spec selects at ``now``.
+
+        A month is 30 days and a year 365 days (:data:`UNIT_SECONDS`); the service does not
+        document its own lengths. The year form is the whole calendar year in UTC.
+        """
+        if self.kind == "relative":
+            assert self.amount is not None and self.unit is not None
+            span = abs(self.amount) * UNIT_SECONDS[self.unit]
+            return (now - span, now) if self.amount > 0 else (now, now + span)
+        if self.kind == "year":
+            assert self.year is not None
+            first = calendar.timegm((self.year, 1, 1, 0, 0, 0))
+            return first, calendar.timegm((self.year + 1, 1, 1, 0, 0, 0)) - 1
+        assert self.start is not None and self.end is not None
+        return self.start, self.end
+
+    def __str__(self) -> str:
+        if self.kind == "relative":
+            return f"{self.amount}{self.unit}"
+        if self.kind == "year":
+            return str(self.year)
+        return f"{self.start}~{self.end}"
+
+
+# ----------------------------------------------------------------------------------- syntax
+
+
+@dataclass(frozen=True)
+class _Span:
+    """Where a constraint and each of its values start in the filter text."""
+
+    constraint: Constraint
+    position: int
+    value_positions: tuple[int, ...]
+
+
+def _describe(ch: str) -> str:
+    return "' ' (a space)" if ch == " " else repr(ch)
+
+
+def _parse_spans(text: str) -> list[_Span]:
+    if not isinstance(text, str):
+        raise TypeError(f"a filter is a string, not {type(text).__name__}")
+    spans: list[_Span] = []
+    if text == "":
+        return spans
+    size = len(text)
+    pos = 0
+    while True:
+        start = pos
+        match = _NAME_RE.match(text, pos)
+        if match is None:
+            if pos == size:
+                raise FilterSyntaxError("nothing after the last ';' (remove the trailing ';')", pos, text)
+            if text[pos] == ";":
+                raise FilterSyntaxError("empty constraint (two ';' in a row)", pos, text)
+            if pos == 0 and text[pos] == ":":
+                raise FilterSyntaxError("missing constraint name before ':'", pos, text)
+            raise FilterSyntaxError(
+                f"unexpected {_describe(text[pos])}: a constraint name must start with a letter",
+                pos,
+                text,
+            )
+        name = match.group()
+        pos = match.end()
+        negated = False
+        if pos < size and text[pos] == "!":
+            negated = True
+            pos += 1
+        if pos == size:
+            raise FilterSyntaxError(
+                f"constraint {name!r} has no ':' and no value (expected '{name}:<value>')", pos, text, name
+            )
+        if text[pos] != ":":
+            expected = "':'" if negated else "':' (or '!:' to invert)"
+            raise FilterSyntaxError(
+                f"unexpected {_describe(text[pos])} after constraint name {name!r}: expected {expected}",
+                pos,
+                text,
+                name,
+            )
+        pos += 1
+        values: list[str] = []
+        positions: list[int] = []
+        while True:
+            end = pos
+            while end < size and text[end] not in ",;":
+                end += 1
+            value = text[pos:end]
+            if value == "":
+                if not values:
+                    reason = f"constraint {name!r} has no value after ':'"
+                else:
+                    reason = f"empty value in constraint {name!r} (nothing after ',')"
+                raise FilterSyntaxError(reason, pos, text, name)
+            control = _CONTROL_RE.search(value)
+            if control is not None:
+                raise FilterSyntaxError(
+                    f"control character {control.group()!r} in a value of constraint {name!r}",
+                    pos + control.start(),
+                    text,
+                    name,
+                )
+            values.append(value)
+            positions.append(pos)
+            pos = end
+            if pos < size and text[pos] == ",":
+                pos += 1
+                continue
+            break
+        spans.append(_Span(Constraint(name, negated, tuple(values)), start, tuple(positions)))
+        if pos == size:
+            return spans
+        pos += 1  # the ';'
+
+
+def parse_filter(text: str) -> Filter:
+    """Parse a filter string; ``""`` is the empty (unfiltered) filter.
+
+    Raises :class:`FilterSyntaxError` (a ``ValueError``) with the position and a message saying
+    what is wrong, e.g. ``empty value in constraint 'Type' (nothing after ',') at position 7``.
+    """
+    return Filter(tuple(span.constraint for span in _parse_spans(text)))
+
+
+def format_filter(f: Filter) -> str:
+    """Write a filter back as a string: the exact inverse of :func:`parse_filter`.
+
+    Raises :class:`ValueError` for a constraint built by hand that could not be read back
+    (a bad name, no values, an empty value, or one containing ``,`` ``;`` or a control
+    character): writing it would silently produce a different filter.
+    """
+    parts: list[str] = []
+    for constraint in f.constraints:
+        if not _NAME_RE.fullmatch(constraint.name):
+            raise ValueError(f"cannot write constraint name {constraint.name!r}: expected [A-Za-z][A-Za-z0-9_]*")
+        if not constraint.values:
+            raise ValueError(f"cannot write constraint {constraint.name!r} without values")
+        for value in constraint.values:
+            if value == "" or "," in value or ";" in value or _CONTROL_RE.search(value):
+                raise ValueError(
+                    f"cannot write value {value!r} of constraint {constraint.name!r}: "
+                    "values must be non-empty and contain no ',', ';' or control characters"
+                )
+        parts.append(str(constraint))
+    return ";".join(parts)
+
+
+# ----------------------------------------------------------------------------------- values
+
+
+def _parse_bound(text: str, offset: int, value: str, which: str) -> tuple[Decimal | None, str | None]:
+    if text == "*":
+        return None, None
+    if text == "":
+        raise FilterSyntaxError(f"empty {which} bound (write '*' for an open end)", offset, value)
+    if re.fullmatch(r"[A-Z]{3}\*", text):
+        raise FilterSyntaxError(f"an open {which} bound is a bare '*', without a currency", offset, value)
+    match = _BOUND_RE.fullmatch(text)
+    if match is None:
+        raise FilterSyntaxError(
+            f"malformed {which} bound {text!r}: expected a number with an optional upper-case "
+            "currency prefix (45, 1.50, USD2) or '*'",
+            offset,
+            value,
+        )
+    return Decimal(match.group("number")), match.group("currency")
+
+
+def parse_range(value: str) -> Range:
+    """Read a range value: ``low~high`` (``*`` = open end) or a single value meaning ``low == high``.
+
+    A currency prefix may sit on either bound or both (they must agree): ``USD2~*``,
+    ``*~EUR10``, ``USD1~USD5``, ``USD1.50``. Raises :class:`FilterSyntaxError` with the position
+    inside ``value``.
+    """
+    if value == "":
+        raise FilterSyntaxError("empty range", 0, value)
+    tilde = value.find("~")
+    if tilde < 0:
+        number, currency = _parse_bound(value, 0, value, "single")
+        return Range(number, number, currency)
+    second = value.find("~", tilde + 1)
+    if second >= 0:
+        raise FilterSyntaxError("more than one '~' in a range", second, value)
+    low, low_currency = _parse_bound(value[:tilde], 0, value, "low")
+    high, high_currency = _parse_bound(value[tilde + 1 :], tilde + 1, value, "high")
+    if low_currency and high_currency and low_currency != high_currency:
+        raise FilterSyntaxError(
+            f"currency {high_currency} of the high bound disagrees with {low_currency} of the low bound",
+            tilde + 1,
+            value,
+        )
+    if low is not None and high is not None and low > high:
+        raise FilterSyntaxError(f"low bound {low} is above high bound {high}", 0, value)
+    return Range(low, high, low_currency or high_currency)
+
+
+def parse_date(value: str) -> DateSpec:
+    """Read a ``Date`` value: ``nY|nM|nW|nD|nH|nS`` (n may be negative, not zero), a year after
+    2006, or ``start~end`` epoch seconds. Raises :class:`FilterSyntaxError`."""
+    match = _RELATIVE_RE.fullmatch(value)
+    if match is not None:
+        amount = int(match.group("amount"))
+        if amount == 0:
+            raise FilterSyntaxError("a relative date of zero units selects nothing", 0, value)
+        return DateSpec("relative", amount=amount, unit=match.group("unit"))
+    if _DIGITS_RE.fullmatch(value):
+        year = int(value)
+        if len(value) != 4 or year < FIRST_YEAR:
+            raise FilterSyntaxError(
+                f"a bare number must be a year after {FIRST_YEAR - 1} (for epoch seconds write 'start~end')",
+                0,
+                value,
+            )
+        return DateSpec("year", year=year)
+    tilde = value.find("~")
+    if tilde >= 0:
+        start_text, end_text = value[:tilde], value[tilde + 1 :]
+        if not _DIGITS_RE.fullmatch(start_text):
+            raise FilterSyntaxError(f"date range start {start_text!r} is not epoch seconds", 0, value)
+        if not _DIGITS_RE.fullmatch(end_text):
+            raise FilterSyntaxError(f"date range end {end_text!r} is not epoch seconds", tilde + 1, value)
+        start, end = int(start_text), int(end_text)
+        if start > end:
+            raise FilterSyntaxError(f"date range starts ({start}) after it ends ({end})", 0, value)
+        return DateSpec("range", start=start, end=end)
+    raise FilterSyntaxError(
+        "malformed date: expected nY, nM, nW, nD, nH or nS (e.g. 30D, -2D), "
+        f"a year after {FIRST_YEAR - 1} (e.g. 2019), or start~end in epoch seconds",
+        0,
+        value,
+    )
+
+
+# ----------------------------------------------------------------------------------- metadata
+
+
+@dataclass(frozen=True)
+class ConstraintDefinition:
+    """A constraint as metadata publishes it: ``@id``, ``@type`` and its option ids (if any)."""
+
+    id: str
+    type: str
+    options: tuple[str, ...] = ()
+
+    @property
+    def kinds(self) -> tuple[str, ...]:
+        """The parts of a composite type: ``"Context,Range"`` → ``("Context", "Range")``."""
+        return tuple(part.strip() for part in self.type.split(",") if part.strip())
+
+
+_RANGE_TYPES = frozenset({"Range", "Number", "Percentage"})
+
+
+def _suggest(word: str, candidates: list[str] | tuple[str, ...]) -> str:
+    folded = {c.casefold(): c for c in candidates}
+    if word.casefold() in folded:
+        return f" (did you mean {folded[word.casefold()]!r}?)"
+    close = difflib.get_close_matches(word, candidates, n=1, cutoff=0.75)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+@dataclass(frozen=True)
+class FilterCatalog:
+    """What metadata says a filter may contain; checks filters before they cost a search.
+
+    Checked: the constraint name exists; Multiselect values are option ids; Date values parse;
+    Range/CashRange/Number/Percentage values are ranges (currency only on CashRange, and one
+    that metadata lists); a Date has exactly one value.
+
+    Lenient, because their value syntax is undocumented: Text, Special, PlayerList, Flag and any
+    type we do not know accept any value; the composite types (``Context,Range``,
+    ``PlayerClass,Range``, ``Statistic,Range``) accept any value, and only a value containing
+    ``~`` must be a well-formed range. A Multiselect without options in metadata, or metadata
+    without a currency list, is not checked for options or currencies.
+    """
+
+    constraints: Mapping[str, ConstraintDefinition]
+    currencies: frozenset[str] = field(default_factory=frozenset)
+
+    @classmethod
+    def from_metadata(cls, metadata_response: Node) -> FilterCatalog:
+        """Build from a ``/metadata`` response: the ``Response`` root or its ``MetadataResponse``."""
+        root: Node | None = metadata_response
+        if metadata_response.name == "Response":
+            root = metadata_response.one("MetadataResponse")
+        if root is None or root.name != "MetadataResponse":
+            raise ValueError(
+                f"expected a metadata response (Response/MetadataResponse), got {metadata_response.name!r}"
+            )
+        definitions: dict[str, ConstraintDefinition] = {}
+        container = root.one("FilterDefinition")
+        for node in container.all("ConstraintDefinition") if container is not None else []:
+            constraint_id = node.attr("id")
+            if not constraint_id:
+                continue
+            options = tuple(o.attr("id") or "" for o in node.all("Option") if o.attr("id"))
+            definitions[constraint_id] = ConstraintDefinition(constraint_id, node.attr("type") or "", options)
+        currencies_node = root.one("Currencies")
+        currencies = frozenset(
+            iso
+            for c in (currencies_node.all("Currency") if currencies_node is not None else [])
+            if (iso := c.attr("iso"))
+        )
+        return cls(definitions, currencies)
+
+    def problems(self, f: Filter | str) -> list[FilterProblem]:
+        """Every reason the service would reject ``f``; empty when it is fine.
+
+        Positions index into the filter string (for a :class:`Filter`, into ``format_filter(f)``).
+        A syntax error is reported as the one problem.
+        """
+        try:
+            text = f if isinstance(f, str) else format_filter(f)
+            spans = _parse_spans(text)
+        except FilterSyntaxError as exc:
+            return [FilterProblem(exc.constraint or "", exc.position, exc.reason)]
+        except ValueError as exc:  # a hand-built Filter that cannot be written
+            return [FilterProblem("", 0, str(exc))]
+        found: list[FilterProblem] = []
+        for span in spans:
+            found.extend(self._constraint_problems(span))
+        return found
+
+    def check(self, f: Filter | str) -> Filter:
+        """The parsed filter, or :class:`FilterValidationError` listing every problem and where."""
+        found = self.problems(f)
+        if found:
+            text = f if isinstance(f, str) else _safe_format(f)
+            raise FilterValidationError(found, text)
+        return f if isinstance(f, Filter) else parse_filter(f)
+
+    # -------------------------------------------------------------------------- internals
+
+    def _constraint_problems(self, span: _Span) -> list[FilterProblem]:
+        constraint = span.constraint
+        name = constraint.name
+        definition = self.constraints.get(name)
+        if definition is None:
+            hint = _suggest(name, sorted(self.constraints))
+            return [FilterProblem(name, span.position, f"unknown constraint {name!r}{hint}")]
+        found: list[FilterProblem] = []
+        values = list(zip(constraint.values, span.value_positions, strict=True))
+        kinds = definition.kinds
+        if definition.type == "Multiselect":
+            if definition.options:
+                for value, position in values:
+                    if value not in definition.options:
+                        hint = _suggest(value, definition.options)
+                        found.append(
+                            FilterProblem(name, position, f"{value!r} is not an option of {name}{hint}")
+                        )
+        elif definition.type == "Date":
+            if len(values) > 1:
+                found.append(FilterProblem(name, values[1][1], f"{name} takes exactly one value"))
+            for value, position in values:
+                try:
+                    parse_date(value)
+                except FilterSyntaxError as exc:
+                    found.append(FilterProblem(name, position + exc.position, f"{name}: {exc.reason}"))
+        elif definition.type in _RANGE_TYPES or definition.type == "CashRange":
+            cash = definition.type == "CashRange"
+            for value, position in values:
+                found.extend(self._range_problems(name, value, position, allow_currency=cash))
+        elif len(kinds) > 1 and "Range" in kinds:
+            for value, position in values:
+                if "~" in value:
+                    found.extend(self._range_problems(name, value, position, allow_currency=True))
+        return found
+
+    def _range_problems(self, name: str, value: str, position: int, *, allow_currency: bool) -> list[FilterProblem]:
+        try:
+            parsed = parse_range(value)
+        except FilterSyntaxError as exc:
+            return [FilterProblem(name, position + exc.position, f"{name}: {exc.reason}")]
+        if parsed.currency is None:
+            return []
+        if not allow_currency:
+            return [FilterProblem(name, position, f"{name} is not an amount of money: remove the currency {parsed.currency}")]
+        if self.currencies and parsed.currency not in self.currencies:
+            return [
+                FilterProblem(
+                    name,
+                    position + value.find(parsed.currency),
+                    f"currency {parsed.currency} is not one metadata lists",
+                )
+            ]
+        return []
+
+
+def _safe_format(f: Filter) -> str:
+    try:
+        return format_filter(f)
+    except ValueError:
+        return repr(f)

@@ -1,0 +1,205 @@
+"""Column builders shared by the normalisers.
+
+The hot loops only collect the served strings into Python lists; conversion to numbers and
+times happens here, once per column, with Arrow's vectorised casts. A value that does not parse
+(an empty string, a JSON number where a string was expected, garbage) falls back to a per-value
+path that yields NULL for it instead of failing the batch.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from datetime import UTC, date, datetime
+from typing import Any
+
+import orjson
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from tourneylake.normalize.schemas import STR_MAP, TS
+
+_F64 = pa.float64()
+_I64 = pa.int64()
+
+
+def text(value: Any) -> str | None:
+    """A served scalar as a string (attributes are strings; a few text elements are numbers)."""
+    if value is None:
+        return None
+    if type(value) is str:
+        return value
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return str(value)
+    return None  # an element where a scalar was expected: not a value
+
+
+def items(value: Any) -> list[Any]:
+    """A repeatable child as a list: several → list, one → bare object, none/empty → []."""
+    if type(value) is list:
+        return value
+    if value is None or value == "":
+        return []
+    return [value]
+
+
+def str_array(values: Sequence[Any]) -> pa.Array:
+    try:
+        return pa.array(values, pa.string())
+    except (pa.ArrowInvalid, pa.ArrowTypeError):
+        return pa.array([text(v) for v in values], pa.string())
+
+
+def _to_float(value: Any) -> float | None:
+    if value is None or isinstance(value, bool):
+        return None
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return None
+    return number if math.isfinite(number) else None
+
+
+def _strings(values: Sequence[Any] | pa.Array) -> pa.Array:
+    return values if isinstance(values, pa.Array) else pa.array(values, pa.string())
+
+
+def _pylist(values: Sequence[Any] | pa.Array) -> Sequence[Any]:
+    return values.to_pylist() if isinstance(values, pa.Array) else values
+
+
+# A plain decimal number as the service writes it ("279", "-1.01", "0.20"); no nan/inf/hex.
+_NUMBER_RE = r"^[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?$"
+_INT_RE = r"^[-+]?\d+$"
+
+
+def float_array(values: Sequence[Any] | pa.Array) -> pa.Array:
+    """Decimal strings → float64; anything that is not a plain number → NULL.
+
+    Data sets mix numbers with lists ("USD0,USD0.44,...") in one column, so unparseable values
+    are masked out with one vectorised regex instead of failing the cast."""
+    try:
+        strings = _strings(values)
+    except (pa.ArrowInvalid, pa.ArrowTypeError):
+        return pa.array([_to_float(v) for v in values], _F64)  # non-string scalars: rare
+    ok = pc.match_substring_regex(strings, _NUMBER_RE)
+    return pc.if_else(ok, strings, pa.scalar(None, pa.string())).cast(_F64)
+
+
+def _to_int(value: Any) -> int | None:
+    number = _to_float(value)
+    if number is None:
+        return None
+    try:
+        return int(number)
+    except (OverflowError, ValueError):
+        return None
+
+
+def int_array(values: Sequence[Any] | pa.Array, dtype: pa.DataType = _I64) -> pa.Array:
+    """Integer strings → int; anything else that is a number is truncated; else NULL."""
+    try:
+        strings = _strings(values)
+        if pc.all(pc.match_substring_regex(strings, _INT_RE)).as_py() is not False:
+            return strings.cast(dtype)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):
+        pass
+    out = [_to_int(v) for v in _pylist(values)]
+    lo, hi = (-(2**31), 2**31 - 1) if dtype == pa.int32() else (-(2**63), 2**63 - 1)
+    return pa.array([v if v is None or lo <= v <= hi else None for v in out], dtype)
+
+
+def time_array(values: Sequence[Any] | pa.Array) -> pa.Array:
+    """Epoch seconds (strings) → timestamp[s, UTC]."""
+    return int_array(values).cast(TS)
+
+
+def bool_array(values: Sequence[Any]) -> pa.Array:
+    out: list[bool | None] = []
+    for value in values:
+        if value is None:
+            out.append(None)
+        elif isinstance(value, bool):
+            out.append(value)
+        else:
+            out.append(str(value).strip().lower() == "true")
+    return pa.array(out, pa.bool_())
+
+
+def map_array(values: Sequence[dict[str, str]]) -> pa.Array:
+    """dicts → MAP(VARCHAR, VARCHAR), built from flat key/value arrays (much faster than
+    converting Python lists of pairs)."""
+    offsets = [0]
+    keys: list[str] = []
+    items_: list[str | None] = []
+    total = 0
+    for value in values:
+        keys.extend(value.keys())
+        items_.extend(value.values())
+        total += len(value)
+        offsets.append(total)
+    return pa.MapArray.from_arrays(
+        pa.array(offsets, pa.int32()), pa.array(keys, pa.string()), pa.array(items_, pa.string()), type=STR_MAP
+    )
+
+
+def attributes(raw: Any) -> dict[str, str]:
+    """Every ``@attribute`` of a raw element, as strings."""
+    if type(raw) is not dict:
+        return {}
+    return {k[1:]: t for k, v in raw.items() if k[:1] == "@" and (t := text(v)) is not None}
+
+
+def dumps(raw: Any) -> str:
+    return orjson.dumps(raw, option=orjson.OPT_SORT_KEYS).decode()
+
+
+def epoch_seconds(value: datetime | int | float | str | None) -> int | None:
+    """``fetched_at`` and friends: an aware datetime (naive = UTC) or epoch seconds."""
+    if value is None:
+        return None
+    if isinstance(value, datetime):
+        if value.tzinfo is None:
+            value = value.replace(tzinfo=UTC)
+        return int(value.timestamp())
+    return _to_int(value)
+
+
+def as_date(value: date | str) -> date:
+    if isinstance(value, datetime):
+        return value.date()
+    if isinstance(value, date):
+        return value
+    return date.fromisoformat(value)
+
+
+def repeat(value: Any, count: int, dtype: pa.DataType) -> pa.Array:
+    return pa.array([value], dtype).take(pa.array([0] * count, pa.int32())) if count else pa.array([], dtype)
+
+
+def runs(values: Iterable[Any], counts: Sequence[int], dtype: pa.DataType) -> pa.Array:
+    """Expand per-group values to per-row values (group i repeated counts[i] times)."""
+    import numpy as np
+
+    vals = values if isinstance(values, pa.Array) else pa.array(list(values), dtype)
+    if len(vals) == 0:
+        return pa.array([], dtype)
+    index = np.repeat(np.arange(len(vals), dtype=np.int32), np.asarray(counts, dtype=np.int64))
+    return vals.take(pa.array(index))
+
+
+def usd(amount: pa.Array, rate: pa.Array) -> pa.Array:
+    """amount / rate, NULL where either is NULL (reference §2.3)."""
+    return pc.divide(amount, rate)
+
+
+def rate_missing(amounts: Iterable[pa.Array], rate: pa.Array) -> pa.Array:
+    """True where some amount needed a conversion and the rate is unknown."""
+    needed = None
+    for amount in amounts:
+        valid = pc.is_valid(amount)
+        needed = valid if needed is None else pc.or_(needed, valid)
+    assert needed is not None
+    return pc.and_(needed, pc.is_null(rate)).fill_null(False)

@@ -1,0 +1,404 @@
+"""The watchlist: which players to harvest, and with which named filters.
+
+::
+
+    filters:
+      sng_30d: "Class:SNG;Date:30D"
+      big_mtts: {question: "scheduled tournaments over $50 in the last year", timezone: UTC, locale: en-US}
+    players:
+      - {network: PokerStars, name: "Some Player", filters: [sng_30d], priority: 1}
+      - {network: "888Poker(ES-PT)", name: "José María"}      # no filters: harvested unfiltered
+
+Rules (each broken rule is a :class:`WatchlistError` naming the file and line):
+
+- Top-level keys are ``filters`` and ``players``; both optional. Unknown keys are errors (a typo
+  must not silently drop half the watchlist).
+- A filter is a filter string (checked with :func:`~tourneylake.filters.parse_filter`; metadata
+  checks happen later, in the planner) or a mapping with ``question`` and optional ``timezone``
+  and ``locale`` (converted once by the Natural Language Filter resource). Filter names are
+  ``[A-Za-z0-9][A-Za-z0-9_.-]*``: they end up in file paths and table keys.
+- A player has ``network`` and ``name`` (required), ``filters`` (a list of filter names, or one
+  name; absent or empty means one unfiltered harvest) and ``priority`` (a whole number, default
+  :data:`DEFAULT_PRIORITY`; **lower means more important**, like a queue position).
+- Names are read as written: ``name: 007`` is the player ``"007"``, not the number 7, and
+  ``name: yes`` is ``"yes"`` (we read YAML's node tree, not its resolved values).
+- The same player twice is an error, not a merge: two entries may disagree on priority and
+  filters, and only the user knows which is meant. Players are the same when network and name
+  match after Unicode NFC normalisation and case folding, because a duplicate must never cost
+  two searches. The same filter twice in one player's list is an error for the same reason.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
+
+from tourneylake.filters import FilterSyntaxError, parse_filter
+
+__all__ = [
+    "DEFAULT_PRIORITY",
+    "FilterDef",
+    "Watchlist",
+    "WatchlistError",
+    "WatchedPlayer",
+    "load_watchlist",
+    "parse_watchlist",
+    "player_key",
+]
+
+#: Priority of a player that does not give one. Lower numbers are harvested first.
+DEFAULT_PRIORITY = 100
+
+_FILTER_NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
+_INT_RE = re.compile(r"[-+]?[0-9]+")
+_CONTROL_RE = re.compile(r"[\x00-\x1f\x7f]")
+_NULL_TAG = "tag:yaml.org,2002:null"
+_STR_TAG = "tag:yaml.org,2002:str"
+_INT_TAG = "tag:yaml.org,2002:int"
+
+_TOP_KEYS = ("filters", "players")
+_QUESTION_KEYS = ("question", "timezone", "locale")
+_PLAYER_KEYS = ("network", "name", "filters", "priority")
+
+
+class WatchlistError(ValueError):
+    """A watchlist that cannot be used. ``line`` is the 1-based line of the first problem (or
+    ``None``); ``problems`` lists every ``(line, message)`` found; ``source`` is the file."""
+
+    def __init__(self, problems: list[tuple[int | None, str]], source: str) -> None:
+        self.problems = problems
+        self.source = source
+        self.line = problems[0][0] if problems else None
+        lines = [f"{source}:{line}: {message}" if line else f"{source}: {message}" for line, message in problems]
+        super().__init__("\n".join(lines))
+
+
+@dataclass(frozen=True)
+class FilterDef:
+    """A named filter: an ``expression`` (filter string) or a natural-language ``question``."""
+
+    name: str
+    expression: str | None = None
+    question: str | None = None
+    timezone: str | None = None
+    locale: str | None = None
+    line: int | None = field(default=None, compare=False)
+
+    @property
+    def is_question(self) -> bool:
+        return self.question is not None
+
+
+@dataclass(frozen=True)
+class WatchedPlayer:
+    """A player to harvest. ``filters`` empty means one unfiltered harvest; lower ``priority``
+    is more important."""
+
+    network: str
+    name: str
+    filters: tuple[str, ...] = ()
+    priority: int = DEFAULT_PRIORITY
+    line: int | None = field(default=None, compare=False)
+
+    @property
+    def key(self) -> tuple[str, str]:
+        """The identity used to detect duplicates (see :func:`player_key`)."""
+        return player_key(self.network, self.name)
+
+
+@dataclass
+class Watchlist:
+    """A validated watchlist: filters by name, players in file order."""
+
+    filters: dict[str, FilterDef] = field(default_factory=dict)
+    players: list[WatchedPlayer] = field(default_factory=list)
+    source: str = "<watchlist>"
+
+    def targets(self) -> list[tuple[WatchedPlayer, str | None]]:
+        """Every (player, filter name) pair to harvest, ``None`` for unfiltered: players in file
+        order, each player's filters in the order listed. Ordering by priority and staleness is
+        the planner's job (:func:`tourneylake.budget.plan_night`)."""
+        pairs: list[tuple[WatchedPlayer, str | None]] = []
+        for player in self.players:
+            if player.filters:
+                pairs.extend((player, name) for name in player.filters)
+            else:
+                pairs.append((player, None))
+        return pairs
+
+
+def player_key(network: str, name: str) -> tuple[str, str]:
+    """Network and player name compared the way a duplicate would cost a search: NFC, case-folded."""
+    return (
+        unicodedata.normalize("NFC", network).casefold(),
+        unicodedata.normalize("NFC", name).casefold(),
+    )
+
+
+# ----------------------------------------------------------------------------------- loading
+
+
+def load_watchlist(path: str | Path) -> Watchlist:
+    """Read and validate a watchlist file; :class:`WatchlistError` names the line of each problem."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise WatchlistError([(None, "watchlist file not found")], str(path)) from None
+    except UnicodeDecodeError as exc:
+        raise WatchlistError([(None, f"watchlist is not UTF-8 text: {exc}")], str(path)) from None
+    return parse_watchlist(text, source=str(path))
+
+
+def parse_watchlist(text: str, source: str = "<watchlist>") -> Watchlist:
+    """Validate watchlist YAML given as text (``source`` names it in error messages)."""
+    try:
+        root = yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        line = mark.line + 1 if mark is not None else None
+        raise WatchlistError([(line, f"not valid YAML: {exc.problem or exc}")], source) from None
+    except yaml.YAMLError as exc:
+        raise WatchlistError([(None, f"not valid YAML: {exc}")], source) from None
+    reader = _Reader()
+    watchlist = reader.read(root, source)
+    if reader.problems:
+        raise WatchlistError(reader.problems, source)
+    return watchlist
+
+
+def _line(node: Node) -> int:
+    return node.start_mark.line + 1
+
+
+def _is_null(node: Node) -> bool:
+    return isinstance(node, ScalarNode) and node.tag == _NULL_TAG
+
+
+def _kind(node: Node) -> str:
+    if isinstance(node, MappingNode):
+        return "a mapping"
+    if isinstance(node, SequenceNode):
+        return "a list"
+    return "empty" if _is_null(node) else f"{node.value!r}"
+
+
+class _Reader:
+    """Walks the composed YAML tree, collecting every problem with its line."""
+
+    def __init__(self) -> None:
+        self.problems: list[tuple[int | None, str]] = []
+        # Filter names defined in the file, valid or not: a player naming an invalid filter must
+        # not get a second, misleading "not defined" error.
+        self.declared: set[str] = set()
+
+    def problem(self, node: Node | None, message: str) -> None:
+        self.problems.append((_line(node) if node is not None else None, message))
+
+    def mapping(self, node: MappingNode, allowed: tuple[str, ...], what: str) -> Iterator[tuple[str, Node]]:
+        """The (key, value) pairs of a mapping; unknown and repeated keys become problems."""
+        seen: dict[str, int] = {}
+        for key_node, value_node in node.value:
+            if not isinstance(key_node, ScalarNode) or _is_null(key_node):
+                self.problem(key_node, f"{what}: keys must be plain names")
+                continue
+            key = key_node.value
+            if key in seen:
+                self.problem(key_node, f"{what}: key {key!r} repeated (first on line {seen[key]})")
+                continue
+            seen[key] = _line(key_node)
+            if key not in allowed:
+                expected = ", ".join(repr(k) for k in allowed)
+                self.problem(key_node, f"{what}: unknown key {key!r} (expected {expected})")
+                continue
+            yield key, value_node
+
+    def text(self, node: Node, what: str, *, required: bool) -> str | None:
+        """A scalar read as written (``007`` stays ``"007"``); problems for anything else."""
+        if _is_null(node):
+            if required:
+                self.problem(node, f"{what} is empty")
+            return None
+        if not isinstance(node, ScalarNode):
+            self.problem(node, f"{what} must be text, not {_kind(node)}")
+            return None
+        value: str = node.value
+        if not value.strip():
+            self.problem(node, f"{what} is blank")
+            return None
+        if _CONTROL_RE.search(value):
+            self.problem(node, f"{what} contains a control character (a line break?)")
+            return None
+        return value
+
+    # ---------------------------------------------------------------------------------
+
+    def read(self, root: Node | None, source: str) -> Watchlist:
+        watchlist = Watchlist(source=source)
+        if root is None or _is_null(root):
+            return watchlist
+        if not isinstance(root, MappingNode):
+            self.problem(root, "a watchlist is a mapping with 'filters:' and 'players:'")
+            return watchlist
+        players_node: Node | None = None
+        for key, value in self.mapping(root, _TOP_KEYS, "watchlist"):
+            if key == "filters":
+                watchlist.filters = self.read_filters(value)
+            else:
+                players_node = value
+        if players_node is not None:
+            watchlist.players = self.read_players(players_node, watchlist.filters)
+        return watchlist
+
+    def read_filters(self, node: Node) -> dict[str, FilterDef]:
+        filters: dict[str, FilterDef] = {}
+        if _is_null(node):
+            return filters
+        if not isinstance(node, MappingNode):
+            self.problem(node, "'filters' must be a mapping of name: filter string or {question: ...}")
+            return filters
+        seen: dict[str, int] = {}
+        for key_node, value_node in node.value:
+            name = key_node.value if isinstance(key_node, ScalarNode) and not _is_null(key_node) else None
+            if name is None or not _FILTER_NAME_RE.fullmatch(name):
+                self.problem(
+                    key_node,
+                    f"filter name {name!r} must be letters, digits, '_', '.' or '-' "
+                    "(it becomes part of file paths and table keys)",
+                )
+                continue
+            if name in seen:
+                self.problem(key_node, f"filter {name!r} defined twice (first on line {seen[name]})")
+                continue
+            seen[name] = _line(key_node)
+            self.declared.add(name)
+            definition = self.read_filter(name, value_node)
+            if definition is not None:
+                filters[name] = definition
+        return filters
+
+    def read_filter(self, name: str, node: Node) -> FilterDef | None:
+        line = _line(node)
+        if isinstance(node, ScalarNode) and not _is_null(node):
+            expression: str = node.value
+            if expression == "":
+                self.problem(
+                    node, f"filter {name!r} is empty: to harvest unfiltered, list the player without filters"
+                )
+                return None
+            try:
+                parse_filter(expression)
+            except FilterSyntaxError as exc:
+                self.problem(node, f"filter {name!r} is not a valid filter: {exc}")
+                return None
+            return FilterDef(name, expression=expression, line=line)
+        if isinstance(node, MappingNode):
+            fields: dict[str, str | None] = {}
+            for key, value in self.mapping(node, _QUESTION_KEYS, f"filter {name!r}"):
+                fields[key] = self.text(value, f"filter {name!r}: {key}", required=key == "question")
+            if "question" not in fields:
+                self.problem(node, f"filter {name!r} needs a 'question'")
+                return None
+            if fields["question"] is None:
+                return None
+            return FilterDef(
+                name,
+                question=fields["question"],
+                timezone=fields.get("timezone"),
+                locale=fields.get("locale"),
+                line=line,
+            )
+        self.problem(
+            node,
+            f"filter {name!r} must be a filter string (\"Class:SNG;Date:30D\") "
+            f"or a mapping {{question: ...}}, not {_kind(node)}",
+        )
+        return None
+
+    def read_players(self, node: Node, filters: dict[str, FilterDef]) -> list[WatchedPlayer]:
+        players: list[WatchedPlayer] = []
+        if _is_null(node):
+            return players
+        if not isinstance(node, SequenceNode):
+            self.problem(node, "'players' must be a list of {network: ..., name: ...} entries")
+            return players
+        seen: dict[tuple[str, str], int] = {}
+        for item in node.value:
+            player = self.read_player(item, filters)
+            if player is None:
+                continue
+            first = seen.get(player.key)
+            if first is not None:
+                self.problem(
+                    item,
+                    f"player {player.name!r} on {player.network} is listed twice (first on line {first}): "
+                    "merge the two entries into one",
+                )
+                continue
+            seen[player.key] = _line(item)
+            players.append(player)
+        return players
+
+    def read_player(self, node: Node, filters: dict[str, FilterDef]) -> WatchedPlayer | None:
+        if not isinstance(node, MappingNode):
+            self.problem(node, f"a player is a mapping like {{network: PokerStars, name: ...}}, not {_kind(node)}")
+            return None
+        before = len(self.problems)
+        network: str | None = None
+        name: str | None = None
+        filter_names: list[str] = []
+        priority = DEFAULT_PRIORITY
+        present: set[str] = set()
+        for key, value in self.mapping(node, _PLAYER_KEYS, "player"):
+            present.add(key)
+            if key == "network":
+                network = self.text(value, "player network", required=True)
+            elif key == "name":
+                name = self.text(value, "player name", required=True)
+            elif key == "filters":
+                filter_names = self.read_filter_names(value, filters)
+            else:
+                priority = self.read_priority(value)
+        for required in ("network", "name"):
+            if required not in present:
+                self.problem(node, f"player has no {required!r}")
+        if len(self.problems) > before or network is None or name is None:
+            return None
+        return WatchedPlayer(network, name, tuple(filter_names), priority, line=_line(node))
+
+    def read_filter_names(self, node: Node, filters: dict[str, FilterDef]) -> list[str]:
+        if _is_null(node):
+            return []
+        items = [node] if isinstance(node, ScalarNode) else node.value if isinstance(node, SequenceNode) else None
+        if items is None:
+            self.problem(node, "player filters must be a list of filter names, e.g. [sng_30d]")
+            return []
+        names: list[str] = []
+        for item in items:
+            value = self.text(item, "filter name", required=True)
+            if value is None:
+                continue
+            if value not in filters:
+                if value in self.declared:
+                    continue  # defined but invalid: its own error says why
+                defined = ", ".join(sorted(filters)) or "none"
+                self.problem(item, f"filter {value!r} is not defined under 'filters:' (defined: {defined})")
+                continue
+            if value in names:
+                self.problem(item, f"filter {value!r} listed twice for this player")
+                continue
+            names.append(value)
+        return names
+
+    def read_priority(self, node: Node) -> int:
+        if isinstance(node, ScalarNode) and node.tag == _INT_TAG and _INT_RE.fullmatch(node.value):
+            return int(node.value)
+        shown = _kind(node)
+        self.problem(node, f"priority must be a whole number (lower = more important), not {shown}")
+        return DEFAULT_PRIORITY
