@@ -1,16 +1,12 @@
 """Small helpers for materialisation metadata (previews, row counts)."""
 
-from __future__ import annotations
-
 from datetime import date
 
 import pyarrow as pa
 from dagster import AssetExecutionContext, MetadataValue
 
-
 def night_of(context: AssetExecutionContext) -> date:
     return date.fromisoformat(context.partition_key)
-
 
 def preview(table: pa.Table | None, rows: int = 5) -> MetadataValue:
     """A markdown preview of the first rows (never anything secret: tables hold no credentials)."""

@@ -1,14 +1,11 @@
 """Player summaries: the metered harvest, planned within the night's budget."""
 
-from __future__ import annotations
-
 from dagster import AssetCheckResult, AssetCheckSpec, AssetExecutionContext, MaterializeResult, MetadataValue, asset
 
 from assets._metadata import night_of
 from assets.partitions import SERVICE_POOL, nightly_partitions
 from pipelines.resources import TourneylakeResource
 from tourneylake.night import harvest_players, summarize_deferred
-
 
 @asset(
     group_name="players",

@@ -1,11 +1,6 @@
 """Reference data: metadata (with the night's currency rates), countries and news. All free."""
 
-from __future__ import annotations
-
 from dagster import (
-    AssetCheckResult,
-    AssetCheckSeverity,
-    AssetCheckSpec,
     AssetExecutionContext,
     Backoff,
     MaterializeResult,
@@ -21,16 +16,12 @@ from tourneylake.night import refresh_free_resource, refresh_metadata
 # Free calls: a transient failure is worth another try a little later.
 FREE_CALL_RETRY = RetryPolicy(max_retries=2, delay=2, backoff=Backoff.EXPONENTIAL)
 
-
 @asset(
     group_name="reference",
     kinds={"python", "parquet"},
     partitions_def=nightly_partitions,
     pool=SERVICE_POOL,
     retry_policy=FREE_CALL_RETRY,
-    check_specs=[
-        AssetCheckSpec("currencies_have_rates", asset="metadata", description="Every currency has a USD rate (missing ones are flagged, never guessed)."),
-    ],
     description="Service metadata, fetched with our hash: downloaded only when it changed (rates refresh daily).",
 )
 def metadata(context: AssetExecutionContext, tourneylake: TourneylakeResource) -> MaterializeResult:
@@ -44,16 +35,7 @@ def metadata(context: AssetExecutionContext, tourneylake: TourneylakeResource) -
             **{f"rows_{name}": count for name, count in outcome.rows.items()},
             "currencies_without_rate": ", ".join(missing) or "none",
         },
-        check_results=[
-            AssetCheckResult(
-                check_name="currencies_have_rates",
-                passed=not missing,
-                severity=AssetCheckSeverity.WARN,
-                metadata={"without_rate": ", ".join(missing) or "none"},
-            )
-        ],
     )
-
 
 @asset(
     group_name="reference",
@@ -68,7 +50,6 @@ def countries(context: AssetExecutionContext, tourneylake: TourneylakeResource) 
     return MaterializeResult(
         metadata={"rows": outcome.rows, "warnings": "; ".join(outcome.warnings) or "none", "searches_left": outcome.remaining_searches}
     )
-
 
 @asset(
     group_name="reference",

@@ -1,7 +1,5 @@
 """The DuckDB warehouse: tonight's lake partitions loaded idempotently, checked, queryable."""
 
-from __future__ import annotations
-
 from dagster import AssetCheckResult, AssetCheckSpec, AssetExecutionContext, MaterializeResult, asset
 
 from assets._metadata import night_of
@@ -13,7 +11,6 @@ CHECKS = {
     "entries_unique": "One row per (network, tournament_id, player).",
     "stake_currencies_converted": "Every stake has a USD amount or is flagged as lacking a rate.",
 }
-
 
 @asset(
     group_name="warehouse",

@@ -15,17 +15,24 @@ from dagster import (
     schedule,
 )
 
-from assets import players, reference, warehouse
+from assets import hands, players, reference, warehouse
 from assets.partitions import nightly_partitions
 from pipelines.resources import TourneylakeResource
 
-ALL_ASSETS = load_assets_from_modules([reference, players, warehouse])
+ALL_ASSETS = load_assets_from_modules([reference, players, warehouse, hands])
 
 nightly_job = define_asset_job(
     "nightly",
     selection=AssetSelection.groups("reference", "players", "warehouse"),
     partitions_def=nightly_partitions,
     description="One night: metadata, countries and news, player summaries within budget, then the warehouse.",
+)
+
+# Opt-in: hand analyses cost 5 searches each, so they run only when this job is launched.
+hands_job = define_asset_job(
+    "hands",
+    selection=AssetSelection.groups("hands"),
+    description="Analyse the hand histories dropped into inbox/hands/ (5 searches each, once per hand).",
 )
 
 # UTC, configurable: TOURNEYLAKE_SCHEDULE_CRON (default 03:00 UTC).
@@ -42,7 +49,7 @@ def nightly_schedule(context: ScheduleEvaluationContext) -> RunRequest:
 def build_definitions(resource: TourneylakeResource) -> Definitions:
     return Definitions(
         assets=ALL_ASSETS,
-        jobs=[nightly_job],
+        jobs=[nightly_job, hands_job],
         schedules=[nightly_schedule],
         resources={"tourneylake": resource},
     )

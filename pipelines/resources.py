@@ -1,6 +1,5 @@
 """Dagster resources: the service account and the local data, configured through ``EnvVar``."""
 
-from __future__ import annotations
 
 import os
 from collections.abc import Iterator
@@ -43,7 +42,7 @@ class TourneylakeResource(ConfigurableResource):
     _endpoint: Any = PrivateAttr(default=None)
 
     @classmethod
-    def from_env(cls) -> TourneylakeResource:
+    def from_env(cls) -> "TourneylakeResource":
         """Every field set in the environment is bound through ``EnvVar`` (so Dagster shows the
         variable's name, never its value); the rest keep their defaults."""
         bound: dict[str, Any] = {}
@@ -54,7 +53,7 @@ class TourneylakeResource(ConfigurableResource):
         return cls(**bound)
 
     @classmethod
-    def from_settings(cls, settings: Settings, sandbox_seed: int = 7) -> TourneylakeResource:
+    def from_settings(cls, settings: Settings, sandbox_seed: int = 7) -> "TourneylakeResource":
         return cls(
             base_url=settings.base_url,
             appname=settings.appname,

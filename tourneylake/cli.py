@@ -26,8 +26,9 @@ hand_app = typer.Typer(no_args_is_help=True, help="Hand analysis (subscribers, 5
 app.add_typer(filter_app, name="filter")
 app.add_typer(hand_app, name="hand")
 
-console = Console()
-err = Console(stderr=True)
+# Piped output (CI logs, `make run | tee`) gets a wide console instead of 80 columns.
+console = Console() if sys.stdout.isatty() else Console(width=140)
+err = Console(stderr=True) if sys.stderr.isatty() else Console(stderr=True, width=140)
 
 DataDir = Annotated[Path | None, typer.Option("--data-dir", help="Data directory (TOURNEYLAKE_DATA_DIR).")]
 Sandbox = Annotated[bool, typer.Option("--sandbox", help="Use the built-in sandbox whatever TOURNEYLAKE_BASE_URL says.")]
@@ -72,7 +73,7 @@ def run(
     verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
 ) -> None:
     """Run one night through Dagster (the nightly job), then print what it did."""
-    from tourneylake.nightly_run import run_night
+    from pipelines.nightly import run_night  # the CLI is the one library module that drives Dagster
 
     setup_logging(verbose)
     settings = load_settings(
@@ -228,7 +229,7 @@ def query(
         text = sql
     db = Warehouse(path, read_only=True)
     try:
-        result = db.connection.execute(text).fetch_arrow_table()
+        result = db.query(text)
     except Exception as exc:  # noqa: BLE001
         raise fail(_one_line(exc)) from None
     finally:

@@ -46,7 +46,7 @@ from tourneylake.config import Settings
 from tourneylake.filters import ConstraintDefinition, FilterCatalog
 from tourneylake.lake import Lake
 from tourneylake.ledger import Ledger, LedgerEntry, ledger_dates, night_entries, night_table
-from tourneylake.normalize.metadata import Rates, normalize_metadata, statistic_types
+from tourneylake.normalize.metadata import Rates, normalize_metadata, series_types, statistic_types
 from tourneylake.normalize.summary import SummaryNormalizer
 from tourneylake.tree import MalformedPayload, Node, parse
 from tourneylake.watchlist import Watchlist
@@ -60,14 +60,6 @@ SUMMARY_TABLES = (
     "player_timeline",
     "tournaments",
     "tournament_entries",
-)
-METADATA_TABLES = (
-    "currencies",
-    "networks",
-    "regions",
-    "filter_constraints",
-    "filter_options",
-    "statistic_definitions",
 )
 STATE_DIR = "_state"
 
@@ -160,6 +152,10 @@ class Night:
     def statistic_types(self) -> dict[str, str]:
         table = self.read_reference("statistic_definitions")
         return statistic_types(table) if table is not None else {}
+
+    def series_types(self) -> dict[tuple[str, str], str]:
+        table = self.read_reference("dataset_definitions")
+        return series_types(table) if table is not None else {}
 
     def filter_catalog(self) -> FilterCatalog | None:
         constraints = self.read_reference("filter_constraints")
@@ -346,7 +342,7 @@ def last_fetched(night: Night) -> dict[tuple[str, str, str], date]:
     for when in ledger_dates(night.lake.root):
         if when >= night.snapshot_date:
             continue
-        path = night.lake.partition_dir("search_ledger", when)
+        path = night.lake.partition_path("search_ledger", when)
         if not path.exists():
             continue
         table = pq.read_table(path, columns=["resource", "network", "player", "filter_name", "outcome"])
@@ -372,9 +368,9 @@ def _metering_hooks(night: Night, budget: Budget | None, ledger: Ledger) -> dict
         if not call.metered:
             return
         charged = _charged(attempt)
-        cost = night.costs.cost(call.resource) if charged else 0
-        if budget is not None:
+        if budget is not None:  # settle first: an isolated call teaches the cost model the true cost
             budget.settle(call.resource, attempt.remaining_after, charged)
+        cost = night.costs.cost(call.resource) if charged else 0
         ledger.record(
             LedgerEntry(
                 called_at=attempt.started_at,
@@ -405,7 +401,9 @@ class _TableSink:
         self.night = night
         self.stack = stack
         self.batch_size = batch_size
-        self.normalizer = SummaryNormalizer(night.snapshot_date, night.rates(), night.statistic_types())
+        self.normalizer = SummaryNormalizer(
+            night.snapshot_date, night.rates(), night.statistic_types(), night.series_types()
+        )
         self.writers: dict[str, Any] = {}
         self.pending = 0
         self.rows: dict[str, int] = {}
@@ -488,18 +486,27 @@ def _left_in_run(cap: int | None, spent: int) -> int | None:
 
 
 def _spent_tonight(night: Night) -> int:
-    return sum(int(row.get("cost") or 0) for row in night_entries(night.lake.root, night.snapshot_date))
+    # Hand analyses run in their own opt-in job with their own budget: not the harvest's cap.
+    return sum(
+        int(row.get("cost") or 0)
+        for row in night_entries(night.lake.root, night.snapshot_date)
+        if row.get("resource") != calls.HAND_ANALYSIS
+    )
 
 
 def _read_remaining(night: Night) -> int | None:
     """Searches left before we spend any: a free authenticated call reports them."""
     try:
         with night.client() as client:
-            return client.countries().remaining_searches
+            response = client.countries()
     except CredentialsError as exc:
         raise RunFailed(f"credentials refused by the service: {exc}") from None
     except ApiError:
         return None
+    info = response.envelope.user_info
+    if info is not None and not info.logged_in:  # a free call answers bad credentials with loggedIn="false"
+        raise RunFailed("credentials refused by the service: it answered loggedIn=false (check user name, password and app key)")
+    return response.remaining_searches
 
 
 def _reuse_tonights_raw(night: Night, watchlist: Watchlist, sink: _TableSink) -> set[tuple[str, str, str]]:

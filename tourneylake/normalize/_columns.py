@@ -176,7 +176,9 @@ def as_date(value: date | str) -> date:
 
 
 def repeat(value: Any, count: int, dtype: pa.DataType) -> pa.Array:
-    return pa.array([value], dtype).take(pa.array([0] * count, pa.int32())) if count else pa.array([], dtype)
+    import numpy as np
+
+    return pa.array([value], dtype).take(np.zeros(count, dtype=np.int32))
 
 
 def runs(values: Iterable[Any], counts: Sequence[int], dtype: pa.DataType) -> pa.Array:
@@ -186,8 +188,20 @@ def runs(values: Iterable[Any], counts: Sequence[int], dtype: pa.DataType) -> pa
     vals = values if isinstance(values, pa.Array) else pa.array(list(values), dtype)
     if len(vals) == 0:
         return pa.array([], dtype)
-    index = np.repeat(np.arange(len(vals), dtype=np.int32), np.asarray(counts, dtype=np.int64))
+    counts_np = counts.to_numpy(zero_copy_only=False) if isinstance(counts, pa.Array) else np.asarray(counts, dtype=np.int64)
+    index = np.repeat(np.arange(len(vals), dtype=np.int32), counts_np)
     return vals.take(pa.array(index))
+
+
+def dict_runs(values: Sequence[Any], counts: Sequence[int] | pa.Array) -> pa.DictionaryArray:
+    """Per-group values expanded to rows, dictionary-encoded (unique dictionary, NULL kept)."""
+    import numpy as np
+
+    codes: dict[Any, int] = {}
+    index = [None if v is None else codes.setdefault(v, len(codes)) for v in values]
+    counts_np = counts.to_numpy(zero_copy_only=False) if isinstance(counts, pa.Array) else np.asarray(counts, dtype=np.int64)
+    rows = pa.array(index, pa.int32()).take(np.repeat(np.arange(len(index), dtype=np.int32), counts_np)) if index else pa.array([], pa.int32())
+    return pa.DictionaryArray.from_arrays(rows, str_array(list(codes)))
 
 
 def usd(amount: pa.Array, rate: pa.Array) -> pa.Array:

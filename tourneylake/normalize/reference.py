@@ -12,9 +12,8 @@ likely spellings is present. A shape it cannot read is kept raw (one row holding
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 import pyarrow as pa
 
@@ -27,10 +26,11 @@ __all__ = ["NormalizeResult", "normalize_countries", "normalize_news"]
 _ENVELOPE = frozenset({"UserInfo", "ErrorResponse"})
 
 
-@dataclass
-class NormalizeResult:
+class NormalizeResult(NamedTuple):
+    """The table and what the reader could not make sense of (``table, warnings = ...``)."""
+
     table: pa.Table
-    warnings: list[str] = field(default_factory=list)
+    warnings: list[str]
 
 
 def _payload(response: Node) -> Any:

@@ -40,6 +40,10 @@ I32 = pa.int32()
 BOOL = pa.bool_()
 DATE = pa.date32()
 STR_MAP = pa.map_(pa.string(), pa.string())
+# Dictionary-encoded string: the low-cardinality columns of the big long tables (network,
+# player, filter, currency, data set, type). Same values as a string; Parquet stores them
+# dictionary-encoded anyway; DuckDB reads VARCHAR.
+DSTR = pa.dictionary(pa.int32(), pa.string())
 
 
 @dataclass(frozen=True)
@@ -256,16 +260,16 @@ _SPECS: list[TableSpec] = [
         ("network", "player", "filter_name", "statistic"),
         (
             _SNAP,
-            ("network", STR, "network"),
-            ("player", STR, "player (as requested)"),
-            ("filter_name", STR, "filter name, `''` unfiltered"),
+            ("network", DSTR, "network"),
+            ("player", DSTR, "player (as requested)"),
+            ("filter_name", DSTR, "filter name, `''` unfiltered"),
             ("statistic", STR, "statistic id (`Statistic/@id`, e.g. `AvROI`)"),
-            ("type", STR, "type from metadata `PlayerStatisticDefinition/@type`; NULL for an id metadata does not define"),
+            ("type", DSTR, "type from metadata `PlayerStatisticDefinition/@type`; NULL for an id metadata does not define"),
             ("value", STR, "value as served (string); NULL when not authorized"),
             ("value_number", F64, "value as a number when it is one (not for String type)"),
             ("value_time", TS, "value as a time, for Timestamp statistics"),
             ("value_usd", F64, "Currency statistics: value converted from `display_currency` to USD"),
-            ("display_currency", STR, "currency of Currency statistics"),
+            ("display_currency", DSTR, "currency of Currency statistics"),
             ("authorized", BOOL, "false when the account may not see this statistic (`@authorized=\"false\"`)"),
             _USD_MISSING,
         ),
@@ -278,18 +282,18 @@ _SPECS: list[TableSpec] = [
         ("network", "player", "filter_name", "dataset", "x", "z", "series"),
         (
             _SNAP,
-            ("network", STR, "network"),
-            ("player", STR, "player (as requested)"),
-            ("filter_name", STR, "filter name, `''` unfiltered"),
-            ("dataset", STR, "data set id (e.g. `ByStake`, `ByMonth`)"),
+            ("network", DSTR, "network"),
+            ("player", DSTR, "player (as requested)"),
+            ("filter_name", DSTR, "filter name, `''` unfiltered"),
+            ("dataset", DSTR, "data set id (e.g. `ByStake`, `ByMonth`)"),
             ("x", STR, "x value as served (a stake like `USD0.91`, an epoch month, a filter string, ...)"),
             ("z", STR, "z value for two-dimensional sets (`@z`), else NULL"),
             ("series", STR, "series id (`Y/@id`)"),
-            ("type", STR, "series type from metadata data set definitions; NULL when unknown"),
+            ("type", DSTR, "series type from metadata data set definitions; NULL when unknown"),
             ("value", STR, "value as served"),
             ("value_number", F64, "value as a number"),
             ("value_usd", F64, "Currency series: value converted from `display_currency` to USD"),
-            ("display_currency", STR, "the summary's display currency"),
+            ("display_currency", DSTR, "the summary's display currency"),
             _USD_MISSING,
         ),
     ),
@@ -392,25 +396,28 @@ _SPECS: list[TableSpec] = [
     # ------------------------------------------------------------------ the budget ledger
     TableSpec(
         "search_ledger",
-        "Every metered (and free) call made, written by the harvester (`tourneylake.budget`).",
+        "Every call made to the service, metered or free, written by the harvester (`tourneylake.ledger`).",
         "one row per call attempt",
         "snapshot",
-        ("run_id", "called_at", "resource", "network", "player", "filter_name"),
+        ("run_id", "called_at", "resource", "network", "player", "filter_name", "attempt"),
         (
             _SNAP,
-            ("called_at", TS, "when the call was made"),
+            ("called_at", pa.timestamp("us", tz="UTC"), "when the call was made"),
             ("run_id", STR, "run that made the call"),
             ("resource", STR, "resource (e.g. `player_summary`, `metadata`)"),
             ("network", STR, "network, for player resources"),
             ("player", STR, "player, for player resources"),
             ("filter_name", STR, "filter name, `''` unfiltered"),
-            ("cost", I32, "searches spent (remaining_before − remaining_after when both known)"),
-            ("remaining_before", I64, "searches left before the call"),
+            ("filter_expression", STR, "filter string sent"),
+            ("question", STR, "natural-language question, for the NLQ resource"),
+            ("attempt", I32, "attempt number of the call (retries)"),
+            ("cost", I32, "searches spent"),
+            ("remaining_before", I64, "searches left before the call, when known"),
             ("remaining_after", I64, "searches left after (`UserInfo/RemainingSearches`)"),
             ("outcome", STR, "`ok`, `error`, `quota`, `transport`, ..."),
             ("error_code", I64, "`Error/@id` when the service refused"),
-            ("error_message", STR, "error text (English), never credentials"),
-            ("http_status", I32, "HTTP status"),
+            ("error", STR, "error text (English), never credentials"),
+            ("http_status", I32, "HTTP status, when known"),
             ("duration_ms", F64, "wall time of the call"),
         ),
     ),
@@ -421,8 +428,10 @@ SCHEMAS: dict[str, pa.Schema] = {spec.name: spec.schema for spec in _SPECS}
 
 
 def _type_name(dtype: pa.DataType) -> str:
-    if dtype == TS:
+    if pa.types.is_timestamp(dtype) and dtype.tz == "UTC":
         return "TIMESTAMPTZ"
+    if dtype == DSTR:
+        return "VARCHAR"
     if dtype == STR_MAP:
         return "MAP(VARCHAR, VARCHAR)"
     names = {STR: "VARCHAR", F64: "DOUBLE", I64: "BIGINT", I32: "INTEGER", BOOL: "BOOLEAN", DATE: "DATE"}

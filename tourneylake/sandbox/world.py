@@ -341,6 +341,7 @@ class World:
         self._histories: OrderedDict[tuple[int, int], list[Result]] = OrderedDict()
         self._history_cache = history_cache
         self._index: dict[tuple[str, str], int] | None = None
+        self._rates: dict[int, dict[str, float]] = {}
         self._fixed_index = {key: i for i, key in enumerate(FIXED_PLAYERS[: self.players])}
 
     # ------------------------------------------------------------------------------- clock
@@ -383,6 +384,9 @@ class World:
         the world converts with are the same value.
         """
         d = (today or self.today).toordinal()
+        cached = self._rates.get(d)
+        if cached is not None:
+            return dict(cached)
         out: dict[str, float] = {}
         for i, (iso, base) in enumerate(CURRENCY_BASE_RATES.items()):
             if iso == "USD":
@@ -391,6 +395,9 @@ class World:
             wave = 0.03 * math.sin(2 * math.pi * d / (60 + 7 * i) + i)
             noise = 0.006 * (unit(self.seed, 3, i, d) - 0.5)
             out[iso] = float(f"{base * (1 + wave + noise):.6g}")
+        if len(self._rates) > 64:
+            self._rates.clear()
+        self._rates[d] = dict(out)
         return out
 
     def published_rates(self, today: date | None = None) -> dict[str, str | None]:

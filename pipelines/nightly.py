@@ -1,0 +1,114 @@
+"""Run one night in-process through Dagster — the same job the schedule runs — and report it.
+
+``tourneylake run`` calls :func:`run_night`; it lives here (not in the library) because it is
+the one place that drives Dagster from the command line.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from datetime import date
+from typing import Any
+
+from dagster import DagsterInstance
+from rich.console import Console
+from rich.table import Table
+
+from pipelines.definitions import build_definitions
+from pipelines.resources import TourneylakeResource
+from tourneylake.config import Settings
+
+QUIET_LOGS = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
+
+
+@dataclass
+class RunReport:
+    night: date
+    success: bool
+    failure: str | None
+    duration_s: float
+    assets: dict[str, dict[str, Any]] = field(default_factory=dict)
+    checks: dict[str, bool] = field(default_factory=dict)
+    run_id: str = ""
+
+    def value(self, asset: str, key: str, default: Any = None) -> Any:
+        return self.assets.get(asset, {}).get(key, default)
+
+    def print(self, console: Console) -> None:
+        players = self.assets.get("player_summaries", {})
+        table = Table(title=f"tourneylake — night of {self.night.isoformat()}", show_header=True)
+        table.add_column("table")
+        table.add_column("rows loaded", justify="right")
+        table.add_column("rows in warehouse", justify="right")
+        warehouse = self.assets.get("warehouse", {})
+        names = sorted({k.split("_", 1)[1] for k in warehouse if k.startswith(("loaded_", "total_"))})
+        for name in names:
+            table.add_row(name, str(warehouse.get(f"loaded_{name}", 0)), str(warehouse.get(f"total_{name}", "")))
+        if names:
+            console.print(table)
+        if players:
+            console.print(
+                f"players fetched: {players.get('players_fetched', 0)}, "
+                f"reused from the lake: {players.get('players_reused_from_lake', 0)}, "
+                f"deferred: {players.get('deferred', 0)}, skipped: {players.get('skipped', 0)}, "
+                f"failed: {players.get('failed', 0)}",
+                highlight=False,
+            )
+            console.print(
+                f"searches spent: {players.get('searches_spent', 0)}, searches left: {players.get('searches_left', 'unknown')}",
+                highlight=False,
+            )
+            deferred = players.get("deferred_players")
+            if deferred and deferred != "_none_":
+                console.print("deferred to the next night:", highlight=False)
+                console.print(deferred, highlight=False)
+        meta = self.assets.get("metadata", {})
+        if meta:
+            console.print(
+                f"metadata: {'downloaded' if meta.get('downloaded') else 'unchanged (hash current)'}; "
+                f"currencies without a USD rate: {meta.get('currencies_without_rate', 'none')}",
+                highlight=False,
+            )
+        failed_checks = [name for name, ok in self.checks.items() if not ok]
+        if failed_checks:
+            console.print(f"[yellow]checks not passing:[/] {', '.join(failed_checks)}")
+        state = "[green]ok[/]" if self.success else f"[red]failed[/]: {self.failure}"
+        console.print(f"run {state} in {self.duration_s:.1f} s")
+
+
+def _root_message(error: Any) -> str:
+    """The innermost error's message, on one line (Dagster wraps user errors)."""
+    while getattr(error, "cause", None) is not None:
+        error = error.cause
+    message = getattr(error, "message", str(error)).strip()
+    # Dagster prefixes the exception's class path: keep what the user needs.
+    first = message.splitlines()[0] if message else "unknown error"
+    return first.split(": ", 1)[1] if first.startswith(("tourneylake.", "dagster.")) and ": " in first else first
+
+
+def run_night(settings: Settings, night: date, *, sandbox_seed: int = 7) -> RunReport:
+    definitions = build_definitions(TourneylakeResource.from_settings(settings, sandbox_seed=sandbox_seed))
+    job = definitions.resolve_job_def("nightly")
+    started = time.perf_counter()
+    with DagsterInstance.ephemeral() as instance:
+        result = job.execute_in_process(
+            partition_key=night.isoformat(), instance=instance, raise_on_error=False, run_config=QUIET_LOGS
+        )
+        report = RunReport(night, result.success, None, 0.0, run_id=result.run_id)
+        for event in result.all_events:
+            if event.is_step_materialization:
+                materialization = event.step_materialization_data.materialization
+                report.assets[materialization.asset_key.to_user_string()] = {
+                    key: value.value for key, value in materialization.metadata.items()
+                }
+            elif event.event_type_value == "ASSET_CHECK_EVALUATION":
+                evaluation = event.asset_check_evaluation_data
+                report.checks[f"{evaluation.asset_key.to_user_string()}:{evaluation.check_name}"] = evaluation.passed
+        if not result.success:
+            failures = [e for e in result.all_events if e.is_step_failure]
+            report.failure = (
+                _root_message(failures[0].step_failure_data.error) if failures else "the run did not complete"
+            )
+    report.duration_s = time.perf_counter() - started
+    return report

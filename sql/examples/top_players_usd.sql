@@ -1,0 +1,14 @@
+-- Players by profit in USD over every harvested tournament (amounts converted with the night's
+-- metadata rates; tournaments in a currency without a rate are counted apart, never guessed).
+SELECT
+    network,
+    player,
+    count(*)                                           AS tournaments,
+    round(sum(buy_in_usd), 2)                          AS buy_ins_usd,
+    round(sum(profit_usd), 2)                          AS profit_usd,
+    round(100 * sum(profit_usd) / nullif(sum(buy_in_usd), 0), 1) AS roi_pct,
+    count(*) FILTER (WHERE usd_rate_missing)           AS without_rate
+FROM player_results_usd
+GROUP BY ALL
+ORDER BY profit_usd DESC NULLS LAST
+LIMIT 10;

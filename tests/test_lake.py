@@ -1,0 +1,142 @@
+"""The Parquet lake: source guard, raw responses, atomic partition replacement."""
+
+from __future__ import annotations
+
+import gzip
+from datetime import UTC, date, datetime
+from pathlib import Path
+
+import duckdb
+import orjson
+import pyarrow as pa
+import pytest
+
+from tourneylake.lake import Lake, LakeError, LakeSourceMismatch
+
+NIGHT = date(2019, 12, 10)
+FETCHED = datetime(2019, 12, 10, 3, 0, tzinfo=UTC)
+KEY = {"network": "PokerStars", "player": "Borbas.Geri", "filter_name": ""}
+
+
+def test_source_is_recorded_and_enforced(tmp_path: Path) -> None:
+    Lake(tmp_path, "sandbox")
+    assert orjson.loads((tmp_path / "lake" / "_source.json").read_bytes())["source"] == "sandbox"
+    Lake(tmp_path, "sandbox")  # same source: fine
+    with pytest.raises(LakeSourceMismatch, match="synthetic and live data never mix"):
+        Lake(tmp_path, "live:api.example.com")
+
+
+def test_raw_roundtrip_and_idempotence(tmp_path: Path) -> None:
+    lake = Lake(tmp_path, "sandbox")
+    assert not lake.has_raw(NIGHT, "player_summary", KEY)
+    path = lake.write_raw(NIGHT, "player_summary", KEY, b'{"Response": {}}', "json", FETCHED)
+    assert path.exists() and lake.has_raw(NIGHT, "player_summary", KEY)
+    # the key's order does not matter; writing again replaces (one file)
+    reordered = dict(reversed(list(KEY.items())))
+    lake.write_raw(NIGHT, "player_summary", reordered, b'{"Response": {"@x": "2"}}', "json", FETCHED)
+    files = list(path.parent.iterdir())
+    assert files == [path]  # no temporary files left behind
+    (raw,) = list(lake.iter_raw(NIGHT))
+    assert raw.body == b'{"Response": {"@x": "2"}}' and raw.key == {k: v for k, v in reordered.items()}
+    assert raw.fmt == "json" and raw.fetched_at == FETCHED and raw.resource == "player_summary" and raw.status == "ok"
+    envelope = orjson.loads(gzip.decompress(path.read_bytes()))
+    assert envelope["format"] == "json" and envelope["key"] == reordered
+
+
+def test_raw_listing_and_status(tmp_path: Path) -> None:
+    lake = Lake(tmp_path, "sandbox")
+    lake.write_raw(NIGHT, "metadata", {}, b"<Response/>", "xml", FETCHED)
+    lake.write_raw(NIGHT, "player_summary", KEY, b"\xff\xfe not utf-8", "json", FETCHED, status="truncated")
+    lake.write_raw(date(2019, 12, 11), "player_summary", KEY, b"{}", "json", 1575950000)
+    assert lake.raw_dates() == [NIGHT, date(2019, 12, 11)]
+    assert [r.resource for r in lake.iter_raw(NIGHT)] == ["metadata", "player_summary"]
+    (bad,) = list(lake.iter_raw(NIGHT, "player_summary"))
+    assert bad.body == b"\xff\xfe not utf-8" and bad.status == "truncated"
+    assert not lake.has_raw(NIGHT, "player_summary", KEY)  # stored, but not successfully
+    assert lake.has_raw(NIGHT, "player_summary", KEY, status=None)
+    assert list(lake.iter_raw(date(2020, 1, 1))) == []
+
+
+@pytest.mark.parametrize("field", ["Password", "Username", "password", "appkey", "api_token"])
+def test_raw_key_refuses_credentials(tmp_path: Path, field: str) -> None:
+    lake = Lake(tmp_path, "sandbox")
+    with pytest.raises(ValueError, match="credentials"):
+        lake.write_raw(NIGHT, "player_summary", {**KEY, field: "secret"}, b"{}", "json", FETCHED)
+    assert lake.raw_dates() == []
+
+
+def _table(n: int, tag: str = "a") -> pa.Table:
+    return pa.table({"k": pa.array([f"{tag}{i}" for i in range(n)]), "v": pa.array(range(n), pa.int64())})
+
+
+def test_partition_writer_replaces_atomically(tmp_path: Path) -> None:
+    lake = Lake(tmp_path, "sandbox")
+    with lake.partition_writer("t", NIGHT) as writer:
+        writer.write(_table(3))
+        writer.write(_table(2, "b"))
+    assert writer.rows == 5 and len(lake.partition_files("t", NIGHT)) == 2
+    assert lake.partitions("t") == [NIGHT]
+    assert lake.read_table("t", NIGHT).num_rows == 5
+    # a second run of the night replaces, never appends
+    assert lake.write_table("t", NIGHT, _table(4, "c")) == 4
+    table = lake.read_table("t", NIGHT)
+    assert sorted(table.column("k").to_pylist()) == ["c0", "c1", "c2", "c3"]
+    assert table.column("snapshot_date").to_pylist() == [NIGHT] * 4
+    assert not any((tmp_path / "lake" / "_tmp").iterdir())
+
+
+def test_failed_writer_keeps_the_old_partition(tmp_path: Path) -> None:
+    lake = Lake(tmp_path, "sandbox")
+    lake.write_table("t", NIGHT, _table(3))
+    before = sorted(Path(p).read_bytes() for p in lake.partition_files("t", NIGHT))
+    with pytest.raises(RuntimeError, match="boom"):
+        with lake.partition_writer("t", NIGHT) as writer:
+            writer.write(_table(10, "new"))
+            raise RuntimeError("boom")
+    assert sorted(Path(p).read_bytes() for p in lake.partition_files("t", NIGHT)) == before
+    assert lake.read_table("t", NIGHT).num_rows == 3
+    assert not any((tmp_path / "lake" / "_tmp").iterdir())
+
+
+def test_part_schemas_must_agree(tmp_path: Path) -> None:
+    lake = Lake(tmp_path, "sandbox")
+    lake.write_table("t", NIGHT, _table(1))
+    with pytest.raises(LakeError):
+        with lake.partition_writer("t", NIGHT) as writer:
+            writer.write(_table(1))
+            writer.write(pa.table({"other": ["x"]}))
+    assert lake.read_table("t", NIGHT).num_rows == 1
+
+
+def test_snapshot_date_column_becomes_the_partition(tmp_path: Path) -> None:
+    lake = Lake(tmp_path, "sandbox")
+    data = _table(2).append_column("snapshot_date", pa.array([NIGHT, NIGHT], pa.date32()))
+    lake.write_table("t", NIGHT, data)
+    assert "snapshot_date" not in pa.parquet.read_schema(lake.partition_files("t", NIGHT)[0]).names
+    wrong = _table(1).append_column("snapshot_date", pa.array([date(2020, 1, 1)], pa.date32()))
+    with pytest.raises(LakeError, match="another snapshot_date"):
+        lake.write_table("t", NIGHT, wrong)
+    lake.write_table("t", date(2019, 12, 11), _table(1, "z"))
+    rows = duckdb.sql(
+        "SELECT snapshot_date, count(*) FROM read_parquet($g, hive_partitioning = true) GROUP BY 1 ORDER BY 1",
+        params={"g": lake.table_glob("t")},
+    ).fetchall()
+    assert rows == [(NIGHT, 2), (date(2019, 12, 11), 1)]
+
+
+def test_an_empty_writer_empties_the_night(tmp_path: Path) -> None:
+    lake = Lake(tmp_path, "sandbox")
+    lake.write_table("t", NIGHT, _table(2))
+    with lake.partition_writer("t", NIGHT):
+        pass
+    assert lake.partitions("t") == [] and lake.partition_files("t", NIGHT) == []
+    lake.write_table("t", NIGHT, _table(0))  # a zero-row part keeps the schema
+    assert lake.partitions("t") == [NIGHT] and lake.read_table("t", NIGHT).num_rows == 0
+
+
+def test_names_are_checked(tmp_path: Path) -> None:
+    lake = Lake(tmp_path, "sandbox")
+    with pytest.raises(ValueError):
+        lake.write_table("../escape", NIGHT, _table(1))
+    with pytest.raises(ValueError):
+        lake.write_raw(NIGHT, "a/b", {}, b"", "json", FETCHED)

@@ -1,0 +1,428 @@
+"""The Parquet lake: raw responses and hive-partitioned tables under ``<data_dir>/lake``.
+
+Layout::
+
+    <data_dir>/lake/
+      _source.json                                   where this lake's data comes from
+      _raw/snapshot_date=YYYY-MM-DD/<resource>/<digest>.json.gz   one paid response each
+      <table>/snapshot_date=YYYY-MM-DD/part-NNNNN.parquet         normalised tables
+      _tmp/                                          in-flight partitions (never read)
+
+* **Source guard.** The first :class:`Lake` over a directory records its source (``"sandbox"``
+  or ``"live:<host>"``); a later one with another source raises :class:`LakeSourceMismatch`, so
+  synthetic and live data never mix.
+* **Raw responses** are written before anything is normalised, so a paid response survives any
+  later failure and re-normalising never costs a search. One file per (night, resource, key):
+  a gzip-compressed JSON envelope ``{"resource", "key", "format", "fetched_at", "status",
+  "body", "body_encoding", "sha256"}`` with the body as text (base64 if it is not UTF-8). One
+  file, so the write is a single atomic ``os.replace`` of a temporary file in the same
+  directory; the file name is a digest of the sorted key, so writing the same key again
+  replaces it (idempotent). Keys never hold credentials: :meth:`Lake.write_raw` refuses one.
+* **Tables** are written one night at a time through :meth:`Lake.partition_writer`: parts go to
+  a temporary directory and, on success, replace the night's partition with two renames (the old
+  one is moved aside first and deleted last), so a failed run never loses the previous data.
+  ``snapshot_date`` is the hive partition: it is not stored inside the files.
+
+Every path goes through :meth:`Lake._path` / the few helpers at the bottom, so moving the root to
+an fsspec URL later touches only them.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import gzip
+import hashlib
+import os
+import re
+import shutil
+import uuid
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from datetime import UTC, date, datetime
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+import orjson
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+__all__ = [
+    "Lake",
+    "LakeError",
+    "LakeSourceMismatch",
+    "PartitionWriter",
+    "RawResponse",
+]
+
+PARTITION = "snapshot_date"
+RAW_DIR = "_raw"
+TMP_DIR = "_tmp"
+SOURCE_FILE = "_source.json"
+# Key fields that look like credentials: refused so a secret can never reach the lake.
+_CREDENTIAL_KEY = re.compile(r"pass|pwd|user.?name|secret|token|app.?key|api.?key|credential|auth", re.IGNORECASE)
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+
+
+class LakeError(RuntimeError):
+    """A lake operation that cannot proceed."""
+
+
+class LakeSourceMismatch(LakeError):
+    """The data directory holds data from another source (synthetic vs live never mix)."""
+
+
+@dataclass(frozen=True, slots=True)
+class RawResponse:
+    """One stored raw response."""
+
+    resource: str
+    key: dict[str, str]
+    fmt: str
+    fetched_at: datetime
+    body: bytes
+    status: str
+    snapshot_date: date
+    path: Path
+
+
+def _day(value: date | str) -> date:
+    if isinstance(value, datetime):
+        return value.date()
+    if isinstance(value, date):
+        return value
+    return date.fromisoformat(value)
+
+
+def _check_name(kind: str, name: str) -> str:
+    if not _NAME.match(name):
+        raise ValueError(f"invalid {kind} name {name!r}: letters, digits, '_', '.', '-' only")
+    return name
+
+
+def _utc(value: datetime | int | float) -> datetime:
+    if isinstance(value, datetime):
+        return value if value.tzinfo else value.replace(tzinfo=UTC)
+    return datetime.fromtimestamp(value, tz=UTC)
+
+
+def key_digest(key: Mapping[str, str]) -> str:
+    """The raw file name of a key: stable whatever the key's order."""
+    canonical = orjson.dumps(sorted((str(k), str(v)) for k, v in key.items()))
+    return hashlib.sha256(canonical).hexdigest()[:32]
+
+
+class Lake:
+    """The lake under ``<data_dir>/lake`` for one data source."""
+
+    def __init__(self, data_dir: str | os.PathLike[str], source: str, *, fsync: bool = True) -> None:
+        if not source:
+            raise ValueError("a lake needs a source ('sandbox' or 'live:<host>')")
+        self.data_dir = Path(data_dir)
+        self.root = self.data_dir / "lake"
+        self.source = source
+        # fsync makes a paid response survive a power loss, not only a crash of this process;
+        # it costs ~1 ms per raw file on local SSD, nothing next to a network call.
+        self.fsync = fsync
+        self._claim_source()
+
+    def __repr__(self) -> str:
+        return f"Lake({str(self.data_dir)!r}, source={self.source!r})"
+
+    # ------------------------------------------------------------------ source guard
+    def _claim_source(self) -> None:
+        marker = self.root / SOURCE_FILE
+        if marker.exists():
+            recorded = orjson.loads(marker.read_bytes()).get("source")
+            if recorded != self.source:
+                raise LakeSourceMismatch(
+                    f"the data directory {self.data_dir} holds data from source {recorded!r}, not "
+                    f"{self.source!r}; synthetic and live data never mix: use another data directory"
+                )
+            return
+        self.root.mkdir(parents=True, exist_ok=True)
+        content = {"source": self.source, "created_at": datetime.now(UTC).isoformat(timespec="seconds")}
+        _atomic_write(marker, orjson.dumps(content, option=orjson.OPT_INDENT_2), fsync=self.fsync)
+
+    # ------------------------------------------------------------------ raw responses
+    def raw_path(self, snapshot_date: date | str, resource: str, key: Mapping[str, str]) -> Path:
+        day = _day(snapshot_date)
+        return self.root / RAW_DIR / f"{PARTITION}={day.isoformat()}" / _check_name("resource", resource) / f"{key_digest(key)}.json.gz"
+
+    def write_raw(
+        self,
+        snapshot_date: date | str,
+        resource: str,
+        key: Mapping[str, str],
+        body: bytes,
+        fmt: str,
+        fetched_at: datetime | int | float,
+        *,
+        status: str = "ok",
+    ) -> Path:
+        """Store one response before anything else touches it; returns its path."""
+        bad = [k for k in key if _CREDENTIAL_KEY.search(str(k))]
+        if bad:
+            raise ValueError(f"raw response key must not hold credentials (fields {bad}); key by what was asked, not who asked")
+        if fmt not in ("json", "xml"):
+            raise ValueError(f"unknown format {fmt!r}: expected 'json' or 'xml'")
+        try:
+            text, encoding = body.decode("utf-8"), "utf-8"
+        except UnicodeDecodeError:
+            text, encoding = base64.b64encode(body).decode("ascii"), "base64"
+        envelope = {
+            "resource": resource,
+            "key": {str(k): str(v) for k, v in key.items()},
+            "format": fmt,
+            "fetched_at": _utc(fetched_at).isoformat(),
+            "snapshot_date": _day(snapshot_date).isoformat(),
+            "status": status,
+            "sha256": hashlib.sha256(body).hexdigest(),
+            "body_encoding": encoding,
+            "body": text,
+        }
+        path = self.raw_path(snapshot_date, resource, key)
+        # Level 1: JSON/XML bodies shrink ~8x at a few ms per 300 kB, cheap next to the call.
+        data = gzip.compress(orjson.dumps(envelope), compresslevel=1, mtime=0)
+        _atomic_write(path, data, fsync=self.fsync)
+        return path
+
+    def has_raw(self, snapshot_date: date | str, resource: str, key: Mapping[str, str], *, status: str | None = "ok") -> bool:
+        """Whether this response is stored (by default: stored *successfully*)."""
+        path = self.raw_path(snapshot_date, resource, key)
+        if not path.exists():
+            return False
+        if status is None:
+            return True
+        return _read_raw(path).status == status
+
+    def read_raw(self, snapshot_date: date | str, resource: str, key: Mapping[str, str]) -> RawResponse | None:
+        path = self.raw_path(snapshot_date, resource, key)
+        return _read_raw(path) if path.exists() else None
+
+    def iter_raw(self, snapshot_date: date | str, resource: str | None = None) -> Iterator[RawResponse]:
+        """Every stored response of a night (one resource or all), one at a time, in a stable
+        order (resource, then file name)."""
+        night = self.root / RAW_DIR / f"{PARTITION}={_day(snapshot_date).isoformat()}"
+        if not night.is_dir():
+            return
+        resources = [night / _check_name("resource", resource)] if resource else sorted(p for p in night.iterdir() if p.is_dir())
+        for folder in resources:
+            if not folder.is_dir():
+                continue
+            for path in sorted(folder.glob("*.json.gz")):
+                yield _read_raw(path)
+
+    def raw_dates(self) -> list[date]:
+        return _partition_dates(self.root / RAW_DIR)
+
+    # ------------------------------------------------------------------ tables
+    def table_dir(self, table: str) -> Path:
+        return self.root / _check_name("table", table)
+
+    def partition_path(self, table: str, snapshot_date: date | str) -> Path:
+        return self.table_dir(table) / f"{PARTITION}={_day(snapshot_date).isoformat()}"
+
+    partition_dir = partition_path
+
+    def partition_writer(self, table: str, snapshot_date: date | str) -> PartitionWriter:
+        return PartitionWriter(self, table, _day(snapshot_date))
+
+    def write_table(self, table: str, snapshot_date: date | str, data: pa.Table) -> int:
+        """Replace one night's partition of ``table`` with ``data``; returns rows written."""
+        with self.partition_writer(table, snapshot_date) as writer:
+            writer.write(data)
+        return writer.rows
+
+    def tables(self) -> list[str]:
+        if not self.root.is_dir():
+            return []
+        return sorted(p.name for p in self.root.iterdir() if p.is_dir() and not p.name.startswith(("_", ".")))
+
+    def partitions(self, table: str) -> list[date]:
+        return _partition_dates(self.table_dir(table))
+
+    def partition_files(self, table: str, snapshot_date: date | str) -> list[str]:
+        folder = self.partition_path(table, snapshot_date)
+        return [str(p) for p in sorted(folder.glob("part-*.parquet"))] if folder.is_dir() else []
+
+    def table_glob(self, table: str) -> str:
+        """A glob over every night of ``table`` (for DuckDB/pyarrow with hive partitioning)."""
+        return str(self.table_dir(table) / f"{PARTITION}=*" / "*.parquet")
+
+    def read_table(self, table: str, snapshot_date: date | str | None = None) -> pa.Table:
+        """A table (one night or all) with ``snapshot_date`` restored: for tests and notebooks."""
+        import pyarrow.dataset as ds
+
+        nights = [_day(snapshot_date)] if snapshot_date is not None else self.partitions(table)
+        parts = []
+        for day in nights:
+            files = self.partition_files(table, day)
+            if not files:
+                continue
+            t = ds.dataset(files, format="parquet").to_table()
+            parts.append(t.append_column(PARTITION, pa.array([day] * t.num_rows, pa.date32())))
+        if not parts:
+            return pa.table({})
+        return pa.concat_tables(parts, promote_options="default")
+
+    # ------------------------------------------------------------------ internals
+    def _tmp_dir(self) -> Path:
+        folder = self.root / TMP_DIR / uuid.uuid4().hex
+        folder.mkdir(parents=True)
+        return folder
+
+    def _swap_in(self, staged: Path, target: Path) -> None:
+        """Replace ``target`` by ``staged``: move the old one aside, move the new one in, then
+        delete the old one. At no point is the old data gone before the new data is in place."""
+        target.parent.mkdir(parents=True, exist_ok=True)
+        aside: Path | None = None
+        if target.exists():
+            aside = self.root / TMP_DIR / f"{uuid.uuid4().hex}.old"
+            os.replace(target, aside)
+        try:
+            os.replace(staged, target)
+        except BaseException:
+            if aside is not None:
+                os.replace(aside, target)
+            raise
+        if self.fsync:
+            _fsync_dir(target.parent)
+        if aside is not None:
+            shutil.rmtree(aside, ignore_errors=True)
+
+
+class PartitionWriter:
+    """Writes one night of one table as parts; replaces the partition on successful exit.
+
+    ``write`` may be called any number of times (one part each: write every N players and
+    memory stays flat). All parts must share a schema. An exception inside the ``with`` block
+    discards the new parts and leaves the previous partition untouched. A writer that wrote
+    nothing at all removes the night's partition (the night has no rows for this table).
+    """
+
+    def __init__(self, lake: Lake, table: str, snapshot_date: date) -> None:
+        self.lake = lake
+        self.table = _check_name("table", table)
+        self.snapshot_date = snapshot_date
+        self.rows = 0
+        self.parts = 0
+        self._schema: pa.Schema | None = None
+        self._staged: Path | None = None
+
+    def __enter__(self) -> PartitionWriter:
+        self._staged = self.lake._tmp_dir()
+        return self
+
+    def write(self, data: pa.Table | pa.RecordBatch) -> None:
+        if self._staged is None:
+            raise LakeError("PartitionWriter.write outside its with-block")
+        if isinstance(data, pa.RecordBatch):
+            data = pa.Table.from_batches([data])
+        if PARTITION in data.column_names:
+            data = self._drop_partition_column(data)
+        if self._schema is None:
+            self._schema = data.schema
+        elif not data.schema.equals(self._schema):
+            try:
+                data = data.cast(self._schema)
+            except (pa.ArrowInvalid, ValueError) as exc:
+                raise LakeError(f"{self.table}: part schema differs from the first part's: {exc}") from None
+        path = self._staged / f"part-{self.parts:05d}.parquet"
+        pq.write_table(data, path, compression="zstd", write_statistics=True)
+        self.parts += 1
+        self.rows += data.num_rows
+
+    def _drop_partition_column(self, data: pa.Table) -> pa.Table:
+        column = data.column(PARTITION)
+        if column.null_count or (data.num_rows and set(column.unique().to_pylist()) != {self.snapshot_date}):
+            raise LakeError(f"{self.table}: rows of another snapshot_date than {self.snapshot_date} in this partition")
+        return data.drop_columns([PARTITION])
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+        staged, self._staged = self._staged, None
+        assert staged is not None
+        if exc_type is not None:
+            shutil.rmtree(staged, ignore_errors=True)
+            return
+        target = self.lake.partition_path(self.table, self.snapshot_date)
+        try:
+            if self.parts == 0:
+                shutil.rmtree(staged, ignore_errors=True)
+                if target.exists():
+                    aside = self.lake.root / TMP_DIR / f"{uuid.uuid4().hex}.old"
+                    os.replace(target, aside)
+                    shutil.rmtree(aside, ignore_errors=True)
+                return
+            if self.lake.fsync:
+                _fsync_dir(staged)
+            self.lake._swap_in(staged, target)
+        except BaseException:
+            shutil.rmtree(staged, ignore_errors=True)
+            raise
+
+
+# ---------------------------------------------------------------------- file helpers
+# (the only places that touch the file system: the seam for an fsspec root later)
+
+
+def _atomic_write(path: Path, data: bytes, *, fsync: bool) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
+    try:
+        with open(tmp, "wb") as handle:
+            handle.write(data)
+            if fsync:
+                handle.flush()
+                os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            tmp.unlink()
+        raise
+    if fsync:
+        _fsync_dir(path.parent)
+
+
+def _fsync_dir(path: Path) -> None:
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def _read_raw(path: Path) -> RawResponse:
+    envelope: dict[str, Any] = orjson.loads(gzip.decompress(path.read_bytes()))
+    text = envelope["body"]
+    body = base64.b64decode(text) if envelope.get("body_encoding") == "base64" else text.encode("utf-8")
+    return RawResponse(
+        resource=envelope["resource"],
+        key=envelope["key"],
+        fmt=envelope["format"],
+        fetched_at=datetime.fromisoformat(envelope["fetched_at"]),
+        body=body,
+        status=envelope.get("status", "ok"),
+        snapshot_date=date.fromisoformat(envelope["snapshot_date"]),
+        path=path,
+    )
+
+
+def _partition_dates(folder: Path) -> list[date]:
+    if not folder.is_dir():
+        return []
+    out = []
+    prefix = PARTITION + "="
+    for p in folder.iterdir():
+        if p.is_dir() and p.name.startswith(prefix):
+            try:
+                out.append(date.fromisoformat(p.name[len(prefix):]))
+            except ValueError:
+                continue
+    return sorted(out)

@@ -1,0 +1,214 @@
+"""Applications, users, subscriptions, daily quotas and in-flight sessions of the sandbox.
+
+Credentials follow the service (service-reference §5): the application name is in the path, the
+application key is used only to encode the password, and a request carries ``Username`` and
+``Password`` (headers or query parameters) where ``Password = md5hex(md5hex(password).lower() +
+appkey.lower())``.
+
+Quotas are daily: on the first request of a new simulated day a user's remaining searches are
+reset to the daily quota (:meth:`Accounts.set_remaining` sets them for the current day).
+Everything is guarded by one lock, so tests can adjust accounts from their own thread while the
+server runs.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+from dataclasses import dataclass, field
+from datetime import date, timedelta
+from typing import Literal
+
+from tourneylake.sandbox.world import World, day_start
+
+__all__ = ["DEMO", "FREE", "Accounts", "App", "DemoAccount", "User", "encode_password"]
+
+Level = Literal["none", "subscriber", "gold"]
+
+
+def _md5hex(text: str) -> str:
+    return hashlib.md5(text.encode("utf-8"), usedforsecurity=False).hexdigest()
+
+
+def encode_password(password: str, appkey: str) -> str:
+    """The ``Password`` a client sends: ``md5hex(md5hex(password).lower() + appkey.lower())``."""
+    return _md5hex(_md5hex(password).lower() + appkey.lower())
+
+
+@dataclass(frozen=True)
+class DemoAccount:
+    """A published sandbox account (safe to print: it only opens the local emulator)."""
+
+    appname: str
+    appkey: str
+    username: str
+    password: str
+
+    @property
+    def encoded_password(self) -> str:
+        return encode_password(self.password, self.appkey)
+
+
+#: The demo account the README publishes: a subscriber with a large daily quota.
+DEMO = DemoAccount("demo", "sandboxkey2026", "analyst@example.com", "correct-horse-battery")
+#: A non-subscriber with a small daily quota (on the demo application).
+FREE = DemoAccount("demo", "sandboxkey2026", "free@example.com", "free-password")
+FREE_QUOTA = 10
+
+
+@dataclass
+class App:
+    name: str
+    key: str
+    version: str = "1.0"
+
+
+@dataclass
+class User:
+    username: str
+    password: str
+    level: Level = "subscriber"
+    daily_quota: int = 1000
+    remaining: int = 1000
+    expiration: int | None = None
+    country: str = "GB"
+    quota_day: date | None = None
+    in_flight: int = 0
+    charged: int = field(default=0)  # searches charged since the server started
+
+    @property
+    def subscribed(self) -> bool:
+        return self.level in ("subscriber", "gold")
+
+
+class Accounts:
+    """The sandbox's applications and users (thread-safe)."""
+
+    def __init__(self, world: World, demo_quota: int = 100_000) -> None:
+        self.world = world
+        self._lock = threading.Lock()
+        self.apps: dict[str, App] = {}
+        self.users: dict[str, User] = {}
+        expires = day_start(world.today + timedelta(days=365))
+        self.add_app(DEMO.appname, DEMO.appkey)
+        self.add_user(DEMO.username, DEMO.password, "subscriber", demo_quota, expiration=expires)
+        self.add_user(FREE.username, FREE.password, "none", FREE_QUOTA, country="DE")
+
+    # ------------------------------------------------------------------------------- admin
+
+    def add_app(self, name: str, key: str, version: str = "1.0") -> App:
+        app = App(name, key.lower(), version)
+        with self._lock:
+            self.apps[name] = app
+        return app
+
+    def add_user(
+        self,
+        username: str,
+        password: str,
+        level: Level = "subscriber",
+        daily_quota: int = 1000,
+        *,
+        remaining: int | None = None,
+        expiration: int | None = None,
+        country: str = "GB",
+    ) -> User:
+        if level not in ("none", "subscriber", "gold"):
+            raise ValueError(f"unknown subscription level {level!r}")
+        if expiration is None and level != "none":
+            expiration = day_start(self.world.today + timedelta(days=365))
+        user = User(
+            username,
+            password,
+            level,
+            daily_quota,
+            daily_quota if remaining is None else remaining,
+            expiration,
+            country,
+            self.world.today,
+        )
+        with self._lock:
+            self.users[username] = user
+        return user
+
+    def set_remaining(self, username: str, remaining: int) -> None:
+        """Set the user's remaining searches for the current simulated day."""
+        with self._lock:
+            user = self.users[username]
+            user.remaining = remaining
+            user.quota_day = self.world.today
+
+    def set_daily_quota(self, username: str, quota: int) -> None:
+        with self._lock:
+            self.users[username].daily_quota = quota
+
+    def set_level(self, username: str, level: Level) -> None:
+        with self._lock:
+            self.users[username].level = level
+
+    def remaining(self, username: str) -> int:
+        with self._lock:
+            user = self.users[username]
+            self._roll(user)
+            return user.remaining
+
+    # ------------------------------------------------------------------------------- requests
+
+    def _roll(self, user: User) -> None:
+        today = self.world.today
+        if user.quota_day != today:
+            user.quota_day = today
+            user.remaining = user.daily_quota
+
+    def authenticate(self, appname: str, username: str | None, password: str | None) -> tuple[User | None, int]:
+        """(user, 0) when the credentials are valid, else (None, error code)."""
+        app = self.apps.get(appname)
+        if app is None:
+            return None, 101012
+        if not username or not password:
+            return None, 101003
+        with self._lock:
+            user = self.users.get(username)
+            if user is None:
+                return None, 101001
+            if password != encode_password(user.password, app.key):
+                return None, 101002
+            self._roll(user)
+            return user, 0
+
+    def quota_error(self, user: User, cost: int) -> int:
+        """The error a call costing ``cost`` meets (0 when it can be paid). Charges nothing."""
+        with self._lock:
+            self._roll(user)
+            if user.remaining <= 0:
+                return 102002 if user.subscribed else 102001
+            if user.remaining < cost:
+                return 102006
+            return 0
+
+    def charge(self, user: User, cost: int) -> bool:
+        """Take ``cost`` searches if the user has them; False (nothing taken) otherwise."""
+        if cost <= 0:
+            return True
+        with self._lock:
+            self._roll(user)
+            if user.remaining < cost:
+                return False
+            user.remaining -= cost
+            user.charged += cost
+            return True
+
+    def enter(self, username: str) -> int:
+        """Count a request in flight for ``username``; returns how many are now in flight."""
+        with self._lock:
+            user = self.users.get(username)
+            if user is None:
+                return 0
+            user.in_flight += 1
+            return user.in_flight
+
+    def leave(self, username: str) -> None:
+        with self._lock:
+            user = self.users.get(username)
+            if user is not None and user.in_flight > 0:
+                user.in_flight -= 1

@@ -1,0 +1,383 @@
+"""The sandbox's HTTP face: a Starlette app for every resource under ``/api/{appname}/``.
+
+Request handling, in order (each step's failure is the answer):
+
+1. routing: an unknown path → HTTP 404, a wrong method → HTTP 405 (plain text, no envelope);
+2. ``Accept`` must name ``application/json`` or ``application/xml`` (``text/xml`` too; the first
+   one listed wins) — anything else, or none, → HTTP 404 with a plain-text reason (the reference
+   counts a call without a valid Accept as malformed, and malformed calls get 404);
+3. faults (:mod:`~tourneylake.sandbox.faults`): latency and jitter are slept; a 5xx or a dropped
+   connection is answered now, before anything is charged;
+4. an empty or missing ``User-Agent`` → error 101011;
+5. the application name must be registered, else 101012;
+6. the resource: metadata and the free resources need no credentials (bad ones just give
+   ``loggedIn="false"``); metered ones check, in order: credentials (101003, 101001, 101002),
+   sessions in flight (101024), subscription (102004), the request itself (101012: unknown
+   network, a filter the sandbox refuses, no question, a body that is no hand history), the
+   quota (102001 free users / 102002 subscribers when none is left, 102006 when fewer than the
+   call costs are left). Only then is the work done and the search charged.
+
+Errors are HTTP 200 with ``success="false"`` and cost nothing, except "player not found"
+(**103001**), which costs one search by default (the service did a lookup; the design's budget
+can't know it locally) — ``Costs.not_found = 0`` makes it free.
+
+Metadata's cacheable answer: when ``?hash=`` equals the current ``metadataHash`` the response is
+``<MetadataResponse cached="true"/>`` (no children) and the ``Response`` has no ``@appVersion``;
+otherwise the full ``MetadataResponse`` with ``@appVersion``. Metadata responses have no
+``UserInfo`` (like the real ones); every other response has one.
+
+Response shapes of the resources the reference does not show: NLQ → ``FilterResponse``
+{``Question``, ``Filter``}; hand analysis → ``HandAnalysisResponse @langCode`` {``Analysis``};
+countries and news: see :mod:`~tourneylake.sandbox.catalog`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, PlainTextResponse, Response
+from starlette.routing import Route
+from starlette.types import Receive, Scope, Send
+
+from tourneylake.sandbox import catalog, handanalysis, nlq
+from tourneylake.sandbox.accounts import Accounts, User
+from tourneylake.sandbox.faults import FaultPlan, Faults
+from tourneylake.sandbox.filtering import FilterNotSupported, compile_filter
+from tourneylake.sandbox.metadata import MetadataBook
+from tourneylake.sandbox.responses import (
+    envelope,
+    error_element,
+    fragment,
+    render,
+    summary_payload,
+    user_info,
+)
+from tourneylake.sandbox.world import World
+from tourneylake.tree import Element
+
+__all__ = ["Costs", "DroppedConnection", "SandboxApp", "negotiate"]
+
+_MEDIA = {"json": "application/json; charset=utf-8", "xml": "application/xml; charset=utf-8"}
+
+
+@dataclass(frozen=True)
+class Costs:
+    """Searches each metered call costs (``not_found``: a summary of an unknown player)."""
+
+    summary: int = 1
+    nlq: int = 1
+    handanalysis: int = 5
+    not_found: int = 1
+
+
+class DroppedConnection(Exception):
+    """Raised on purpose to make the server abort a response mid-body (the "drop" fault)."""
+
+
+class _ServiceError(Exception):
+    def __init__(self, code: int, detail: str | None = None) -> None:
+        super().__init__(code)
+        self.code = code
+        self.detail = detail
+
+
+def negotiate(accept: str | None) -> str | None:
+    """``json`` or ``xml`` from an Accept header (first acceptable media type listed), or None."""
+    if not accept:
+        return None
+    for part in accept.split(","):
+        media, *params = (p.strip() for p in part.split(";"))
+        if any(p.replace(" ", "") in ("q=0", "q=0.0", "q=0.00", "q=0.000") for p in params):
+            continue
+        media = media.lower()
+        if media == "application/json":
+            return "json"
+        if media in ("application/xml", "text/xml"):
+            return "xml"
+    return None
+
+
+class _DropResponse(Response):
+    """Announces a body, sends part of it, then aborts the connection."""
+
+    def __init__(self, fmt: str) -> None:
+        super().__init__(b"", status_code=200, media_type=_MEDIA[fmt])
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        head = b'{"Response":{"@success":"true",' if "json" in (self.media_type or "") else b'<?xml version="1.0"?><Response success="true">'
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 200,
+                "headers": [(b"content-type", (self.media_type or "").encode()), (b"content-length", b"4096")],
+            }
+        )
+        await send({"type": "http.response.body", "body": head, "more_body": True})
+        raise DroppedConnection("sandbox fault: connection dropped mid-response")
+
+
+def _html_error(status: int) -> HTMLResponse:
+    titles = {500: "Internal Server Error", 502: "Bad Gateway", 503: "Service Unavailable"}
+    title = titles.get(status, "Error")
+    return HTMLResponse(f"<html><head><title>{status} {title}</title></head><body><h1>{status} {title}</h1></body></html>", status)
+
+
+class SandboxApp:
+    """The emulated service; :attr:`asgi` is the ASGI application."""
+
+    def __init__(
+        self,
+        world: World,
+        accounts: Accounts,
+        *,
+        faults: Faults | None = None,
+        seed: int = 0,
+        latency_ms: float = 0.0,
+        costs: Costs | None = None,
+        recent_tournaments: int = 30,
+        summary_cache: int = 4096,
+    ) -> None:
+        self.world = world
+        self.accounts = accounts
+        self.faults = faults or Faults()
+        self.plan = FaultPlan(self.faults, seed, latency_ms)
+        self.costs = costs or Costs()
+        self.recent_tournaments = recent_tournaments
+        self.metadata = MetadataBook(world)
+        self._summary_cache: OrderedDict[tuple[Any, ...], dict[str, Any]] = OrderedDict()
+        self._summary_cache_size = summary_cache
+        self.requests = 0
+        self._networks: frozenset[str] | None = None
+        base = "/api/{app}"
+        self.asgi = Starlette(
+            routes=[
+                Route(base + "/metadata", self._endpoint("metadata"), methods=["GET"]),
+                Route(base + "/metadata/countries", self._endpoint("countries"), methods=["GET"]),
+                Route(base + "/news/whatsnew", self._endpoint("news"), methods=["GET"]),
+                Route(base + "/filters/nlq", self._endpoint("nlq"), methods=["GET"]),
+                Route(base + "/handanalysis", self._endpoint("handanalysis"), methods=["POST"]),
+                Route(
+                    base + "/networks/{network}/players/{player}/summary",
+                    self._endpoint("summary"),
+                    methods=["GET"],
+                ),
+            ]
+        )
+
+    @property
+    def network_names(self) -> frozenset[str]:
+        """``Network/@name`` of every network metadata lists (the path names the service knows)."""
+        if self._networks is None:
+            node = self.metadata.for_day().payload
+            names = {n.attrs.get("name", "") for c in node.children if c.name == "Networks" for n in c.children}
+            self._networks = frozenset(names)
+        return self._networks
+
+    # ------------------------------------------------------------------------------- plumbing
+
+    def _endpoint(self, resource: str):  # noqa: ANN202 - Starlette endpoint
+        async def endpoint(request: Request) -> Response:
+            return await self._handle(request, resource)
+
+        return endpoint
+
+    async def _handle(self, request: Request, resource: str) -> Response:
+        self.requests += 1
+        fmt = negotiate(request.headers.get("accept"))
+        if fmt is None:
+            return PlainTextResponse(
+                "Not Found: the Accept header must be application/json or application/xml", 404
+            )
+        draw = self.plan.draw()
+        username = request.headers.get("username") or request.query_params.get("Username")
+        in_flight = self.accounts.enter(username) if username else 0
+        try:
+            if draw.delay_s > 0:
+                await asyncio.sleep(draw.delay_s)
+            if draw.kind == "5xx":
+                return _html_error(draw.status)
+            if draw.kind == "drop":
+                return _DropResponse(fmt)
+            parallel = self.faults.parallel
+            body = self._respond(
+                request,
+                resource,
+                fmt,
+                await request.body() if resource == "handanalysis" else b"",
+                crowded=parallel is not None and in_flight > parallel,
+                internal=draw.kind == "internal",
+            )
+            if draw.kind == "truncate":
+                body = body[: len(body) // 2]
+            elif draw.kind == "slow":
+                await asyncio.sleep(self.faults.slow_seconds)
+            return Response(body, 200, media_type=_MEDIA[fmt])
+        finally:
+            if in_flight:
+                self.accounts.leave(username or "")
+
+    def _respond(self, request: Request, resource: str, fmt: str, body: bytes, *, crowded: bool, internal: bool) -> bytes:
+        languages = (request.headers.get("accept-language") or "en-us").split(",")[0].strip().lower() or "en-us"
+        day = self.metadata.for_day()
+        user: User | None = None
+        try:
+            if not (request.headers.get("user-agent") or "").strip():
+                raise _ServiceError(101011)
+            if internal:
+                raise _ServiceError(0)
+            appname = request.path_params["app"]
+            if appname not in self.accounts.apps:
+                raise _ServiceError(101012, f"unknown application {appname!r}")
+            username = request.headers.get("username") or request.query_params.get("Username")
+            password = request.headers.get("password") or request.query_params.get("Password")
+            if resource == "metadata":
+                return self._metadata(request, fmt, appname)
+            if resource in ("countries", "news"):
+                user, _ = self.accounts.authenticate(appname, username, password)
+                if crowded and user is not None:
+                    raise _ServiceError(101024)
+                payload = catalog.countries_payload() if resource == "countries" else self._news(request)
+                return self._success(fmt, payload, user, languages)
+            user, code = self.accounts.authenticate(appname, username, password)
+            if user is None:
+                raise _ServiceError(code)
+            if crowded:
+                raise _ServiceError(101024)
+            if resource == "summary":
+                return self._summary(request, fmt, user, languages)
+            if not user.subscribed:
+                raise _ServiceError(102004)
+            if resource == "nlq":
+                return self._nlq(request, fmt, user, languages)
+            return self._hand(request, fmt, user, languages, body)
+        except _ServiceError as exc:
+            root = envelope(
+                success=False,
+                timestamp=self.world.timestamp(),
+                metadata_hash=day.hash,
+                payload=error_element(exc.code, exc.detail),
+                info=user_info(user, languages),
+            )
+            return render(fmt, root)
+
+    def _success(self, fmt: str, payload: Element | bytes, user: User | None, languages: str) -> bytes:
+        root = envelope(
+            success=True,
+            timestamp=self.world.timestamp(),
+            metadata_hash=self.metadata.for_day().hash,
+            payload=payload if isinstance(payload, Element) else None,
+            info=user_info(user, languages),
+        )
+        return render(fmt, root, None if isinstance(payload, Element) else payload)
+
+    def _charge_or_fail(self, user: User, cost: int) -> None:
+        code = self.accounts.quota_error(user, cost)
+        if code:
+            raise _ServiceError(code)
+
+    # ------------------------------------------------------------------------------- resources
+
+    def _metadata(self, request: Request, fmt: str, appname: str) -> bytes:
+        day = self.metadata.for_day()
+        timestamp = self.world.timestamp()
+        if request.query_params.get("hash") == day.hash:
+            root = envelope(
+                success=True,
+                timestamp=timestamp,
+                metadata_hash=day.hash,
+                payload=Element("MetadataResponse", {"cached": "true"}),
+            )
+            return render(fmt, root)
+        root = envelope(
+            success=True,
+            timestamp=timestamp,
+            metadata_hash=day.hash,
+            app_version=self.accounts.apps[appname].version,
+        )
+        return render(fmt, root, day.json_fragment if fmt == "json" else day.xml_fragment)
+
+    def _news(self, request: Request) -> Element:
+        raw = request.query_params.get("limit")
+        limit: int | None = None
+        if raw is not None and raw != "":
+            try:
+                limit = int(raw)
+            except ValueError:
+                raise _ServiceError(101012, f"limit {raw!r} is not an integer") from None
+            if limit < 0:
+                raise _ServiceError(101012, "limit must not be negative")
+        return catalog.news_payload(self.world.today, limit, self.world.seed)
+
+    def _nlq(self, request: Request, fmt: str, user: User, languages: str) -> bytes:
+        question = (request.query_params.get("question") or "").strip()
+        if not question:
+            raise _ServiceError(101012, "no question")
+        converted = nlq.convert(question, request.query_params.get("locale"), request.query_params.get("timezone"))
+        if converted is None:
+            raise _ServiceError(101012, "the question could not be understood")
+        self._charge_or_fail(user, self.costs.nlq)
+        self.accounts.charge(user, self.costs.nlq)
+        payload = Element("FilterResponse")
+        payload.add("Question", text=question)
+        payload.add("Filter", text=converted)
+        return self._success(fmt, payload, user, languages)
+
+    def _hand(self, request: Request, fmt: str, user: User, languages: str, body: bytes) -> bytes:
+        lang = request.query_params.get("langCode") or "en"
+        text = body.decode("utf-8", errors="replace")
+        self._charge_or_fail(user, self.costs.handanalysis)
+        try:
+            analysis = handanalysis.analyse(text, lang)
+        except handanalysis.HandParseError as exc:
+            raise _ServiceError(101012, f"hand history not understood ({exc})") from None
+        self.accounts.charge(user, self.costs.handanalysis)
+        payload = Element("HandAnalysisResponse", {"langCode": "en"})
+        payload.add("Analysis", text=analysis)
+        return self._success(fmt, payload, user, languages)
+
+    def _summary(self, request: Request, fmt: str, user: User, languages: str) -> bytes:
+        network = request.path_params["network"]
+        name = request.path_params["player"]
+        filter_text = request.query_params.get("filter") or ""
+        if network not in self.network_names:
+            raise _ServiceError(101012, f"unknown network {network!r}")
+        world = self.world
+        today = world.today
+        rates = world.rates(today)
+        try:
+            predicate = compile_filter(filter_text, rates, world.day_end(today))
+        except FilterNotSupported as exc:
+            raise _ServiceError(101012, f"invalid filter ({exc})") from None
+        player = world.player(network, name)
+        if player is None:
+            cost = self.costs.not_found
+            self._charge_or_fail(user, cost)
+            self.accounts.charge(user, cost)
+            raise _ServiceError(103001, f"{name!r} on {network}")
+        self._charge_or_fail(user, self.costs.summary)
+        key = (player.index, filter_text, today.toordinal(), self.recent_tournaments)
+        frag = self._summary_cache.get(key)
+        if frag is None:
+            history = world.history(player, today)
+            payload = summary_payload(
+                network,
+                name,
+                player.country,
+                filter_text,
+                predicate.apply(history),
+                history[-1].tournament.date if history else None,
+                rates,
+                self.recent_tournaments,
+            )
+            frag = self._summary_cache[key] = {"element": payload}
+            if len(self._summary_cache) > self._summary_cache_size:
+                self._summary_cache.popitem(last=False)
+        if fmt not in frag:
+            frag[fmt] = fragment(frag["element"], fmt)
+        self.accounts.charge(user, self.costs.summary)
+        return self._success(fmt, frag[fmt], user, languages)
