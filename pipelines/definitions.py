@@ -16,7 +16,6 @@ from dagster import (
 )
 
 from assets import hands, players, reference, warehouse
-from assets.partitions import nightly_partitions
 from pipelines.resources import TourneylakeResource
 
 ALL_ASSETS = load_assets_from_modules([reference, players, warehouse, hands])
@@ -24,7 +23,6 @@ ALL_ASSETS = load_assets_from_modules([reference, players, warehouse, hands])
 nightly_job = define_asset_job(
     "nightly",
     selection=AssetSelection.groups("reference", "players", "warehouse"),
-    partitions_def=nightly_partitions,
     description="One night: metadata, countries and news, player summaries within budget, then the warehouse.",
 )
 
