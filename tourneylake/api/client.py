@@ -35,6 +35,7 @@ from tourneylake.api.calls import Call
 from tourneylake.api.envelope import Envelope, read_envelope, service_error
 from tourneylake.api.errors import (
     ApiError,
+    LoggedInElsewhere,
     MalformedCallError,
     MalformedResponse,
     ServiceError,
@@ -383,6 +384,32 @@ class Client(_Resources):
         self.close()
 
 
+class _AdaptiveLimit:
+    """At most ``limit`` requests in flight; the limit halves (down to 1) each time the service
+    objects to parallel sessions (101024), so a client configured too eagerly settles at what
+    the account is allowed instead of burning its retries."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.in_flight = 0
+        self._changed = asyncio.Condition()
+
+    async def __aenter__(self) -> None:
+        async with self._changed:
+            await self._changed.wait_for(lambda: self.in_flight < self.limit)
+            self.in_flight += 1
+
+    async def __aexit__(self, *exc: object) -> None:
+        async with self._changed:
+            self.in_flight -= 1
+            self._changed.notify_all()
+
+    def shrink(self) -> None:
+        if self.limit > 1:
+            self.limit = max(1, self.limit // 2)
+            log.warning("the service refused parallel sessions (101024): concurrency lowered to %d", self.limit)
+
+
 class AsyncClient(_Resources):
     """Asynchronous client; at most ``settings.concurrency`` requests in flight at once (the
     service polices parallel sessions per account: error 101024)."""
@@ -398,7 +425,7 @@ class AsyncClient(_Resources):
         transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
         self.protocol = _Protocol(settings, base_url, on_body, on_attempt, before_attempt)
-        self._slots = asyncio.Semaphore(settings.concurrency)
+        self._slots = _AdaptiveLimit(settings.concurrency)
         self._http = httpx.AsyncClient(
             headers=self.protocol.headers(),
             timeout=self.protocol.timeout(),
@@ -426,7 +453,11 @@ class AsyncClient(_Resources):
                         )
                     except httpx.HTTPError as exc:
                         response = exc
-                return protocol.finish(call, response, number, started, t0)
+                try:
+                    return protocol.finish(call, response, number, started, t0)
+                except LoggedInElsewhere:
+                    self._slots.shrink()
+                    raise
         raise AssertionError("unreachable")  # pragma: no cover
 
     async def aclose(self) -> None:

@@ -1,0 +1,97 @@
+"""The command line end to end, as a user runs it (subprocesses, the in-process sandbox)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+pytestmark = pytest.mark.xdist_group("cli")
+
+REPO = Path(__file__).resolve().parent.parent
+CLI = [sys.executable, "-m", "tourneylake.cli"]
+
+
+def clean_env(**extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TOURNEYLAKE_")}
+    env.update(extra)
+    return env
+
+
+def tourneylake(*args: str, env: dict[str, str] | None = None, timeout: float = 240) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*CLI, *args], cwd=REPO, env=env or clean_env(), capture_output=True, text=True, timeout=timeout)
+
+
+def test_run_then_query(tmp_path: Path) -> None:
+    run = tourneylake("run", "--sandbox", "--date", "2026-11-20", "--data-dir", str(tmp_path), "--watchlist", "watchlist.yaml")
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert "searches spent: 13" in run.stdout and "run ok" in run.stdout
+    assert "tournaments" in run.stdout and "player_statistics" in run.stdout
+    assert (tmp_path / "warehouse.duckdb").is_file()
+
+    query = tourneylake("query", "--data-dir", str(tmp_path))
+    assert query.returncode == 0, query.stderr
+    assert "profit_usd" in query.stdout and "Ana Łukasz" in query.stdout
+
+    again = tourneylake("run", "--sandbox", "--date", "2026-11-20", "--data-dir", str(tmp_path), "--watchlist", "watchlist.yaml")
+    assert again.returncode == 0 and "searches spent: 0" in again.stdout
+
+
+def test_wrong_password_exits_non_zero_with_one_line(tmp_path: Path) -> None:
+    result = tourneylake(
+        "run", "--sandbox", "--date", "2026-11-20", "--data-dir", str(tmp_path), "--watchlist", "watchlist.yaml",
+        env=clean_env(TOURNEYLAKE_PASSWORD="definitely-wrong"),
+    )
+    assert result.returncode != 0
+    last = result.stderr.strip().splitlines()[-1]
+    assert last.startswith("error: run failed:") and "credentials" in last.lower()
+    assert "Traceback" not in result.stderr and "definitely-wrong" not in result.stderr + result.stdout
+
+
+def test_a_bad_watchlist_names_the_line(tmp_path: Path) -> None:
+    watchlist = tmp_path / "w.yaml"
+    watchlist.write_text("filters:\n  a: 'Class:SNG'\nplayers:\n  - {network: PokerStars, name: X, filters: [nope]}\n")
+    result = tourneylake("run", "--sandbox", "--date", "2026-11-20", "--data-dir", str(tmp_path / "d"), "--watchlist", str(watchlist))
+    assert result.returncode != 0
+    assert "w.yaml:4" in result.stderr and "nope" in result.stderr
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def test_sandbox_command_serves_the_metadata_envelope() -> None:
+    port = _free_port()
+    process = subprocess.Popen([*CLI, "sandbox", "--port", str(port)], cwd=REPO, env=clean_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 30
+        response = None
+        while time.monotonic() < deadline:
+            try:
+                response = httpx.get(
+                    f"http://127.0.0.1:{port}/api/demo/metadata",
+                    headers={"Accept": "application/json", "User-Agent": "x"},
+                    timeout=5,
+                )
+                break
+            except httpx.TransportError:
+                time.sleep(0.2)
+        assert response is not None and response.status_code == 200
+        body = response.json()["Response"]
+        assert body["@success"] == "true" and "MetadataResponse" in body and body["@metadataHash"]
+    finally:
+        process.send_signal(signal.SIGINT)
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(timeout=5)

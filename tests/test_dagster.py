@@ -1,0 +1,120 @@
+"""The Dagster side: the one Definitions (loaded once), real materialisations against the
+sandbox, asset invocation with build_asset_context, the schedule, and EnvVar-bound secrets."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from datetime import UTC, date, datetime
+from pathlib import Path
+
+import pytest
+from dagster import (
+    AssetKey,
+    DagsterInstance,
+    MaterializeResult,
+    build_asset_context,
+    build_schedule_context,
+    materialize,
+)
+
+from assets.reference import countries, metadata, news
+from pipelines.definitions import defs
+from pipelines.resources import TourneylakeResource
+from tourneylake.config import SANDBOX_PASSWORD
+from tourneylake.sandbox import running_sandbox
+
+pytestmark = pytest.mark.xdist_group("dagster")
+
+NIGHT = date(2026, 11, 20)
+REPO = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="module")
+def sandbox():
+    with running_sandbox(seed=2, today=NIGHT) as server:
+        yield server
+
+
+def test_definitions_hold_the_assets_checks_jobs_and_schedule() -> None:
+    graph = defs.resolve_asset_graph()
+    keys = {key.to_user_string() for key in graph.get_all_asset_keys()}
+    assert keys == {"metadata", "countries", "news", "player_summaries", "warehouse", "hand_analyses"}
+    checks = {(c.asset_key.to_user_string(), c.name) for c in graph.asset_check_keys}
+    assert {
+        ("player_summaries", "budget_respected"),
+        ("player_summaries", "no_failed_players"),
+        ("warehouse", "tournaments_unique"),
+        ("warehouse", "entries_unique"),
+        ("warehouse", "stake_currencies_converted"),
+    } <= checks
+    nightly = defs.resolve_job_def("nightly")
+    assert {n.name for n in nightly.nodes_in_topological_order} >= {"metadata", "player_summaries", "warehouse"}
+    assert "hand_analyses" not in {n.name for n in nightly.nodes_in_topological_order}  # opt-in
+    schedule = defs.resolve_schedule_def("nightly_schedule")
+    assert schedule.cron_schedule == "0 3 * * *" and schedule.execution_timezone == "UTC"
+    players = next(a for a in defs.assets if AssetKey("player_summaries") in a.keys)
+    assert players.op.pool == "tourneylake_service"  # one account: bounded sessions across runs
+
+
+def test_the_schedule_asks_for_the_night_it_fires_in() -> None:
+    schedule = defs.resolve_schedule_def("nightly_schedule")
+    context = build_schedule_context(
+        scheduled_execution_time=datetime(2026, 11, 22, 3, 0, tzinfo=UTC),
+        repository_def=defs.get_repository_def(),
+    )
+    (request,) = schedule.evaluate_tick(context).run_requests
+    assert request.partition_key == "2026-11-22"
+
+
+def test_the_code_location_loads_as_dagster_dev_would() -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "dagster", "definitions", "validate", "-w", "workspace.yaml"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "Validation successful" in result.stderr + result.stdout
+
+
+def test_reference_assets_materialise_and_metadata_is_cached_by_hash(sandbox, tmp_path: Path) -> None:
+    resource = TourneylakeResource(base_url=sandbox.base_url, data_dir=str(tmp_path))
+    first = materialize([metadata, countries, news], partition_key=NIGHT.isoformat(), resources={"tourneylake": resource})
+    assert first.success
+    meta = first.asset_materializations_for_node("metadata")[0].metadata
+    assert meta["downloaded"].value is True and meta["rows_currencies"].value > 0
+    assert "CNY" in meta["currencies_without_rate"].value
+    assert first.asset_materializations_for_node("countries")[0].metadata["rows"].value > 10
+
+    again = materialize([metadata], partition_key=NIGHT.isoformat(), resources={"tourneylake": resource})
+    assert again.asset_materializations_for_node("metadata")[0].metadata["downloaded"].value is False
+
+    sandbox.world.set_today(date(2026, 11, 21))  # rates refresh: the hash changes
+    try:
+        later = materialize([metadata], partition_key="2026-11-21", resources={"tourneylake": resource})
+    finally:
+        sandbox.world.set_today(NIGHT)
+    assert later.asset_materializations_for_node("metadata")[0].metadata["downloaded"].value is True
+
+
+def test_an_asset_invoked_directly_with_build_asset_context(sandbox, tmp_path: Path) -> None:
+    resource = TourneylakeResource(base_url=sandbox.base_url, data_dir=str(tmp_path))
+    result = news(build_asset_context(partition_key=NIGHT.isoformat()), resource)
+    assert isinstance(result, MaterializeResult)
+    assert result.metadata["rows"] > 0 and result.metadata["warnings"] == "none"
+
+
+def test_envvar_bound_secrets_never_reach_the_event_log(sandbox, tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setenv("TOURNEYLAKE_BASE_URL", sandbox.base_url)
+    monkeypatch.setenv("TOURNEYLAKE_PASSWORD", SANDBOX_PASSWORD)
+    monkeypatch.setenv("TOURNEYLAKE_DATA_DIR", str(tmp_path))
+    resource = TourneylakeResource.from_env()
+    with DagsterInstance.ephemeral() as instance:
+        result = materialize(
+            [metadata, countries], partition_key=NIGHT.isoformat(), resources={"tourneylake": resource}, instance=instance
+        )
+        assert result.success
+        text = "\n".join(str(record) for record in instance.all_logs(result.run_id))
+    assert SANDBOX_PASSWORD not in text
