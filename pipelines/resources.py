@@ -4,6 +4,7 @@
 import os
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
+from dataclasses import fields
 from datetime import date
 from typing import Any
 
@@ -15,6 +16,10 @@ from tourneylake.night import Night
 from tourneylake.service import connect
 from tourneylake.warehouse import Warehouse
 from tourneylake.watchlist import Watchlist, load_watchlist
+
+
+_INT_FIELDS = ("max_searches_per_run", "reserve_searches", "concurrency", "max_attempts", "sandbox_seed")
+_FLOAT_FIELDS = ("timeout_s", "retry_initial_wait_s", "retry_max_wait_s", "retry_max_total_s")
 
 
 class TourneylakeResource(ConfigurableResource):
@@ -36,6 +41,12 @@ class TourneylakeResource(ConfigurableResource):
     max_searches_per_run: int | None = None
     reserve_searches: int = 0
     concurrency: int = 4
+    credentials_in: str = "headers"
+    timeout_s: float = 30.0
+    max_attempts: int = 5
+    retry_initial_wait_s: float = 0.5
+    retry_max_wait_s: float = 30.0
+    retry_max_total_s: float = 120.0
     sandbox_seed: int = 7
 
     _stack: ExitStack | None = PrivateAttr(default=None)
@@ -49,41 +60,21 @@ class TourneylakeResource(ConfigurableResource):
         for name in cls.model_fields:
             env = ENV_PREFIX + name.upper()
             if os.environ.get(env):
-                bound[name] = EnvVar.int(env) if name in ("max_searches_per_run", "reserve_searches", "concurrency", "sandbox_seed") else EnvVar(env)
+                if name in _FLOAT_FIELDS:  # not secret; Dagster's EnvVar has no float form
+                    bound[name] = float(os.environ[env])
+                else:
+                    bound[name] = EnvVar.int(env) if name in _INT_FIELDS else EnvVar(env)
         return cls(**bound)
 
     @classmethod
     def from_settings(cls, settings: Settings, sandbox_seed: int = 7) -> "TourneylakeResource":
-        return cls(
-            base_url=settings.base_url,
-            appname=settings.appname,
-            appkey=settings.appkey.reveal(),
-            username=settings.username,
-            password=settings.password.reveal(),
-            format=settings.format,
-            data_dir=str(settings.data_dir),
-            watchlist=str(settings.watchlist),
-            max_searches_per_run=settings.max_searches_per_run,
-            reserve_searches=settings.reserve_searches,
-            concurrency=settings.concurrency,
-            sandbox_seed=sandbox_seed,
-        )
+        values = {f.name: getattr(settings, f.name) for f in fields(Settings)}
+        values.update(appkey=settings.appkey.reveal(), password=settings.password.reveal())
+        values.update(data_dir=str(settings.data_dir), watchlist=str(settings.watchlist))
+        return cls(**values, sandbox_seed=sandbox_seed)
 
     def settings(self) -> Settings:
-        values = {
-            "base_url": self.base_url,
-            "appname": self.appname,
-            "appkey": self.appkey,
-            "username": self.username,
-            "password": self.password,
-            "format": self.format,
-            "data_dir": self.data_dir,
-            "watchlist": self.watchlist,
-            "max_searches_per_run": self.max_searches_per_run,
-            "reserve_searches": self.reserve_searches,
-            "concurrency": self.concurrency,
-        }
-        return Settings().with_overrides(**values)
+        return Settings().with_overrides(**{f.name: getattr(self, f.name) for f in fields(Settings)})
 
     def _base_url(self, snapshot_date: date) -> str:
         if self._endpoint is None:

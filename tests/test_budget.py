@@ -320,6 +320,19 @@ def test_budget_learns_cost_only_from_isolated_calls() -> None:
     assert budget.remaining == 98 and budget.spent == 2
 
 
+def test_budget_stops_learning_after_an_abandoned_call() -> None:
+    """A call that timed out may still be charged by the service later: the next isolated
+    reading could include its cost, so it must not teach the cost model."""
+    costs = CostModel()
+    budget = Budget(remaining=100, max_searches_per_run=None, reserve=0, costs=costs)
+    assert budget.try_reserve(PLAYER_SUMMARY)
+    budget.settle(PLAYER_SUMMARY, None, charged=False)  # timed out: no reading
+    assert budget.try_reserve(PLAYER_SUMMARY)
+    budget.settle(PLAYER_SUMMARY, 98, charged=True)  # dropped 2: ours and the abandoned one
+    assert not costs.learned(PLAYER_SUMMARY) and costs.cost(PLAYER_SUMMARY) == 1
+    assert budget.remaining == 98
+
+
 def test_budget_without_a_reading_estimates_and_does_not_learn() -> None:
     costs = CostModel()
     budget = Budget(remaining=100, max_searches_per_run=None, reserve=0, costs=costs)

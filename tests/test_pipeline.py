@@ -274,3 +274,25 @@ def test_a_foreign_source_is_refused(sandbox, make_settings) -> None:
     report = run_night(other, NIGHT1)
     assert not report.success and "source" in report.failure.lower()
     shutil.rmtree(settings.data_dir)
+
+
+def test_the_ledger_adds_up_to_the_services_count_even_with_faults(tmp_path: Path) -> None:
+    """Slow bodies are charged by the service but time out here; truncated ones are charged and
+    unreadable. Whatever happens on the wire, spent == sum of ledger costs == drop in searches."""
+    from tourneylake.sandbox import Faults
+
+    watchlist = tmp_path / "watchlist.yaml"
+    watchlist.write_text(WATCHLIST, encoding="utf-8")
+    with running_sandbox(seed=5, today=NIGHT1, faults=Faults.parse("slow=0.4,slow_s=1,truncate=0.2")) as server:
+        settings = Settings(
+            base_url=server.base_url, data_dir=tmp_path / "d", watchlist=watchlist, timeout_s=0.5,
+            retry_initial_wait_s=0.01, retry_max_wait_s=0.05, max_attempts=8, concurrency=2,
+        )
+        before = server.accounts.remaining(SANDBOX_USERNAME)
+        report = run_night(settings, NIGHT1)
+        dropped = before - server.accounts.remaining(SANDBOX_USERNAME)
+    assert report.success, report.failure
+    assert report.value("player_summaries", "players_fetched") == TARGETS
+    entries = list(night_entries(settings.data_dir / "lake", NIGHT1))
+    assert {e["outcome"] for e in entries} > {"ok"}  # faults did happen
+    assert sum(int(e["cost"]) for e in entries) == dropped == report.value("player_summaries", "searches_spent")

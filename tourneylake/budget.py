@@ -382,6 +382,9 @@ class Budget:
         self._reservations: dict[str, deque[_Reservation]] = {}
         self._all_in_flight: list[_Reservation] = []
         self._stopped: str | None = None
+        # Once a call was abandoned (timeout, unreadable body) the service may still charge it
+        # later, so later readings could include its cost: learning stops for this run.
+        self._abandoned = False
         # Whether _remaining is a reading from the service (True) or lowered by an estimate
         # (False): only a reading may serve as the "before" of a cost observation.
         self._is_reading = remaining is not None
@@ -475,7 +478,9 @@ class Budget:
                 return
             self._all_in_flight.remove(reservation)
             self._in_flight -= reservation.amount
-            exact = reservation.isolated and reservation.before is not None
+            if remaining_after is None:
+                self._abandoned = True
+            exact = reservation.isolated and reservation.before is not None and not self._abandoned
             charge = reservation.amount
             if charged and exact and remaining_after is not None:
                 assert reservation.before is not None

@@ -67,6 +67,7 @@ class Ledger:
         self._lock = threading.Lock()
         self._file = None
         self.spent = 0
+        self.attempts = 0
 
     def record(self, entry: LedgerEntry) -> None:
         line = orjson.dumps(asdict(entry), option=orjson.OPT_NAIVE_UTC) + b"\n"
@@ -77,6 +78,7 @@ class Ledger:
             self._file.write(line)
             self._file.flush()
             self.spent += entry.cost
+            self.attempts += 1
 
     def close(self) -> None:
         with self._lock:

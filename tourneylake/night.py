@@ -468,7 +468,12 @@ def harvest_players(night: Night, watchlist: Watchlist, *, batch_size: int = 500
         )
         outcome.skipped.extend(plan.skipped)
         outcome.deferred.extend(plan.deferred)
+        log.info(
+            "night %s: %d to fetch (%d searches planned), %d already harvested tonight, %d deferred, %d skipped",
+            night.snapshot_date, len(plan.calls), plan.searches_planned, outcome.reused, len(plan.deferred), len(plan.skipped),
+        )
         asyncio.run(_fetch(night, plan, budget, ledger, sink, outcome))
+        _reconcile(night, ledger, remaining)
         sink.flush()
         outcome.rows = dict(sink.rows)
         outcome.searches_spent = ledger.spent
@@ -483,6 +488,29 @@ def harvest_players(night: Night, watchlist: Watchlist, *, batch_size: int = 500
 
 def _left_in_run(cap: int | None, spent: int) -> int | None:
     return None if cap is None else max(0, cap - spent)
+
+
+def _reconcile(night: Night, ledger: Ledger, before: int | None) -> None:
+    """Make the ledger add up to what the service counted. A call can be charged yet reach us
+    as a failure (a body slower than our timeout, say); the difference between the drop in
+    RemainingSearches and the ledger's costs is written as one ``unattributed`` row, so that
+    spent == sum of ledger costs == drop, whatever went wrong on the wire."""
+    if before is None or not ledger.attempts:
+        return
+    after = _read_remaining(night)
+    if after is None:
+        return
+    difference = (before - after) - ledger.spent
+    if difference > 0:
+        log.warning("the service counted %d more searches than our ledger; recorded as unattributed", difference)
+        ledger.record(
+            LedgerEntry(
+                called_at=datetime.now(UTC), run_id=night.run_id, resource="unattributed", network=None, player=None,
+                filter_name=None, filter_expression=None, question=None, attempt=0, cost=difference,
+                remaining_after=after, outcome="reconciliation", error_code=None,
+                error="RemainingSearches dropped more than the ledger's costs", duration_ms=0.0,
+            )
+        )
 
 
 def _spent_tonight(night: Night) -> int:
@@ -532,6 +560,8 @@ def _reuse_tonights_raw(night: Night, watchlist: Watchlist, sink: _TableSink) ->
 
 async def _fetch(night: Night, plan: Plan, budget: Budget, ledger: Ledger, sink: _TableSink, outcome: HarvestOutcome) -> None:
     queue: deque[Target] = deque(plan.calls)
+    total = len(plan.calls)
+    progress_every = max(1, total // 10)
     hooks = _metering_hooks(night, budget, ledger)
 
     async with night.async_client(**hooks) as client:
@@ -561,6 +591,8 @@ async def _fetch(night: Night, plan: Plan, budget: Budget, ledger: Ledger, sink:
                     continue
                 sink.add(response.root, target, response.fetched_at)
                 outcome.fetched += 1
+                if outcome.fetched % progress_every == 0 or outcome.fetched == total:
+                    log.info("fetched %d/%d summaries, %s searches left", outcome.fetched, total, budget.remaining)
 
         await asyncio.gather(*(worker() for _ in range(night.settings.concurrency)))
 
