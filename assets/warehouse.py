@@ -6,6 +6,10 @@ from assets._metadata import night_of
 from assets.partitions import nightly_partitions
 from pipelines.resources import TourneylakeResource
 
+ROW_COUNTS = {
+    "night_snapshot_rows": "player_snapshots",
+    "night_statistic_rows": "player_statistics",
+}
 CHECKS = {
     "tournaments_unique": "One row per (network, tournament_id).",
     "entries_unique": "One row per (network, tournament_id, player).",
@@ -17,7 +21,11 @@ CHECKS = {
     kinds={"duckdb", "sql"},
     partitions_def=nightly_partitions,
     deps=["metadata", "countries", "news", "player_summaries"],
-    check_specs=[AssetCheckSpec(name, asset="warehouse", description=text) for name, text in CHECKS.items()],
+    check_specs=[AssetCheckSpec(name, asset="warehouse", description=text) for name, text in CHECKS.items()]
+    + [
+        AssetCheckSpec(name, asset="warehouse", description=f"The night's {table} rows in DuckDB equal the lake's.")
+        for name, table in ROW_COUNTS.items()
+    ],
     description="Loads the night into $TOURNEYLAKE_DATA_DIR/warehouse.duckdb (delete-then-insert per night, tournaments merged).",
 )
 def warehouse(context: AssetExecutionContext, tourneylake: TourneylakeResource) -> MaterializeResult:
@@ -29,6 +37,13 @@ def warehouse(context: AssetExecutionContext, tourneylake: TourneylakeResource) 
         results = [
             AssetCheckResult(check_name=name, passed=db.check(name) == 0, metadata={"violations": db.check(name)})
             for name in CHECKS
+        ] + [
+            AssetCheckResult(
+                check_name=name,
+                passed=db.check(name, {"night": night}) == loaded.get(table, 0),
+                metadata={"warehouse": db.check(name, {"night": night}), "lake": loaded.get(table, 0)},
+            )
+            for name, table in ROW_COUNTS.items()
         ]
     return MaterializeResult(
         metadata={

@@ -95,3 +95,43 @@ def test_sandbox_command_serves_the_metadata_envelope() -> None:
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait(timeout=5)
+
+
+def test_a_killed_run_keeps_what_it_paid_for(tmp_path: Path) -> None:
+    """SIGKILL in the middle of the harvest, then run again: the responses paid before the kill
+    are reused from the lake (not paid again) and the night completes."""
+    from datetime import date
+
+    from tourneylake.config import SANDBOX_USERNAME
+    from tourneylake.sandbox import running_sandbox
+
+    data = tmp_path / "data"
+    ledger_dir = data / "lake" / "_ledger" / "snapshot_date=2026-11-20"
+    with running_sandbox(seed=7, today=date(2026, 11, 20), latency_ms=150) as server:
+        env = clean_env(TOURNEYLAKE_BASE_URL=server.base_url, TOURNEYLAKE_APPNAME="demo", TOURNEYLAKE_CONCURRENCY="1")
+        args = ["run", "--date", "2026-11-20", "--data-dir", str(data), "--watchlist", "watchlist.yaml"]
+        before = server.accounts.remaining(SANDBOX_USERNAME)
+        process = subprocess.Popen([*CLI, *args], cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 120
+        paid_before_kill = 0
+        while time.monotonic() < deadline and process.poll() is None:
+            lines = b"".join(p.read_bytes() for p in ledger_dir.glob("run-*.jsonl")) if ledger_dir.exists() else b""
+            paid_before_kill = lines.count(b'"outcome":"ok"')
+            if paid_before_kill >= 3:
+                process.send_signal(signal.SIGKILL)
+                break
+            time.sleep(0.05)
+        process.wait(timeout=30)
+        assert paid_before_kill >= 3 and process.returncode == -signal.SIGKILL
+
+        rerun = tourneylake(*args, env=env)
+        assert rerun.returncode == 0, rerun.stderr[-2000:]
+        reused = int(rerun.stdout.split("reused from the lake: ")[1].split(",")[0])
+        assert reused >= paid_before_kill  # every response on disk before the kill was kept
+        spent = before - server.accounts.remaining(SANDBOX_USERNAME)
+    assert spent <= 13 + 1  # at most the one call in flight at the kill is paid twice
+    import duckdb
+
+    con = duckdb.connect(str(data / "warehouse.duckdb"), read_only=True)
+    assert con.execute("SELECT count(*) FROM player_snapshots").fetchone()[0] == 13
+    con.close()
