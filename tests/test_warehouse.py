@@ -7,6 +7,7 @@ from pathlib import Path
 
 import orjson
 import pyarrow as pa
+import duckdb
 import pytest
 
 from tourneylake import tree
@@ -165,7 +166,7 @@ def test_failed_load_rolls_back(lake: Lake, db: Warehouse, tmp_path: Path) -> No
     _write_night(lake, NIGHT2, rename="Never loaded")
     (part,) = lake.partition_files("tournaments", NIGHT2)
     Path(part).write_bytes(b"not parquet")
-    with pytest.raises(Exception):
+    with pytest.raises(duckdb.Error):
         db.load_night(lake, NIGHT2)
     assert _snapshot(db) == before
 

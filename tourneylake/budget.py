@@ -28,6 +28,7 @@ from datetime import date
 
 from tourneylake.filters import FilterSyntaxError, parse_filter
 from tourneylake.watchlist import Watchlist
+from tourneylake.api import calls
 
 __all__ = [
     "COUNTRIES",
@@ -48,22 +49,14 @@ __all__ = [
     "targets_from_watchlist",
 ]
 
-PLAYER_SUMMARY = "player_summary"
-NLQ = "nlq"
-HAND_ANALYSIS = "hand_analysis"
-METADATA = "metadata"
-COUNTRIES = "countries"
-NEWS = "news"
-
-#: Documented costs (service-reference §8, service-notes §6).
-DEFAULT_COSTS: Mapping[str, int] = {
-    PLAYER_SUMMARY: 1,
-    NLQ: 1,
-    HAND_ANALYSIS: 5,
-    METADATA: 0,
-    COUNTRIES: 0,
-    NEWS: 0,
-}
+# The resource names and their documented costs (service-reference §8) are the client's.
+PLAYER_SUMMARY = calls.PLAYER_SUMMARY
+NLQ = calls.NATURAL_LANGUAGE_FILTER
+HAND_ANALYSIS = calls.HAND_ANALYSIS
+METADATA = calls.METADATA
+COUNTRIES = calls.COUNTRIES
+NEWS = calls.WHATS_NEW
+DEFAULT_COSTS: Mapping[str, int] = calls.DOCUMENTED_COSTS
 
 #: Cost assumed for a resource nobody has documented or observed: metered until shown otherwise.
 UNKNOWN_RESOURCE_COST = 1

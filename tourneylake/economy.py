@@ -35,8 +35,7 @@ import orjson
 from rich.console import Console
 from rich.table import Table
 
-from tourneylake.api import ApiError, Client, CredentialsError, QuotaError, SubscriptionError, calls
-from tourneylake.api.envelope import read_envelope
+from tourneylake.api import ApiError, Client, CredentialsError, QuotaError, SubscriptionError
 from tourneylake.budget import HAND_ANALYSIS, NLQ, PLAYER_SUMMARY, Budget, Plan, Target, plan_night
 from tourneylake.config import Settings
 from tourneylake.filters import FilterCatalog, FilterSyntaxError, parse_filter
@@ -52,9 +51,11 @@ from tourneylake.night import (
     _spent_tonight,
     ask_filter,
     last_fetched,
+    paid_summaries,
+    resolve_targets,
     target_key,
 )
-from tourneylake.tree import MalformedPayload, Node, parse
+from tourneylake.tree import Node
 from tourneylake.watchlist import Watchlist, WatchlistError, load_watchlist
 
 __all__ = [
@@ -230,44 +231,9 @@ def _harvested_tonight(night: Night) -> set[tuple[str, str, str]]:
     for row in night_entries(night.lake.root, night.snapshot_date):
         if row.get("resource") == PLAYER_SUMMARY and row.get("outcome") == "ok":
             done.add(target_key(row.get("network") or "", row.get("player") or "", row.get("filter_name")))
-    for raw in night.lake.iter_raw(night.snapshot_date, calls.PLAYER_SUMMARY):
-        try:
-            if not read_envelope(parse(raw.body, raw.fmt)).success:
-                continue
-        except (MalformedPayload, ApiError):
-            continue
-        done.add(target_key(raw.key["network"], raw.key["player"], raw.key.get("filter_name") or None))
+    for target, _, _ in paid_summaries(night):
+        done.add(target_key(target.network, target.player, target.filter_name))
     return done
-
-
-def _free_targets(night: Night, watchlist: Watchlist) -> tuple[list[Target], dict[str, str], list[str]]:
-    """The watchlist's targets as :func:`~tourneylake.night.resolve_targets` makes them, but
-    without converting any question: an unconverted one keeps no expression, so the planner
-    budgets its conversion. Returns (targets, filter problems, unconverted filter names)."""
-    cache = night.state.read("nlq_cache")
-    catalog = night.filter_catalog()
-    expressions: dict[str, str | None] = {}
-    problems: dict[str, str] = {}
-    unconverted: list[str] = []
-    for name, definition in watchlist.filters.items():
-        expression = definition.expression
-        if definition.is_question:
-            expression = cache.get(_nlq_key(definition.question, definition.timezone, definition.locale))
-            if expression is None:
-                unconverted.append(name)
-                expressions[name] = None
-                continue
-        if catalog is not None:
-            found = catalog.problems(expression or "")
-            if found:
-                problems[name] = "invalid filter: " + "; ".join(p.message for p in found)
-                continue
-        expressions[name] = expression or ""
-    targets = [
-        Target(player.network, player.name, filter_name, expressions.get(filter_name) if filter_name else None, player.priority)
-        for player, filter_name in watchlist.targets()
-    ]
-    return targets, problems, unconverted
 
 
 def budget_report(settings: Settings, night: date) -> BudgetReport:
@@ -319,7 +285,7 @@ def _report(settings: Settings, night: date, the_night: Night, remaining: int | 
         notes.append("no metadata in the lake yet: networks not checked")
 
     if watchlist is not None:
-        targets, problems, unconverted = _free_targets(the_night, watchlist)
+        targets, problems, unconverted = resolve_targets(the_night, watchlist, None, None, convert=False)
         plan: Plan = plan_night(
             targets,
             last_fetched=last_fetched(the_night),

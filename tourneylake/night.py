@@ -19,7 +19,7 @@ import logging
 import os
 import uuid
 from collections import deque
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
@@ -53,14 +53,6 @@ from tourneylake.watchlist import Watchlist
 
 log = logging.getLogger(__name__)
 
-SUMMARY_TABLES = (
-    "player_snapshots",
-    "player_statistics",
-    "player_datasets",
-    "player_timeline",
-    "tournaments",
-    "tournament_entries",
-)
 STATE_DIR = "_state"
 
 
@@ -274,19 +266,33 @@ def target_key(network: str, player: str, filter_name: str | None) -> tuple[str,
     return (network, player, filter_name or "")
 
 
-def resolve_targets(night: Night, watchlist: Watchlist, budget: Budget | None, ledger: Ledger | None) -> tuple[list[Target], dict[str, str]]:
-    """Watchlist → planner targets. Questions are converted once through the Natural Language
-    Filter resource and cached with their timezone and locale; filters are validated against
-    metadata so an invalid one never costs a search."""
+def resolve_targets(
+    night: Night,
+    watchlist: Watchlist,
+    budget: Budget | None,
+    ledger: Ledger | None,
+    *,
+    convert: bool = True,
+) -> tuple[list[Target], dict[str, str], list[str]]:
+    """Watchlist → planner targets, with the filter problems and the unconverted questions.
+
+    Questions are converted once through the Natural Language Filter resource and cached with
+    their timezone and locale; with ``convert=False`` (a plan that must not spend) an uncached
+    one keeps no expression, so the planner budgets its conversion. Filters are validated
+    against metadata so an invalid one never costs a search."""
     cache = night.state.read("nlq_cache")
     catalog = night.filter_catalog()
-    expressions: dict[str, str] = {}
+    expressions: dict[str, str | None] = {}
     problems: dict[str, str] = {}
+    unconverted: list[str] = []
     for name, definition in watchlist.filters.items():
         expression = definition.expression
         if definition.is_question:
-            cache_key = _nlq_key(definition.question, definition.timezone, definition.locale)
-            expression = cache.get(cache_key)
+            expression = cache.get(_nlq_key(definition.question, definition.timezone, definition.locale))
+            if expression is None and not convert:
+                unconverted.append(name)
+                expressions[name] = None
+                continue
             if expression is None:
                 try:
                     expression = ask_filter(night, definition.question, definition.timezone, definition.locale, budget, ledger)
@@ -303,7 +309,7 @@ def resolve_targets(night: Night, watchlist: Watchlist, budget: Budget | None, l
         Target(player.network, player.name, filter_name, expressions.get(filter_name) if filter_name else None, player.priority)
         for player, filter_name in watchlist.targets()
     ]
-    return targets, problems
+    return targets, problems, unconverted
 
 
 def _nlq_key(question: str | None, timezone: str | None, locale: str | None) -> str:
@@ -441,7 +447,7 @@ def harvest_players(night: Night, watchlist: Watchlist, *, batch_size: int = 500
     settings = night.settings
     with Ledger(night.lake.root, night.snapshot_date, night.run_id) as ledger, ExitStack() as stack:
         sink = _TableSink(night, stack, batch_size)
-        harvested = _reuse_tonights_raw(night, watchlist, sink)
+        harvested = _reuse_tonights_raw(night, sink)
         outcome.reused = len(harvested)
 
         remaining = _read_remaining(night)
@@ -453,7 +459,7 @@ def harvest_players(night: Night, watchlist: Watchlist, *, batch_size: int = 500
             reserve=settings.reserve_searches,
             costs=night.costs,
         )
-        targets, filter_problems = resolve_targets(night, watchlist, budget, ledger)
+        targets, filter_problems, _ = resolve_targets(night, watchlist, budget, ledger)
         plan = plan_night(
             targets,
             last_fetched=last_fetched(night),
@@ -537,24 +543,25 @@ def _read_remaining(night: Night) -> int | None:
     return response.remaining_searches
 
 
-def _reuse_tonights_raw(night: Night, watchlist: Watchlist, sink: _TableSink) -> set[tuple[str, str, str]]:
-    """Normalise the summaries already paid for tonight straight from the lake (zero searches)."""
-    wanted = {}
-    for player, filter_name in watchlist.targets():
-        wanted.setdefault((player.network, player.name), []).append((filter_name, player.priority))
-    done: set[tuple[str, str, str]] = set()
+def paid_summaries(night: Night) -> Iterator[tuple[Target, Node, datetime]]:
+    """Tonight's summaries already paid for and readable in the lake (a body cut short is not)."""
     for raw in night.lake.iter_raw(night.snapshot_date, calls.PLAYER_SUMMARY):
         try:
             root = parse(raw.body, raw.fmt)
             if not read_envelope(root).success:
                 continue
         except (MalformedPayload, ApiError):
-            continue  # a body cut short: fetch it again
+            continue
         key = raw.key
-        filter_name = key.get("filter_name") or None
-        target = Target(key["network"], key["player"], filter_name, key.get("filter") or None, 0)
-        sink.add(root, target, raw.fetched_at)
-        done.add(target_key(target.network, target.player, filter_name))
+        yield Target(key["network"], key["player"], key.get("filter_name") or None, key.get("filter") or None, 0), root, raw.fetched_at
+
+
+def _reuse_tonights_raw(night: Night, sink: _TableSink) -> set[tuple[str, str, str]]:
+    """Normalise the summaries already paid for tonight straight from the lake (zero searches)."""
+    done: set[tuple[str, str, str]] = set()
+    for target, root, fetched_at in paid_summaries(night):
+        sink.add(root, target, fetched_at)
+        done.add(target_key(target.network, target.player, target.filter_name))
     return done
 
 
