@@ -79,8 +79,9 @@ for _name in ("httpx", "httpcore"):
 
 def encode_password(password: str, appkey: str) -> str:
     """Reference §5.4: ``MD5hex(lowercase(MD5hex(password)) + application_key)``."""
-    inner = hashlib.md5(password.encode("utf-8")).hexdigest().lower()
-    return hashlib.md5((inner + appkey.lower()).encode("utf-8")).hexdigest()
+    # MD5 is the service's rule, not a choice of ours; it protects nothing locally.
+    inner = hashlib.md5(password.encode("utf-8"), usedforsecurity=False).hexdigest().lower()
+    return hashlib.md5((inner + appkey.lower()).encode("utf-8"), usedforsecurity=False).hexdigest()
 
 
 @dataclass(frozen=True, slots=True)

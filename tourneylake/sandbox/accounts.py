@@ -13,26 +13,17 @@ server runs.
 
 from __future__ import annotations
 
-import hashlib
 import threading
 from dataclasses import dataclass, field
 from datetime import date, timedelta
 from typing import Literal
 
+from tourneylake.api.client import encode_password  # one rule for both sides of the wire
 from tourneylake.sandbox.world import World, day_start
 
 __all__ = ["DEMO", "FREE", "Accounts", "App", "DemoAccount", "User", "encode_password"]
 
 Level = Literal["none", "subscriber", "gold"]
-
-
-def _md5hex(text: str) -> str:
-    return hashlib.md5(text.encode("utf-8"), usedforsecurity=False).hexdigest()
-
-
-def encode_password(password: str, appkey: str) -> str:
-    """The ``Password`` a client sends: ``md5hex(md5hex(password).lower() + appkey.lower())``."""
-    return _md5hex(_md5hex(password).lower() + appkey.lower())
 
 
 @dataclass(frozen=True)
