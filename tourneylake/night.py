@@ -20,6 +20,7 @@ import os
 import uuid
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
@@ -479,8 +480,12 @@ def harvest_players(night: Night, watchlist: Watchlist, *, batch_size: int = 500
             night.snapshot_date, len(plan.calls), plan.searches_planned, outcome.reused, len(plan.deferred), len(plan.skipped),
         )
         asyncio.run(_fetch(night, plan, budget, ledger, sink, outcome))
-        _reconcile(night, ledger, remaining)
-        sink.flush()
+        # The reconciliation is one round trip to the service; the last flush is local work:
+        # overlap them (the flush does not touch the ledger).
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="tourneylake-reconcile") as pool:
+            reconciled = pool.submit(_reconcile, night, ledger, remaining)
+            sink.flush()
+            reconciled.result()
         outcome.rows = dict(sink.rows)
         outcome.searches_spent = ledger.spent
         outcome.remaining_searches = budget.remaining
@@ -601,7 +606,10 @@ async def _fetch(night: Night, plan: Plan, budget: Budget, ledger: Ledger, sink:
                 if outcome.fetched % progress_every == 0 or outcome.fetched == total:
                     log.info("fetched %d/%d summaries, %s searches left", outcome.fetched, total, budget.remaining)
 
-        await asyncio.gather(*(worker() for _ in range(night.settings.concurrency)))
+        # Twice as many workers as HTTP slots: while one worker saves, parses and normalises a
+        # body, another already holds the freed slot, so the service always has `concurrency`
+        # requests in flight (never more: the client's slots bound them).
+        await asyncio.gather(*(worker() for _ in range(2 * night.settings.concurrency)))
 
 
 def summarize_deferred(items: Iterable[tuple[Target, str]]) -> list[str]:

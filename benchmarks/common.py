@@ -1,0 +1,237 @@
+"""Shared pieces of the benchmark harness: the sandbox in its own process, settings, the
+watchlist, the warm-up pass and one timed harvest of ours.
+
+The sandbox always runs as a separate process (``tourneylake sandbox`` on a free loopback
+port), started and stopped by pid, so its CPU work never shares our GIL. Its per-player summary
+cache is warmed with one untimed pass before anything is timed, so what we time is the client
+side (ours or dlt's) against the same warm server.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import date
+from pathlib import Path
+from typing import Any
+
+import httpx
+import orjson
+
+ROOT = Path(__file__).resolve().parent.parent
+SEED = 7
+TODAY = date(2026, 3, 2)
+APPNAME = "demo"
+APPKEY = "sandboxkey2026"
+USERNAME = "analyst@example.com"
+PASSWORD = "correct-horse-battery"
+CONCURRENCY = 4
+
+
+def tourneylake_exe() -> list[str]:
+    exe = Path(sys.executable).with_name("tourneylake")
+    if exe.exists():
+        return [str(exe)]
+    return [sys.executable, "-m", "tourneylake.cli"]
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class SandboxProcess:
+    """``tourneylake sandbox`` in a child process on 127.0.0.1; killed by pid on exit."""
+
+    def __init__(self, players: int, latency_ms: float, *, seed: int = SEED, today: date = TODAY, log: Path | None = None) -> None:
+        self.players = players
+        self.latency_ms = latency_ms
+        self.seed = seed
+        self.today = today
+        self.port = free_port()
+        self.proc: subprocess.Popen[bytes] | None = None
+        self._log = log
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self, timeout: float = 60.0) -> SandboxProcess:
+        cmd = [
+            *tourneylake_exe(),
+            "sandbox",
+            "--host", "127.0.0.1",
+            "--port", str(self.port),
+            "--seed", str(self.seed),
+            "--players", str(self.players),
+            "--latency-ms", str(self.latency_ms),
+            "--today", self.today.isoformat(),
+        ]
+        out = open(self._log, "ab") if self._log else subprocess.DEVNULL  # noqa: SIM115
+        self.proc = subprocess.Popen(cmd, stdout=out, stderr=out, stdin=subprocess.DEVNULL, cwd=ROOT, start_new_session=True)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"the sandbox process exited with {self.proc.returncode}")
+            try:
+                r = httpx.get(f"{self.base_url}/api/{APPNAME}/metadata/countries", headers=headers(), timeout=2.0)
+                if r.status_code == 200:
+                    return self
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.1)
+        self.stop()
+        raise RuntimeError("the sandbox process did not answer in time")
+
+    def stop(self) -> None:
+        proc, self.proc = self.proc, None
+        if proc is None or proc.poll() is not None:
+            return
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(proc.pid, signal.SIGKILL)
+            proc.wait(5)
+
+    def cpu_seconds(self) -> float | None:
+        """User+system CPU of the server process so far (Linux /proc)."""
+        if self.proc is None:
+            return None
+        try:
+            fields = Path(f"/proc/{self.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
+            ticks = os.sysconf("SC_CLK_TCK")
+            return (int(fields[11]) + int(fields[12])) / ticks
+        except (OSError, IndexError, ValueError):
+            return None
+
+    def __enter__(self) -> SandboxProcess:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def headers(fmt: str = "json") -> dict[str, str]:
+    from tourneylake.api import encode_password
+
+    return {
+        "Accept": "application/json" if fmt == "json" else "application/xml",
+        "User-Agent": "tourneylake-benchmarks/1",
+        "Username": USERNAME,
+        "Password": encode_password(PASSWORD, APPKEY),
+    }
+
+
+def roster(players: int, seed: int = SEED) -> list[tuple[str, str]]:
+    from tourneylake.sandbox import World
+
+    return World(seed, players, TODAY).roster(players)
+
+
+def summary_path(network: str, player: str) -> str:
+    from tourneylake.api import calls
+
+    return f"/api/{APPNAME}/" + calls.player_summary(network, player).path
+
+
+def warm(sandbox: SandboxProcess, players: list[tuple[str, str]], fmt: str = "json", parallel: int = 16) -> float:
+    """One untimed pass over every summary so the server's synthetic-data generation (~5 ms
+    of CPU per player, cached after) is not what the timed runs measure. Returns seconds."""
+
+    async def go() -> None:
+        limits = httpx.Limits(max_connections=parallel, max_keepalive_connections=parallel)
+        async with httpx.AsyncClient(base_url=sandbox.base_url, headers=headers(fmt), limits=limits, timeout=60) as client:
+            queue = list(players)
+
+            async def worker() -> None:
+                while queue:
+                    network, player = queue.pop()
+                    r = await client.get(summary_path(network, player))
+                    r.raise_for_status()
+
+            await asyncio.gather(*(worker() for _ in range(parallel)))
+
+    t0 = time.perf_counter()
+    asyncio.run(go())
+    return time.perf_counter() - t0
+
+
+def settings_for(base_url: str, data_dir: Path, concurrency: int = CONCURRENCY, fmt: str = "json") -> Any:
+    from tourneylake.config import Settings
+
+    return Settings().with_overrides(
+        base_url=base_url,
+        appname=APPNAME,
+        appkey=APPKEY,
+        username=USERNAME,
+        password=PASSWORD,
+        data_dir=data_dir,
+        watchlist=data_dir / "watchlist.yaml",
+        concurrency=concurrency,
+        format=fmt,
+    )
+
+
+def watchlist_for(players: list[tuple[str, str]]) -> Any:
+    from tourneylake.watchlist import parse_watchlist
+
+    lines = ["players:"]
+    for network, name in players:
+        lines.append(f"  - {{network: {orjson.dumps(network).decode()}, name: {orjson.dumps(name).decode()}}}")
+    return parse_watchlist("\n".join(lines) + "\n", "<benchmark>")
+
+
+@dataclass
+class HarvestRun:
+    seconds: float
+    fetched: int
+    rows: dict[str, int]
+    data_dir: Path
+
+
+def prepare_night(base_url: str, data_dir: Path, concurrency: int = CONCURRENCY, fmt: str = "json") -> Any:
+    """A Night over a fresh data directory with tonight's metadata already in the lake."""
+    from tourneylake.night import Night, refresh_metadata
+
+    settings = settings_for(base_url, data_dir, concurrency, fmt)
+    night = Night(settings, base_url, TODAY)
+    refresh_metadata(night)
+    return night
+
+
+def harvest_once(base_url: str, players: list[tuple[str, str]], data_dir: Path, concurrency: int = CONCURRENCY, fmt: str = "json") -> HarvestRun:
+    """Time :func:`tourneylake.night.harvest_players` (fetch, raw write, parse, normalise,
+    Parquet parts, ledger) over a fresh data directory; metadata is fetched before the clock."""
+    from tourneylake.night import harvest_players
+
+    night = prepare_night(base_url, data_dir, concurrency, fmt)
+    watchlist = watchlist_for(players)
+    t0 = time.perf_counter()
+    outcome = harvest_players(night, watchlist)
+    seconds = time.perf_counter() - t0
+    if outcome.failed or outcome.fetched != len(players):
+        raise RuntimeError(f"harvest incomplete: fetched {outcome.fetched}/{len(players)}, failed {outcome.failed[:3]}")
+    return HarvestRun(seconds, outcome.fetched, outcome.rows, data_dir)
+
+
+@contextlib.contextmanager
+def scratch(prefix: str = "tourneylake-bench-") -> Iterator[Path]:
+    path = Path(tempfile.mkdtemp(prefix=prefix))
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
