@@ -396,3 +396,34 @@ def test_float_columns_tolerate_garbage() -> None:
     assert C.float_array(["1", 2, 2.5]).to_pylist() == [1.0, 2.0, 2.5]
     assert C.int_array(["1", "2.0", "x", None, "99999999999"], pa.int32()).to_pylist() == [1, 2, None, None, None]
     assert not math.isnan(C.float_array(["0.20"]).to_pylist()[0])
+
+
+def test_json_numbers_and_nulls_read_like_strings(rated_metadata: tree.Node, summary_body: bytes) -> None:
+    """Attributes served as JSON numbers (or null) take the per-value path and still give the
+    same tables as their string spelling (null: absent, also from the attributes map)."""
+    raw = orjson.loads(summary_body)
+    player = raw["Response"]["PlayerResponse"]["PlayerView"]["Player"]
+    stats = player["Statistics"]
+    events = stats["Timeline"]["Event"]
+    events = events if isinstance(events, list) else [events]
+    events[0]["@category"] = None
+    expected = normalize_one(rated_metadata, tree.parse(orjson.dumps(raw), "json"))
+    del events[0]["@category"]
+    assert normalize_one(rated_metadata, tree.parse(orjson.dumps(raw), "json"))["player_timeline"].equals(expected["player_timeline"])
+
+    def numbers(items) -> int:
+        changed = 0
+        for item in items if isinstance(items, list) else [items]:
+            for key, value in item.items():
+                if isinstance(value, str) and value.isdigit() and str(int(value)) == value:
+                    item[key] = int(value)
+                    changed += 1
+        return changed
+
+    tournaments = player["RecentTournaments"]["Tournament"]
+    assert numbers(stats["Statistic"]) and numbers(events) and numbers(tournaments)
+    assert numbers([t["TournamentEntry"] for t in (tournaments if isinstance(tournaments, list) else [tournaments])])
+    events[0]["@category"] = None
+    got = normalize_one(rated_metadata, tree.parse(orjson.dumps(raw), "json"))
+    for name, table in expected.items():
+        assert got[name].equals(table), name

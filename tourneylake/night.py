@@ -575,6 +575,7 @@ async def _fetch(night: Night, plan: Plan, budget: Budget, ledger: Ledger, sink:
     total = len(plan.calls)
     progress_every = max(1, total // 10)
     hooks = _metering_hooks(night, budget, ledger)
+    crashed: list[Exception] = []
 
     async with night.async_client(**hooks) as client:
 
@@ -601,7 +602,16 @@ async def _fetch(night: Night, plan: Plan, budget: Budget, ledger: Ledger, sink:
                 except ApiError as exc:
                     outcome.failed.append((target, str(exc)))
                     continue
-                sink.add(response.root, target, response.fetched_at)
+                try:
+                    sink.add(response.root, target, response.fetched_at)
+                except Exception as exc:  # noqa: BLE001 - re-raised once in-flight calls settle
+                    # A failure on our side must not cancel calls the service is already
+                    # charging for: stop starting new ones, let those finish (and be ledgered).
+                    if not crashed:
+                        crashed.append(exc)
+                        budget.stop(f"stopped: {type(exc).__name__} while normalising")
+                    queue.clear()
+                    continue
                 outcome.fetched += 1
                 if outcome.fetched % progress_every == 0 or outcome.fetched == total:
                     log.info("fetched %d/%d summaries, %s searches left", outcome.fetched, total, budget.remaining)
@@ -610,6 +620,8 @@ async def _fetch(night: Night, plan: Plan, budget: Budget, ledger: Ledger, sink:
         # body, another already holds the freed slot, so the service always has `concurrency`
         # requests in flight (never more: the client's slots bound them).
         await asyncio.gather(*(worker() for _ in range(2 * night.settings.concurrency)))
+    if crashed:
+        raise crashed[0]
 
 
 def summarize_deferred(items: Iterable[tuple[Target, str]]) -> list[str]:

@@ -5,11 +5,16 @@ hands back Arrow tables on :meth:`~SummaryNormalizer.flush`, which also clears t
 caller writing a lake part every N players keeps memory flat however long the watchlist.
 
 Speed matters (a benchmark holds normalising to within 2x of merely parsing the payloads): the
-loops below read the JSON-mapping dicts (``Node.raw``) directly and only *collect* served
-strings into Python lists. Everything else happens once per column at flush time with Arrow's
-vectorised kernels: string → number/time casts, USD division, flag computation, and columns
-that are constant for a whole summary (network, player, filter, currency) are expanded from one
-value per summary with a ``take``.
+loops below read the JSON-mapping dicts (``Node.raw``) directly. Statistics, timeline events,
+tournaments and entries are only *referenced* (their raw dicts are kept, plus the dedup keys);
+at flush Arrow's converter turns each list of dicts into columns in one call (a struct
+conversion, or flat key / value arrays for the events' attribute maps), falling back to reading
+the dicts in Python when a value is not a string. Data sets are collected per summary into
+Arrow chunks. Everything else happens once per column at flush time with Arrow's vectorised
+kernels: string → number/time casts, USD division via a rate column looked up per currency,
+flag splitting, and columns that are constant for a whole summary (network, player, filter,
+currency) are expanded from one value per summary with a ``take``. A caller must not mutate a
+response's tree between :meth:`~SummaryNormalizer.add` and :meth:`~SummaryNormalizer.flush`.
 
 Shape (service-notes §2)::
 
@@ -34,12 +39,13 @@ from itertools import chain
 from operator import methodcaller
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from tourneylake.normalize import _columns as C
 from tourneylake.normalize.metadata import Rates
-from tourneylake.normalize.schemas import SCHEMAS
+from tourneylake.normalize.schemas import SCHEMAS, STR_MAP
 from tourneylake.tree import Node
 
 __all__ = ["SummaryNormalizer", "SUMMARY_TABLES"]
@@ -73,6 +79,13 @@ _TOURNAMENT_ATTRS = frozenset(
         "totalEntrants playersPerTable game gameClass structure flags state"
     ).split()
 )
+_TOURNAMENT_KEYS = _TOURNAMENT_ATTRS | {"TournamentEntry"}
+_T_STRUCT = pa.struct([(a, pa.string()) for a in sorted(_TOURNAMENT_ATTRS)])
+_E_STRUCT = pa.struct([(a, pa.string()) for a in ("@position", "@prize", "@multientries")])
+_ET_STRUCT = pa.struct([(a, pa.string()) for a in ("@currency", "@stake", "@rake")])
+_NO_EXTRA: dict[str, str] = {}
+_ST_STRUCT = pa.struct([(a, pa.string()) for a in ("@id", "$", "@authorized")])
+_CONVERT_ERRORS = (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, OverflowError, TypeError, ValueError)
 _EVENT_COLUMNS = {
     "event_id": "@id",
     "category": "@category",
@@ -91,6 +104,7 @@ _EVENT_COLUMNS = {
     "prize": "@prize",
     "url": "@url",
 }
+_EV_STRUCT = pa.struct([(a, pa.string()) for a in _EVENT_COLUMNS.values()])
 
 
 def _first(value: Any) -> dict[str, Any] | None:
@@ -105,6 +119,56 @@ def _s(value: Any) -> str | None:
     if value is None or value == "":
         return None
     return value if type(value) is str else C.text(value)
+
+
+def _fields(raws: list[dict[str, Any]], struct: pa.StructType) -> dict[str, Any]:
+    """The attributes named by ``struct`` of every raw dict: one Arrow conversion (string
+    fields), or, when some value is not a string, Python lists of the served values."""
+    try:
+        arr = pa.array(raws, struct)
+        return {struct.field(i).name: arr.field(i) for i in range(struct.num_fields)}
+    except _CONVERT_ERRORS:
+        return {struct.field(i).name: [r.get(struct.field(i).name) for r in raws] for i in range(struct.num_fields)}
+
+
+def _str(values: Any) -> pa.Array:
+    return values if isinstance(values, pa.Array) else C.str_array(values)
+
+
+def _blank_null(values: Any) -> pa.Array:
+    """``_s`` on a column: ``""`` → NULL (non-strings via ``text``)."""
+    if isinstance(values, pa.Array):
+        return pc.if_else(pc.equal(values, ""), pa.scalar(None, _STR), values)
+    return C.str_array([_s(v) for v in values])
+
+
+def _flags(values: Any, dtype: pa.DataType) -> pa.Array:
+    """``@flags`` split on commas, empty parts dropped; NULL / ``""`` → ``[]``."""
+    if not isinstance(values, pa.Array):
+        out = []
+        for v in values:
+            f = _s(v)
+            out.append([x for x in f.split(",") if x] if f else [])
+        return pa.array(out, dtype)
+    split = pc.split_pattern(values.fill_null(""), ",")
+    parts = split.flatten()
+    keep = pc.not_equal(parts, "")
+    lens = split.value_lengths().to_numpy(zero_copy_only=False)
+    rows = np.repeat(np.arange(len(split), dtype=np.int64), lens)
+    counts = np.bincount(rows[keep.to_numpy(zero_copy_only=False)], minlength=len(split))
+    offsets = np.zeros(len(split) + 1, dtype=np.int32)
+    np.cumsum(counts, out=offsets[1:])
+    return pa.ListArray.from_arrays(pa.array(offsets), parts.filter(keep), type=dtype)
+
+
+def _bools(values: Any) -> pa.Array:
+    if not isinstance(values, pa.Array):
+        return C.bool_array(values)
+    lower = pc.utf8_lower(values)
+    out = pc.equal(lower, "true")
+    if pc.any(pc.and_(pc.match_substring(lower, "true"), pc.invert(out))).as_py():
+        return C.bool_array(values.to_pylist())  # padded: Python's idea of whitespace decides
+    return out
 
 
 _SetColumns = tuple[list[Any], list[Any], list[Any], list[Any], list[int]]
@@ -169,11 +233,13 @@ class SummaryNormalizer:
         self.rates = rates
         self.statistic_types = dict(statistic_types)
         self.series_types = dict(series_types or {})
-        # (data set, series) types as two aligned arrays for a vectorised lookup at flush
-        self._series_keys = pa.array([f"{d}\x1f{s}" for d, s in self.series_types], _STR)
+        # (data set, series) types for a vectorised lookup at flush: series names → codes, and
+        # type codes per (data set, series code)
         names = sorted(set(self.series_types.values()))
         self._series_type_names = pa.array(names, _STR)
-        self._series_key_codes = pa.array([names.index(t) for t in self.series_types.values()], _I32)
+        self._type_code = {k: names.index(t) for k, t in self.series_types.items()}
+        self._series_names = sorted({s for _, s in self.series_types})
+        self._series_name_set = pa.array(self._series_names, _STR)
         self._seen_tournaments: set[tuple[str, str]] = set()
         self._seen_entries: set[tuple[str, str, str]] = set()
         self._reset()
@@ -193,31 +259,23 @@ class SummaryNormalizer:
         self._set_runs: list[int] = []
         self._event_runs: list[int] = []
         # player_statistics rows
-        self._st_id: list[Any] = []
-        self._st_type: list[str | None] = []
-        self._st_value: list[Any] = []
-        self._st_auth: list[bool] = []
+        self._st_raw: list[dict[str, Any]] = []  # the raw Statistic dicts, converted at flush
         # player_datasets rows
         # player_datasets: one Arrow chunk per summary for each of (data set ids, their row
         # counts, x, z, data point row counts, series, value). Converting each summary's ~1,600
         # values at once keeps millions of small Python strings from piling up until flush
         # (they made the cyclic GC, not the parsing, the dominant cost).
         self._ds_chunks: list[list[pa.Array]] = [[] for _ in range(7)]
-        # player_timeline rows
-        self._ev: dict[str, list[Any]] = {k: [] for k in _EVENT_COLUMNS}
+        # player_timeline rows: the raw Event dicts, converted at flush
         self._ev_raw: list[dict[str, Any]] = []
-        # tournaments rows
-        self._t: dict[str, list[Any]] = {
-            k: []
-            for k in (
-                "network tournament_id name started_at duration_s currency stake rake prize_pool guarantee "
-                "overlay re_entries total_entrants players_per_table game game_class structure flags state extra"
-            ).split()
-        }
-        # tournament_entries rows
-        self._e: dict[str, list[Any]] = {
-            k: [] for k in "network tournament_id player position prize multientries currency stake rake".split()
-        }
+        # tournaments rows: keys, the raw Tournament dicts (converted at flush) and `extra`
+        self._t_keys: list[tuple[str, str]] = []  # (network, tournament id)
+        self._t_raw: list[dict[str, Any]] = []
+        self._t_extra: list[dict[str, str]] = []
+        # tournament_entries rows: keys, the raw TournamentEntry dicts and their tournaments
+        self._e_keys: list[tuple[str, str, str]] = []  # (network, tournament id, player)
+        self._e_raw: list[dict[str, Any]] = []
+        self._e_t: list[dict[str, Any]] = []
 
     @property
     def pending(self) -> int:
@@ -280,21 +338,13 @@ class SummaryNormalizer:
         snap["tournament_count"].append(n_tournaments)
 
     def _add_statistics(self, stats: dict[str, Any]) -> int:
-        types = self.statistic_types
-        ids, typ, values, auth = self._st_id, self._st_type, self._st_value, self._st_auth
-        n = 0
-        for s in C.items(stats.get("Statistic")):
+        found = C.items(stats.get("Statistic"))
+        for s in found:
             if type(s) is not dict:
-                continue
-            sid = s.get("@id")
-            ids.append(sid)
-            typ.append(types.get(sid))
-            value = s.get("$")
-            values.append(None if value == "" else value)
-            a = s.get("@authorized")
-            auth.append(a is None or str(a).lower() != "false")
-            n += 1
-        return n
+                found = [s for s in found if type(s) is dict]
+                break
+        self._st_raw += found
+        return len(found)
 
     def _add_datasets(self, stats: dict[str, Any]) -> int:
         # The hottest loop: a summary holds ~650 data points and ~1,600 values. Per value only
@@ -339,77 +389,60 @@ class SummaryNormalizer:
         timeline = _first(stats.get("Timeline"))
         if timeline is None:
             return 0
-        cols = [(self._ev[col], key) for col, key in _EVENT_COLUMNS.items()]
-        raws = self._ev_raw
-        n = 0
-        for e in C.items(timeline.get("Event")):
+        events = C.items(timeline.get("Event"))
+        for e in events:
             if type(e) is not dict:
-                continue
-            for out, key in cols:
-                out.append(e.get(key))
-            raws.append(e)  # the attributes map is built at flush
-            n += 1
-        return n
+                events = [e for e in events if type(e) is dict]
+                break
+        self._ev_raw += events  # every column (and the attributes map) is built at flush
+        return len(events)
 
     def _add_tournaments(self, recent: dict[str, Any], network: str, player: str) -> int:
-        t_cols, e_cols = self._t, self._e
+        # Only the keys (for the night's dedup) are read here; the attributes are converted
+        # from the raw dicts at flush.
         seen_t, seen_e = self._seen_tournaments, self._seen_entries
+        t_keys, t_raw, t_extra = self._t_keys.append, self._t_raw.append, self._t_extra.append
+        e_keys, e_raw, e_t = self._e_keys.append, self._e_raw.append, self._e_t.append
         folded = player.casefold()
+        known = _TOURNAMENT_KEYS.issuperset
         n = 0
         for t in C.items(recent.get("Tournament")):
             if type(t) is not dict:
                 continue
             n += 1
-            tid = _s(t.get("@id"))
-            if tid is None:
-                continue  # no key: nothing to attach it to
-            net = _s(t.get("@network")) or network
-            currency = _s(t.get("@currency"))
-            stake, rake = t.get("@stake"), t.get("@rake")
+            tid = t.get("@id")
+            if type(tid) is not str or not tid:
+                tid = _s(tid)
+                if tid is None:
+                    continue  # no key: nothing to attach it to
+            net = t.get("@network")
+            if type(net) is not str or not net:
+                net = _s(net) or network
             key = (net, tid)
             if key not in seen_t:
                 seen_t.add(key)
-                t_cols["network"].append(net)
-                t_cols["tournament_id"].append(tid)
-                t_cols["name"].append(t.get("@name"))
-                t_cols["started_at"].append(t.get("@date"))
-                t_cols["duration_s"].append(t.get("@duration"))
-                t_cols["currency"].append(currency)
-                t_cols["stake"].append(stake)
-                t_cols["rake"].append(rake)
-                t_cols["prize_pool"].append(t.get("@prizePool"))
-                t_cols["guarantee"].append(t.get("@guarantee"))
-                t_cols["overlay"].append(t.get("@overlay"))
-                t_cols["re_entries"].append(t.get("@reEntries"))
-                t_cols["total_entrants"].append(t.get("@totalEntrants"))
-                t_cols["players_per_table"].append(t.get("@playersPerTable"))
-                t_cols["game"].append(t.get("@game"))
-                t_cols["game_class"].append(t.get("@gameClass"))
-                t_cols["structure"].append(t.get("@structure"))
-                flags = _s(t.get("@flags"))
-                t_cols["flags"].append([f for f in flags.split(",") if f] if flags else [])
-                t_cols["state"].append(t.get("@state"))
-                t_cols["extra"].append(
-                    {k[1:]: C.text(v) for k, v in sorted(t.items()) if k[:1] == "@" and k not in _TOURNAMENT_ATTRS}
+                t_keys(key)
+                t_raw(t)
+                t_extra(
+                    _NO_EXTRA
+                    if known(t)
+                    else {k[1:]: C.text(v) for k, v in sorted(t.items()) if k[:1] == "@" and k not in _TOURNAMENT_ATTRS}
                 )
-            for e in C.items(t.get("TournamentEntry")):
+            entries = t.get("TournamentEntry")
+            for e in (entries,) if type(entries) is dict else C.items(entries):
                 if type(e) is not dict:
                     continue
-                served = _s(e.get("@playerName"))
+                served = e.get("@playerName")
+                if type(served) is not str or not served:
+                    served = _s(served)
                 who = player if served is None or served.casefold() == folded else served
                 ekey = (net, tid, who)
                 if ekey in seen_e:
                     continue
                 seen_e.add(ekey)
-                e_cols["network"].append(net)
-                e_cols["tournament_id"].append(tid)
-                e_cols["player"].append(who)
-                e_cols["position"].append(e.get("@position"))
-                e_cols["prize"].append(e.get("@prize"))
-                e_cols["multientries"].append(e.get("@multientries"))
-                e_cols["currency"].append(currency)
-                e_cols["stake"].append(stake)
-                e_cols["rake"].append(rake)
+                e_keys(ekey)
+                e_raw(e)
+                e_t(t)
         return n
 
     # ------------------------------------------------------------------ flush
@@ -489,19 +522,35 @@ class SummaryNormalizer:
 
     def _statistics_table(self) -> pa.Table:
         keys = self._long_keys(self._stat_runs)
-        typ = pa.array(self._st_type, _STR).dictionary_encode()
-        values = C.str_array(self._st_value)
+        f = _fields(self._st_raw, _ST_STRUCT)
+        ids, raw_values, auth = f["@id"], f["$"], f["@authorized"]
+        types = self.statistic_types
+        if isinstance(ids, pa.Array):
+            names = pa.array(list(types), _STR)
+            typ = pa.array(list(types.values()), _STR).take(pc.index_in(ids, value_set=names))
+        else:
+            typ = pa.array([types.get(sid) for sid in ids], _STR)
+            ids = C.str_array(ids)
+        typ = typ.dictionary_encode()
+        if isinstance(raw_values, pa.Array):
+            values = pc.if_else(pc.equal(raw_values, ""), pa.scalar(None, _STR), raw_values)
+        else:
+            values = C.str_array([None if v == "" else v for v in raw_values])
+        if isinstance(auth, pa.Array):
+            authorized = pc.invert(pc.equal(pc.utf8_lower(auth), "false")).fill_null(True)
+        else:
+            authorized = pa.array([a is None or str(a).lower() != "false" for a in auth], pa.bool_())
         typed = self._typed_values(typ, values, keys["_rate"])
         schema = SCHEMAS["player_statistics"]
         time_values = pc.if_else(typed["_is_time"], values, pa.scalar(None, _STR))
         cols = {
             **keys,
             **typed,
-            "statistic": C.str_array(self._st_id),
+            "statistic": ids,
             "type": typ,
             "value": values,
             "value_time": C.time_array(time_values),
-            "authorized": pa.array(self._st_auth, pa.bool_()),
+            "authorized": authorized,
         }
         return pa.Table.from_arrays([cols[f.name] for f in schema], schema=schema)
 
@@ -512,10 +561,13 @@ class SummaryNormalizer:
             for chunks, dtype in zip(self._ds_chunks, _DS_TYPES, strict=True)
         )
         dataset = C.dict_runs(ids.to_pylist(), id_runs)
-        lookup = pc.binary_join_element_wise(dataset.cast(_STR), series, "\x1f")
-        typ = pa.DictionaryArray.from_arrays(
-            self._series_key_codes.take(pc.index_in(lookup, value_set=self._series_keys)), self._series_type_names
+        # type code of (data set, series): a small table over (data set code × series code)
+        width = len(self._series_names)
+        table = pa.array(
+            [self._type_code.get((d, s)) for d in dataset.dictionary.to_pylist() for s in self._series_names], _I32
         )
+        combined = pc.add(pc.multiply(dataset.indices, width), pc.index_in(series, value_set=self._series_name_set))
+        typ = pa.DictionaryArray.from_arrays(table.take(combined), self._series_type_names)
         typed = self._typed_values(typ, values, keys["_rate"])
         schema = SCHEMAS["player_datasets"]
         cols = {
@@ -532,72 +584,86 @@ class SummaryNormalizer:
 
     def _timeline_table(self) -> pa.Table:
         runs = self._event_runs
+        raws = self._ev_raw
         n = sum(runs)
-        ev = self._ev
+        flat = _flat_attributes(raws) if raws else None
+        ev = _pick(flat, list(_EVENT_COLUMNS.values())) if flat is not None else _fields(raws, _EV_STRUCT)
+        col = {name: ev[key] for name, key in _EVENT_COLUMNS.items()}
         schema = SCHEMAS["player_timeline"]
-        currency = C.str_array(ev["currency"])
-        prize = C.float_array(ev["prize"])
-        rate = pa.array([self.rates.rate(c) for c in currency.to_pylist()], _F64)
+        currency = _str(col["currency"])
+        prize = C.float_array(col["prize"])
+        rate = self._rate_col(currency)
         prize_usd = C.usd(prize, rate)
         cols = {
             "snapshot_date": self._date_col(n),
             "network": self._per_player("network", runs),
             "player": self._per_player("player", runs),
             "filter_name": self._per_player("filter_name", runs),
-            "event_id": C.str_array(ev["event_id"]),
-            "category": C.str_array(ev["category"]),
-            "event_at": C.time_array(ev["event_at"]),
-            "code": C.str_array(ev["code"]),
-            "name": C.str_array(ev["name"]),
-            "description": C.str_array(ev["description"]),
-            "points": C.int_array(ev["points"], _I32),
-            "priority": C.int_array(ev["priority"], _I32),
-            "is_negative": C.bool_array(ev["is_negative"]),
-            "game_id": C.str_array(ev["game_id"]),
-            "tournament_name": C.str_array(ev["tournament_name"]),
-            "position": C.int_array(ev["position"], _I32),
-            "entrants": C.int_array(ev["entrants"], _I32),
+            "event_id": _str(col["event_id"]),
+            "category": _str(col["category"]),
+            "event_at": C.time_array(col["event_at"]),
+            "code": _str(col["code"]),
+            "name": _str(col["name"]),
+            "description": _str(col["description"]),
+            "points": C.int_array(col["points"], _I32),
+            "priority": C.int_array(col["priority"], _I32),
+            "is_negative": _bools(col["is_negative"]),
+            "game_id": _str(col["game_id"]),
+            "tournament_name": _str(col["tournament_name"]),
+            "position": C.int_array(col["position"], _I32),
+            "entrants": C.int_array(col["entrants"], _I32),
             "currency": currency,
             "prize": prize,
             "prize_usd": prize_usd,
             "usd_rate_missing": C.rate_missing([prize], rate),
-            "url": C.str_array(ev["url"]),
-            "attributes": C.map_array([C.attributes(e) for e in self._ev_raw]),
+            "url": _str(col["url"]),
+            "attributes": _attribute_maps(raws, flat),
         }
         return pa.Table.from_arrays([cols[f.name] for f in schema], schema=schema)
 
-    def _rate_col(self, currencies: list[Any]) -> pa.Array:
-        rate = self.rates.rate
-        return pa.array([rate(c) for c in currencies], _F64)
+    def _rate_col(self, currencies: Any) -> pa.Array:
+        """Each row's USD rate (NULL for NULL or an unknown / rate-less currency)."""
+        if not isinstance(currencies, pa.Array):
+            rate = self.rates.rate
+            return pa.array([rate(c) for c in currencies], _F64)
+        known = [c for c in self.rates.rates if c != "USD"]
+        names = pa.array(["USD", *known], _STR)
+        values = pa.array([1.0, *(self.rates.rates[c] for c in known)], _F64)
+        return values.take(pc.index_in(currencies, value_set=names))
 
     def _tournaments_table(self) -> pa.Table:
-        t = self._t
-        n = len(t["tournament_id"])
+        n = len(self._t_keys)
+        nets, ids = zip(*self._t_keys) if n else ((), ())
         schema = SCHEMAS["tournaments"]
-        rate = self._rate_col(t["currency"])
-        money = {k: C.float_array(t[k]) for k in ("stake", "rake", "prize_pool", "guarantee", "overlay")}
+        t = _fields(self._t_raw, _T_STRUCT)
+        currency = _blank_null(t["@currency"])
+        rate = self._rate_col(currency)
+        money = {
+            k: C.float_array(t[a])
+            for k, a in (("stake", "@stake"), ("rake", "@rake"), ("prize_pool", "@prizePool"), ("guarantee", "@guarantee"), ("overlay", "@overlay"))
+        }
         buy_in = pc.add(money["stake"], money["rake"])
         cols: dict[str, pa.Array] = {
             "snapshot_date": self._date_col(n),
-            "network": C.str_array(t["network"]),
-            "tournament_id": C.str_array(t["tournament_id"]),
-            "name": C.str_array(t["name"]),
-            "started_at": C.time_array(t["started_at"]),
-            "duration_s": C.int_array(t["duration_s"]),
-            "currency": C.str_array(t["currency"]),
+            "network": C.str_array(nets),
+            "tournament_id": C.str_array(ids),
+            "name": _str(t["@name"]),
+            "started_at": C.time_array(t["@date"]),
+            "duration_s": C.int_array(t["@duration"]),
+            "currency": currency,
             "buy_in": buy_in,
             "buy_in_usd": C.usd(buy_in, rate),
-            "re_entries": C.int_array(t["re_entries"], _I32),
-            "total_entrants": C.int_array(t["total_entrants"], _I32),
-            "players_per_table": C.int_array(t["players_per_table"], _I32),
-            "game": C.str_array(t["game"]),
-            "game_class": C.str_array(t["game_class"]),
-            "structure": C.str_array(t["structure"]),
-            "flags": pa.array(t["flags"], schema.field("flags").type),
-            "state": C.str_array(t["state"]),
+            "re_entries": C.int_array(t["@reEntries"], _I32),
+            "total_entrants": C.int_array(t["@totalEntrants"], _I32),
+            "players_per_table": C.int_array(t["@playersPerTable"], _I32),
+            "game": _str(t["@game"]),
+            "game_class": _str(t["@gameClass"]),
+            "structure": _str(t["@structure"]),
+            "flags": _flags(t["@flags"], schema.field("flags").type),
+            "state": _str(t["@state"]),
             "usd_rate": rate,
             "usd_rate_missing": C.rate_missing(money.values(), rate),
-            "extra": C.map_array(t["extra"]),
+            "extra": C.map_array(self._t_extra),
         }
         for k, amount in money.items():
             cols[k] = amount
@@ -605,26 +671,29 @@ class SummaryNormalizer:
         return pa.Table.from_arrays([cols[f.name] for f in schema], schema=schema)
 
     def _entries_table(self) -> pa.Table:
-        e = self._e
-        n = len(e["tournament_id"])
+        n = len(self._e_keys)
+        nets, ids, players = zip(*self._e_keys) if n else ((), (), ())
         schema = SCHEMAS["tournament_entries"]
-        rate = self._rate_col(e["currency"])
-        prize = C.float_array(e["prize"])
-        stake = C.float_array(e["stake"])
-        rake = C.float_array(e["rake"])
+        e = _fields(self._e_raw, _E_STRUCT)
+        t = _fields(self._e_t, _ET_STRUCT)
+        currency = _blank_null(t["@currency"])
+        rate = self._rate_col(currency)
+        prize = C.float_array(e["@prize"])
+        stake = C.float_array(t["@stake"])
+        rake = C.float_array(t["@rake"])
         # A player who did not cash has no @prize: their result is −(stake + rake).
         profit = pc.subtract(pc.subtract(prize.fill_null(0.0), stake), rake)
         cols = {
             "snapshot_date": self._date_col(n),
-            "network": C.str_array(e["network"]),
-            "tournament_id": C.str_array(e["tournament_id"]),
-            "player": C.str_array(e["player"]),
-            "position": C.int_array(e["position"], _I32),
+            "network": C.str_array(nets),
+            "tournament_id": C.str_array(ids),
+            "player": C.str_array(players),
+            "position": C.int_array(e["@position"], _I32),
             "cashed": pc.fill_null(pc.greater(prize, 0.0), False),
             "prize": prize,
             "prize_usd": C.usd(prize, rate),
-            "multientries": C.int_array(e["multientries"], _I32),
-            "currency": C.str_array(e["currency"]),
+            "multientries": C.int_array(e["@multientries"], _I32),
+            "currency": currency,
             "stake": stake,
             "rake": rake,
             "profit": profit,
@@ -633,3 +702,49 @@ class SummaryNormalizer:
             "usd_rate_missing": C.rate_missing([prize, stake, rake, profit], rate),
         }
         return pa.Table.from_arrays([cols[f.name] for f in schema], schema=schema)
+
+
+def _flat_attributes(raws: list[dict[str, Any]]) -> tuple[pa.Array, pa.Array, np.ndarray] | None:
+    """Every key and value of the raw dicts as two flat string arrays, with the item count of
+    each dict; ``None`` when some value is not a string (or NULL)."""
+    try:
+        keys = pa.array(list(chain.from_iterable(raws)), _STR)
+        values = pa.array(list(chain.from_iterable(map(dict.values, raws))), _STR)
+    except _CONVERT_ERRORS:
+        return None
+    return keys, values, np.fromiter(map(len, raws), dtype=np.int64, count=len(raws))
+
+
+def _pick(flat: tuple[pa.Array, pa.Array, np.ndarray], names: list[str]) -> dict[str, pa.Array]:
+    """``raw.get(name)`` of every raw dict for each name, from the flat key / value arrays (a dict
+    holds a key at most once)."""
+    keys, values, lens = flat
+    n = len(lens)
+    rows = np.repeat(np.arange(n, dtype=np.int64), lens)
+    codes = pc.index_in(keys, value_set=pa.array(names, _STR)).fill_null(-1).to_numpy(zero_copy_only=False)
+    out = {}
+    for j, name in enumerate(names):
+        at = np.flatnonzero(codes == j)
+        index = np.full(n, -1, dtype=np.int64)
+        index[rows[at]] = at
+        out[name] = values.take(pa.array(index, mask=index < 0))
+    return out
+
+
+def _attribute_maps(raws: list[dict[str, Any]], flat: tuple[pa.Array, pa.Array, np.ndarray] | None) -> pa.Array:
+    """``C.attributes`` of every raw dict as one MAP column, built from the flat key / value arrays."""
+    if not raws:
+        return C.map_array([])
+    if flat is None:
+        return C.map_array([C.attributes(e) for e in raws])
+    keys, values, lens = flat
+    keep = pc.starts_with(keys, "@")  # and a JSON null is no value (`C.text`)
+    if values.null_count:
+        keep = pc.and_(keep, pc.is_valid(values))
+    if pc.all(keep).as_py() is not True:
+        rows = np.repeat(np.arange(len(raws), dtype=np.int64), lens)
+        lens = np.bincount(rows[keep.to_numpy(zero_copy_only=False)], minlength=len(raws))
+        keys, values = keys.filter(keep), values.filter(keep)
+    offsets = np.zeros(len(raws) + 1, dtype=np.int32)
+    np.cumsum(lens, out=offsets[1:])
+    return pa.MapArray.from_arrays(pa.array(offsets), pc.utf8_slice_codeunits(keys, 1), values, type=STR_MAP)
