@@ -33,6 +33,7 @@ import duckdb
 import pyarrow as pa
 
 from tourneylake.normalize.schemas import TABLES
+from tourneylake.normalize.summary import SUMMARY_TABLES
 
 __all__ = ["LOAD_ORDER", "Warehouse", "sql_dir"]
 
@@ -47,12 +48,7 @@ LOAD_ORDER: tuple[str, ...] = (
     "dataset_definitions",
     "countries",
     "news",
-    "player_snapshots",
-    "player_statistics",
-    "player_datasets",
-    "player_timeline",
-    "tournaments",
-    "tournament_entries",
+    *SUMMARY_TABLES,
     "search_ledger",
 )
 assert set(LOAD_ORDER) == set(TABLES), "every lake table has a load statement"
