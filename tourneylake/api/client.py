@@ -191,6 +191,15 @@ class _Protocol:
         t = self.settings.timeout_s
         return httpx.Timeout(t, connect=min(10.0, t), pool=t)
 
+    def http_options(self, connections: int) -> dict[str, Any]:
+        """What every httpx client of ours shares: headers, explicit timeouts, a bounded pool."""
+        return {
+            "headers": self.headers(),
+            "timeout": self.timeout(),
+            "limits": httpx.Limits(max_connections=connections, max_keepalive_connections=connections),
+            "verify": _tls_context(),
+        }
+
     def headers(self) -> dict[str, str]:
         return {"Accept": ACCEPT[self.settings.format], "User-Agent": USER_AGENT}
 
@@ -360,13 +369,7 @@ class Client(_Resources):
         transport: httpx.BaseTransport | None = None,
     ) -> None:
         self.protocol = _Protocol(settings, base_url, on_body, on_attempt, before_attempt)
-        self._http = httpx.Client(
-            headers=self.protocol.headers(),
-            timeout=self.protocol.timeout(),
-            limits=httpx.Limits(max_connections=settings.concurrency, max_keepalive_connections=settings.concurrency),
-            transport=transport,
-            verify=_tls_context(),
-        )
+        self._http = httpx.Client(**self.protocol.http_options(settings.concurrency), transport=transport)
 
     @property
     def remaining_searches(self) -> int | None:
@@ -458,14 +461,7 @@ class AsyncClient(_Resources):
         self._lanes: asyncio.Queue[httpx.AsyncClient] = asyncio.Queue()
         self._all_lanes = [
             httpx.AsyncClient(
-                headers=self.protocol.headers(),
-                timeout=self.protocol.timeout(),
-                limits=httpx.Limits(
-                    max_connections=settings.concurrency if transport is not None else 1,
-                    max_keepalive_connections=settings.concurrency if transport is not None else 1,
-                ),
-                transport=transport,
-                verify=_tls_context(),
+                **self.protocol.http_options(settings.concurrency if transport is not None else 1), transport=transport
             )
             for _ in range(lanes)
         ]
