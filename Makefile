@@ -6,7 +6,7 @@ VENV := .venv
 STAMP := $(VENV)/.synced-stamp
 PYTEST_ARGS ?=
 
-.PHONY: run test sync bench dagster clean
+.PHONY: run test test-fast lint format sync bench dagster clean
 
 $(STAMP): pyproject.toml uv.lock
 	@$(UV) --version >/dev/null 2>&1 || $(PYTHON) -m pip install --quiet uv
@@ -20,8 +20,20 @@ run: $(STAMP)
 	$(VENV)/bin/tourneylake query example
 
 # pytest's exit code 5 (no tests collected) is non-zero, so it fails the target as it should.
-test: $(STAMP)
+test: lint
 	$(VENV)/bin/python -m pytest -n 2 --dist loadgroup $(PYTEST_ARGS)
+
+# The inner loop: everything but the subprocess and end-to-end tests (marked slow).
+test-fast: $(STAMP)
+	$(VENV)/bin/python -m pytest -n 2 --dist loadgroup -m "not slow" $(PYTEST_ARGS)
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+format: $(STAMP)
+	$(VENV)/bin/ruff check --fix .
+	$(VENV)/bin/ruff format .
 
 bench: $(STAMP)
 	$(UV) sync --locked --group bench

@@ -5,12 +5,13 @@ Not part of the ``nightly`` job: it runs in its own ``hands`` job, so a watchlis
 pays for hands nobody asked to analyse tonight.
 """
 
-from dagster import AssetExecutionContext, MaterializeResult, MetadataValue, asset
+from dagster import AssetExecutionContext, MaterializeResult, asset
 
-from assets._metadata import night_of
 from assets.partitions import SERVICE_POOL, nightly_partitions
-from pipelines.resources import TourneylakeResource
-from tourneylake.economy import analyze_inbox, hands_dir, inbox_dir
+from assets.report import listing, night_of
+from assets.resource import TourneylakeResource
+from tourneylake.hands import analyze_inbox, hands_dir, inbox_dir
+
 
 @asset(
     group_name="hands",
@@ -23,15 +24,11 @@ from tourneylake.economy import analyze_inbox, hands_dir, inbox_dir
 )
 def hand_analyses(context: AssetExecutionContext, tourneylake: TourneylakeResource) -> MaterializeResult:
     settings = tourneylake.settings()
-    outcome = analyze_inbox(tourneylake.night(night_of(context)))
+    outcome = analyze_inbox(tourneylake.session(night_of(context)))
     if outcome.stopped_reason:
         context.log.warning(f"hand analysis stopped: {outcome.stopped_reason}")
     for name, why in outcome.failed:
         context.log.warning(f"hand {name} not analysed: {why}")
-
-    def listing(items: list[str]) -> MetadataValue:
-        return MetadataValue.md("\n".join(f"- {item}" for item in items[:50]) or "_none_")
-
     return MaterializeResult(
         metadata={
             "analysed": len(outcome.analysed),

@@ -1,20 +1,17 @@
 """Reference data: metadata (with the night's currency rates), countries and news. All free."""
 
-from dagster import (
-    AssetExecutionContext,
-    Backoff,
-    MaterializeResult,
-    RetryPolicy,
-    asset,
-)
+from dagster import AssetExecutionContext, Backoff, MaterializeResult, RetryPolicy, asset
 
-from assets._metadata import night_of
 from assets.partitions import SERVICE_POOL, nightly_partitions
-from pipelines.resources import TourneylakeResource
-from tourneylake.night import refresh_free_resource, refresh_metadata
+from assets.report import night_of
+from assets.resource import TourneylakeResource
+from tourneylake.harvest import refresh_free_resource, refresh_metadata
 
-# Free calls: a transient failure is worth another try a little later.
+# Free calls: a transient failure is worth another try a little later (a wrong password or a
+# data directory of another source is not: those are errors tourneylake raises on purpose, and
+# Dagster retries only what the policy is given, so the policy stays on free transient calls).
 FREE_CALL_RETRY = RetryPolicy(max_retries=2, delay=2, backoff=Backoff.EXPONENTIAL)
+
 
 @asset(
     group_name="reference",
@@ -22,20 +19,20 @@ FREE_CALL_RETRY = RetryPolicy(max_retries=2, delay=2, backoff=Backoff.EXPONENTIA
     partitions_def=nightly_partitions,
     pool=SERVICE_POOL,
     retry_policy=FREE_CALL_RETRY,
-    description="Service metadata, fetched with our hash: downloaded only when it changed (rates refresh daily).",
+    description="Service metadata for the night, fetched with our hash: downloaded only when it changed (rates refresh daily).",
 )
 def metadata(context: AssetExecutionContext, tourneylake: TourneylakeResource) -> MaterializeResult:
-    outcome = refresh_metadata(tourneylake.night(night_of(context)))
-    missing = outcome.currencies_without_rate
+    outcome = refresh_metadata(tourneylake.session(night_of(context)))
     return MaterializeResult(
         metadata={
             "metadata_hash": outcome.metadata_hash or "",
             "downloaded": outcome.downloaded,
+            "called": outcome.called,
             "rows": sum(outcome.rows.values()),
-            **{f"rows_{name}": count for name, count in outcome.rows.items()},
-            "currencies_without_rate": ", ".join(missing) or "none",
+            "currencies_without_rate": ", ".join(outcome.currencies_without_rate) or "none",
         },
     )
+
 
 @asset(
     group_name="reference",
@@ -43,22 +40,23 @@ def metadata(context: AssetExecutionContext, tourneylake: TourneylakeResource) -
     partitions_def=nightly_partitions,
     pool=SERVICE_POOL,
     retry_policy=FREE_CALL_RETRY,
-    description="Countries the service recognises (free).",
+    description="Countries the service recognises (free; once per night).",
 )
 def countries(context: AssetExecutionContext, tourneylake: TourneylakeResource) -> MaterializeResult:
-    outcome = refresh_free_resource(tourneylake.night(night_of(context)), "countries")
+    outcome = refresh_free_resource(tourneylake.session(night_of(context)), "countries")
     return MaterializeResult(
         metadata={"rows": outcome.rows, "warnings": "; ".join(outcome.warnings) or "none", "searches_left": outcome.remaining_searches}
     )
 
+
 @asset(
     group_name="reference",
     kinds={"python", "parquet"},
     partitions_def=nightly_partitions,
     pool=SERVICE_POOL,
     retry_policy=FREE_CALL_RETRY,
-    description="Product news from What's New (free).",
+    description="Product news from What's New (free; once per night).",
 )
 def news(context: AssetExecutionContext, tourneylake: TourneylakeResource) -> MaterializeResult:
-    outcome = refresh_free_resource(tourneylake.night(night_of(context)), "news")
+    outcome = refresh_free_resource(tourneylake.session(night_of(context)), "whats_new")
     return MaterializeResult(metadata={"rows": outcome.rows, "warnings": "; ".join(outcome.warnings) or "none"})

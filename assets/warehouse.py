@@ -2,9 +2,10 @@
 
 from dagster import AssetCheckResult, AssetCheckSpec, AssetExecutionContext, MaterializeResult, asset
 
-from assets._metadata import night_of
 from assets.partitions import nightly_partitions
-from pipelines.resources import TourneylakeResource
+from assets.report import night_of
+from assets.resource import TourneylakeResource
+from tourneylake.lake import Lake
 
 ROW_COUNTS = {
     "night_snapshot_rows": "player_snapshots",
@@ -15,6 +16,7 @@ CHECKS = {
     "entries_unique": "One row per (network, tournament_id, player).",
     "stake_currencies_converted": "Every stake has a USD amount or is flagged as lacking a rate.",
 }
+
 
 @asset(
     group_name="warehouse",
@@ -30,21 +32,22 @@ CHECKS = {
 )
 def warehouse(context: AssetExecutionContext, tourneylake: TourneylakeResource) -> MaterializeResult:
     night = night_of(context)
-    lake = tourneylake.night(night).lake
+    lake = Lake(tourneylake.settings().data_dir)
     with tourneylake.warehouse() as db:
         loaded = db.load_night(lake, night)
         counts = db.table_counts()
-        results = [
-            AssetCheckResult(check_name=name, passed=db.check(name) == 0, metadata={"violations": db.check(name)})
-            for name in CHECKS
-        ] + [
-            AssetCheckResult(
-                check_name=name,
-                passed=db.check(name, {"night": night}) == loaded.get(table, 0),
-                metadata={"warehouse": db.check(name, {"night": night}), "lake": loaded.get(table, 0)},
-            )
-            for name, table in ROW_COUNTS.items()
-        ]
+        violations = {name: db.check(name) for name in CHECKS}
+        in_warehouse = {name: db.check(name, {"night": night}) for name in ROW_COUNTS}
+    results = [
+        AssetCheckResult(check_name=name, passed=found == 0, metadata={"violations": found}) for name, found in violations.items()
+    ] + [
+        AssetCheckResult(
+            check_name=name,
+            passed=in_warehouse[name] == loaded.get(table, 0),
+            metadata={"warehouse": in_warehouse[name], "lake": loaded.get(table, 0)},
+        )
+        for name, table in ROW_COUNTS.items()
+    ]
     return MaterializeResult(
         metadata={
             "rows_loaded": sum(loaded.values()),

@@ -42,7 +42,7 @@ def tourneylake_exe() -> list[str]:
     exe = Path(sys.executable).with_name("tourneylake")
     if exe.exists():
         return [str(exe)]
-    return [sys.executable, "-m", "tourneylake.cli"]
+    return [sys.executable, "-m", "pipelines.cli"]
 
 
 def free_port() -> int:
@@ -173,7 +173,7 @@ def warm(sandbox: SandboxProcess, players: list[tuple[str, str]], fmt: str = "js
 def settings_for(base_url: str, data_dir: Path, concurrency: int = CONCURRENCY, fmt: str = "json") -> Any:
     from tourneylake.config import Settings
 
-    return Settings().with_overrides(
+    return Settings(
         base_url=base_url,
         appname=APPNAME,
         appkey=APPKEY,
@@ -204,19 +204,20 @@ class HarvestRun:
 
 
 def prepare_night(base_url: str, data_dir: Path, concurrency: int = CONCURRENCY, fmt: str = "json") -> Any:
-    """A Night over a fresh data directory with tonight's metadata already in the lake."""
-    from tourneylake.night import Night, refresh_metadata
+    """A session over a fresh data directory with tonight's metadata already in the lake."""
+    from tourneylake.harvest import refresh_metadata
+    from tourneylake.session import Session
 
     settings = settings_for(base_url, data_dir, concurrency, fmt)
-    night = Night(settings, base_url, TODAY)
-    refresh_metadata(night)
-    return night
+    session = Session.open(settings, base_url, TODAY)
+    refresh_metadata(session)
+    return session
 
 
 def harvest_once(base_url: str, players: list[tuple[str, str]], data_dir: Path, concurrency: int = CONCURRENCY, fmt: str = "json") -> HarvestRun:
-    """Time :func:`tourneylake.night.harvest_players` (fetch, raw write, parse, normalise,
+    """Time :func:`tourneylake.harvest.harvest_players` (fetch, raw write, parse, normalise,
     Parquet parts, ledger) over a fresh data directory; metadata is fetched before the clock."""
-    from tourneylake.night import harvest_players
+    from tourneylake.harvest import harvest_players
 
     night = prepare_night(base_url, data_dir, concurrency, fmt)
     watchlist = watchlist_for(players)

@@ -250,8 +250,8 @@ def bench_normalise(players: int, repeats: int) -> Result:
     with SandboxProcess(players, 0.0) as sandbox, scratch() as tmp:
         with httpx.Client(base_url=sandbox.base_url, headers=headers("json"), timeout=60) as client:
             bodies = [(n, p, client.get(summary_path(n, p)).content) for n, p in names]
-        night = prepare_night(sandbox.base_url, tmp / "d")
-        rates, stat_types, set_types = night.rates(), night.statistic_types(), night.series_types()
+        in_force = prepare_night(sandbox.base_url, tmp / "d").in_force()
+        rates, stat_types, set_types = in_force.rates, in_force.statistic_types, in_force.series_types
     sandbox_fig = _normalise_figures(bodies, rates, stat_types, set_types, repeats)
     recorded = RECORDED.read_bytes()
     recorded_fig = _normalise_figures([("PokerStars", f"recorded{i}", recorded) for i in range(50)], rates, stat_types, set_types, repeats)
@@ -277,8 +277,7 @@ def bench_warehouse(lake_dir: Path, repeats: int) -> Result:
     from tourneylake.lake import Lake
     from tourneylake.warehouse import LOAD_ORDER, Warehouse
 
-    source = orjson.loads((lake_dir / "lake" / "_source.json").read_bytes())["source"]
-    lake = Lake(lake_dir, source)
+    lake = Lake(lake_dir)
     tables = {t: lake.partition_files(t, TODAY) for t in LOAD_ORDER}
     tables = {t: f for t, f in tables.items() if f}
     ours, plain = [], []

@@ -1,8 +1,7 @@
-"""The one ``Definitions``: assets, checks, the nightly job and its schedule."""
+"""The one ``Definitions``: assets, checks, the nightly and rebuild jobs, the nightly schedule."""
 
 from __future__ import annotations
 
-import os
 from datetime import date
 
 from dagster import (
@@ -11,12 +10,16 @@ from dagster import (
     RunRequest,
     ScheduleEvaluationContext,
     define_asset_job,
+    job,
     load_assets_from_modules,
     schedule,
 )
 
 from assets import hands, players, reference, warehouse
-from pipelines.resources import TourneylakeResource
+from assets.partitions import nightly_partitions
+from assets.rebuild import rebuild_night
+from assets.resource import TourneylakeResource
+from tourneylake.config import load_settings
 
 ALL_ASSETS = load_assets_from_modules([reference, players, warehouse, hands])
 
@@ -33,11 +36,13 @@ hands_job = define_asset_job(
     description="Analyse the hand histories dropped into inbox/hands/ (5 searches each, once per hand).",
 )
 
-# UTC, configurable: TOURNEYLAKE_SCHEDULE_CRON (default 03:00 UTC).
-NIGHTLY_CRON = os.environ.get("TOURNEYLAKE_SCHEDULE_CRON", "0 3 * * *")
+
+@job(partitions_def=nightly_partitions, description="Rebuild nights from lake/_raw alone: every table of the night and the warehouse; no request, 0 searches.")
+def rebuild() -> None:
+    rebuild_night()
 
 
-@schedule(job=nightly_job, cron_schedule=NIGHTLY_CRON, execution_timezone="UTC")
+@schedule(job=nightly_job, cron_schedule=load_settings().schedule_cron, execution_timezone="UTC")
 def nightly_schedule(context: ScheduleEvaluationContext) -> RunRequest:
     """Harvest the night the schedule fires in (its UTC date)."""
     night: date = context.scheduled_execution_time.date()
@@ -47,7 +52,7 @@ def nightly_schedule(context: ScheduleEvaluationContext) -> RunRequest:
 def build_definitions(resource: TourneylakeResource) -> Definitions:
     return Definitions(
         assets=ALL_ASSETS,
-        jobs=[nightly_job, hands_job],
+        jobs=[nightly_job, hands_job, rebuild],
         schedules=[nightly_schedule],
         resources={"tourneylake": resource},
     )

@@ -1,7 +1,7 @@
 """Run one night in-process through Dagster — the same job the schedule runs — and report it.
 
-``tourneylake run`` calls :func:`run_night`; it lives here (not in the library) because it is
-the one place that drives Dagster from the command line.
+``tourneylake run`` (``pipelines/cli.py``) calls :func:`run_night`; it lives here, not in the
+library, because it drives Dagster. The report is plain data; the CLI renders it.
 """
 
 from __future__ import annotations
@@ -12,11 +12,9 @@ from datetime import date
 from typing import Any
 
 from dagster import DagsterInstance
-from rich.console import Console
-from rich.table import Table
 
+from assets.resource import TourneylakeResource
 from pipelines.definitions import build_definitions
-from pipelines.resources import TourneylakeResource
 from tourneylake.config import Settings
 
 QUIET_LOGS = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
@@ -34,47 +32,6 @@ class RunReport:
 
     def value(self, asset: str, key: str, default: Any = None) -> Any:
         return self.assets.get(asset, {}).get(key, default)
-
-    def print(self, console: Console) -> None:
-        players = self.assets.get("player_summaries", {})
-        table = Table(title=f"tourneylake — night of {self.night.isoformat()}", show_header=True)
-        table.add_column("table")
-        table.add_column("rows loaded", justify="right")
-        table.add_column("rows in warehouse", justify="right")
-        warehouse = self.assets.get("warehouse", {})
-        names = sorted({k.split("_", 1)[1] for k in warehouse if k.startswith(("loaded_", "total_"))})
-        for name in names:
-            table.add_row(name, str(warehouse.get(f"loaded_{name}", 0)), str(warehouse.get(f"total_{name}", "")))
-        if names:
-            console.print(table)
-        if players:
-            console.print(
-                f"players fetched: {players.get('players_fetched', 0)}, "
-                f"reused from the lake: {players.get('players_reused_from_lake', 0)}, "
-                f"deferred: {players.get('deferred', 0)}, skipped: {players.get('skipped', 0)}, "
-                f"failed: {players.get('failed', 0)}",
-                highlight=False,
-            )
-            console.print(
-                f"searches spent: {players.get('searches_spent', 0)}, searches left: {players.get('searches_left', 'unknown')}",
-                highlight=False,
-            )
-            deferred = players.get("deferred_players")
-            if deferred and deferred != "_none_":
-                console.print("deferred to the next night:", highlight=False)
-                console.print(deferred, highlight=False)
-        meta = self.assets.get("metadata", {})
-        if meta:
-            console.print(
-                f"metadata: {'downloaded' if meta.get('downloaded') else 'unchanged (hash current)'}; "
-                f"currencies without a USD rate: {meta.get('currencies_without_rate', 'none')}",
-                highlight=False,
-            )
-        failed_checks = [name for name, ok in self.checks.items() if not ok]
-        if failed_checks:
-            console.print(f"[yellow]checks not passing:[/] {', '.join(failed_checks)}")
-        state = "[green]ok[/]" if self.success else f"[red]failed[/]: {self.failure}"
-        console.print(f"run {state} in {self.duration_s:.1f} s")
 
 
 def _root_message(error: Any) -> str:

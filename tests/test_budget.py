@@ -14,13 +14,9 @@ from tourneylake.budget import (
     PLAYER_SUMMARY,
     Budget,
     CostModel,
-    LastFetch,
     Target,
-    last_fetched_map,
     plan_night,
-    targets_from_watchlist,
 )
-from tourneylake.watchlist import parse_watchlist
 
 TONIGHT = date(2026, 11, 22)
 
@@ -82,18 +78,6 @@ def test_order_never_fetched_then_stalest_then_priority_then_watchlist_order() -
     assert result.searches_planned == 7
     assert result.deferred == [] and result.skipped == []
     assert result.affordable is None
-
-
-def test_last_fetched_map_keeps_the_newest() -> None:
-    fetches = [
-        LastFetch("PokerStars", "a", None, date(2026, 1, 1)),
-        LastFetch("PokerStars", "a", None, date(2026, 3, 1)),
-        LastFetch("PokerStars", "a", "f", date(2026, 2, 1)),
-    ]
-    assert last_fetched_map(fetches) == {
-        ("PokerStars", "a", None): date(2026, 3, 1),
-        ("PokerStars", "a", "f"): date(2026, 2, 1),
-    }
 
 
 # ----------------------------------------------------------------------------------- bounds
@@ -222,21 +206,6 @@ def test_duplicate_targets_are_planned_once() -> None:
     assert result.calls[0].priority == 5  # the first entry wins
     assert [(x.player, why) for x, why in result.skipped] == [("a", "duplicate target: already listed earlier")]
     assert result.searches_planned == 3
-
-
-def test_targets_from_watchlist() -> None:
-    watchlist = parse_watchlist(
-        "filters:\n  s: 'Class:SNG'\n  q: {question: 'sit and gos'}\n"
-        "players:\n  - {network: WPN, name: a, filters: [s, q], priority: 3}\n  - {network: WPN, name: b}\n"
-    )
-    assert targets_from_watchlist(watchlist) == [
-        Target("WPN", "a", "s", "Class:SNG", 3),
-        Target("WPN", "a", "q", None, 3),
-        Target("WPN", "b", None, None, 100),
-    ]
-    converted = targets_from_watchlist(watchlist, {"q": "Class:SNG;Date:1Y"})
-    assert converted[1].filter_expression == "Class:SNG;Date:1Y"
-    assert not converted[1].needs_conversion
 
 
 # ----------------------------------------------------------------------------------- costs

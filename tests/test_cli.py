@@ -16,7 +16,7 @@ import pytest
 pytestmark = pytest.mark.xdist_group("cli")
 
 REPO = Path(__file__).resolve().parent.parent
-CLI = [sys.executable, "-m", "tourneylake.cli"]
+CLI = [sys.executable, "-m", "pipelines.cli"]
 
 
 def clean_env(**extra: str) -> dict[str, str]:

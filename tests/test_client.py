@@ -23,7 +23,7 @@ from tourneylake.api import (
     UnknownServiceError,
     encode_password,
 )
-from tourneylake.config import Secret, Settings
+from tourneylake.config import Settings
 from tourneylake.tree import Element, to_json, to_xml
 
 from .scripted_server import Reply, ScriptedServer
@@ -35,9 +35,9 @@ APPKEY = "abc123key"
 def settings(**kw: object) -> Settings:
     base = dict(
         appname="myapp",
-        appkey=Secret(APPKEY),
+        appkey=APPKEY,
         username="coach@example.com",
-        password=Secret(PASSWORD),
+        password=PASSWORD,
         retry_initial_wait_s=0.01,
         retry_max_wait_s=0.05,
         max_attempts=4,

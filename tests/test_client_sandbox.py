@@ -18,7 +18,7 @@ from tourneylake.api import (
     SubscriptionError,
     TransportError,
 )
-from tourneylake.config import Secret, Settings
+from tourneylake.config import Settings
 from tourneylake.sandbox import Faults, SandboxServer, running_sandbox
 
 TODAY = date(2026, 11, 20)
@@ -95,7 +95,7 @@ def test_one_summary_reads_the_same_from_xml_and_json(sandbox: SandboxServer) ->
 def test_wrong_password_is_one_request_and_no_search(sandbox: SandboxServer) -> None:
     attempts: list[Attempt] = []
     before = sandbox.accounts.remaining("analyst@example.com")
-    with Client(settings(sandbox, password=Secret("wrong")), on_attempt=attempts.append) as client:
+    with Client(settings(sandbox, password="wrong"), on_attempt=attempts.append) as client:
         with pytest.raises(CredentialsError) as info:
             client.player_summary("PokerStars", "Borbas.Geri")
     assert info.value.code == 101002 and len(attempts) == 1
@@ -109,7 +109,7 @@ def test_unknown_user(sandbox: SandboxServer) -> None:
 
 
 def test_quota_exhaustion_and_subscription(sandbox: SandboxServer) -> None:
-    with Client(settings(sandbox, username="free@example.com", password=Secret("free-password"))) as client:
+    with Client(settings(sandbox, username="free@example.com", password="free-password")) as client:
         with pytest.raises(SubscriptionError) as info:
             client.hand_analysis(HAND)
         assert info.value.code == 102004

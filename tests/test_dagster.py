@@ -20,7 +20,7 @@ from dagster import (
 
 from assets.reference import countries, metadata, news
 from pipelines.definitions import defs
-from pipelines.resources import TourneylakeResource
+from assets.resource import TourneylakeResource
 from tourneylake.config import SANDBOX_PASSWORD
 from tourneylake.sandbox import running_sandbox
 
@@ -80,20 +80,32 @@ def test_the_code_location_loads_as_dagster_dev_would() -> None:
 
 
 def test_reference_assets_materialise_and_metadata_is_cached_by_hash(sandbox, tmp_path: Path) -> None:
+    from tourneylake.lake import Lake
+
     resource = TourneylakeResource(base_url=sandbox.base_url, data_dir=str(tmp_path))
     first = materialize([metadata, countries, news], partition_key=NIGHT.isoformat(), resources={"tourneylake": resource})
     assert first.success
     meta = first.asset_materializations_for_node("metadata")[0].metadata
-    assert meta["downloaded"].value is True and meta["rows_currencies"].value > 0
+    assert meta["downloaded"].value is True and meta["rows"].value > 0
     assert "CNY" in meta["currencies_without_rate"].value
     assert first.asset_materializations_for_node("countries")[0].metadata["rows"].value > 10
 
     again = materialize([metadata], partition_key=NIGHT.isoformat(), resources={"tourneylake": resource})
-    assert again.asset_materializations_for_node("metadata")[0].metadata["downloaded"].value is False
+    assert again.asset_materializations_for_node("metadata")[0].metadata["called"].value is False  # held for the night
 
-    sandbox.world.set_today(date(2026, 11, 21))  # rates refresh: the hash changes
+    # The next night, while the service's metadata is unchanged: one call, nothing downloaded,
+    # and the night still holds its own metadata tables (the snapshot in force, under its date).
+    following = date(2026, 11, 21)
+    current = materialize([metadata], partition_key=following.isoformat(), resources={"tourneylake": resource})
+    values = current.asset_materializations_for_node("metadata")[0].metadata
+    assert values["called"].value is True and values["downloaded"].value is False
+    lake = Lake(tmp_path)
+    assert lake.partitions("currencies") == [NIGHT, following]
+    assert lake.read_table("currencies", following).drop_columns(["snapshot_date"]) == lake.read_table("currencies", NIGHT).drop_columns(["snapshot_date"])
+
+    sandbox.world.set_today(date(2026, 11, 22))  # rates refresh: the hash changes
     try:
-        later = materialize([metadata], partition_key="2026-11-21", resources={"tourneylake": resource})
+        later = materialize([metadata], partition_key="2026-11-22", resources={"tourneylake": resource})
     finally:
         sandbox.world.set_today(NIGHT)
     assert later.asset_materializations_for_node("metadata")[0].metadata["downloaded"].value is True

@@ -406,3 +406,114 @@ def test_check_with_metadata_without_currencies_or_options() -> None:
     catalog = FilterCatalog.from_metadata(metadata)
     assert catalog.problems("Stake:XYZ1~*;Class:Whatever;Future:x~y") == []
     assert catalog.problems("Stake:1~x")[0].position == 8
+
+
+# ------------------------------------------------------------------------ filters for a night
+
+from datetime import date, timedelta  # noqa: E402 - this section's own imports
+
+from tourneylake.filters import DATA_START, NightFilterError, filter_for_night  # noqa: E402
+
+NIGHT = date(2026, 11, 18)
+END = calendar.timegm((2026, 11, 19, 0, 0, 0)) - 1  # the night's last second, UTC
+START = calendar.timegm((2026, 11, 18, 0, 0, 0))
+
+
+def _at(*ymd: int) -> int:
+    return calendar.timegm((*ymd, 0, 0, 0))
+
+
+@pytest.mark.parametrize(
+    ("written", "sent"),
+    [
+        ("", f"Date:{DATA_START}~{END}"),  # unfiltered: everything up to the end of the night
+        ("Class:SNG", f"Class:SNG;Date:{DATA_START}~{END}"),
+        ("Class:SNG;Date:30D", f"Class:SNG;Date:{END + 1 - 30 * 86400}~{END}"),
+        ("Date:30D;Class:SNG", f"Date:{END + 1 - 30 * 86400}~{END};Class:SNG"),  # in place, order kept
+        ("Date:2W", f"Date:{END + 1 - 14 * 86400}~{END}"),
+        ("Date:6H", f"Date:{END + 1 - 6 * 3600}~{END}"),
+        ("Date:90S", f"Date:{END + 1 - 90}~{END}"),
+        ("Date:1M", f"Date:{_at(2026, 10, 19)}~{END}"),  # by the calendar
+        ("Date:1Y", f"Date:{_at(2025, 11, 19)}~{END}"),
+        ("Date:2019;Type:H", f"Date:{_at(2019, 1, 1)}~{_at(2020, 1, 1) - 1};Type:H"),
+        ("Date:2026", f"Date:{_at(2026, 1, 1)}~{END}"),  # the night's own year, clipped
+        ("Date:1274109174~1274195574", "Date:1274109174~1274195574"),
+        (f"Date:1274109174~{END + 99999}", f"Date:1274109174~{END}"),  # clipped to the night
+        ("Type:O,OHL,T;Type!:SAT;Stake:USD2~*", f"Type:O,OHL,T;Type!:SAT;Stake:USD2~*;Date:{DATA_START}~{END}"),
+    ],
+)
+def test_a_filter_is_anchored_to_the_night(written: str, sent: str) -> None:
+    result = filter_for_night(written, NIGHT)
+    assert result.sent == sent and result.written == written
+    assert result.anchored and not result.selects_nothing
+    assert format_filter(parse_filter(result.sent)) == result.sent
+
+
+@pytest.mark.parametrize(
+    ("night", "written", "start"),
+    [
+        (date(2026, 3, 30), "Date:1M", _at(2026, 2, 28)),  # 31 March back a month: clamped to February's end
+        (date(2024, 3, 30), "Date:1M", _at(2024, 2, 29)),  # a leap year
+        (date(2024, 2, 28), "Date:1Y", _at(2023, 2, 28)),  # 29 Feb 2024 back a year: 28 Feb 2023
+        (date(2026, 1, 15), "Date:2M", _at(2025, 11, 16)),  # across a year
+    ],
+)
+def test_months_and_years_go_by_the_calendar(night: date, written: str, start: int) -> None:
+    end = calendar.timegm((night + timedelta(days=1)).timetuple()) - 1
+    assert filter_for_night(written, night).sent == f"Date:{start}~{end}"
+
+
+@pytest.mark.parametrize("written", ["Date:2027", "Class:SNG;Date:2030", f"Date:{END + 1}~{END + 500}"])
+def test_a_date_after_the_night_selects_nothing(written: str) -> None:
+    result = filter_for_night(written, NIGHT)
+    assert result.selects_nothing and "selects nothing up to 2026-11-18" in result.notes[0]
+
+
+@pytest.mark.parametrize(
+    ("written", "sent", "why"),
+    [
+        ("Date!:1Y", f"Date!:1Y;Date:{DATA_START}~{END}", "is inverted"),  # still capped at the night
+        ("Class:SNG;Date:30D;Date!:1W", f"Class:SNG;Date:{END + 1 - 30 * 86400}~{END};Date!:1W", "is inverted"),
+        ("Date:-2D", "Date:-2D", "selects upcoming tournaments"),
+    ],
+)
+def test_what_cannot_be_anchored_is_sent_as_written_and_said(written: str, sent: str, why: str) -> None:
+    result = filter_for_night(written, NIGHT)
+    assert result.sent == sent and not result.anchored and why in " ".join(result.notes)
+
+
+def test_anchor_none_sends_the_filter_as_written() -> None:
+    result = filter_for_night("Class:SNG;Date:30D", NIGHT, anchor=False)
+    assert result.sent == "Class:SNG;Date:30D" and not result.anchored and result.notes
+
+
+def test_a_day_window_replaces_every_date() -> None:
+    assert filter_for_night("Class:SNG", NIGHT, window="day").sent == f"Class:SNG;Date:{START}~{END}"
+    replaced = filter_for_night("Date:30D;Class:SNG;Date!:1Y", NIGHT, window="day")
+    assert replaced.sent == f"Class:SNG;Date:{START}~{END}" and replaced.anchored
+    assert "replaces Date:30D, Date!:1Y" in replaced.notes[0]
+    with pytest.raises(NightFilterError, match="cannot be sent as written"):
+        filter_for_night("Class:SNG", NIGHT, window="day", anchor=False)
+    with pytest.raises(NightFilterError, match="unknown window"):
+        filter_for_night("Class:SNG", NIGHT, window="week")  # type: ignore[arg-type]
+    with pytest.raises(FilterSyntaxError):
+        filter_for_night("Type:O,,T", NIGHT)
+
+
+_relative = st.builds(lambda n, unit: f"{n}{unit}", st.integers(1, 400), st.sampled_from("YMWDHS"))
+_plain = st.lists(st.sampled_from(["Class:SNG", "Type:H,NL", "Type!:SAT", "Stake:USD2~*", "Entrants:5~*", "TournamentName:Sunday Million"]), max_size=3, unique=True)
+
+
+@given(_plain, st.one_of(st.none(), _relative), st.dates(date(2008, 1, 1), date(2040, 12, 31)), st.sampled_from(["as_of", "day"]))
+@settings(max_examples=300, deadline=None)
+def test_properties_of_a_nights_filter(others: list[str], relative: str | None, night: date, window: str) -> None:
+    written = ";".join([*others, *([f"Date:{relative}"] if relative else [])])
+    result = filter_for_night(written, night, window=window)  # type: ignore[arg-type]
+    assert result == filter_for_night(written, night, window=window)  # a pure function: same night, same filter
+    parsed = parse_filter(result.sent)
+    assert format_filter(parsed) == result.sent
+    end = calendar.timegm((night + timedelta(days=1)).timetuple()) - 1
+    (date_constraint,) = parsed.get("Date")
+    start, stop = (int(x) for x in date_constraint.values[0].split("~"))
+    assert stop == end and start <= stop and result.anchored
+    assert [str(c) for c in parsed if c.name != "Date"] == others  # the rest kept as written, in order

@@ -18,49 +18,77 @@ FETCHED = datetime(2019, 12, 10, 3, 0, tzinfo=UTC)
 KEY = {"network": "PokerStars", "player": "Borbas.Geri", "filter_name": ""}
 
 
-def test_source_is_recorded_and_enforced(tmp_path: Path) -> None:
-    Lake(tmp_path, "sandbox")
+def test_opening_claims_nothing_and_claiming_is_enforced(tmp_path: Path) -> None:
+    lake = Lake(tmp_path)
+    assert not lake.exists and lake.source is None
+    assert not (tmp_path / "lake").exists()  # opening writes nothing
+    lake.claim("sandbox")
     assert orjson.loads((tmp_path / "lake" / "_source.json").read_bytes())["source"] == "sandbox"
-    Lake(tmp_path, "sandbox")  # same source: fine
+    Lake(tmp_path).claim("sandbox")  # same source: fine
     with pytest.raises(LakeSourceMismatch, match="synthetic and live data never mix"):
-        Lake(tmp_path, "live:api.example.com")
+        Lake(tmp_path).claim("live:api.example.com")
+    (tmp_path / "lake" / "_source.json").write_text("{not json")
+    with pytest.raises(LakeError, match="_source.json is damaged"):
+        Lake(tmp_path).claim("sandbox")
 
 
-def test_raw_roundtrip_and_idempotence(tmp_path: Path) -> None:
-    lake = Lake(tmp_path, "sandbox")
+def test_raw_is_written_received_then_named_by_its_status(tmp_path: Path) -> None:
+    lake = Lake(tmp_path).claim("sandbox")
     assert not lake.has_raw(NIGHT, "player_summary", KEY)
     path = lake.write_raw(NIGHT, "player_summary", KEY, b'{"Response": {}}', "json", FETCHED)
-    assert path.exists() and lake.has_raw(NIGHT, "player_summary", KEY)
-    # the key's order does not matter; writing again replaces (one file)
+    assert path.exists() and path.name.endswith(".received.json.gz")
+    assert not lake.has_raw(NIGHT, "player_summary", KEY)  # not read yet: not an accepted answer
+    assert [r.status for r in lake.iter_raw(NIGHT, status=None)] == ["received"]
+    accepted = lake.settle_raw(path, "ok")
+    assert accepted == lake.raw_path(NIGHT, "player_summary", KEY) and lake.has_raw(NIGHT, "player_summary", KEY)
+    # the key's order does not matter; a new accepted answer replaces the old one (one file)
     reordered = dict(reversed(list(KEY.items())))
-    lake.write_raw(NIGHT, "player_summary", reordered, b'{"Response": {"@x": "2"}}', "json", FETCHED)
-    files = list(path.parent.iterdir())
-    assert files == [path]  # no temporary files left behind
+    lake.settle_raw(lake.write_raw(NIGHT, "player_summary", reordered, b'{"Response": {"@x": "2"}}', "json", FETCHED), "ok")
+    assert list(path.parent.iterdir()) == [accepted]  # no temporary files left behind
     (raw,) = list(lake.iter_raw(NIGHT))
     assert raw.body == b'{"Response": {"@x": "2"}}' and raw.key == {k: v for k, v in reordered.items()}
     assert raw.fmt == "json" and raw.fetched_at == FETCHED and raw.resource == "player_summary" and raw.status == "ok"
-    envelope = orjson.loads(gzip.decompress(path.read_bytes()))
+    envelope = orjson.loads(gzip.decompress(accepted.read_bytes()))
     assert envelope["format"] == "json" and envelope["key"] == reordered
 
 
-def test_raw_listing_and_status(tmp_path: Path) -> None:
-    lake = Lake(tmp_path, "sandbox")
-    lake.write_raw(NIGHT, "metadata", {}, b"<Response/>", "xml", FETCHED)
-    lake.write_raw(NIGHT, "player_summary", KEY, b"\xff\xfe not utf-8", "json", FETCHED, status="truncated")
-    lake.write_raw(date(2019, 12, 11), "player_summary", KEY, b"{}", "json", 1575950000)
+def test_a_refusal_never_hides_an_accepted_answer(tmp_path: Path) -> None:
+    lake = Lake(tmp_path).claim("sandbox")
+    lake.settle_raw(lake.write_raw(NIGHT, "player_summary", KEY, b"good", "json", FETCHED), "ok")
+    lake.settle_raw(lake.write_raw(NIGHT, "player_summary", KEY, b"\xff\xfe not utf-8", "json", FETCHED), "refused-0")
+    lake.settle_raw(lake.write_raw(NIGHT, "player_summary", KEY, b"{", "json", FETCHED), "malformed")
+    assert lake.read_raw(NIGHT, "player_summary", KEY).body == b"good"
+    statuses = sorted(r.status for r in lake.iter_raw(NIGHT, status=None))
+    assert statuses == ["malformed", "ok", "refused-0"]
+    (refused,) = list(lake.iter_raw(NIGHT, status="refused-0"))
+    assert refused.body == b"\xff\xfe not utf-8"  # a body that is not UTF-8 is kept byte for byte
+    with pytest.raises(LakeError, match="unknown raw status"):
+        lake.settle_raw(lake.write_raw(NIGHT, "metadata", {}, b"", "json", FETCHED), "weird")
+
+
+def test_raw_listing(tmp_path: Path) -> None:
+    lake = Lake(tmp_path).claim("sandbox")
+    lake.settle_raw(lake.write_raw(NIGHT, "metadata", {}, b"<Response/>", "xml", FETCHED), "ok")
+    lake.settle_raw(lake.write_raw(NIGHT, "player_summary", KEY, b"{}", "json", FETCHED), "ok")
+    lake.settle_raw(lake.write_raw(date(2019, 12, 11), "player_summary", KEY, b"{}", "json", 1575950000), "ok")
     assert lake.raw_dates() == [NIGHT, date(2019, 12, 11)]
     assert [r.resource for r in lake.iter_raw(NIGHT)] == ["metadata", "player_summary"]
-    (bad,) = list(lake.iter_raw(NIGHT, "player_summary"))
-    assert bad.body == b"\xff\xfe not utf-8" and bad.status == "truncated"
-    assert not lake.has_raw(NIGHT, "player_summary", KEY)  # stored, but not successfully
-    assert lake.has_raw(NIGHT, "player_summary", KEY, status=None)
     assert list(lake.iter_raw(date(2020, 1, 1))) == []
+
+
+def test_a_damaged_raw_file_is_named_and_kept(tmp_path: Path) -> None:
+    lake = Lake(tmp_path).claim("sandbox")
+    path = lake.settle_raw(lake.write_raw(NIGHT, "player_summary", KEY, b"{}", "json", FETCHED), "ok")
+    path.write_bytes(path.read_bytes()[:10])
+    with pytest.raises(LakeError, match=f"raw body {path} is damaged"):
+        lake.read_raw(NIGHT, "player_summary", KEY)
+    assert path.exists()
 
 
 @pytest.mark.parametrize("field", ["Password", "Username", "password", "appkey", "api_token"])
 def test_raw_key_refuses_credentials(tmp_path: Path, field: str) -> None:
-    lake = Lake(tmp_path, "sandbox")
-    with pytest.raises(ValueError, match="credentials"):
+    lake = Lake(tmp_path).claim("sandbox")
+    with pytest.raises(LakeError, match="credentials"):
         lake.write_raw(NIGHT, "player_summary", {**KEY, field: "secret"}, b"{}", "json", FETCHED)
     assert lake.raw_dates() == []
 
@@ -70,7 +98,7 @@ def _table(n: int, tag: str = "a") -> pa.Table:
 
 
 def test_partition_writer_replaces_atomically(tmp_path: Path) -> None:
-    lake = Lake(tmp_path, "sandbox")
+    lake = Lake(tmp_path).claim("sandbox")
     with lake.partition_writer("t", NIGHT) as writer:
         writer.write(_table(3))
         writer.write(_table(2, "b"))
@@ -86,7 +114,7 @@ def test_partition_writer_replaces_atomically(tmp_path: Path) -> None:
 
 
 def test_failed_writer_keeps_the_old_partition(tmp_path: Path) -> None:
-    lake = Lake(tmp_path, "sandbox")
+    lake = Lake(tmp_path).claim("sandbox")
     lake.write_table("t", NIGHT, _table(3))
     before = sorted(Path(p).read_bytes() for p in lake.partition_files("t", NIGHT))
     with pytest.raises(RuntimeError, match="boom"):
@@ -99,7 +127,7 @@ def test_failed_writer_keeps_the_old_partition(tmp_path: Path) -> None:
 
 
 def test_part_schemas_must_agree(tmp_path: Path) -> None:
-    lake = Lake(tmp_path, "sandbox")
+    lake = Lake(tmp_path).claim("sandbox")
     lake.write_table("t", NIGHT, _table(1))
     with pytest.raises(LakeError):
         with lake.partition_writer("t", NIGHT) as writer:
@@ -109,7 +137,7 @@ def test_part_schemas_must_agree(tmp_path: Path) -> None:
 
 
 def test_snapshot_date_column_becomes_the_partition(tmp_path: Path) -> None:
-    lake = Lake(tmp_path, "sandbox")
+    lake = Lake(tmp_path).claim("sandbox")
     data = _table(2).append_column("snapshot_date", pa.array([NIGHT, NIGHT], pa.date32()))
     lake.write_table("t", NIGHT, data)
     assert "snapshot_date" not in pa.parquet.read_schema(lake.partition_files("t", NIGHT)[0]).names
@@ -125,7 +153,7 @@ def test_snapshot_date_column_becomes_the_partition(tmp_path: Path) -> None:
 
 
 def test_an_empty_writer_empties_the_night(tmp_path: Path) -> None:
-    lake = Lake(tmp_path, "sandbox")
+    lake = Lake(tmp_path).claim("sandbox")
     lake.write_table("t", NIGHT, _table(2))
     with lake.partition_writer("t", NIGHT):
         pass
@@ -135,8 +163,8 @@ def test_an_empty_writer_empties_the_night(tmp_path: Path) -> None:
 
 
 def test_names_are_checked(tmp_path: Path) -> None:
-    lake = Lake(tmp_path, "sandbox")
-    with pytest.raises(ValueError):
+    lake = Lake(tmp_path).claim("sandbox")
+    with pytest.raises(LakeError):
         lake.write_table("../escape", NIGHT, _table(1))
-    with pytest.raises(ValueError):
+    with pytest.raises(LakeError):
         lake.write_raw(NIGHT, "a/b", {}, b"", "json", FETCHED)

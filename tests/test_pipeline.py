@@ -11,8 +11,8 @@ import pytest
 
 from pipelines.nightly import run_night
 from tourneylake.api import encode_password
-from tourneylake.config import SANDBOX_APPKEY, SANDBOX_PASSWORD, SANDBOX_USERNAME, Secret, Settings
-from tourneylake.ledger import night_entries
+from tests.helpers import ledger_rows
+from tourneylake.config import SANDBOX_APPKEY, SANDBOX_PASSWORD, SANDBOX_USERNAME, Settings
 from tourneylake.sandbox import running_sandbox
 
 pytestmark = pytest.mark.xdist_group("pipeline")
@@ -85,7 +85,7 @@ def tables(settings: Settings) -> dict[str, list[tuple]]:
 
 
 def spent(settings: Settings, night: date) -> int:
-    return sum(int(e["cost"]) for e in night_entries(settings.data_dir / "lake", night))
+    return sum(int(e["cost"]) for e in ledger_rows(settings, night))
 
 
 def test_a_night_then_the_same_night_again(sandbox, make_settings) -> None:
@@ -107,7 +107,7 @@ def test_a_night_then_the_same_night_again(sandbox, make_settings) -> None:
     assert again.value("player_summaries", "searches_spent") == 0
     assert again.value("player_summaries", "players_reused_from_lake") == TARGETS
     assert before - sandbox.accounts.remaining(SANDBOX_USERNAME) == TARGETS  # nothing more paid
-    assert again.value("metadata", "downloaded") is False  # hash current: nothing re-downloaded
+    assert again.value("metadata", "called") is False  # the night already holds its metadata: no call
     assert tables(settings) == snapshot
     assert spent(settings, NIGHT1) == TARGETS
 
@@ -238,7 +238,7 @@ def test_paid_responses_survive_a_failure_after_fetching(sandbox, make_settings,
 
 
 def test_wrong_password_fails_the_night_with_a_clear_reason(sandbox, make_settings) -> None:
-    settings = make_settings(password=Secret("not-the-password"))
+    settings = make_settings(password="not-the-password")
     report = run_night(settings, NIGHT1)
     assert not report.success
     assert "credentials" in report.failure.lower() and "\n" not in report.failure
@@ -249,7 +249,7 @@ def test_no_secret_reaches_the_lake_the_warehouse_or_dagster(sandbox, make_setti
     from dagster import DagsterInstance
 
     from pipelines.definitions import build_definitions
-    from pipelines.resources import TourneylakeResource
+    from assets.resource import TourneylakeResource
 
     sandbox.world.set_today(NIGHT1)
     settings = make_settings()
@@ -293,6 +293,6 @@ def test_the_ledger_adds_up_to_the_services_count_even_with_faults(tmp_path: Pat
         dropped = before - server.accounts.remaining(SANDBOX_USERNAME)
     assert report.success, report.failure
     assert report.value("player_summaries", "players_fetched") == TARGETS
-    entries = list(night_entries(settings.data_dir / "lake", NIGHT1))
+    entries = ledger_rows(settings, NIGHT1)
     assert {e["outcome"] for e in entries} > {"ok"}  # faults did happen
     assert sum(int(e["cost"]) for e in entries) == dropped == report.value("player_summaries", "searches_spent")

@@ -435,5 +435,7 @@ def test_nlq_rules() -> None:
     assert convert("scheduled hold'em no limit, no satellites, last 30 days") == "Class:SCHEDULED;Type:H,NL;Type!:SAT;Date:30D"
     assert convert("MTTs under €10 with more than 100 players in 2019") == "Class:SCHEDULED;Stake:*~EUR10;Entrants:100~*;Date:2019"
     assert convert("hyper turbos between $5 and $20") == "Type:ST;Stake:USD5~USD20"
-    assert convert("über 5,50 €", locale="de-DE") is None or True
+    assert convert("über 5,50 €", locale="de-DE") is None  # German words are not understood: no filter
+    assert convert("sit and gos over €5,50", locale="de-DE") == "Class:SNG;Stake:EUR5.50~*"  # a decimal comma
+    assert convert("sit and gos over €5,50", locale="en-US") == "Class:SNG;Stake:EUR550~*"  # a thousands comma
     assert convert("what is the meaning of life") is None

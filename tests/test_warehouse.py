@@ -43,12 +43,11 @@ def _write_night(lake: Lake, night: date, *, rename: str | None = None, extra_pl
             "called_at": pa.array([fetched, fetched], pa.timestamp("s", tz="UTC")),
             "run_id": ["r1", "r1"],
             "attempt": pa.array([1, 1], pa.int32()),
-            "resource": ["metadata", "player_summary"],
+            "resource": ["nlq", "player_summary"],
             "network": [None, "PokerStars"],
             "player": [None, "Borbas.Geri"],
             "filter_name": ["", ""],
             "cost": pa.array([0, 1], pa.int32()),
-            "remaining_before": pa.array([150, 150], pa.int64()),
             "remaining_after": pa.array([150, 149], pa.int64()),
             "outcome": ["ok", "ok"],
         }
@@ -58,7 +57,7 @@ def _write_night(lake: Lake, night: date, *, rename: str | None = None, extra_pl
 
 @pytest.fixture()
 def lake(tmp_path: Path) -> Lake:
-    lake = Lake(tmp_path, "sandbox")
+    lake = Lake(tmp_path).claim("sandbox")
     _write_night(lake, NIGHT1)
     return lake
 
@@ -172,7 +171,7 @@ def test_failed_load_rolls_back(lake: Lake, db: Warehouse, tmp_path: Path) -> No
 
 
 def test_missing_partitions_are_fine(tmp_path: Path, db: Warehouse) -> None:
-    lake = Lake(tmp_path, "sandbox")
+    lake = Lake(tmp_path).claim("sandbox")
     loaded = db.load_night(lake, NIGHT1)
     assert set(loaded.values()) == {0}
     assert set(db.table_counts().values()) == {0}

@@ -7,11 +7,12 @@ from pathlib import Path
 
 import pytest
 
+from tourneylake.errors import TourneylakeError
 from tourneylake.watchlist import (
     DEFAULT_PRIORITY,
     FilterDef,
-    Watchlist,
     WatchedPlayer,
+    Watchlist,
     WatchlistError,
     load_watchlist,
     parse_watchlist,
@@ -115,7 +116,7 @@ def test_repo_sample_watchlist_is_valid() -> None:
         ("filters:\n  f: [1, 2]\n", 2, "must be a filter string"),
         ("filters:\n  f:\n", 2, "must be a filter string"),
         ("filters:\n  f: ''\n", 2, "is empty"),
-        ("filters:\n  f: {timezone: UTC}\n", 2, "needs a 'question'"),
+        ("filters:\n  f: {timezone: UTC}\n", 2, "needs a 'filter' or a 'question'"),
         ("filters:\n  f: {question: x, tz: UTC}\n", 2, "unknown key 'tz'"),
         ("filters:\n  f: {question: }\n", 2, "question is empty"),
         ("filters:\n\n  f: 'Type:O,,T'\n", 3, "not a valid filter: empty value in constraint 'Type'"),
@@ -179,3 +180,143 @@ def test_every_problem_is_reported() -> None:
     assert error.line == 2
     # The player naming the invalid filter is not blamed a second time.
     assert "'bad' is not defined" not in str(error)
+
+
+# ------------------------------------------------------------------------ windows and anchors
+
+
+def test_watchlist_error_is_a_tourneylake_error_and_a_value_error() -> None:
+    error = _error("players:\n  - {name: x}\n")
+    assert isinstance(error, TourneylakeError)
+    assert isinstance(error, ValueError)
+
+
+def test_the_mapping_form_carries_window_and_anchor() -> None:
+    watchlist = parse_watchlist(
+        "filters:\n"
+        "  plain: 'Class:SNG;Date:30D'\n"
+        "  daily: {filter: 'Class:SNG', window: day}\n"
+        "  as_written: {filter: 'Date:30D', anchor: none}\n"
+        "  explicit: {filter: 'Date:1Y', window: as_of, anchor: night}\n"
+        "  asked: {question: 'sit and gos', window: day}\n"
+        "  asked_raw: {question: 'sit and gos this month', timezone: UTC, locale: en-US, anchor: none}\n"
+        "  daily_night: {filter: 'Class:SNG;Type!:SAT', window: day, anchor: night}\n"
+        "  mapped_only: {filter: 'Class:SNG'}\n"
+        "  inverted_as_of: {filter: 'Date!:1Y', window: as_of}\n"
+    )
+    f = watchlist.filters
+    assert (f["plain"].window, f["plain"].anchor) == ("as_of", True)
+    assert (f["daily"].expression, f["daily"].window, f["daily"].anchor) == ("Class:SNG", "day", True)
+    assert (f["as_written"].expression, f["as_written"].window, f["as_written"].anchor) == ("Date:30D", "as_of", False)
+    assert (f["explicit"].window, f["explicit"].anchor) == ("as_of", True)
+    assert f["asked"].is_question and f["asked"].window == "day" and f["asked"].expression is None
+    assert f["asked_raw"] == FilterDef(
+        "asked_raw", question="sit and gos this month", timezone="UTC", locale="en-US", anchor=False
+    )
+    assert (f["daily_night"].window, f["daily_night"].anchor) == ("day", True)
+    # The mapping form without options is the string form.
+    assert f["mapped_only"] == FilterDef("mapped_only", expression="Class:SNG")
+    assert not f["mapped_only"].is_question
+    assert f["inverted_as_of"].expression == "Date!:1Y"  # only window: day forbids a Date
+    assert [f[n].line for n in ("plain", "daily", "asked_raw")] == [2, 3, 7]
+
+
+def test_block_style_mapping_and_players_using_it() -> None:
+    watchlist = parse_watchlist(
+        "filters:\n  daily:\n    filter: 'Class:SNG'\n    window: day\nplayers:\n  - {network: WPN, name: x, filters: [daily]}\n"
+    )
+    assert watchlist.filters["daily"] == FilterDef("daily", expression="Class:SNG", window="day")
+    assert watchlist.filters["daily"].line == 3
+    assert watchlist.targets() == [(WatchedPlayer("WPN", "x", ("daily",)), "daily")]
+
+
+@pytest.mark.parametrize(
+    ("text", "line", "fragment"),
+    [
+        (
+            "filters:\n  f: {filter: 'Class:SNG', window: weekly}\n",
+            2,
+            "filter 'f': window must be 'as_of' or 'day', not 'weekly'",
+        ),
+        ("filters:\n  f: {filter: 'Class:SNG', window: Day}\n", 2, "window must be 'as_of' or 'day', not 'Day'"),
+        ("filters:\n  f: {filter: 'Class:SNG', window: }\n", 2, "window must be 'as_of' or 'day', not empty"),
+        ("filters:\n  f: {filter: 'Class:SNG', window: [day]}\n", 2, "window must be 'as_of' or 'day', not a list"),
+        (
+            "filters:\n  f: {filter: 'Class:SNG', anchor: never}\n",
+            2,
+            "filter 'f': anchor must be 'night' or 'none', not 'never'",
+        ),
+        ("filters:\n  f: {filter: 'Class:SNG', anchor: false}\n", 2, "anchor must be 'night' or 'none', not 'false'"),
+        # YAML's null is not the word none: it must not silently mean the default (night).
+        ("filters:\n  f: {filter: 'Class:SNG', anchor: null}\n", 2, "anchor must be 'night' or 'none', not empty"),
+        ("filters:\n  f: {filter: 'Class:SNG', anchor: ~}\n", 2, "anchor must be 'night' or 'none', not empty"),
+        (
+            "filters:\n  f: {filter: 'Class:SNG', window: day, anchor: none}\n",
+            2,
+            "filter 'f': window: day anchors the filter to the night, so anchor: none contradicts it",
+        ),
+        (
+            "filters:\n  f:\n    question: 'sit and gos'\n    window: day\n    anchor: none\n",
+            5,
+            "anchor: none contradicts it",
+        ),
+        (
+            "filters:\n  f: {filter: 'Class:SNG;Date:30D', window: day}\n",
+            2,
+            "filter 'f': a per-day window sets the Date itself: remove Date:30D or use window: as_of",
+        ),
+        ("filters:\n  f: {filter: 'Date!:1Y', window: day}\n", 2, "remove Date!:1Y or use window: as_of"),
+        ("filters:\n  f: {filter: 'Date:2020;Date!:30D', window: day}\n", 2, "remove Date:2020, Date!:30D or"),
+        ("filters:\n  f:\n    window: day\n    filter: 'Date:1Y'\n", 4, "a per-day window sets the Date itself"),
+        ("filters:\n  f: {filter: 'Class:SNG', question: 'x'}\n", 2, "filter 'f' has both 'filter' and 'question': give one"),
+        ("filters:\n  f:\n    filter: 'Class:SNG'\n    question: x\n", 4, "has both 'filter' and 'question'"),
+        ("filters:\n  f: {window: day}\n", 2, "filter 'f' needs a 'filter' or a 'question'"),
+        ("filters:\n  f: {filter: 'Type:O,,T'}\n", 2, "filter 'f' is not a valid filter: empty value in constraint 'Type'"),
+        ("filters:\n  f:\n    filter: ''\n", 3, "filter 'f': filter is blank"),
+        ("filters:\n  f: {filter: }\n", 2, "filter 'f': filter is empty"),
+        ("filters:\n  f: {filter: [a]}\n", 2, "filter 'f': filter must be text, not a list"),
+        ("filters:\n  f: {filter: 'Class:SNG', timezone: UTC}\n", 2, "filter 'f': 'timezone' only goes with a 'question'"),
+        ("filters:\n  f: {filter: 'Class:SNG', locale: en-US}\n", 2, "'locale' only goes with a 'question'"),
+        ("filters:\n  f: {filter: 'Class:SNG', windows: day}\n", 2, "unknown key 'windows'"),
+        ("filters:\n  f: {filter: 'Class:SNG', window: day, window: as_of}\n", 2, "key 'window' repeated"),
+    ],
+)
+def test_mapping_errors_name_the_line(text: str, line: int, fragment: str) -> None:
+    error = _error(text)
+    assert error.line == line
+    assert fragment in str(error)
+    assert str(error).startswith(f"wl.yaml:{line}: ")
+    assert len(error.problems) == 1  # one mistake, one message
+
+
+def test_every_mapping_problem_is_reported_together() -> None:
+    error = _error(
+        """\
+        filters:
+          a: {filter: 'Class:SNG', window: weekly}
+          b: {filter: 'Date:1Y', window: day}
+          c:
+            filter: 'Class:SNG'
+            question: 'sit and gos'
+            anchor: sometimes
+          d: {filter: 'Class:SNG', window: day, anchor: none}
+          ok: {filter: 'Class:SNG', window: day}
+        players:
+          - {network: WPN, name: x, filters: [a, ok, missing]}
+        """
+    )
+    assert error.problems == [
+        (2, "filter 'a': window must be 'as_of' or 'day', not 'weekly'"),
+        (3, "filter 'b': a per-day window sets the Date itself: remove Date:1Y or use window: as_of"),
+        (7, "filter 'c': anchor must be 'night' or 'none', not 'sometimes'"),
+        (6, "filter 'c' has both 'filter' and 'question': give one"),
+        (
+            8,
+            "filter 'd': window: day anchors the filter to the night, so anchor: none contradicts it (remove one of them)",
+        ),
+        (11, "filter 'missing' is not defined under 'filters:' (defined: ok)"),
+    ]
+    assert error.line == 2
+    assert str(error).splitlines()[0] == "wl.yaml:2: filter 'a': window must be 'as_of' or 'day', not 'weekly'"
+    # The player naming the invalid filters 'a' is not blamed for them a second time.
+    assert "'a' is not defined" not in str(error)

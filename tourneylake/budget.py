@@ -26,9 +26,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import date
 
-from tourneylake.filters import FilterSyntaxError, parse_filter
-from tourneylake.watchlist import Watchlist
 from tourneylake.api import calls
+from tourneylake.errors import ConfigError
+from tourneylake.filters import FilterSyntaxError, parse_filter
 
 __all__ = [
     "COUNTRIES",
@@ -40,13 +40,10 @@ __all__ = [
     "PLAYER_SUMMARY",
     "Budget",
     "CostModel",
-    "LastFetch",
     "Plan",
     "Target",
     "TargetKey",
-    "last_fetched_map",
     "plan_night",
-    "targets_from_watchlist",
 ]
 
 # The resource names and their documented costs (service-reference §8) are the client's.
@@ -82,6 +79,11 @@ class Target:
     filter_name: str | None
     filter_expression: str | None
     priority: int
+    #: the filter sent for the night (``filter_expression`` anchored to it), its window, and
+    #: whether the sent filter is anchored (see ``filters.filter_for_night``)
+    filter_sent: str | None = None
+    window: str = "as_of"
+    anchored: bool = False
 
     @property
     def key(self) -> TargetKey:
@@ -97,48 +99,10 @@ class Target:
         return f"{self.network}/{self.player}{suffix}"
 
 
-@dataclass(frozen=True)
-class LastFetch:
-    """The last successful snapshot of a target (from the ledger or the lake)."""
-
-    network: str
-    player: str
-    filter_name: str | None
-    snapshot_date: date
-
-    @property
-    def key(self) -> TargetKey:
-        return (self.network, self.player, self.filter_name)
-
-
 def _normal_key(key: tuple[str, str, str | None]) -> TargetKey:
     """Unfiltered is ``None`` here; ledgers and lake partitions often write it as ``""``."""
     network, player, filter_name = key
     return (network, player, filter_name or None)
-
-
-def last_fetched_map(fetches: Iterable[LastFetch]) -> dict[TargetKey, date]:
-    """The newest snapshot date per key, in the shape :func:`plan_night` takes."""
-    newest: dict[TargetKey, date] = {}
-    for fetch in fetches:
-        if fetch.key not in newest or fetch.snapshot_date > newest[fetch.key]:
-            newest[fetch.key] = fetch.snapshot_date
-    return newest
-
-
-def targets_from_watchlist(watchlist: Watchlist, expressions: Mapping[str, str] | None = None) -> list[Target]:
-    """The watchlist's targets in watchlist order. A question filter takes its expression from
-    ``expressions`` (the cache of converted questions, by filter name) or stays ``None``, which
-    tells the planner the conversion is still to be paid for."""
-    cache = expressions or {}
-    targets: list[Target] = []
-    for player, filter_name in watchlist.targets():
-        expression: str | None = None
-        if filter_name is not None:
-            definition = watchlist.filters[filter_name]
-            expression = definition.expression if definition.expression is not None else cache.get(filter_name)
-        targets.append(Target(player.network, player.name, filter_name, expression, player.priority))
-    return targets
 
 
 # ----------------------------------------------------------------------------------- costs
@@ -236,6 +200,7 @@ def plan_night(
     known_networks: set[str] | frozenset[str] | None,
     filter_problems: Mapping[str, str],
     run_date: date | None = None,
+    skip_filters: Mapping[str, str] | None = None,
 ) -> Plan:
     """Plan tonight's metered calls.
 
@@ -243,7 +208,8 @@ def plan_night(
     network not in ``known_networks`` (``None`` = not checked; pass only searchable networks), a
     filter named in ``filter_problems`` or whose expression does not parse, and a target already
     harvested tonight (in ``harvested_tonight``, or last fetched on or after ``run_date``).
-    In keys, a filter name of ``""`` and ``None`` both mean unfiltered.
+    In keys, a filter name of ``""`` and ``None`` both mean unfiltered. ``skip_filters`` names
+    filters not to fetch tonight (a Date after the night, a question not converted), with why.
 
     The rest is ordered: never fetched first, then stalest (oldest last fetch), then priority
     (lower first), then the order given. Calls are planned in that order while they fit within
@@ -270,6 +236,9 @@ def plan_night(
             hint = folded.get(target.network.casefold())
             extra = f"; did you mean {hint!r}?" if hint else ""
             plan.skipped.append((target, f"unknown network {target.network!r} (not in metadata{extra})"))
+            continue
+        if skip_filters and target.filter_name in skip_filters:
+            plan.skipped.append((target, skip_filters[target.filter_name]))
             continue
         if target.filter_name is not None and target.filter_name in filter_problems:
             plan.skipped.append(
@@ -362,9 +331,9 @@ class Budget:
         costs: CostModel,
     ) -> None:
         if reserve < 0:
-            raise ValueError(f"reserve must be >= 0, not {reserve}")
+            raise ConfigError(f"reserve must be >= 0, not {reserve}")
         if max_searches_per_run is not None and max_searches_per_run < 0:
-            raise ValueError(f"max_searches_per_run must be >= 0, not {max_searches_per_run}")
+            raise ConfigError(f"max_searches_per_run must be >= 0, not {max_searches_per_run}")
         self._lock = threading.Lock()
         self._remaining = remaining
         self._cap = max_searches_per_run

@@ -1,24 +1,29 @@
-"""The ``tourneylake`` command line.
+"""The ``tourneylake`` command line: every command but ``run`` (see ``pipelines/cli.py``, which adds
+it to this app, because ``run`` drives Dagster and the library never imports Dagster).
 
-``run`` executes the same Dagster job the nightly schedule runs, in-process, then prints a
-summary. Every other command uses the library directly. Errors end with a non-zero exit and
-the reason in one line.
+All terminal rendering lives here: the library returns plain values. An error tourneylake raises
+on purpose (:class:`~tourneylake.errors.TourneylakeError`) ends the command with its reason in
+one line and a non-zero exit; anything else is a bug and shows its traceback.
 """
 
 from __future__ import annotations
 
 import logging
 import sys
-from datetime import UTC, date, datetime
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, TypeVar
 
 import typer
 from rich.console import Console
 from rich.logging import RichHandler
 from rich.table import Table
 
-from tourneylake.config import ConfigError, Settings
+from tourneylake import __version__
+from tourneylake.config import Settings, load_settings
+from tourneylake.errors import ConfigError, TourneylakeError
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="Harvest the poker statistics service into a Parquet lake and DuckDB.")
 filter_app = typer.Typer(no_args_is_help=True, help="Check filters, or convert a question into one.")
@@ -32,7 +37,9 @@ err = Console(stderr=True) if sys.stderr.isatty() else Console(stderr=True, widt
 
 DataDir = Annotated[Path | None, typer.Option("--data-dir", help="Data directory (TOURNEYLAKE_DATA_DIR).")]
 Sandbox = Annotated[bool, typer.Option("--sandbox", help="Use the built-in sandbox whatever TOURNEYLAKE_BASE_URL says.")]
-Format = Annotated[str | None, typer.Option("--format", help="json or xml (TOURNEYLAKE_FORMAT).")]
+Night = Annotated[str | None, typer.Option("--date", help="The night, YYYY-MM-DD (default: today, UTC).")]
+
+T = TypeVar("T")
 
 
 def fail(message: str, code: int = 1) -> typer.Exit:
@@ -40,15 +47,33 @@ def fail(message: str, code: int = 1) -> typer.Exit:
     return typer.Exit(code)
 
 
-def load_settings(**overrides: Any) -> Settings:
-    sandbox = overrides.pop("sandbox", False)
+def one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split()) or type(exc).__name__
+
+
+@contextmanager
+def reported() -> Iterator[None]:
+    """Turn a :class:`TourneylakeError` into its reason on one line and exit status 1."""
     try:
-        settings = Settings.from_env(**{k: v for k, v in overrides.items() if v is not None})
-        if sandbox:
-            settings = settings.with_overrides(base_url="sandbox")
-        return settings
-    except ConfigError as exc:
-        raise fail(str(exc)) from None
+        yield
+    except TourneylakeError as exc:
+        raise fail(one_line(exc)) from None
+
+
+def settings_from(sandbox: bool = False, **overrides: Any) -> Settings:
+    """The settings (environment, `.env`, then the command's flags)."""
+    with reported():
+        settings = load_settings(**overrides)
+        return settings.with_overrides(base_url="sandbox") if sandbox else settings
+
+
+def parse_night(value: str | None, flag: str = "--date") -> date:
+    if not value:
+        return datetime.now(UTC).date()
+    try:
+        return date.fromisoformat(value)
+    except ValueError:
+        raise fail(f"{flag} must be a date YYYY-MM-DD, got {value!r}") from None
 
 
 def setup_logging(verbose: bool) -> None:
@@ -57,44 +82,22 @@ def setup_logging(verbose: bool) -> None:
     logging.getLogger("tourneylake").setLevel(logging.DEBUG if verbose else logging.INFO)
 
 
-# --------------------------------------------------------------------------------------- run
+def call(action: Callable[[], T]) -> T:
+    with reported():
+        return action()
 
 
-@app.command()
-def run(
-    night: Annotated[str | None, typer.Option("--date", help="The night to harvest, YYYY-MM-DD (default: today, UTC).")] = None,
-    sandbox: Sandbox = False,
-    watchlist: Annotated[Path | None, typer.Option("--watchlist", help="Watchlist YAML (TOURNEYLAKE_WATCHLIST).")] = None,
-    data_dir: DataDir = None,
-    fmt: Format = None,
-    max_searches: Annotated[int | None, typer.Option("--max-searches", help="Cap for this run (TOURNEYLAKE_MAX_SEARCHES_PER_RUN).")] = None,
-    reserve: Annotated[int | None, typer.Option("--reserve", help="Searches never spent (TOURNEYLAKE_RESERVE_SEARCHES).")] = None,
-    concurrency: Annotated[int | None, typer.Option("--concurrency", help="Parallel calls (TOURNEYLAKE_CONCURRENCY).")] = None,
-    verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
+def _version(value: bool) -> None:
+    if value:
+        console.print(f"tourneylake {__version__}", highlight=False)
+        raise typer.Exit()
+
+
+@app.callback()
+def main(
+    version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True, help="Show the version and exit.")] = False,
 ) -> None:
-    """Run one night through Dagster (the nightly job), then print what it did."""
-    from pipelines.nightly import run_night  # the CLI is the one library module that drives Dagster
-
-    setup_logging(verbose)
-    settings = load_settings(
-        sandbox=sandbox,
-        watchlist=watchlist,
-        data_dir=data_dir,
-        format=fmt,
-        max_searches_per_run=max_searches,
-        reserve_searches=reserve,
-        concurrency=concurrency,
-    )
-    try:
-        when = date.fromisoformat(night) if night else datetime.now(UTC).date()
-    except ValueError:
-        raise fail(f"--date must be YYYY-MM-DD, got {night!r}") from None
-    if not settings.watchlist.is_file():
-        raise fail(f"watchlist {settings.watchlist} not found (set --watchlist or TOURNEYLAKE_WATCHLIST)")
-    report = run_night(settings, when)
-    report.print(console)
-    if not report.success:
-        raise fail(f"run failed: {report.failure}")
+    """Harvest the poker statistics service into a Parquet lake and DuckDB."""
 
 
 # ----------------------------------------------------------------------------------- sandbox
@@ -113,15 +116,66 @@ def sandbox(
     """Serve the sandbox emulator in the foreground (Ctrl-C stops it)."""
     from tourneylake.sandbox import Faults, serve_forever
 
-    kwargs: dict[str, Any] = {"host": host, "port": port, "seed": seed, "latency_ms": latency_ms, "faults": Faults.parse(faults)}
+    with reported():
+        kwargs: dict[str, Any] = {"host": host, "port": port, "seed": seed, "latency_ms": latency_ms, "faults": Faults.parse(faults)}
     if players is not None:
         kwargs["players"] = players
     if today:
-        kwargs["today"] = date.fromisoformat(today)
-    serve_forever(**kwargs)
+        kwargs["today"] = parse_night(today, "--today")
+    call(lambda: serve_forever(**kwargs))
 
 
 # ------------------------------------------------------------------------------------ budget
+
+
+def _plan_row(report: Any, target: Any) -> str:
+    if report.needs_conversion(target):
+        cost = report.costs.get("nlq", 1)
+        return f"needs conversion ({cost} search{'es' if cost != 1 else ''})"
+    return ""
+
+
+def print_budget(report: Any) -> None:
+    console.print(f"[bold]Budget for the night of {report.night.isoformat()}[/] ({report.source})", highlight=False)
+    if report.remaining is None:
+        console.print(f"Searches left now: [yellow]unknown[/] ({report.remaining_note or 'not reported'})", highlight=False)
+    else:
+        console.print(f"Searches left now: [bold]{report.remaining}[/]", highlight=False)
+    cap = "none" if report.max_searches_per_run is None else str(report.max_searches_per_run)
+    affordable = "unlimited" if report.affordable is None else report.affordable
+    console.print(
+        f"Run cap: {cap}; spent tonight: {report.spent_tonight}; reserve: {report.reserve}; affordable tonight: {affordable}",
+        highlight=False,
+    )
+    console.print("Costs: " + ", ".join(f"{name} {cost}" for name, cost in sorted(report.costs.items())), highlight=False)
+    for note in report.notes:
+        console.print(f"[yellow]note:[/] {note}", highlight=False)
+
+    plan = Table(title=f"Tonight's plan: {len(report.planned)} calls, {report.searches_planned} searches")
+    for column in ("#", "network", "player", "filter", "note"):
+        plan.add_column(column)
+    for number, target in enumerate(report.planned, 1):
+        plan.add_row(str(number), target.network, target.player, target.filter_name or "(unfiltered)", _plan_row(report, target))
+    console.print(plan)
+
+    for title, items in (("Deferred to a later night", report.deferred), ("Skipped (free, known to fail or done)", report.skipped)):
+        table = Table(title=f"{title}: {len(items)}")
+        for column in ("network", "player", "filter", "why"):
+            table.add_column(column)
+        for target, why in items:
+            extra = _plan_row(report, target)
+            table.add_row(target.network, target.player, target.filter_name or "(unfiltered)", why + (f"; {extra}" if extra else ""))
+        console.print(table)
+
+    spend = Table(title="Spend per night (search ledger)")
+    spend.add_column("night")
+    spend.add_column("searches", justify="right")
+    spend.add_column("metered calls", justify="right")
+    for when, (searches, rows) in sorted(report.spend_per_night.items()):
+        spend.add_row(when.isoformat(), str(searches), str(rows))
+    if not report.spend_per_night:
+        spend.add_row("(none yet)", "0", "0")
+    console.print(spend)
 
 
 @app.command()
@@ -129,17 +183,14 @@ def budget(
     sandbox: Sandbox = False,
     data_dir: DataDir = None,
     watchlist: Annotated[Path | None, typer.Option("--watchlist")] = None,
-    night: Annotated[str | None, typer.Option("--date", help="The night to plan (default: today, UTC).")] = None,
+    night: Night = None,
 ) -> None:
-    """Searches left, tonight's plan, what would be deferred and why, and the spend per night."""
-    from tourneylake.economy import budget_report
+    """Searches left, tonight's plan, what would be deferred and why, and the spend per night (free)."""
+    from tourneylake.adhoc import budget_report
 
-    settings = load_settings(sandbox=sandbox, data_dir=data_dir, watchlist=watchlist)
-    when = date.fromisoformat(night) if night else datetime.now(UTC).date()
-    try:
-        budget_report(settings, when).print(console)
-    except Exception as exc:  # noqa: BLE001 - the CLI's contract is one line
-        raise fail(_one_line(exc)) from None
+    settings = settings_from(sandbox, data_dir=data_dir, watchlist=watchlist)
+    when = parse_night(night)
+    print_budget(call(lambda: budget_report(settings, when)))
 
 
 # ------------------------------------------------------------------------------------ filter
@@ -152,10 +203,10 @@ def filter_check(
     sandbox: Sandbox = False,
 ) -> None:
     """Check a filter's syntax and (with metadata in the lake or the sandbox) its constraints. Free."""
-    from tourneylake.economy import check_filter
+    from tourneylake.adhoc import check_filter
 
-    settings = load_settings(sandbox=sandbox, data_dir=data_dir)
-    problems = check_filter(settings, expression)
+    settings = settings_from(sandbox, data_dir=data_dir)
+    problems = call(lambda: check_filter(settings, expression))
     if problems:
         for problem in problems:
             err.print(f"[red]✗[/] {problem}", highlight=False)
@@ -172,13 +223,10 @@ def filter_ask(
     sandbox: Sandbox = False,
 ) -> None:
     """Convert a question to a filter (1 search the first time; cached after)."""
-    from tourneylake.economy import ask
+    from tourneylake.adhoc import ask
 
-    settings = load_settings(sandbox=sandbox, data_dir=data_dir)
-    try:
-        expression, cost = ask(settings, question, timezone, locale)
-    except Exception as exc:  # noqa: BLE001
-        raise fail(_one_line(exc)) from None
+    settings = settings_from(sandbox, data_dir=data_dir)
+    expression, cost = call(lambda: ask(settings, question, timezone, locale))
     console.print(expression, highlight=False)
     err.print(f"searches spent: {cost}", highlight=False)
 
@@ -194,15 +242,60 @@ def hand_analyze(
     sandbox: Sandbox = False,
 ) -> None:
     """Analyse one hand (5 searches; an already analysed hand costs nothing)."""
-    from tourneylake.economy import analyze_hand
+    from tourneylake.hands import analyze_hand
 
-    settings = load_settings(sandbox=sandbox, data_dir=data_dir)
-    try:
-        analysis, cost = analyze_hand(settings, file.read_bytes(), lang)
-    except Exception as exc:  # noqa: BLE001
-        raise fail(_one_line(exc)) from None
+    settings = settings_from(sandbox, data_dir=data_dir)
+    analysis, cost = call(lambda: analyze_hand(settings, file.read_bytes(), lang))
     console.print(analysis, highlight=False)
     err.print(f"searches spent: {cost}", highlight=False)
+
+
+# ----------------------------------------------------------------------------------- rebuild
+
+
+@app.command()
+def rebuild(
+    night: Night = None,
+    first: Annotated[str | None, typer.Option("--from", help="First night of a range, YYYY-MM-DD.")] = None,
+    last: Annotated[str | None, typer.Option("--to", help="Last night of a range, YYYY-MM-DD.")] = None,
+    every: Annotated[bool, typer.Option("--all", help="Every night the lake holds (and a fresh warehouse file).")] = False,
+    data_dir: DataDir = None,
+    verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
+) -> None:
+    """Re-normalise nights from the lake's raw answers: no network call, no search."""
+    from tourneylake.rebuild import rebuild as run_rebuild
+
+    setup_logging(verbose)
+    chosen = sum(bool(x) for x in (night, first or last, every))
+    if chosen != 1:
+        raise fail("say which nights: --date D, --from D --to D, or --all")
+    nights: list[date] | None = None
+    if night:
+        nights = [parse_night(night)]
+    elif first or last:
+        if not (first and last):
+            raise fail("--from and --to go together")
+        start, end = parse_night(first, "--from"), parse_night(last, "--to")
+        if start > end:
+            raise fail(f"--from {start} is after --to {end}")
+        nights = [start + timedelta(days=i) for i in range((end - start).days + 1)]
+    settings = settings_from(data_dir=data_dir)
+    if nights is not None and len(nights) > 1:
+        from tourneylake.lake import Lake
+        from tourneylake.rebuild import nights_in_lake
+
+        held = set(nights_in_lake(Lake(settings.data_dir)))
+        nights = [d for d in nights if d in held]  # a range may span nights that never ran
+    outcome = call(lambda: run_rebuild(settings, nights))
+    table = Table(title=f"Rebuilt {len(outcome.nights)} night(s) from raw answers, 0 searches")
+    table.add_column("table")
+    table.add_column("rows rebuilt", justify="right")
+    table.add_column("rows in warehouse", justify="right")
+    for name in sorted(set(outcome.rows) | set(outcome.warehouse_rows)):
+        table.add_row(name, f"{outcome.rows.get(name, 0):,}", f"{outcome.warehouse_rows.get(name, 0):,}")
+    console.print(table)
+    if outcome.fresh_warehouse:
+        console.print(f"warehouse rebuilt into a fresh file: {settings.warehouse_path}", highlight=False)
 
 
 # ------------------------------------------------------------------------------------- query
@@ -214,45 +307,44 @@ EXAMPLE = "example"
 def query(
     sql: Annotated[str, typer.Argument(help="SQL to run on the warehouse, or 'example'.")] = EXAMPLE,
     data_dir: DataDir = None,
+    limit: Annotated[int, typer.Option(help="Rows to show (the rest are counted).")] = 50,
 ) -> None:
     """Run SQL on the warehouse and print the answer ('example' runs sql/examples/top_players_usd.sql)."""
-    from tourneylake.warehouse import Warehouse
+    import duckdb
 
-    settings = load_settings(data_dir=data_dir)
-    path = settings.data_dir / "warehouse.duckdb"
+    from tourneylake.warehouse import Warehouse, sql_dir
+
+    settings = settings_from(data_dir=data_dir)
+    path = settings.warehouse_path
     if not path.is_file():
         raise fail(f"no warehouse at {path}: run `tourneylake run` first")
     if sql == EXAMPLE:
-        text = (Path(__file__).resolve().parent.parent / "sql" / "examples" / "top_players_usd.sql").read_text()
+        text = (sql_dir() / "examples" / "top_players_usd.sql").read_text()
         console.print("[bold]Example:[/] players by profit in USD over every harvested tournament\n")
     else:
         text = sql
-    db = Warehouse(path, read_only=True)
-    try:
-        result = db.query(text)
-    except Exception as exc:  # noqa: BLE001
-        raise fail(_one_line(exc)) from None
-    finally:
-        db.close()
+    with reported(), Warehouse(path, read_only=True) as db:
+        try:
+            result = db.query(text)
+        except duckdb.Error as exc:
+            raise fail(one_line(exc)) from None
+    if result is None:
+        return
     table = Table(*result.column_names)
-    for row in result.slice(0, 50).to_pylist():
+    for row in result.slice(0, limit).to_pylist():
         table.add_row(*(_cell(v) for v in row.values()))
     console.print(table)
+    if result.num_rows > limit:
+        console.print(f"… and {result.num_rows - limit:,} more rows (--limit to show more)", highlight=False)
 
 
 def _cell(value: Any) -> str:
-    if isinstance(value, float):
-        return f"{value:,.2f}"
+    if isinstance(value, float):  # up to 6 decimals, never rounded to 2: 0.917264 stays 0.917264
+        return f"{value:,.6f}".rstrip("0").rstrip(".") if abs(value) < 1e15 else repr(value)
     return "" if value is None else str(value)
 
 
-def _one_line(exc: BaseException) -> str:
-    return " ".join(str(exc).split()) or type(exc).__name__
-
-
-def main() -> None:  # pragma: no cover
-    app()
-
+__all__ = ["ConfigError", "app", "fail", "main", "one_line", "parse_night", "reported", "settings_from", "setup_logging"]
 
 if __name__ == "__main__":  # pragma: no cover
-    sys.exit(app())
+    app()

@@ -1,20 +1,36 @@
-"""Settings from the environment (and a `.env` file), overridable by CLI flags.
+"""Settings: declared once, here, and read from the environment and a `.env` file.
 
-Secrets are wrapped in :class:`Secret`, whose ``repr``/``str`` never show the value, so a
-settings object can be logged, printed in a traceback or shown by Dagster without leaking.
+Every setting is a field of :class:`Settings` (pydantic-settings): its type, default, bounds and
+description live on the field, and everything else follows from it — the ``TOURNEYLAKE_*``
+environment variable (prefix + upper-cased name), the CLI's overrides, the Dagster resource
+(``assets.resource`` wraps this class and binds each variable through ``EnvVar``), and the
+configuration reference in ``docs/configuration.md`` (generated from the descriptions). Adding a
+setting is adding a field.
+
+Secrets are ``SecretStr``: their ``repr``/``str`` never show the value, so a settings object can
+be logged, printed in a traceback or shown by Dagster without leaking.
 """
 
 from __future__ import annotations
 
-import os
-from collections.abc import Mapping
-from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, Literal
 
-from dotenv import dotenv_values
+from pydantic import Field, SecretStr, ValidationError, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from tourneylake.errors import ConfigError
+
+__all__ = [
+    "ENV_PREFIX",
+    "SANDBOX",
+    "ConfigError",
+    "Settings",
+    "load_settings",
+]
 
 SANDBOX = "sandbox"
+ENV_PREFIX = "TOURNEYLAKE_"
 
 # The built-in sandbox's demo account (published in the README; see tourneylake.sandbox).
 SANDBOX_APPNAME = "demo"
@@ -22,69 +38,53 @@ SANDBOX_APPKEY = "sandboxkey2026"
 SANDBOX_USERNAME = "analyst@example.com"
 SANDBOX_PASSWORD = "correct-horse-battery"
 
-ENV_PREFIX = "TOURNEYLAKE_"
 
+class Settings(BaseSettings):
+    """Everything a run needs to know. ``Settings()`` reads the environment and `.env`;
+    keyword arguments (CLI flags) win over both; :func:`load_settings` turns a bad value into a
+    one-line :class:`ConfigError` naming the variable."""
 
-class ConfigError(ValueError):
-    """A setting is missing or malformed."""
+    model_config = SettingsConfigDict(
+        env_prefix=ENV_PREFIX,
+        env_file=".env",
+        env_file_encoding="utf-8",
+        env_ignore_empty=True,
+        extra="ignore",
+        frozen=True,
+    )
 
+    base_url: str = Field(SANDBOX, description="the service root (paths start `/api/{appname}/`); `sandbox` starts the built-in emulator in-process")
+    appname: str = Field(SANDBOX_APPNAME, min_length=1, description="application name (the first path segment after `/api`)")
+    appkey: SecretStr = Field(SecretStr(SANDBOX_APPKEY), description="application key, lowercase; used only to encode the password")
+    username: str = Field(SANDBOX_USERNAME, description="the account's user name (an e-mail address)")
+    password: SecretStr = Field(SecretStr(SANDBOX_PASSWORD), description="the account's password: sent only encoded, never logged or stored")
+    format: Literal["json", "xml"] = Field("json", description="response format asked for: the same tables either way")
+    credentials_in: Literal["headers", "query"] = Field("headers", description="where the credentials go: HTTP headers or query parameters")
+    data_dir: Path = Field(Path("data"), description="the lake (`lake/`) and the warehouse (`warehouse.duckdb`)")
+    watchlist: Path = Field(Path("watchlist.yaml"), description="the watchlist: players and named filters to harvest")
+    max_searches_per_run: int | None = Field(None, ge=0, description="cap on searches per night (re-runs of a night share it); empty = unlimited")
+    reserve_searches: int = Field(0, ge=0, description="searches never spent: the account never goes below this")
+    concurrency: int = Field(4, ge=1, le=64, description="parallel calls (the service polices parallel sessions: error 101024)")
+    timeout_s: float = Field(30.0, gt=0, description="per-request timeout, seconds")
+    max_attempts: int = Field(5, ge=1, le=20, description="attempts per call (transient failures are retried with backoff)")
+    retry_initial_wait_s: float = Field(0.5, ge=0, description="first backoff wait, seconds")
+    retry_max_wait_s: float = Field(30.0, ge=0, description="longest backoff wait, seconds")
+    retry_max_total_s: float = Field(120.0, gt=0, description="longest time spent retrying one call, seconds")
+    schedule_cron: str = Field("0 3 * * *", description="the nightly schedule (cron, UTC)")
 
-class Secret:
-    """A value that never shows itself in ``repr``, ``str``, logs or tracebacks."""
+    @field_validator("appkey")
+    @classmethod
+    def _lowercase_key(cls, value: SecretStr) -> SecretStr:
+        if value.get_secret_value() != value.get_secret_value().lower():
+            raise ValueError("must be lowercase (the service issues it so)")
+        return value
 
-    __slots__ = ("_value",)
-
-    def __init__(self, value: str) -> None:
-        self._value = value
-
-    def reveal(self) -> str:
-        return self._value
-
-    def __bool__(self) -> bool:
-        return bool(self._value)
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, Secret) and other._value == self._value
-
-    def __hash__(self) -> int:
-        return hash(self._value)
-
-    def __repr__(self) -> str:
-        return "Secret('**********')"
-
-    __str__ = __repr__
-
-
-def _int_or_none(name: str, value: str | None) -> int | None:
-    if value is None or str(value).strip() == "":
-        return None
-    try:
-        return int(value)
-    except ValueError:
-        raise ConfigError(f"{ENV_PREFIX}{name.upper()} must be a whole number, got {value!r}") from None
-
-
-@dataclass(frozen=True)
-class Settings:
-    """Everything a run needs to know. Build with :meth:`from_env`."""
-
-    base_url: str = SANDBOX
-    appname: str = SANDBOX_APPNAME
-    appkey: Secret = field(default_factory=lambda: Secret(SANDBOX_APPKEY))
-    username: str = SANDBOX_USERNAME
-    password: Secret = field(default_factory=lambda: Secret(SANDBOX_PASSWORD))
-    format: Literal["json", "xml"] = "json"
-    credentials_in: Literal["headers", "query"] = "headers"
-    data_dir: Path = Path("data")
-    watchlist: Path = Path("watchlist.yaml")
-    max_searches_per_run: int | None = None
-    reserve_searches: int = 0
-    concurrency: int = 4
-    timeout_s: float = 30.0
-    max_attempts: int = 5
-    retry_initial_wait_s: float = 0.5
-    retry_max_wait_s: float = 30.0
-    retry_max_total_s: float = 120.0
+    @field_validator("schedule_cron")
+    @classmethod
+    def _five_fields(cls, value: str) -> str:
+        if len(value.split()) != 5:
+            raise ValueError("must be a cron expression of five fields, e.g. '0 3 * * *'")
+        return value
 
     @property
     def is_sandbox(self) -> bool:
@@ -97,72 +97,35 @@ class Settings:
             return "sandbox"
         return "live:" + self.base_url.rstrip("/")
 
+    @property
+    def warehouse_path(self) -> Path:
+        return self.data_dir / "warehouse.duckdb"
+
     def with_overrides(self, **overrides: Any) -> Settings:
-        """A copy with the given (non-None) values, coerced like environment values."""
+        """A validated copy with the given (non-None) values."""
         clean = {k: v for k, v in overrides.items() if v is not None}
-        return _validated(replace(self, **_coerce(clean)))
-
-    @classmethod
-    def from_env(
-        cls,
-        env: Mapping[str, str] | None = None,
-        dotenv_path: str | Path | None = ".env",
-        **overrides: Any,
-    ) -> Settings:
-        """Read ``TOURNEYLAKE_*`` variables (a `.env` file first, the environment over it),
-        then apply ``overrides`` (CLI flags)."""
-        values: dict[str, str] = {}
-        if dotenv_path is not None and Path(dotenv_path).is_file():
-            values.update({k: v for k, v in dotenv_values(dotenv_path).items() if v is not None})
-        values.update(os.environ if env is None else env)
-        raw: dict[str, Any] = {}
-        for f in fields(cls):
-            key = ENV_PREFIX + f.name.upper()
-            if key in values and values[key] != "":
-                raw[f.name] = values[key]
-        if "base_url" in raw and raw["base_url"] != SANDBOX and "appname" not in raw:
-            raise ConfigError(f"{ENV_PREFIX}APPNAME must be set for a live service")
-        raw.update({k: v for k, v in overrides.items() if v is not None})
-        return _validated(cls(**_coerce(raw)))
+        return _build(lambda: type(self)(**{**self.model_dump(), **clean}))
 
 
-def _coerce(raw: dict[str, Any]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for name, value in raw.items():
-        if name in ("appkey", "password"):
-            out[name] = value if isinstance(value, Secret) else Secret(str(value))
-        elif name in ("data_dir", "watchlist"):
-            out[name] = Path(value)
-        elif name == "max_searches_per_run":
-            out[name] = _int_or_none(name, value) if not isinstance(value, int) else value
-        elif name in ("reserve_searches", "concurrency", "max_attempts"):
-            parsed = value if isinstance(value, int) else _int_or_none(name, value)
-            out[name] = 0 if parsed is None else parsed
-        elif name in ("timeout_s", "retry_initial_wait_s", "retry_max_wait_s", "retry_max_total_s"):
-            try:
-                out[name] = float(value)
-            except ValueError:
-                raise ConfigError(f"{ENV_PREFIX}{name.upper()} must be a number, got {value!r}") from None
-        elif name == "format":
-            out[name] = str(value).lower()
-        else:
-            out[name] = value
-    return out
+def load_settings(**overrides: Any) -> Settings:
+    """The settings from the environment and `.env`, with ``overrides`` (non-None) on top; a bad
+    value raises :class:`ConfigError` with one line naming the variable."""
+    clean = {k: v for k, v in overrides.items() if v is not None}
+    return _build(lambda: Settings(**clean))
 
 
-def _validated(settings: Settings) -> Settings:
-    if settings.format not in ("json", "xml"):
-        raise ConfigError(f"{ENV_PREFIX}FORMAT must be 'json' or 'xml', got {settings.format!r}")
-    if settings.credentials_in not in ("headers", "query"):
-        raise ConfigError(f"{ENV_PREFIX}CREDENTIALS_IN must be 'headers' or 'query'")
-    if settings.concurrency < 1:
-        raise ConfigError(f"{ENV_PREFIX}CONCURRENCY must be at least 1")
-    if settings.reserve_searches < 0:
-        raise ConfigError(f"{ENV_PREFIX}RESERVE_SEARCHES must not be negative")
-    if settings.max_searches_per_run is not None and settings.max_searches_per_run < 0:
-        raise ConfigError(f"{ENV_PREFIX}MAX_SEARCHES_PER_RUN must not be negative")
-    if settings.max_attempts < 1:
-        raise ConfigError(f"{ENV_PREFIX}MAX_ATTEMPTS must be at least 1")
-    if settings.appkey and settings.appkey.reveal() != settings.appkey.reveal().lower():
-        raise ConfigError(f"{ENV_PREFIX}APPKEY must be lowercase (the service issues it so)")
-    return settings
+def _build(make: Any) -> Settings:
+    try:
+        return make()
+    except ValidationError as exc:
+        raise ConfigError(_one_line(exc)) from None
+
+
+def _one_line(exc: ValidationError) -> str:
+    problems = []
+    for error in exc.errors():
+        field = str(error["loc"][0]) if error["loc"] else "?"
+        message = str(error["msg"]).removeprefix("Value error, ")
+        shown = "" if field in ("appkey", "password") else f" (got {error.get('input')!r})"
+        problems.append(f"{ENV_PREFIX}{field.upper()}: {message}{shown}")
+    return "; ".join(problems)

@@ -36,9 +36,11 @@ import difflib
 import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
+from datetime import date, timedelta
 from decimal import Decimal
 from typing import Literal
 
+from tourneylake.errors import TourneylakeError
 from tourneylake.tree import Node
 
 __all__ = [
@@ -51,6 +53,10 @@ __all__ = [
     "FilterSyntaxError",
     "FilterValidationError",
     "Range",
+    "DATA_START",
+    "NightFilter",
+    "NightFilterError",
+    "filter_for_night",
     "format_filter",
     "parse_date",
     "parse_filter",
@@ -82,7 +88,7 @@ FIRST_YEAR = 2007
 # ----------------------------------------------------------------------------------- errors
 
 
-class FilterSyntaxError(ValueError):
+class FilterSyntaxError(TourneylakeError, ValueError):
     """A filter (or one of its values) that is not well formed.
 
     ``position`` is the 0-based index into ``text`` where the problem is; ``reason`` says what is
@@ -114,7 +120,7 @@ class FilterProblem:
         return f"{self.message} at position {self.position}{where}"
 
 
-class FilterValidationError(ValueError):
+class FilterValidationError(TourneylakeError, ValueError):
     """A well-formed filter that the service's metadata rejects (see :meth:`FilterCatalog.check`)."""
 
     def __init__(self, problems: list[FilterProblem], text: str) -> None:
@@ -595,3 +601,111 @@ def _safe_format(f: Filter) -> str:
         return format_filter(f)
     except ValueError:
         return repr(f)
+
+
+# ----------------------------------------------------------------------------------- nights
+
+#: 2007-01-01T00:00:00Z: the service's data starts after 2006 (a year filter must be after it).
+DATA_START = calendar.timegm((FIRST_YEAR, 1, 1, 0, 0, 0))
+
+
+class NightFilterError(TourneylakeError, ValueError):
+    """A filter cannot be sent for a night as asked (a per-day window that may not be anchored)."""
+
+
+@dataclass(frozen=True)
+class NightFilter:
+    """The filter to send for one night (see :func:`filter_for_night`)."""
+
+    written: str
+    sent: str
+    anchored: bool  # nothing the sent filter selects can start after the night, whenever fetched
+    selects_nothing: bool = False  # a Date that can select nothing up to the night: no search
+    notes: tuple[str, ...] = ()  # what was not anchored or was replaced, and why
+
+
+def _midnight(day: date) -> int:
+    return calendar.timegm(day.timetuple())
+
+
+def _months_before(day: date, months: int) -> date:
+    """The same day of the month ``months`` earlier, clamped to that month's last day
+    (31 March, one month back: 28 February, or 29 in a leap year)."""
+    index = day.year * 12 + day.month - 1 - months
+    year, month = divmod(index, 12)
+    return date(year, month + 1, min(day.day, calendar.monthrange(year, month + 1)[1]))
+
+
+def _anchored_range(spec: DateSpec, night_end: int, next_day: date) -> tuple[int, int]:
+    """A positive Date's ``(start, end)`` as of the night whose last second is ``night_end``."""
+    if spec.kind == "relative":
+        assert spec.amount is not None and spec.unit is not None
+        if spec.unit in ("M", "Y"):
+            months = spec.amount * (12 if spec.unit == "Y" else 1)
+            return _midnight(_months_before(next_day, months)), night_end
+        return night_end + 1 - spec.amount * UNIT_SECONDS[spec.unit], night_end
+    start, end = spec.bounds(night_end)
+    return start, min(end, night_end)
+
+
+def filter_for_night(expression: str, night: date, *, window: Literal["as_of", "day"] = "as_of", anchor: bool = True) -> NightFilter:
+    """The filter to send for night ``night`` (a UTC date), so that the answer describes that
+    night whenever it is fetched; ``expression`` is the filter as written.
+
+    - ``window="as_of"`` (the default): every positive ``Date`` is turned into an absolute
+      ``Date:<start>~<end>`` range of epoch seconds ending no later than the night's last second:
+      a relative one (``30D``; months and years by the calendar, the day of the month clamped to
+      the month's length) ends exactly then, a year or an epoch range is clipped. A filter with no
+      positive Date gets ``Date:<2007-01-01>~<end of the night>`` as its last constraint. A Date
+      that can select nothing up to the night (a year or a range after it) sets
+      ``selects_nothing``. An inverted ``Date!:`` and a negative relative Date ("the next n
+      days", active tournaments only) are sent as written, and the result is not ``anchored``.
+    - ``window="day"``: the night's own UTC day, ``Date:<first second>~<last second>``, replaces
+      every Date constraint, with the other constraints kept.
+    - ``anchor=False``: sent exactly as written (not anchored); contradicts ``window="day"``.
+
+    Other constraints are kept byte for byte and in order; the result is a pure function of the
+    arguments, so a night re-harvested on any later day sends the identical filter.
+    """
+    if window not in ("as_of", "day"):
+        raise NightFilterError(f"unknown window {window!r}: 'as_of' or 'day'")
+    if not anchor:
+        if window == "day":
+            raise NightFilterError("a per-day window anchors the filter to the night: it cannot be sent as written (anchor: none)")
+        parse_filter(expression)
+        return NightFilter(expression, expression, False, notes=("sent as written (anchor: none)",))
+    parsed = parse_filter(expression)
+    next_day = night + timedelta(days=1)
+    night_end = _midnight(next_day) - 1
+    if window == "day":
+        dates = [str(c) for c in parsed if c.name == "Date"]
+        kept = [c for c in parsed if c.name != "Date"]
+        day = Constraint("Date", False, (f"{_midnight(night)}~{night_end}",))
+        notes = (f"the per-day window replaces {', '.join(dates)}",) if dates else ()
+        return NightFilter(expression, format_filter(Filter((*kept, day))), True, False, notes)
+    constraints: list[Constraint] = []
+    notes: list[str] = []
+    anchored, nothing, dated = True, False, False
+    for constraint in parsed:
+        if constraint.name != "Date":
+            constraints.append(constraint)
+            continue
+        spec = parse_date(constraint.values[0]) if len(constraint.values) == 1 else None
+        if constraint.negated or spec is None or (spec.kind == "relative" and (spec.amount or 0) < 0):
+            anchored = False
+            why = "is inverted" if constraint.negated else "selects upcoming tournaments" if spec is not None else "has several values"
+            notes.append(f"{constraint} {why}: sent as written, it moves with the day it is fetched on")
+            constraints.append(constraint)
+            dated = dated or not constraint.negated
+            continue
+        dated = True
+        start, end = _anchored_range(spec, night_end, next_day)
+        if start > end:
+            nothing = True
+            notes.append(f"{constraint} selects nothing up to {night.isoformat()}")
+            constraints.append(constraint)
+            continue
+        constraints.append(Constraint("Date", False, (f"{start}~{end}",)))
+    if not dated:
+        constraints.append(Constraint("Date", False, (f"{DATA_START}~{night_end}",)))
+    return NightFilter(expression, format_filter(Filter(tuple(constraints))), anchored, nothing, tuple(notes))

@@ -3,28 +3,34 @@
 Layout::
 
     <data_dir>/lake/
-      _source.json                                   where this lake's data comes from
-      _raw/snapshot_date=YYYY-MM-DD/<resource>/<digest>.json.gz   one paid response each
-      <table>/snapshot_date=YYYY-MM-DD/part-NNNNN.parquet         normalised tables
-      _tmp/                                          in-flight partitions (never read)
+      _source.json                                         where this lake's data comes from
+      _raw/snapshot_date=YYYY-MM-DD/<resource>/<digest>.json.gz                   an accepted answer
+      _raw/snapshot_date=YYYY-MM-DD/<resource>/<digest>.<token>.<status>.json.gz  any other body
+      _ledger/snapshot_date=YYYY-MM-DD/run-<run id>[.open].jsonl   the search ledger (``ledger.py``)
+      _state/<name>.json                                   small documents (``state.py``)
+      <table>/snapshot_date=YYYY-MM-DD/part-NNNNN.parquet  normalised tables
+      _tmp/                                                in-flight partitions (never read)
 
-* **Source guard.** The first :class:`Lake` over a directory records its source (``"sandbox"``
-  or ``"live:<host>"``); a later one with another source raises :class:`LakeSourceMismatch`, so
-  synthetic and live data never mix.
-* **Raw responses** are written before anything is normalised, so a paid response survives any
-  later failure and re-normalising never costs a search. One file per (night, resource, key):
-  a gzip-compressed JSON envelope ``{"resource", "key", "format", "fetched_at", "status",
-  "body", "body_encoding", "sha256"}`` with the body as text (base64 if it is not UTF-8). One
-  file, so the write is a single atomic ``os.replace`` of a temporary file in the same
-  directory; the file name is a digest of the sorted key, so writing the same key again
-  replaces it (idempotent). Keys never hold credentials: :meth:`Lake.write_raw` refuses one.
+* **Opening is not claiming.** ``Lake(data_dir)`` only opens the directory (read-only commands
+  use it as is, and an absent lake simply reads as empty). :meth:`Lake.claim` records the data's
+  source (``"sandbox"`` or ``"live:<host>"``) the first time and, later, refuses another source
+  with :class:`LakeSourceMismatch`, so synthetic and live data never mix.
+* **Raw responses** are written before anything parses them, so a paid response survives any
+  later failure and re-normalising never costs a search. A body is first written as
+  ``<digest>.<token>.received.json.gz`` (one atomic ``os.replace`` of a temporary file, fsynced);
+  once the client has read its envelope, :meth:`Lake.settle_raw` renames it: an accepted answer
+  becomes ``<digest>.json.gz`` (replacing an earlier accepted one of the same request), any other
+  keeps its own name with its status (``refused-<code>``, ``malformed``), so a refusal never
+  hides an accepted answer and readers learn a body's status from its name without parsing it.
+  A body left ``received`` (the process died in between) is read and settled by the next run.
+  The file is a gzip-compressed JSON envelope ``{"resource", "key", "format", "fetched_at",
+  "snapshot_date", "sha256", "body", "body_encoding"}`` with the body as text (base64 if it is
+  not UTF-8); the digest is of the sorted key, which never holds credentials
+  (:meth:`Lake.write_raw` refuses one).
 * **Tables** are written one night at a time through :meth:`Lake.partition_writer`: parts go to
   a temporary directory and, on success, replace the night's partition with two renames (the old
   one is moved aside first and deleted last), so a failed run never loses the previous data.
   ``snapshot_date`` is the hive partition: it is not stored inside the files.
-
-Every path goes through :meth:`Lake._path` / the few helpers at the bottom, so moving the root to
-an fsspec URL later touches only them.
 """
 
 from __future__ import annotations
@@ -48,6 +54,8 @@ import orjson
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from tourneylake.errors import TourneylakeError
+
 __all__ = [
     "Lake",
     "LakeError",
@@ -65,12 +73,19 @@ _CREDENTIAL_KEY = re.compile(r"pass|pwd|user.?name|secret|token|app.?key|api.?ke
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 
 
-class LakeError(RuntimeError):
+class LakeError(TourneylakeError, RuntimeError):
     """A lake operation that cannot proceed."""
 
 
 class LakeSourceMismatch(LakeError):
     """The data directory holds data from another source (synthetic vs live never mix)."""
+
+
+#: A raw body's status: ``ok`` (accepted answer), ``received`` (not yet read), ``refused-<code>``
+#: (a service error) or ``malformed`` (not a readable envelope).
+OK = "ok"
+RECEIVED = "received"
+_STATUS = re.compile(r"^(received|malformed|refused-[0-9-]+)$")
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,7 +112,7 @@ def _day(value: date | str) -> date:
 
 def _check_name(kind: str, name: str) -> str:
     if not _NAME.match(name):
-        raise ValueError(f"invalid {kind} name {name!r}: letters, digits, '_', '.', '-' only")
+        raise LakeError(f"invalid {kind} name {name!r}: letters, digits, '_', '.', '-' only")
     return name
 
 
@@ -113,42 +128,67 @@ def key_digest(key: Mapping[str, str]) -> str:
     return hashlib.sha256(canonical).hexdigest()[:32]
 
 
-class Lake:
-    """The lake under ``<data_dir>/lake`` for one data source."""
+def _status_of(path: Path) -> str:
+    """``<digest>.json.gz`` is an accepted answer; ``<digest>.<token>.<status>.json.gz`` is not."""
+    parts = path.name[: -len(".json.gz")].split(".")
+    return OK if len(parts) == 1 else parts[-1]
 
-    def __init__(self, data_dir: str | os.PathLike[str], source: str, *, fsync: bool = True) -> None:
-        if not source:
-            raise ValueError("a lake needs a source ('sandbox' or 'live:<host>')")
+
+class Lake:
+    """The lake under ``<data_dir>/lake``. Opening reads nothing and writes nothing; call
+    :meth:`claim` before writing data of a source."""
+
+    def __init__(self, data_dir: str | os.PathLike[str], *, fsync: bool = True) -> None:
         self.data_dir = Path(data_dir)
         self.root = self.data_dir / "lake"
-        self.source = source
         # fsync makes a paid response survive a power loss, not only a crash of this process;
         # it costs ~1 ms per raw file on local SSD, nothing next to a network call.
         self.fsync = fsync
-        self._claim_source()
 
     def __repr__(self) -> str:
-        return f"Lake({str(self.data_dir)!r}, source={self.source!r})"
+        return f"Lake({str(self.data_dir)!r})"
+
+    @property
+    def exists(self) -> bool:
+        return (self.root / SOURCE_FILE).is_file()
 
     # ------------------------------------------------------------------ source guard
-    def _claim_source(self) -> None:
+    @property
+    def source(self) -> str | None:
+        """The source this lake holds data of, or ``None`` before any was claimed."""
         marker = self.root / SOURCE_FILE
-        if marker.exists():
-            recorded = orjson.loads(marker.read_bytes()).get("source")
-            if recorded != self.source:
+        if not marker.is_file():
+            return None
+        try:
+            return orjson.loads(marker.read_bytes()).get("source")
+        except (orjson.JSONDecodeError, AttributeError) as exc:
+            raise LakeError(f"{marker} is damaged ({exc}): restore it or write {{\"source\": ...}} by hand") from None
+
+    def claim(self, source: str) -> Lake:
+        """Record ``source`` as this lake's (first time) or check it is the recorded one."""
+        if not source:
+            raise LakeError("a lake needs a source ('sandbox' or 'live:<host>')")
+        recorded = self.source
+        if recorded is not None:
+            if recorded != source:
                 raise LakeSourceMismatch(
                     f"the data directory {self.data_dir} holds data from source {recorded!r}, not "
-                    f"{self.source!r}; synthetic and live data never mix: use another data directory"
+                    f"{source!r}; synthetic and live data never mix: use another data directory"
                 )
-            return
+            return self
         self.root.mkdir(parents=True, exist_ok=True)
-        content = {"source": self.source, "created_at": datetime.now(UTC).isoformat(timespec="seconds")}
-        _atomic_write(marker, orjson.dumps(content, option=orjson.OPT_INDENT_2), fsync=self.fsync)
+        content = {"source": source, "created_at": datetime.now(UTC).isoformat(timespec="seconds")}
+        atomic_write(self.root / SOURCE_FILE, orjson.dumps(content, option=orjson.OPT_INDENT_2), fsync=self.fsync)
+        return self
 
     # ------------------------------------------------------------------ raw responses
-    def raw_path(self, snapshot_date: date | str, resource: str, key: Mapping[str, str]) -> Path:
+    def _raw_folder(self, snapshot_date: date | str, resource: str) -> Path:
         day = _day(snapshot_date)
-        return self.root / RAW_DIR / f"{PARTITION}={day.isoformat()}" / _check_name("resource", resource) / f"{key_digest(key)}.json.gz"
+        return self.root / RAW_DIR / f"{PARTITION}={day.isoformat()}" / _check_name("resource", resource)
+
+    def raw_path(self, snapshot_date: date | str, resource: str, key: Mapping[str, str]) -> Path:
+        """Where the accepted answer to this request is (or would be)."""
+        return self._raw_folder(snapshot_date, resource) / f"{key_digest(key)}.json.gz"
 
     def write_raw(
         self,
@@ -158,15 +198,14 @@ class Lake:
         body: bytes,
         fmt: str,
         fetched_at: datetime | int | float,
-        *,
-        status: str = "ok",
     ) -> Path:
-        """Store one response before anything else touches it; returns its path."""
+        """Store one body, as received, before anything else touches it; returns its path, to
+        be :meth:`settle_raw`-d once its envelope has been read."""
         bad = [k for k in key if _CREDENTIAL_KEY.search(str(k))]
         if bad:
-            raise ValueError(f"raw response key must not hold credentials (fields {bad}); key by what was asked, not who asked")
+            raise LakeError(f"raw response key must not hold credentials (fields {bad}); key by what was asked, not who asked")
         if fmt not in ("json", "xml"):
-            raise ValueError(f"unknown format {fmt!r}: expected 'json' or 'xml'")
+            raise LakeError(f"unknown format {fmt!r}: expected 'json' or 'xml'")
         try:
             text, encoding = body.decode("utf-8"), "utf-8"
         except UnicodeDecodeError:
@@ -177,42 +216,52 @@ class Lake:
             "format": fmt,
             "fetched_at": _utc(fetched_at).isoformat(),
             "snapshot_date": _day(snapshot_date).isoformat(),
-            "status": status,
             "sha256": hashlib.sha256(body).hexdigest(),
             "body_encoding": encoding,
             "body": text,
         }
-        path = self.raw_path(snapshot_date, resource, key)
+        path = self._raw_folder(snapshot_date, resource) / f"{key_digest(key)}.{uuid.uuid4().hex[:12]}.{RECEIVED}.json.gz"
         # Level 1: JSON/XML bodies shrink ~8x at a few ms per 300 kB, cheap next to the call.
         data = gzip.compress(orjson.dumps(envelope), compresslevel=1, mtime=0)
-        _atomic_write(path, data, fsync=self.fsync)
+        atomic_write(path, data, fsync=self.fsync)
         return path
 
-    def has_raw(self, snapshot_date: date | str, resource: str, key: Mapping[str, str], *, status: str | None = "ok") -> bool:
-        """Whether this response is stored (by default: stored *successfully*)."""
-        path = self.raw_path(snapshot_date, resource, key)
-        if not path.exists():
-            return False
-        if status is None:
-            return True
-        return _read_raw(path).status == status
+    def settle_raw(self, path: Path, status: str) -> Path:
+        """Name a received body by its status (see the module docstring); returns the new path.
+        The rename needs no fsync: if it is lost, the body stays ``received`` and is read again."""
+        if status != OK and not _STATUS.match(status):
+            raise LakeError(f"unknown raw status {status!r}")
+        digest, token = path.name.split(".")[:2]
+        target = path.with_name(f"{digest}.json.gz" if status == OK else f"{digest}.{token}.{status}.json.gz")
+        if target != path:
+            os.replace(path, target)
+        return target
+
+    def has_raw(self, snapshot_date: date | str, resource: str, key: Mapping[str, str]) -> bool:
+        """Whether an accepted answer to this request is stored."""
+        return self.raw_path(snapshot_date, resource, key).exists()
 
     def read_raw(self, snapshot_date: date | str, resource: str, key: Mapping[str, str]) -> RawResponse | None:
+        """The accepted answer to this request, or ``None``."""
         path = self.raw_path(snapshot_date, resource, key)
-        return _read_raw(path) if path.exists() else None
+        return read_raw_file(path) if path.exists() else None
 
-    def iter_raw(self, snapshot_date: date | str, resource: str | None = None) -> Iterator[RawResponse]:
-        """Every stored response of a night (one resource or all), one at a time, in a stable
-        order (resource, then file name)."""
+    def iter_raw(self, snapshot_date: date | str, resource: str | None = None, *, status: str | None = OK) -> Iterator[RawResponse]:
+        """Stored bodies of a night (one resource or all) with ``status`` (``None``: every
+        body), one at a time, in a stable order (resource, then file name)."""
+        for path in self.raw_paths(snapshot_date, resource, status=status):
+            yield read_raw_file(path)
+
+    def raw_paths(self, snapshot_date: date | str, resource: str | None = None, *, status: str | None = OK) -> list[Path]:
         night = self.root / RAW_DIR / f"{PARTITION}={_day(snapshot_date).isoformat()}"
         if not night.is_dir():
-            return
-        resources = [night / _check_name("resource", resource)] if resource else sorted(p for p in night.iterdir() if p.is_dir())
-        for folder in resources:
-            if not folder.is_dir():
-                continue
-            for path in sorted(folder.glob("*.json.gz")):
-                yield _read_raw(path)
+            return []
+        folders = [night / _check_name("resource", resource)] if resource else sorted(p for p in night.iterdir() if p.is_dir())
+        out: list[Path] = []
+        for folder in folders:
+            if folder.is_dir():
+                out.extend(p for p in sorted(folder.glob("*.json.gz")) if status is None or _status_of(p) == status)
+        return out
 
     def raw_dates(self) -> list[date]:
         return _partition_dates(self.root / RAW_DIR)
@@ -224,7 +273,6 @@ class Lake:
     def partition_path(self, table: str, snapshot_date: date | str) -> Path:
         return self.table_dir(table) / f"{PARTITION}={_day(snapshot_date).isoformat()}"
 
-    partition_dir = partition_path
 
     def partition_writer(self, table: str, snapshot_date: date | str) -> PartitionWriter:
         return PartitionWriter(self, table, _day(snapshot_date))
@@ -234,6 +282,11 @@ class Lake:
         with self.partition_writer(table, snapshot_date) as writer:
             writer.write(data)
         return writer.rows
+
+    def drop_partition(self, table: str, snapshot_date: date | str) -> None:
+        """Remove one night of ``table`` (a writer that writes nothing does exactly that)."""
+        with self.partition_writer(table, snapshot_date):
+            pass
 
     def tables(self) -> list[str]:
         if not self.root.is_dir():
@@ -367,7 +420,7 @@ class PartitionWriter:
 # (the only places that touch the file system: the seam for an fsspec root later)
 
 
-def _atomic_write(path: Path, data: bytes, *, fsync: bool) -> None:
+def atomic_write(path: Path, data: bytes, *, fsync: bool) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
     try:
@@ -398,8 +451,12 @@ def _fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
-def _read_raw(path: Path) -> RawResponse:
-    envelope: dict[str, Any] = orjson.loads(gzip.decompress(path.read_bytes()))
+def read_raw_file(path: Path) -> RawResponse:
+    """One stored body; a damaged file is a :class:`LakeError` naming it (nothing is deleted)."""
+    try:
+        envelope: dict[str, Any] = orjson.loads(gzip.decompress(path.read_bytes()))
+    except (OSError, EOFError, orjson.JSONDecodeError) as exc:
+        raise LakeError(f"raw body {path} is damaged ({exc}); it is kept as is: move it aside to fetch that answer again") from None
     text = envelope["body"]
     body = base64.b64decode(text) if envelope.get("body_encoding") == "base64" else text.encode("utf-8")
     return RawResponse(
@@ -408,7 +465,7 @@ def _read_raw(path: Path) -> RawResponse:
         fmt=envelope["format"],
         fetched_at=datetime.fromisoformat(envelope["fetched_at"]),
         body=body,
-        status=envelope.get("status", "ok"),
+        status=_status_of(path),
         snapshot_date=date.fromisoformat(envelope["snapshot_date"]),
         path=path,
     )

@@ -24,6 +24,7 @@ from xml.etree.ElementTree import Element as _XmlElement
 
 import orjson
 from defusedxml import ElementTree as SafeET
+from tourneylake.errors import TourneylakeError
 
 __all__ = [
     "Element",
@@ -42,7 +43,7 @@ DEFAULT_KEEP_LISTS = frozenset({"Data", "Y"})
 DEFAULT_NUMERIC_TEXT = frozenset({"RemainingSearches", "ExpirationDate", "TrackedGamesCount"})
 
 
-class MalformedPayload(ValueError):
+class MalformedPayload(TourneylakeError, ValueError):
     """A body that is not a well-formed service response in the announced format."""
 
 
@@ -233,7 +234,7 @@ def parse(body: bytes | str, fmt: str) -> Node:
         return parse_json(body)
     if fmt == "xml":
         return parse_xml(body)
-    raise ValueError(f"unknown format {fmt!r}: expected 'json' or 'xml'")
+    raise MalformedPayload(f"unknown format {fmt!r}: expected 'json' or 'xml'")
 
 
 # ----------------------------------------------------------------------------------- writing

@@ -1,28 +1,30 @@
 """The DuckDB warehouse (``<data_dir>/warehouse.duckdb``), loaded night by night from the lake.
 
-All SQL lives in ``sql/``: ``schema.sql`` (DDL), ``views.sql``, ``load/<table>.sql`` (the
-statements that load one night of one table, named with ``-- name: ...`` markers),
-``queries.sql`` and ``checks/<name>.sql``. Statements are read from those files into a fixed
-dictionary and run with bound parameters (``$files``, ``$snapshot_date``); no SQL is ever built
-from strings here, and a table name only selects one of those prepared statements.
+Each table is declared once, in the table catalogue (``tourneylake/normalize/schemas.py``): its
+DDL and its idempotent load are rendered here from the catalogue and the statement templates of
+``sql/tables.sql``; the views (``sql/views.sql``) and checks (``sql/checks/*.sql``) are plain SQL.
+Only identifiers from the catalogue are substituted into templates (checked, then quoted); every
+value is a bound parameter.
 
 Loading (:meth:`Warehouse.load_night`) reads each table's Parquet parts for the night with
 ``read_parquet(..., hive_partitioning = true)`` straight into the target, inside one
 transaction, so a failure leaves the warehouse as it was:
 
-* snapshot tables (player_*, search_ledger): the night's rows are deleted, then inserted;
-* reference tables (currencies, networks, ...): replaced by the latest snapshot; an older night
+* snapshot tables (``player_*``, ``search_ledger``): the night's rows are deleted, then inserted;
+* reference tables (metadata, countries, news): replaced by the latest snapshot; an older night
   never replaces a newer one;
-* ``tournaments`` / ``tournament_entries``: ``MERGE`` on (network, tournament_id[, player]);
-  the latest snapshot wins, across nights.
+* deduplicated tables (``tournaments``, ``tournament_entries``): ``MERGE`` on the key, the latest
+  snapshot wins, across nights.
 
-Loading the same night twice leaves every table identical.
+Loading the same night twice leaves every table identical. Opening a warehouse written by an
+older version adds the columns the catalogue has gained (``ALTER TABLE ... ADD COLUMN``).
 """
 
 from __future__ import annotations
 
 import os
 import re
+import string
 from collections.abc import Mapping, Sequence
 from datetime import date
 from functools import cache
@@ -32,10 +34,12 @@ from typing import Any, Literal
 import duckdb
 import pyarrow as pa
 
-from tourneylake.normalize.schemas import TABLES
+from tourneylake.errors import TourneylakeError
+from tourneylake.lake import Lake
+from tourneylake.normalize.schemas import TABLES, TableSpec, duckdb_type
 from tourneylake.normalize.summary import SUMMARY_TABLES
 
-__all__ = ["LOAD_ORDER", "Warehouse", "sql_dir"]
+__all__ = ["LOAD_ORDER", "Warehouse", "WarehouseError", "sql_dir", "table_ddl"]
 
 # Reference data first (views and checks read them), then facts.
 LOAD_ORDER: tuple[str, ...] = (
@@ -51,15 +55,23 @@ LOAD_ORDER: tuple[str, ...] = (
     *SUMMARY_TABLES,
     "search_ledger",
 )
-assert set(LOAD_ORDER) == set(TABLES), "every lake table has a load statement"
+assert set(LOAD_ORDER) == set(TABLES), "every lake table is loaded"
 
 _NAME_MARK = re.compile(r"^--\s*name:\s*(\w+)\s*$", re.MULTILINE)
+_IDENTIFIER = re.compile(r"^[a-z_][a-z0-9_]*$")
+
+
+class WarehouseError(TourneylakeError):
+    """The warehouse file cannot be opened or loaded; the message says which and what to do."""
+
+
+class _Template(string.Template):
+    delimiter = "@"  # "$" is DuckDB's parameter marker
 
 
 def sql_dir() -> Path:
-    """``sql/`` at the repository root (override with ``TOURNEYLAKE_SQL_DIR``)."""
-    override = os.environ.get("TOURNEYLAKE_SQL_DIR")
-    return Path(override) if override else Path(__file__).resolve().parent.parent / "sql"
+    """``sql/`` at the repository root."""
+    return Path(__file__).resolve().parent.parent / "sql"
 
 
 def _named(text: str) -> dict[str, str]:
@@ -72,29 +84,71 @@ def _named(text: str) -> dict[str, str]:
     return out
 
 
+def _quote(name: str) -> str:
+    if not _IDENTIFIER.match(name):
+        raise WarehouseError(f"{name!r} is not a catalogue identifier")
+    return f'"{name}"'
+
+
 @cache
-def _statements(root: str) -> dict[str, Any]:
+def _templates() -> dict[str, _Template]:
+    return {name: _Template(text) for name, text in _named((sql_dir() / "tables.sql").read_text()).items()}
+
+
+def _render(template: str, spec: TableSpec, **extra: str) -> str:
+    key = [_quote(column) for column in spec.key]
+    return _templates()[template].substitute(
+        table=_quote(spec.name),
+        key=", ".join(key),
+        key_match=" AND ".join(f"t.{k} = s.{k}" for k in key),
+        **extra,
+    )
+
+
+def _column_ddl(name: str, dtype: pa.DataType) -> str:
+    return f"{_quote(name)} {duckdb_type(dtype)}" + (" NOT NULL" if name == "snapshot_date" else "")
+
+
+def table_ddl(spec: TableSpec) -> str:
+    """``CREATE TABLE IF NOT EXISTS`` of one catalogue table."""
+    columns = ",\n".join(f"    {_column_ddl(name, dtype)}" for name, dtype, _ in spec.columns)
+    return _render("create", spec, columns=columns)
+
+
+@cache
+def _loads(table: str) -> dict[str, str]:
+    spec = TABLES[table]
+    names = {"snapshot": ("snapshot_delete", "snapshot_insert"), "reference": ("reference_is_latest", "reference_delete", "reference_insert"), "dedup": ("dedup_merge",)}
+    return {name.split("_", 1)[1]: _render(name, spec) for name in names[spec.load]}
+
+
+@cache
+def _plain_sql(root: str) -> dict[str, Any]:
     folder = Path(root)
     return {
-        "schema": (folder / "schema.sql").read_text(),
         "views": (folder / "views.sql").read_text(),
-        "load": {t: _named((folder / "load" / f"{t}.sql").read_text()) for t in LOAD_ORDER},
-        "queries": _named((folder / "queries.sql").read_text()),
-        "checks": {p.stem: p.read_text() for p in sorted((folder / "checks").glob("*.sql"))} if (folder / "checks").is_dir() else {},
+        "checks": {p.stem: p.read_text() for p in sorted((folder / "checks").glob("*.sql"))},
     }
 
 
 class Warehouse:
-    """One DuckDB file. Opening it read-write applies the schema and views (idempotent)."""
+    """One DuckDB file. Opening it read-write creates missing tables and columns and (re)creates
+    the views (idempotent)."""
 
     def __init__(self, path: str | os.PathLike[str], *, read_only: bool = False) -> None:
         self.path = Path(path)
         if not read_only:
             self.path.parent.mkdir(parents=True, exist_ok=True)
         self.read_only = read_only
-        self.connection = duckdb.connect(str(self.path), read_only=read_only)
+        try:
+            self.connection = duckdb.connect(str(self.path), read_only=read_only)
+        except duckdb.Error as exc:
+            raise WarehouseError(
+                f"cannot open the warehouse {self.path}: {' '.join(str(exc).split())} — "
+                "it can be rebuilt from the lake at no cost: move it aside and run `tourneylake rebuild --all`"
+            ) from None
         self.connection.execute("SET TimeZone = 'UTC'")
-        self._sql = _statements(str(sql_dir()))
+        self._sql = _plain_sql(str(sql_dir()))
         if not read_only:
             self.apply_schema()
 
@@ -109,26 +163,36 @@ class Warehouse:
 
     # ------------------------------------------------------------------ schema
     def apply_schema(self) -> None:
-        """Create missing tables and (re)create the views."""
-        self.connection.execute(self._sql["schema"])
-        self.connection.execute(self._sql["views"])
+        """Create missing tables and columns, and (re)create the views."""
+        con = self.connection
+        existing: dict[str, set[str]] = {}
+        for table, column in con.execute("SELECT table_name, column_name FROM information_schema.columns").fetchall():
+            existing.setdefault(table, set()).add(column)
+        for name in LOAD_ORDER:
+            spec = TABLES[name]
+            if name not in existing:
+                con.execute(table_ddl(spec))
+                continue
+            for column, dtype, _ in spec.columns:
+                if column not in existing[name]:
+                    con.execute(_render("add_column", spec, column=_column_ddl(column, dtype).replace(" NOT NULL", "")))
+        con.execute(self._sql["views"])
 
     # ------------------------------------------------------------------ loading
-    def load_night(self, lake: Any, snapshot_date: date | str, tables: Sequence[str] | None = None) -> dict[str, int]:
+    def load_night(self, lake: Lake, snapshot_date: date | str, tables: Sequence[str] | None = None) -> dict[str, int]:
         """Load one night of every table (or of ``tables``) from ``lake``; returns rows read
         from the lake per table. One transaction: all or nothing."""
         day = snapshot_date if isinstance(snapshot_date, date) else date.fromisoformat(snapshot_date)
-        wanted = [t for t in LOAD_ORDER if tables is None or t in tables]
         unknown = set(tables or ()) - set(LOAD_ORDER)
         if unknown:
-            raise ValueError(f"no such warehouse tables: {sorted(unknown)}")
+            raise WarehouseError(f"no such warehouse tables: {sorted(unknown)}")
+        wanted = [t for t in LOAD_ORDER if tables is None or t in tables]
         con = self.connection
         loaded: dict[str, int] = {}
         con.execute("BEGIN TRANSACTION")
         try:
             for table in wanted:
-                files = lake.partition_files(table, day)
-                loaded[table] = self._load_table(table, day, files)
+                loaded[table] = self._load_table(table, day, lake.partition_files(table, day))
             con.execute("COMMIT")
         except BaseException:
             con.execute("ROLLBACK")
@@ -137,38 +201,32 @@ class Warehouse:
 
     def _load_table(self, table: str, day: date, files: list[str]) -> int:
         con = self.connection
-        statements = self._sql["load"][table]
+        statements = _loads(table)
         kind = TABLES[table].load
         params = {"files": files}
         if kind == "snapshot":
             con.execute(statements["delete"], {"snapshot_date": day})
-            if not files:
-                return 0
-            return _rows(con.execute(statements["insert"], params))
+            return _rows(con.execute(statements["insert"], params)) if files else 0
         if not files:
-            return 0  # no snapshot of this reference table tonight: keep the one in force
+            return 0  # no snapshot of this table tonight: keep the one in force
         if kind == "reference":
-            (latest,) = con.execute(statements["is_latest"], {"snapshot_date": day}).fetchone()
-            if not latest:
+            if not _rows(con.execute(statements["is_latest"], {"snapshot_date": day})):
                 return 0  # an older night never replaces a newer reference snapshot
             con.execute(statements["delete"])
             return _rows(con.execute(statements["insert"], params))
-        # dedup: MERGE on the key, the latest snapshot wins
-        return _rows(con.execute(statements["merge"], {"files": files}))
+        return _rows(con.execute(statements["merge"], params))
 
     # ------------------------------------------------------------------ reading
     def table_counts(self) -> dict[str, int]:
-        rows = self.connection.execute(self._sql["queries"]["table_counts"]).fetchall()
-        return {name: count for name, count in rows}
+        return {name: _rows(self.connection.execute(_render("count_rows", TABLES[name]))) for name in LOAD_ORDER}
 
     def check(self, name: str, params: Mapping[str, Any] | None = None) -> int:
         """Run ``sql/checks/<name>.sql``; its first value (violations, by convention)."""
         try:
             statement = self._sql["checks"][name]
         except KeyError:
-            raise ValueError(f"no such check: {name!r} (sql/checks/*.sql)") from None
-        row = self.connection.execute(statement, dict(params) if params else None).fetchone()
-        return int(row[0]) if row and row[0] is not None else 0
+            raise WarehouseError(f"no such check: {name!r} (sql/checks/*.sql)") from None
+        return _rows(self.connection.execute(statement, dict(params) if params else None))
 
     def query(
         self,
@@ -185,5 +243,6 @@ class Warehouse:
 
 
 def _rows(result: duckdb.DuckDBPyConnection) -> int:
-    row = result.fetchone()
-    return int(row[0]) if row and row[0] is not None else 0
+    """The first value of a one-row result (DuckDB 2 wants every result read to the end)."""
+    rows = result.fetchall()
+    return int(rows[0][0]) if rows and rows[0][0] is not None else 0

@@ -4,6 +4,8 @@
 
     filters:
       sng_30d: "Class:SNG;Date:30D"
+      daily_sng: {filter: "Class:SNG", window: day}
+      as_written: {filter: "Class:SNG;Date:30D", anchor: none}
       big_mtts: {question: "scheduled tournaments over $50 in the last year", timezone: UTC, locale: en-US}
     players:
       - {network: PokerStars, name: "Some Player", filters: [sng_30d], priority: 1}
@@ -14,9 +16,16 @@ Rules (each broken rule is a :class:`WatchlistError` naming the file and line):
 - Top-level keys are ``filters`` and ``players``; both optional. Unknown keys are errors (a typo
   must not silently drop half the watchlist).
 - A filter is a filter string (checked with :func:`~tourneylake.filters.parse_filter`; metadata
-  checks happen later, in the planner) or a mapping with ``question`` and optional ``timezone``
-  and ``locale`` (converted once by the Natural Language Filter resource). Filter names are
-  ``[A-Za-z0-9][A-Za-z0-9_.-]*``: they end up in file paths and table keys.
+  checks happen later, in the planner), a mapping ``{filter: "...", window: ..., anchor: ...}``,
+  or a mapping with ``question`` and optional ``timezone`` and ``locale`` (converted once by the
+  Natural Language Filter resource), which may carry ``window`` and ``anchor`` too. Filter names
+  are ``[A-Za-z0-9][A-Za-z0-9_.-]*``: they end up in file paths and table keys.
+- ``window``: ``as_of`` (the default: tournaments started up to the end of the night) or ``day``
+  (the night's own UTC day; the window sets the Date, so a filter string with a ``Date`` is an
+  error). ``anchor: none`` sends the filter exactly as written instead of anchoring its Date to
+  the night (``night``, the default); it contradicts ``window: day``. Both are written exactly
+  so (an empty ``anchor:`` or ``anchor: null`` is an error, not the default), and ``timezone``
+  and ``locale`` belong to a ``question`` only. See :func:`tourneylake.filters.filter_for_night`.
 - A player has ``network`` and ``name`` (required), ``filters`` (a list of filter names, or one
   name; absent or empty means one unfiltered harvest) and ``priority`` (a whole number, default
   :data:`DEFAULT_PRIORITY`; **lower means more important**, like a queue position).
@@ -35,18 +44,20 @@ import unicodedata
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Literal
 
 import yaml
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
+from tourneylake.errors import TourneylakeError
 from tourneylake.filters import FilterSyntaxError, parse_filter
 
 __all__ = [
     "DEFAULT_PRIORITY",
     "FilterDef",
+    "WatchedPlayer",
     "Watchlist",
     "WatchlistError",
-    "WatchedPlayer",
     "load_watchlist",
     "parse_watchlist",
     "player_key",
@@ -63,11 +74,12 @@ _STR_TAG = "tag:yaml.org,2002:str"
 _INT_TAG = "tag:yaml.org,2002:int"
 
 _TOP_KEYS = ("filters", "players")
-_QUESTION_KEYS = ("question", "timezone", "locale")
+_FILTER_KEYS = ("filter", "question", "timezone", "locale", "window", "anchor")
+_CHOICES = {"window": ("as_of", "day"), "anchor": ("night", "none")}
 _PLAYER_KEYS = ("network", "name", "filters", "priority")
 
 
-class WatchlistError(ValueError):
+class WatchlistError(TourneylakeError, ValueError):
     """A watchlist that cannot be used. ``line`` is the 1-based line of the first problem (or
     ``None``); ``problems`` lists every ``(line, message)`` found; ``source`` is the file."""
 
@@ -81,13 +93,16 @@ class WatchlistError(ValueError):
 
 @dataclass(frozen=True)
 class FilterDef:
-    """A named filter: an ``expression`` (filter string) or a natural-language ``question``."""
+    """A named filter: an ``expression`` (filter string) or a natural-language ``question``, with
+    its ``window`` (``as_of`` or ``day``) and whether its Date is anchored to the night."""
 
     name: str
     expression: str | None = None
     question: str | None = None
     timezone: str | None = None
     locale: str | None = None
+    window: Literal["as_of", "day"] = "as_of"
+    anchor: bool = True
     line: int | None = field(default=None, compare=False)
 
     @property
@@ -261,7 +276,7 @@ class _Reader:
         if _is_null(node):
             return filters
         if not isinstance(node, MappingNode):
-            self.problem(node, "'filters' must be a mapping of name: filter string or {question: ...}")
+            self.problem(node, "'filters' must be a mapping of name: filter string, {filter: ...} or {question: ...}")
             return filters
         seen: dict[str, int] = {}
         for key_node, value_node in node.value:
@@ -288,9 +303,7 @@ class _Reader:
         if isinstance(node, ScalarNode) and not _is_null(node):
             expression: str = node.value
             if expression == "":
-                self.problem(
-                    node, f"filter {name!r} is empty: to harvest unfiltered, list the player without filters"
-                )
+                self.problem(node, f"filter {name!r} is empty: to harvest unfiltered, list the player without filters")
                 return None
             try:
                 parse_filter(expression)
@@ -299,26 +312,76 @@ class _Reader:
                 return None
             return FilterDef(name, expression=expression, line=line)
         if isinstance(node, MappingNode):
-            fields: dict[str, str | None] = {}
-            for key, value in self.mapping(node, _QUESTION_KEYS, f"filter {name!r}"):
-                fields[key] = self.text(value, f"filter {name!r}: {key}", required=key == "question")
-            if "question" not in fields:
-                self.problem(node, f"filter {name!r} needs a 'question'")
-                return None
-            if fields["question"] is None:
-                return None
-            return FilterDef(
-                name,
-                question=fields["question"],
-                timezone=fields.get("timezone"),
-                locale=fields.get("locale"),
-                line=line,
-            )
+            return self.read_filter_mapping(name, node, line)
         self.problem(
             node,
-            f"filter {name!r} must be a filter string (\"Class:SNG;Date:30D\") "
-            f"or a mapping {{question: ...}}, not {_kind(node)}",
+            f'filter {name!r} must be a filter string ("Class:SNG;Date:30D") '
+            f"or a mapping {{filter: ...}} or {{question: ...}}, not {_kind(node)}",
         )
+        return None
+
+    def read_filter_mapping(self, name: str, node: MappingNode, line: int) -> FilterDef | None:
+        """``{filter: ..., window: ..., anchor: ...}`` or ``{question: ..., timezone: ..., locale: ...,
+        window: ..., anchor: ...}``; every problem is recorded, ``None`` if there was any."""
+        what = f"filter {name!r}"
+        before = len(self.problems)
+        fields: dict[str, str | None] = {}
+        nodes: dict[str, Node] = {}
+        for key, value in self.mapping(node, _FILTER_KEYS, what):
+            nodes[key] = value
+            if key in ("window", "anchor"):
+                fields[key] = self.choice(value, f"{what}: {key}", _CHOICES[key])
+            else:
+                fields[key] = self.text(value, f"{what}: {key}", required=key in ("filter", "question"))
+        if "filter" in nodes and "question" in nodes:
+            self.problem(nodes["question"], f"{what} has both 'filter' and 'question': give one")
+        elif "filter" not in nodes and "question" not in nodes:
+            self.problem(node, f"{what} needs a 'filter' or a 'question'")
+        elif "filter" in nodes:
+            for key in ("timezone", "locale"):
+                if key in nodes:
+                    self.problem(nodes[key], f"{what}: {key!r} only goes with a 'question', not a 'filter' string")
+        window = fields.get("window") or "as_of"
+        anchor = fields.get("anchor") or "night"
+        if window == "day" and anchor == "none":
+            self.problem(
+                nodes["anchor"],
+                f"{what}: window: day anchors the filter to the night, so anchor: none contradicts it (remove one of them)",
+            )
+        expression = fields.get("filter")
+        if expression is not None:
+            try:
+                dates = parse_filter(expression).get("Date")
+            except FilterSyntaxError as exc:
+                self.problem(nodes["filter"], f"{what} is not a valid filter: {exc}")
+            else:
+                if window == "day" and dates:
+                    shown = ", ".join(str(c) for c in dates)
+                    self.problem(
+                        nodes["filter"],
+                        f"{what}: a per-day window sets the Date itself: remove {shown} or use window: as_of",
+                    )
+        question = fields.get("question")
+        if len(self.problems) > before or (expression is None and question is None):
+            return None
+        return FilterDef(
+            name,
+            expression=expression,
+            question=question,
+            timezone=fields.get("timezone"),
+            locale=fields.get("locale"),
+            window="day" if window == "day" else "as_of",
+            anchor=anchor == "night",
+            line=line,
+        )
+
+    def choice(self, node: Node, what: str, allowed: tuple[str, ...]) -> str | None:
+        """One of ``allowed``, exactly as written; anything else (empty included: ``anchor: null``
+        must not silently mean the default) is a problem listing the allowed values."""
+        expected = " or ".join(repr(a) for a in allowed)
+        if isinstance(node, ScalarNode) and not _is_null(node) and node.value in allowed:
+            return node.value
+        self.problem(node, f"{what} must be {expected}, not {_kind(node)}")
         return None
 
     def read_players(self, node: Node, filters: dict[str, FilterDef]) -> list[WatchedPlayer]:

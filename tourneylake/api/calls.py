@@ -55,14 +55,17 @@ def segment(value: str) -> str:
 
 
 def metadata(hash: str | None = None) -> Call:
+    """``hash``: our copy's; the key keeps it, so a "cached" answer says which copy it confirmed."""
     params = {"hash": hash} if hash else {}
-    return Call(METADATA, "GET", "metadata", params, payload_name="MetadataResponse", key={})
+    return Call(METADATA, "GET", "metadata", params, payload_name="MetadataResponse", key={"hash": hash or ""})
 
 
 # Countries and What's New are free; credentials go with them anyway so that their UserInfo
 # reports the searches left without spending one.
-def countries() -> Call:
-    return Call(COUNTRIES, "GET", "metadata/countries", authenticated=True, key={})
+def countries(*, reading: bool = False) -> Call:
+    """``reading``: the call is made to read the searches left, not for the countries table; its
+    answer is kept under its own key so it never replaces the night's countries."""
+    return Call(COUNTRIES, "GET", "metadata/countries", authenticated=True, key={"reading": "searches_left"} if reading else {})
 
 
 def whats_new(limit: int | None = None) -> Call:
@@ -101,8 +104,19 @@ def hand_analysis(hand_history: str | bytes, lang_code: str | None = None) -> Ca
     )
 
 
-def player_summary(network: str, player: str, filter: str | None = None, filter_name: str | None = None) -> Call:
-    """``filter_name`` (the watchlist's name for the filter) only labels the request key."""
+def player_summary(
+    network: str,
+    player: str,
+    filter: str | None = None,
+    filter_name: str | None = None,
+    *,
+    written: str | None = None,
+    window: str = "as_of",
+    anchored: bool = False,
+) -> Call:
+    """``filter`` is sent; the rest only labels the request key, so the raw answer carries what
+    its tables need: the watchlist's name for the filter, the filter as written (``written``,
+    default: as sent), its window and whether the sent filter is anchored to the night."""
     params = {"filter": filter} if filter else {}
     return Call(
         PLAYER_SUMMARY,
@@ -111,5 +125,13 @@ def player_summary(network: str, player: str, filter: str | None = None, filter_
         params,
         authenticated=True,
         payload_name="PlayerResponse",
-        key={"network": network, "player": player, "filter": filter or "", "filter_name": filter_name or ""},
+        key={
+            "network": network,
+            "player": player,
+            "filter": filter or "",
+            "filter_name": filter_name or "",
+            "written": filter or "" if written is None else written,
+            "window": window,
+            "anchored": "true" if anchored else "false",
+        },
     )

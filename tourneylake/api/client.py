@@ -8,7 +8,9 @@ errors marked ``retryable``: transport failures, 5xx, unreadable bodies, error 0
 Two hooks let a caller keep its promises:
 
 - ``on_body`` receives every HTTP 200 body *before* it is parsed, so a paid response is saved
-  before anything else can fail;
+  before anything else can fail; it may return a callable that is told the body's status once
+  the envelope has been read (``ok``, ``refused-<code>`` or ``malformed``), so the raw store
+  knows which bodies are usable without parsing them again;
 - ``on_attempt`` receives an :class:`Attempt` for every try (outcome, searches left, duration),
   which the pipeline writes to the search ledger; ``before_attempt`` may raise to refuse a try
   (the budget guard).
@@ -44,7 +46,8 @@ from tourneylake.api.errors import (
     ServiceError,
     TransportError,
 )
-from tourneylake.config import ConfigError, Settings
+from tourneylake.config import Settings
+from tourneylake.errors import ConfigError
 from tourneylake.tree import MalformedPayload, Node, parse
 
 log = logging.getLogger(__name__)
@@ -148,7 +151,8 @@ class Attempt:
     error: str | None
 
 
-BodyHook = Callable[[ReceivedBody], None]
+BodyStatus = Callable[[str], None]
+BodyHook = Callable[[ReceivedBody], BodyStatus | None]
 AttemptHook = Callable[[Attempt], None]
 GateHook = Callable[[Call, int], None]
 
@@ -179,7 +183,7 @@ class _Protocol:
         self._remaining: int | None = None
         self._credentials = {
             "Username": settings.username,
-            "Password": encode_password(settings.password.reveal(), settings.appkey.reveal()),
+            "Password": encode_password(settings.password.get_secret_value(), settings.appkey.get_secret_value()),
         }
 
     @property
@@ -218,9 +222,18 @@ class _Protocol:
             headers["Content-Type"] = "text/plain; charset=utf-8"
         return call.method, url, params, headers
 
-    def read(self, call: Call, response: httpx.Response, fetched_at: datetime, attempt: int, *, body_saved: bool = False) -> ApiResponse:
+    def read(
+        self,
+        call: Call,
+        response: httpx.Response,
+        fetched_at: datetime,
+        attempt: int,
+        *,
+        body_saved: bool = False,
+        status_hook: BodyStatus | None = None,
+    ) -> ApiResponse:
         """Check the status, hand the body to ``on_body`` (unless the caller already did:
-        ``body_saved``), then parse it."""
+        ``body_saved``, with its ``status_hook``), parse it, and tell the hook what it was."""
         status = response.status_code
         if status in (404, 405):
             raise MalformedCallError(status, f"/api/…/{call.path}", resource=call.resource)
@@ -231,17 +244,21 @@ class _Protocol:
         body = response.content
         fmt = self.settings.format
         if self.on_body is not None and not body_saved:
-            self.on_body(ReceivedBody(call, body, fmt, fetched_at))
+            status_hook = self.on_body(ReceivedBody(call, body, fmt, fetched_at))
         try:
             root = parse(body, fmt)
-        except MalformedPayload as exc:
+            envelope = read_envelope(root)
+        except (MalformedPayload, MalformedResponse) as exc:
+            _tell(status_hook, "malformed")
             raise MalformedResponse(f"{call.describe()}: {exc}", resource=call.resource) from None
-        envelope = read_envelope(root)
-        if envelope.user_info is not None and envelope.user_info.remaining_searches is not None:
-            self._remaining = envelope.user_info.remaining_searches
+        if envelope.remaining_searches is not None:
+            self._remaining = envelope.remaining_searches
         self.last_envelope = envelope
         if not envelope.success:
-            raise service_error(root, envelope, call.resource)
+            error = service_error(root, envelope, call.resource)
+            _tell(status_hook, f"refused-{error.code}")
+            raise error
+        _tell(status_hook, "ok")
         return ApiResponse(call, envelope, root, body, fmt, fetched_at, attempt)
 
     def prepare(self, call: Call, number: int) -> tuple[str, str, dict[str, str], dict[str, str]]:
@@ -259,12 +276,13 @@ class _Protocol:
         t0: float,
         *,
         body_saved: bool = False,
+        status_hook: BodyStatus | None = None,
     ) -> ApiResponse:
         """Read the response (or the transport failure), record the attempt, return or raise."""
         try:
             if isinstance(response, httpx.HTTPError):
                 raise _transport_error(call, response)
-            result = self.read(call, response, started, number, body_saved=body_saved)
+            result = self.read(call, response, started, number, body_saved=body_saved, status_hook=status_hook)
         except ApiError as exc:
             self.record(call, number, started, t0, exc, None)
             raise
@@ -316,6 +334,11 @@ class _Protocol:
             retry=tenacity.retry_if_exception(lambda e: isinstance(e, ApiError) and e.retryable),
             reraise=True,
         )
+
+
+def _tell(hook: BodyStatus | None, status: str) -> None:
+    if hook is not None:
+        hook(status)
 
 
 @functools.cache
@@ -497,21 +520,21 @@ class AsyncClient(_Resources):
                         )
                     except httpx.HTTPError as exc:
                         response = exc
-                saved = False
+                saved, status_hook = False, None
                 if self._body_pool is not None and isinstance(response, httpx.Response) and response.status_code == 200:
-                    await self._save_body(ReceivedBody(call, response.content, protocol.settings.format, started))
+                    status_hook = await self._save_body(ReceivedBody(call, response.content, protocol.settings.format, started))
                     saved = True
                 try:
-                    return protocol.finish(call, response, number, started, t0, body_saved=saved)
+                    return protocol.finish(call, response, number, started, t0, body_saved=saved, status_hook=status_hook)
                 except LoggedInElsewhere:
                     self._slots.shrink()
                     raise
         raise AssertionError("unreachable")  # pragma: no cover
 
-    async def _save_body(self, received: ReceivedBody) -> None:
+    async def _save_body(self, received: ReceivedBody) -> BodyStatus | None:
         """Run ``on_body`` on the body pool; returns once the hook has returned (or raises what it raised)."""
         assert self._body_pool is not None and self.protocol.on_body is not None
-        await asyncio.get_running_loop().run_in_executor(self._body_pool, self.protocol.on_body, received)
+        return await asyncio.get_running_loop().run_in_executor(self._body_pool, self.protocol.on_body, received)
 
     async def aclose(self) -> None:
         try:

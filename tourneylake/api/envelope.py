@@ -40,7 +40,11 @@ class Envelope:
 
     @property
     def remaining_searches(self) -> int | None:
-        return self.user_info.remaining_searches if self.user_info else None
+        """The account's searches left: only a ``loggedIn="true"`` UserInfo tells them; a
+        logged-out one (a free call without credentials, a failed login, some error answers)
+        reports the anonymous allowance (service-notes §5), which must never move the budget."""
+        info = self.user_info
+        return info.remaining_searches if info is not None and info.logged_in else None
 
 
 def epoch_to_utc(value: str | None) -> datetime | None:

@@ -13,12 +13,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from tourneylake.errors import TourneylakeError
+
 if TYPE_CHECKING:
     from tourneylake.api.envelope import Envelope
-
-
-class TourneylakeError(Exception):
-    """Base of every error tourneylake raises on purpose."""
 
 
 class ApiError(TourneylakeError):
@@ -49,8 +47,9 @@ class ServiceError(ApiError):
 
     @property
     def remaining_searches(self) -> int | None:
-        info = self.envelope.user_info if self.envelope else None
-        return info.remaining_searches if info else None
+        """The account's searches left, when the error's ``UserInfo`` is logged in (a logged-out
+        one reports the anonymous allowance, not the account's: service-notes §5)."""
+        return self.envelope.remaining_searches if self.envelope else None
 
 
 class CredentialsError(ServiceError):

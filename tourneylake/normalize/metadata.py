@@ -17,7 +17,7 @@ import pyarrow as pa
 
 from tourneylake.normalize import _columns as C
 from tourneylake.normalize.schemas import SCHEMAS
-from tourneylake.tree import Node
+from tourneylake.tree import MalformedPayload, Node
 
 __all__ = [
     "Rates",
@@ -36,7 +36,7 @@ def metadata_payload(response: Node) -> Node:
         return response
     payload = response.one("MetadataResponse")
     if payload is None:
-        raise ValueError("not a metadata response: no MetadataResponse element")
+        raise MalformedPayload("not a metadata response: no MetadataResponse element")
     return payload
 
 

@@ -19,7 +19,7 @@ import pyarrow as pa
 
 from tourneylake.normalize import _columns as C
 from tourneylake.normalize.schemas import SCHEMAS
-from tourneylake.tree import Node
+from tourneylake.tree import MalformedPayload, Node
 
 __all__ = ["NormalizeResult", "normalize_countries", "normalize_news"]
 
@@ -130,7 +130,7 @@ def _table(name: str, cols: dict[str, Any], n: int, snapshot_date: date) -> pa.T
 
 def _records(response: Node, what: str, warnings: list[str]) -> tuple[list[Any], Any]:
     if response.name == "Response" and str(response.attr("success") or "true").lower() == "false":
-        raise ValueError(f"{what}: an error response is not data (normalise only successful calls)")
+        raise MalformedPayload(f"{what}: an error response is not data (normalise only successful calls)")
     payload = _payload(response)
     if payload is None or payload == "":
         warnings.append(f"{what}: the response holds no payload; nothing to read")

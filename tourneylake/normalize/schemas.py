@@ -29,6 +29,7 @@ __all__ = [
     "SCHEMAS",
     "TABLES",
     "TableSpec",
+    "duckdb_type",
     "tables_markdown",
 ]
 
@@ -236,7 +237,10 @@ _SPECS: list[TableSpec] = [
             ("network", STR, "network as requested (metadata `Network/@name`)"),
             ("player", STR, "player name as requested (watchlist key)"),
             ("filter_name", STR, "watchlist filter name; `''` for the unfiltered summary (never NULL)"),
-            ("filter_expression", STR, "filter string sent; `''` when unfiltered"),
+            ("filter_expression", STR, "the filter as written in the watchlist; `''` when unfiltered"),
+            ("filter_sent", STR, "the filter sent for this night: as written, with its Date anchored to the night (an absolute `Date:start~end` ending at the night's last second)"),
+            ("filter_window", STR, "`as_of` (tournaments started up to the end of the night) or `day` (started during the night's UTC day)"),
+            ("anchored", BOOL, "true when `filter_sent` cannot select anything started after the night, whenever it is fetched"),
             ("served_filter", STR, "`PlayerView/Filter` as served back; NULL when empty"),
             ("served_name", STR, "`Player/@name` as served (may differ in case from `player`)"),
             ("found", BOOL, "the response held a `Player` element"),
@@ -396,29 +400,32 @@ _SPECS: list[TableSpec] = [
     # ------------------------------------------------------------------ the budget ledger
     TableSpec(
         "search_ledger",
-        "Every call made to the service, metered or free, written by the harvester (`tourneylake.ledger`).",
-        "one row per call attempt",
+        "Every metered call attempt, and every charge the service counted that no answer explains (`tourneylake.ledger`). `sum(cost)` per night is the night's bill.",
+        "one row per metered call attempt or reconciliation",
         "snapshot",
         ("run_id", "called_at", "resource", "network", "player", "filter_name", "attempt"),
         (
             _SNAP,
-            ("called_at", pa.timestamp("us", tz="UTC"), "when the call was made"),
+            ("called_at", pa.timestamp("us", tz="UTC"), "when the attempt started (for a reconciliation: when it was made)"),
             ("run_id", STR, "run that made the call"),
-            ("resource", STR, "resource (e.g. `player_summary`, `metadata`)"),
+            ("resource", STR, "resource (`player_summary`, `nlq`, `hand_analysis`), or `unattributed` for a reconciliation"),
             ("network", STR, "network, for player resources"),
             ("player", STR, "player, for player resources"),
-            ("filter_name", STR, "filter name, `''` unfiltered"),
-            ("filter_expression", STR, "filter string sent"),
+            ("filter_name", STR, "watchlist filter name; `''` unfiltered"),
+            ("filter_expression", STR, "the filter sent (anchored to the night; see `player_snapshots.filter_sent`)"),
             ("question", STR, "natural-language question, for the NLQ resource"),
-            ("attempt", I32, "attempt number of the call (retries)"),
+            ("attempt", I32, "attempt number of the call (retries count up from 1; 0 for a reconciliation)"),
             ("cost", I32, "searches spent"),
-            ("remaining_before", I64, "searches left before the call, when known"),
-            ("remaining_after", I64, "searches left after (`UserInfo/RemainingSearches`)"),
-            ("outcome", STR, "`ok`, `error`, `quota`, `transport`, ..."),
+            ("remaining_after", I64, "the account's searches left after the call (a logged-in `UserInfo/RemainingSearches`), when known"),
+            (
+                "outcome",
+                STR,
+                "`ok`, `service_error`, `transport_error`, `malformed_response`, `malformed_call`; for a reconciliation "
+                "`reconciled` (counted at the end of the run) or `reconciled_after_crash` (calls in flight when a run died)",
+            ),
             ("error_code", I64, "`Error/@id` when the service refused"),
             ("error", STR, "error text (English), never credentials"),
-            ("http_status", I32, "HTTP status, when known"),
-            ("duration_ms", F64, "wall time of the call"),
+            ("duration_ms", F64, "wall time of the attempt"),
         ),
     ),
 ]
@@ -427,7 +434,8 @@ TABLES: dict[str, TableSpec] = {spec.name: spec for spec in _SPECS}
 SCHEMAS: dict[str, pa.Schema] = {spec.name: spec.schema for spec in _SPECS}
 
 
-def _type_name(dtype: pa.DataType) -> str:
+def duckdb_type(dtype: pa.DataType) -> str:
+    """The DuckDB type of an Arrow column type (the warehouse DDL and the docs use it)."""
     if pa.types.is_timestamp(dtype) and dtype.tz == "UTC":
         return "TIMESTAMPTZ"
     if dtype == DSTR:
@@ -438,9 +446,9 @@ def _type_name(dtype: pa.DataType) -> str:
     if dtype in names:
         return names[dtype]
     if pa.types.is_list(dtype):
-        return _type_name(dtype.value_type) + "[]"
+        return duckdb_type(dtype.value_type) + "[]"
     if pa.types.is_struct(dtype):
-        return "STRUCT(" + ", ".join(f"{f.name} {_type_name(f.type)}" for f in dtype) + ")"
+        return "STRUCT(" + ", ".join(f"{f.name} {duckdb_type(f.type)}" for f in dtype) + ")"
     return str(dtype)
 
 
@@ -457,6 +465,6 @@ def tables_markdown() -> str:
             "| column | type | meaning |",
             "|---|---|---|",
         ]
-        out += [f"| `{n}` | {_type_name(t)} | {d} |" for n, t, d in spec.columns]
+        out += [f"| `{n}` | {duckdb_type(t)} | {d} |" for n, t, d in spec.columns]
         out.append("")
     return "\n".join(out)

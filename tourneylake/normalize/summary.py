@@ -46,7 +46,7 @@ import pyarrow.compute as pc
 from tourneylake.normalize import _columns as C
 from tourneylake.normalize.metadata import Rates
 from tourneylake.normalize.schemas import SCHEMAS, STR_MAP
-from tourneylake.tree import Node
+from tourneylake.tree import MalformedPayload, Node
 
 __all__ = ["SummaryNormalizer", "SUMMARY_TABLES"]
 
@@ -250,7 +250,7 @@ class SummaryNormalizer:
         self._snap: dict[str, list[Any]] = {
             k: []
             for k in (
-                "network player filter_name filter_expression served_filter served_name found country "
+                "network player filter_name filter_expression filter_sent filter_window anchored served_filter served_name found country "
                 "country_name last_activity_at display_currency display_usd_rate statistic_count "
                 "tournament_count server_time metadata_hash fetched_at"
             ).split()
@@ -292,13 +292,16 @@ class SummaryNormalizer:
         filter_name: str | None = None,
         filter_expression: str | None = None,
         fetched_at: datetime | int | None = None,
+        filter_sent: str | None = None,
+        window: str = "as_of",
+        anchored: bool = False,
     ) -> None:
         """Append one player-summary response (the ``Response`` root, success only)."""
         root = response.raw if type(response.raw) is dict else {}
         if response.name != "Response":
-            raise ValueError(f"expected the Response root, got {response.name!r}")
+            raise MalformedPayload(f"expected the Response root, got {response.name!r}")
         if str(root.get("@success", "true")).lower() == "false":
-            raise ValueError("an error response is not a player summary (normalise only successful calls)")
+            raise MalformedPayload("an error response is not a player summary (normalise only successful calls)")
         payload = _first(root.get("PlayerResponse"))
         view = _first(payload.get("PlayerView")) if payload else None
         p = _first(view.get("Player")) if view else None
@@ -311,6 +314,9 @@ class SummaryNormalizer:
         snap["player"].append(player)
         snap["filter_name"].append(filter_name)
         snap["filter_expression"].append(filter_expression or "")
+        snap["filter_sent"].append(filter_expression or "" if filter_sent is None else filter_sent)
+        snap["filter_window"].append(window)
+        snap["anchored"].append(anchored)
         snap["served_filter"].append(_s(view.get("Filter")) if view else None)
         snap["found"].append(p is not None)
         snap["served_name"].append(_s(p.get("@name")) if p else None)
@@ -476,6 +482,9 @@ class SummaryNormalizer:
             "player": C.str_array(s["player"]),
             "filter_name": C.str_array(s["filter_name"]),
             "filter_expression": C.str_array(s["filter_expression"]),
+            "filter_sent": C.str_array(s["filter_sent"]),
+            "filter_window": C.str_array(s["filter_window"]),
+            "anchored": pa.array(s["anchored"], pa.bool_()),
             "served_filter": C.str_array(s["served_filter"]),
             "served_name": C.str_array(s["served_name"]),
             "found": pa.array(s["found"], pa.bool_()),

@@ -65,6 +65,7 @@ class User:
     country: str = "GB"
     quota_day: date | None = None
     in_flight: int = 0
+    peak_in_flight: int = 0  # the most requests in flight at once since the last reset
     charged: int = field(default=0)  # searches charged since the server started
 
     @property
@@ -196,7 +197,13 @@ class Accounts:
             if user is None:
                 return 0
             user.in_flight += 1
+            user.peak_in_flight = max(user.peak_in_flight, user.in_flight)
             return user.in_flight
+
+    def reset_peak(self, username: str) -> None:
+        """Start counting the peak of requests in flight afresh (for a test's measurement)."""
+        with self._lock:
+            self.users[username].peak_in_flight = 0
 
     def leave(self, username: str) -> None:
         with self._lock:

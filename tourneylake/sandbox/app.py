@@ -34,7 +34,7 @@ countries and news: see :mod:`~tourneylake.sandbox.catalog`.
 from __future__ import annotations
 
 import asyncio
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from dataclasses import dataclass
 from typing import Any
 
@@ -60,7 +60,7 @@ from tourneylake.sandbox.responses import (
 from tourneylake.sandbox.world import World
 from tourneylake.tree import Element
 
-__all__ = ["Costs", "DroppedConnection", "SandboxApp", "negotiate"]
+__all__ = ["Costs", "DroppedConnection", "SandboxApp", "SummaryRequest", "negotiate"]
 
 _MEDIA = {"json": "application/json; charset=utf-8", "xml": "application/xml; charset=utf-8"}
 
@@ -73,6 +73,16 @@ class Costs:
     nlq: int = 1
     handanalysis: int = 5
     not_found: int = 1
+
+
+@dataclass(frozen=True)
+class SummaryRequest:
+    """A player-summary request as the sandbox received it (``filter``: "" when absent)."""
+
+    username: str | None
+    network: str
+    player: str
+    filter: str
 
 
 class DroppedConnection(Exception):
@@ -152,6 +162,9 @@ class SandboxApp:
         self._summary_cache: OrderedDict[tuple[Any, ...], dict[str, Any]] = OrderedDict()
         self._summary_cache_size = summary_cache
         self.requests = 0
+        #: every player-summary request handled (answered or refused), newest last: what tests
+        #: read to see what a client really sent (appends are atomic; bounded)
+        self.summary_requests: deque[SummaryRequest] = deque(maxlen=100_000)
         self._networks: frozenset[str] | None = None
         base = "/api/{app}"
         self.asgi = Starlette(
@@ -344,13 +357,13 @@ class SandboxApp:
         network = request.path_params["network"]
         name = request.path_params["player"]
         filter_text = request.query_params.get("filter") or ""
+        self.summary_requests.append(SummaryRequest(user.username, network, name, filter_text))
         if network not in self.network_names:
             raise _ServiceError(101012, f"unknown network {network!r}")
         world = self.world
         today = world.today
-        rates = world.rates(today)
         try:
-            predicate = compile_filter(filter_text, rates, world.day_end(today))
+            predicate = compile_filter(filter_text, world, world.day_end(today))
         except FilterNotSupported as exc:
             raise _ServiceError(101012, f"invalid filter ({exc})") from None
         player = world.player(network, name)
@@ -371,7 +384,7 @@ class SandboxApp:
                 filter_text,
                 predicate.apply(history),
                 history[-1].tournament.date if history else None,
-                rates,
+                world.rate_on,
                 self.recent_tournaments,
             )
             frag = self._summary_cache[key] = {"element": payload}

@@ -13,8 +13,9 @@ documentation leaves open, decided here:
   (so the results do not move during a day); a negative n selects upcoming tournaments, of which
   a completed history has none;
 - money ranges (Stake, StakePlusRake, Rake, Prize, PrizePool, Guarantee, Overlay) compare the
-  tournament amount converted into the bound's currency (USD when none) at the day's rates,
-  rounded to cents; ``Prize`` is the player's own prize;
+  tournament amount converted into the bound's currency (USD when none) at the rates of the
+  tournament's own start day (so a past selection never moves), rounded to cents; ``Prize`` is
+  the player's own prize;
 - Entrants (total entrants), Duration (seconds), ReEntries (the tournament's) are plain ranges;
   DayOfWeek is the UTC weekday of the start; TournamentName matches a case-insensitive
   substring; State selects running/registering tournaments, so only its negation selects
@@ -31,9 +32,10 @@ from datetime import UTC, datetime
 from decimal import ROUND_HALF_UP, Decimal
 from functools import lru_cache
 
+from tourneylake.errors import TourneylakeError
 from tourneylake.filters import Constraint, FilterSyntaxError, parse_date, parse_filter, parse_range
 from tourneylake.sandbox.metadata import filter_catalog, type_categories
-from tourneylake.sandbox.world import Result
+from tourneylake.sandbox.world import CURRENCY_BASE_RATES, Result, World
 
 __all__ = ["FilterNotSupported", "Predicate", "compile_filter"]
 
@@ -43,7 +45,7 @@ UNSUPPORTED = frozenset({"PlayerClass", "Rakeback", "Rebuys", "Saved", "Stat", "
 Test = Callable[[Result], bool]
 
 
-class FilterNotSupported(ValueError):
+class FilterNotSupported(TourneylakeError, ValueError):
     """A filter the sandbox cannot evaluate (malformed, rejected by metadata, or unsupported)."""
 
 
@@ -72,22 +74,21 @@ def _cents(value: Decimal) -> int:
     return int((value * 100).quantize(Decimal(1), rounding=ROUND_HALF_UP))
 
 
-def _cash_test(
-    constraint: str, value: str, rates: dict[str, float], amount: Callable[[Result], int]
-) -> Test:
+def _cash_test(constraint: str, value: str, world: World, amount: Callable[[Result], int]) -> Test:
     rng = parse_range(value)
     currency = rng.currency or "USD"
-    if currency not in rates:
+    if currency not in CURRENCY_BASE_RATES:
         raise FilterNotSupported(f"{constraint}: currency {currency} is unknown")
-    target = rates[currency]
     low = None if rng.low is None else _cents(rng.low)
     high = None if rng.high is None else _cents(rng.high)
+    rate_on = world.rate_on
 
     def test(r: Result) -> bool:
         cur = r.tournament.template.currency
         cents = amount(r)
         if cur != currency:
-            cents = round(cents * target / rates[cur])
+            when = r.tournament.date
+            cents = round(cents * rate_on(currency, when) / rate_on(cur, when))
         return (low is None or cents >= low) and (high is None or cents <= high)
 
     return test
@@ -128,7 +129,7 @@ def _any(tests: list[Test]) -> Test:
     return lambda r: any(t(r) for t in tests)
 
 
-def _constraint_test(c: Constraint, rates: dict[str, float], now: int) -> Test:
+def _constraint_test(c: Constraint, world: World, now: int) -> Test:
     name, values = c.name, c.values
     if name == "Class":
         wanted = {v.upper() for v in values}
@@ -152,7 +153,7 @@ def _constraint_test(c: Constraint, rates: dict[str, float], now: int) -> Test:
         needles = [v.casefold() for v in values]
         return lambda r: any(n in r.tournament.template.name.casefold() for n in needles)
     if name in _CASH:
-        return _any([_cash_test(name, v, rates, _CASH[name]) for v in values])
+        return _any([_cash_test(name, v, world, _CASH[name]) for v in values])
     if name in _NUMBER:
         return _any([_number_test(v, _NUMBER[name]) for v in values])
     raise FilterNotSupported(f"the sandbox does not evaluate constraint {name!r}")
@@ -170,7 +171,7 @@ def _limit(c: Constraint) -> tuple[str, int, int | None]:
 
 
 @lru_cache(maxsize=4096)
-def _compile(text: str, rates_key: tuple[tuple[str, float], ...], now: int) -> Predicate:
+def _compile(text: str, world: World, now: int) -> Predicate:
     try:
         parsed = parse_filter(text)
     except FilterSyntaxError as exc:
@@ -178,7 +179,6 @@ def _compile(text: str, rates_key: tuple[tuple[str, float], ...], now: int) -> P
     problems = filter_catalog().problems(parsed)
     if problems:
         raise FilterNotSupported("; ".join(str(p) for p in problems))
-    rates = dict(rates_key)
     tests: list[Test] = []
     limit = None
     for c in parsed.constraints:
@@ -190,7 +190,7 @@ def _compile(text: str, rates_key: tuple[tuple[str, float], ...], now: int) -> P
             limit = _limit(c)
             continue
         try:
-            test = _constraint_test(c, rates, now)
+            test = _constraint_test(c, world, now)
         except FilterSyntaxError as exc:
             raise FilterNotSupported(str(exc)) from None
         if c.negated:
@@ -200,9 +200,9 @@ def _compile(text: str, rates_key: tuple[tuple[str, float], ...], now: int) -> P
     return Predicate(tests, limit)
 
 
-def compile_filter(text: str, rates: dict[str, float], now: int) -> Predicate:
-    """Compile ``text`` for the day whose rates are ``rates`` and whose end is ``now``.
+def compile_filter(text: str, world: World, now: int) -> Predicate:
+    """Compile ``text`` for ``world`` on the day whose end is ``now`` (relative Dates end then).
 
     Raises :class:`FilterNotSupported` (a ``ValueError``) for anything the sandbox refuses.
     """
-    return _compile(text or "", tuple(sorted(rates.items())), now)
+    return _compile(text or "", world, now)

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from tourneylake import tree
 from tourneylake.sandbox.accounts import User
 from tourneylake.sandbox.catalog import COUNTRY_NAMES
-from tourneylake.sandbox.stats import summarise
+from tourneylake.sandbox.stats import RateOn, summarise
 from tourneylake.sandbox.world import Result, money
 from tourneylake.tree import Element
 
@@ -196,11 +196,11 @@ def summary_payload(
     filter_text: str,
     results: Sequence[Result],
     last_activity: int | None,
-    rates: dict[str, float],
+    rate_on: RateOn,
     recent: int,
 ) -> Element:
     """``PlayerResponse`` for a player and the results the filter selected (oldest first)."""
-    summary = summarise(results, rates, network)
+    summary = summarise(results, rate_on, network)
     root = Element("PlayerResponse")
     view = root.add("PlayerView")
     view.add("Filter", text=filter_text or None)

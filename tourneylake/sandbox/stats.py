@@ -4,7 +4,9 @@ One pass over the results (oldest first) gives every statistic, data set and tim
 same code produces the served values and :meth:`World.truth`, so tests can compare them exactly.
 
 Conventions (service-notes §2): every value is a string; money in USD (the ``displayCurrency``)
-with 2 decimals, converted per tournament at the serving day's rate; percentages with 1
+with 2 decimals, converted per tournament at the rate of **the tournament's own UTC start day**
+(a guess about the real service, chosen so that a summary of past tournaments — an as-of filter
+with an absolute Date range — is the same whatever day it is served on); percentages with 1
 decimal; dates in epoch seconds. ``Ability`` is always served ``authorized="false"`` (no value),
 and ``PTLBPoints`` is too outside PokerStars (they map to ``None``). With no results only
 ``Count`` and ``Entries`` are served.
@@ -24,10 +26,13 @@ import calendar
 import hashlib
 import math
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from tourneylake.sandbox.world import Result, money
+from tourneylake.sandbox.world import CURRENCY_BASE_RATES, Result, money
+
+#: ``rate_on(currency, epoch second)``: units of the currency per USD on that second's UTC day.
+RateOn = Callable[[str, int], float]
 
 __all__ = [
     "ACHIEVEMENTS",
@@ -103,18 +108,18 @@ class _Group:
 _ENTRANT_BUCKETS = (2, 6, 9, 18, 45, 100, 180, 500, 1000, 5000)
 
 
-def profit_usd(results: Sequence[Result], rates: dict[str, float]) -> float:
+def profit_usd(results: Sequence[Result], rate_on: RateOn) -> float:
     """The unrounded total profit in USD."""
     total = 0.0
     for r in results:
         t = r.tournament.template
-        total += (r.prize - t.stake - t.rake) / 100 / rates[t.currency]
+        total += (r.prize - t.stake - t.rake) / 100 / rate_on(t.currency, r.tournament.date)
     return total
 
 
 def summarise(
     results: Sequence[Result],
-    rates: dict[str, float],
+    rate_on: RateOn,
     network: str,
 ) -> Summary:
     """Statistics, data sets and timeline events of ``results`` (oldest first)."""
@@ -150,7 +155,7 @@ def summarise(
     for r in results:
         t = r.tournament
         tp = t.template
-        rate = rates[tp.currency]
+        rate = rate_on(tp.currency, t.date)
         stake = tp.stake / 100 / rate
         rake = tp.rake / 100 / rate
         prize = r.prize / 100 / rate
@@ -270,7 +275,8 @@ def summarise(
             "ByStake",
             [
                 (f"{cur}{money(cents)}", [("Profit", _m(g.profit)), ("AvROI", g.av_roi()), ("Count", str(g.count)), ("Rake", _m(g.rake))])
-                for (cur, cents), g in sorted(by_stake.items(), key=lambda kv: (kv[0][1] / rates[kv[0][0]], kv[0]))
+                # ordered by the buy-in at the currencies' base rates: fixed, whatever the day's rates
+                for (cur, cents), g in sorted(by_stake.items(), key=lambda kv: (kv[0][1] / CURRENCY_BASE_RATES[kv[0][0]], kv[0]))
             ],
         ),
         (
@@ -348,9 +354,9 @@ def _stat_list(v: dict, achievement_points: int) -> list[tuple[str, str | None]]
     ]
 
 
-def compute_statistics(results: Sequence[Result], rates: dict[str, float], network: str) -> dict[str, str | None]:
+def compute_statistics(results: Sequence[Result], rate_on: RateOn, network: str) -> dict[str, str | None]:
     """Statistic id → served value (``None`` = served ``authorized="false"``)."""
-    return dict(summarise(results, rates, network).statistics)
+    return dict(summarise(results, rate_on, network).statistics)
 
 
 def _month_start(ts: int) -> int:

@@ -58,6 +58,7 @@ __all__ = [
 DAY = 86_400
 #: Day 0 of the world; tournament ids count days from here.
 EPOCH_DATE = date(2018, 1, 1)
+UNIX_EPOCH_ORDINAL = date(1970, 1, 1).toordinal()
 EPOCH = calendar.timegm(EPOCH_DATE.timetuple())
 #: Players start playing between these dates (inclusive start, exclusive end).
 FIRST_START = date(2019, 1, 1)
@@ -383,10 +384,18 @@ class World:
         Each rate is rounded to 6 significant digits, so the published string and the number
         the world converts with are the same value.
         """
-        d = (today or self.today).toordinal()
+        return dict(self._day_rates((today or self.today).toordinal()))
+
+    def rate_on(self, currency: str, when: int) -> float:
+        """``currency``'s rate on the UTC day of the epoch second ``when``: the rate a
+        tournament's money is converted with is its own start day's, so a summary of past
+        tournaments does not change as the days (and the published rates) go by."""
+        return self._day_rates(UNIX_EPOCH_ORDINAL + when // DAY)[currency]
+
+    def _day_rates(self, d: int) -> dict[str, float]:
         cached = self._rates.get(d)
         if cached is not None:
-            return dict(cached)
+            return cached
         out: dict[str, float] = {}
         for i, (iso, base) in enumerate(CURRENCY_BASE_RATES.items()):
             if iso == "USD":
@@ -395,9 +404,9 @@ class World:
             wave = 0.03 * math.sin(2 * math.pi * d / (60 + 7 * i) + i)
             noise = 0.006 * (unit(self.seed, 3, i, d) - 0.5)
             out[iso] = float(f"{base * (1 + wave + noise):.6g}")
-        if len(self._rates) > 64:
+        if len(self._rates) > 100_000:  # ~275 years of days: never, in practice
             self._rates.clear()
-        self._rates[d] = dict(out)
+        self._rates[d] = out
         return out
 
     def published_rates(self, today: date | None = None) -> dict[str, str | None]:
@@ -766,7 +775,7 @@ class World:
         if player is None:
             raise KeyError(f"no player {name!r} on {network!r}")
         today = today or self.today
-        predicate = compile_filter(filter_text, self.rates(today), self.day_end(today))
+        predicate = compile_filter(filter_text, self, self.day_end(today))
         return predicate.apply(self.history(player, today))
 
     def truth(self, network: str, name: str, filter_text: str = "", today: date | None = None) -> Truth:
@@ -777,8 +786,7 @@ class World:
 
         today = today or self.today
         results = self.player_history(network, name, filter_text, today)
-        rates = self.rates(today)
-        return Truth(compute_statistics(results, rates, network), profit_usd(results, rates), results)
+        return Truth(compute_statistics(results, self.rate_on, network), profit_usd(results, self.rate_on), results)
 
 
 class Truth(dict[str, str | None]):

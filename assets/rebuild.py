@@ -1,0 +1,21 @@
+"""Rebuild a night from the lake's raw answers (the ``rebuild`` job): no network call, 0 searches.
+
+An op, not an asset: it makes the night's existing assets again (the lake tables and the
+warehouse) rather than a new one. Partitioned by night, so a range of nights is a backfill of
+this job in the UI.
+"""
+
+from dagster import OpExecutionContext, op
+
+from assets.partitions import SERVICE_POOL
+from assets.report import night_of
+from assets.resource import TourneylakeResource
+from tourneylake.rebuild import rebuild
+
+
+# The pool keeps a rebuild from writing a night's partitions while a harvest of the same account writes them.
+@op(pool=SERVICE_POOL, description="Re-normalise the night's tables from lake/_raw and reload it into the warehouse (no request).")
+def rebuild_night(context: OpExecutionContext, tourneylake: TourneylakeResource) -> None:
+    night = night_of(context)
+    outcome = rebuild(tourneylake.settings(), [night])
+    context.add_output_metadata({"rows": sum(outcome.rows.values()), **{f"rows_{name}": n for name, n in sorted(outcome.rows.items())}})

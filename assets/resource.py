@@ -1,0 +1,119 @@
+"""The Dagster resource: :class:`tourneylake.config.Settings` as Dagster config, nothing re-declared.
+
+Its config fields are generated from the settings' fields (same names, each optional: unset means
+"whatever the environment, `.env` or the default says"), so a setting added to ``Settings``
+appears here by itself. :meth:`TourneylakeResource.from_env` binds every ``TOURNEYLAKE_*``
+variable that is set through ``EnvVar``, so Dagster's UI and event log show the variable's name,
+never a secret's value.
+
+With ``base_url="sandbox"`` the built-in emulator is started once per run, on the first asset
+that needs it, with its clock pinned to the partition's night, and stopped when the run ends, so
+every asset of a run talks to the same emulator.
+"""
+
+from __future__ import annotations
+
+import os
+import types
+import typing
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
+from datetime import date
+from pathlib import Path
+from typing import Any, Literal
+
+from dagster import ConfigurableResource, EnvVar, InitResourceContext
+from pydantic import Field, PrivateAttr, SecretStr, create_model
+
+from tourneylake.config import ENV_PREFIX, Settings, load_settings
+from tourneylake.service import connect
+from tourneylake.session import Session
+from tourneylake.warehouse import Warehouse
+from tourneylake.watchlist import Watchlist, load_watchlist
+
+
+def _config_type(annotation: Any) -> type:
+    """The Dagster config type of a settings field: secrets, paths and choices are text."""
+    args = [a for a in typing.get_args(annotation) if a is not type(None)]
+    if isinstance(annotation, types.UnionType) or typing.get_origin(annotation) is typing.Union:
+        return _config_type(args[0])
+    if annotation in (int, float, bool):
+        return annotation
+    if annotation in (str, SecretStr, Path) or typing.get_origin(annotation) is Literal:
+        return str
+    raise TypeError(f"no Dagster config type for a setting of type {annotation!r}")
+
+
+SETTING_FIELDS: dict[str, type] = {name: _config_type(field.annotation) for name, field in Settings.model_fields.items()}
+
+
+class _ServiceResource(ConfigurableResource):
+    """The service account, budget and data directory for a run (see the module docstring)."""
+
+    sandbox_seed: int = 7
+
+    _stack: ExitStack | None = PrivateAttr(default=None)
+    _endpoint: Any = PrivateAttr(default=None)
+
+    @classmethod
+    def from_env(cls) -> TourneylakeResource:
+        """Every setting set in the environment, bound through ``EnvVar``; the rest unset."""
+        bound: dict[str, Any] = {}
+        for name, kind in SETTING_FIELDS.items():
+            variable = ENV_PREFIX + name.upper()
+            if os.environ.get(variable):
+                if kind is int:
+                    bound[name] = EnvVar.int(variable)
+                elif kind is str:
+                    bound[name] = EnvVar(variable)
+                # other kinds stay unset: Settings reads the variable itself
+        return TourneylakeResource(**bound)
+
+    @classmethod
+    def from_settings(cls, settings: Settings, sandbox_seed: int = 7) -> TourneylakeResource:
+        values: dict[str, Any] = {}
+        for name in SETTING_FIELDS:
+            value = getattr(settings, name)
+            if isinstance(value, SecretStr):
+                value = value.get_secret_value()
+            values[name] = str(value) if isinstance(value, Path) else value
+        return TourneylakeResource(**values, sandbox_seed=sandbox_seed)
+
+    def settings(self) -> Settings:
+        return load_settings(**{name: getattr(self, name) for name in SETTING_FIELDS})
+
+    def _base_url(self, night: date) -> str:
+        if self._endpoint is None:
+            self._stack = ExitStack()
+            self._endpoint = self._stack.enter_context(connect(self.settings(), today=night, seed=self.sandbox_seed))
+        elif self._endpoint.sandbox is not None:
+            self._endpoint.sandbox.world.set_today(night)
+        return self._endpoint.base_url
+
+    def session(self, night: date) -> Session:
+        return Session.open(self.settings(), self._base_url(night), night)
+
+    def load_watchlist(self) -> Watchlist:
+        return load_watchlist(self.settings().watchlist)
+
+    @contextmanager
+    def warehouse(self) -> Iterator[Warehouse]:
+        with Warehouse(self.settings().warehouse_path) as warehouse:
+            yield warehouse
+
+    def teardown_after_execution(self, context: InitResourceContext) -> None:
+        if self._stack is not None:
+            self._stack.close()
+            self._stack = None
+            self._endpoint = None
+
+
+TourneylakeResource = create_model(  # type: ignore[call-overload]
+    "TourneylakeResource",
+    __base__=_ServiceResource,
+    __module__=__name__,
+    **{
+        name: (kind | None, Field(None, description=Settings.model_fields[name].description))
+        for name, kind in SETTING_FIELDS.items()
+    },
+)

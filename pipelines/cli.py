@@ -1,0 +1,96 @@
+"""The console script ``tourneylake``: the library's command line plus ``run``.
+
+``run`` executes the same Dagster job the nightly schedule runs, in-process, then prints a
+summary. It is added here because it drives Dagster and the library (``tourneylake.cli``) never
+imports Dagster; Dagster itself is imported only when ``run`` runs, so the other commands start
+fast.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.table import Table
+
+from tourneylake.cli import Night, Sandbox, app, console, fail, parse_night, settings_from, setup_logging
+
+__all__ = ["app"]
+
+
+def print_run(report: Any) -> None:
+    warehouse = report.assets.get("warehouse", {})
+    names = sorted({k.split("_", 1)[1] for k in warehouse if k.startswith(("loaded_", "total_"))})
+    if names:
+        table = Table(title=f"tourneylake — night of {report.night.isoformat()}")
+        table.add_column("table")
+        table.add_column("rows loaded", justify="right")
+        table.add_column("rows in warehouse", justify="right")
+        for name in names:
+            table.add_row(name, str(warehouse.get(f"loaded_{name}", 0)), str(warehouse.get(f"total_{name}", "")))
+        console.print(table)
+    players = report.assets.get("player_summaries", {})
+    if players:
+        console.print(
+            f"players fetched: {players.get('players_fetched', 0)}, "
+            f"reused from the lake: {players.get('players_reused_from_lake', 0)}, "
+            f"deferred: {players.get('deferred', 0)}, skipped: {players.get('skipped', 0)}, "
+            f"failed: {players.get('failed', 0)}",
+            highlight=False,
+        )
+        console.print(
+            f"searches spent: {players.get('searches_spent', 0)}, searches left: {players.get('searches_left', 'unknown')}",
+            highlight=False,
+        )
+        deferred = players.get("deferred_players")
+        if deferred and deferred != "_none_":
+            console.print("deferred to the next night:", highlight=False)
+            console.print(deferred, highlight=False)
+    meta = report.assets.get("metadata", {})
+    if meta:
+        state = "downloaded" if meta.get("downloaded") else "unchanged (hash current)" if meta.get("called") else "already held for this night"
+        console.print(f"metadata: {state}; currencies without a USD rate: {meta.get('currencies_without_rate', 'none')}", highlight=False)
+    failed_checks = [name for name, ok in report.checks.items() if not ok]
+    if failed_checks:
+        console.print(f"[yellow]checks not passing:[/] {', '.join(failed_checks)}")
+    state = "[green]ok[/]" if report.success else f"[red]failed[/]: {report.failure}"
+    console.print(f"run {state} in {report.duration_s:.1f} s")
+
+
+@app.command()
+def run(
+    night: Night = None,
+    sandbox: Sandbox = False,
+    watchlist: Annotated[Path | None, typer.Option("--watchlist", help="Watchlist YAML (TOURNEYLAKE_WATCHLIST).")] = None,
+    data_dir: Annotated[Path | None, typer.Option("--data-dir", help="Data directory (TOURNEYLAKE_DATA_DIR).")] = None,
+    fmt: Annotated[str | None, typer.Option("--format", help="json or xml (TOURNEYLAKE_FORMAT).")] = None,
+    max_searches: Annotated[int | None, typer.Option("--max-searches", help="Cap for this run (TOURNEYLAKE_MAX_SEARCHES_PER_RUN).")] = None,
+    reserve: Annotated[int | None, typer.Option("--reserve", help="Searches never spent (TOURNEYLAKE_RESERVE_SEARCHES).")] = None,
+    concurrency: Annotated[int | None, typer.Option("--concurrency", help="Parallel calls (TOURNEYLAKE_CONCURRENCY).")] = None,
+    verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
+) -> None:
+    """Run one night through Dagster (the nightly job), then print what it did."""
+    setup_logging(verbose)
+    settings = settings_from(
+        sandbox,
+        watchlist=watchlist,
+        data_dir=data_dir,
+        format=fmt,
+        max_searches_per_run=max_searches,
+        reserve_searches=reserve,
+        concurrency=concurrency,
+    )
+    when = parse_night(night)
+    if not settings.watchlist.is_file():
+        raise fail(f"watchlist {settings.watchlist} not found (set --watchlist or TOURNEYLAKE_WATCHLIST)")
+    from pipelines.nightly import run_night  # Dagster is imported only when a night runs
+
+    report = run_night(settings, when)
+    print_run(report)
+    if not report.success:
+        raise fail(f"run failed: {report.failure}")
+
+
+if __name__ == "__main__":  # pragma: no cover
+    app()

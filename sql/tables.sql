@@ -1,0 +1,48 @@
+-- Statement templates for every warehouse table, rendered by tourneylake.warehouse from the table
+-- catalogue (tourneylake/normalize/schemas.py): @table is the table's quoted name, @columns its
+-- column definitions, @key its key columns, @key_match their equality between t (the table) and s
+-- (the night's rows). Only identifiers from the catalogue are substituted (checked and quoted);
+-- values are always bound parameters ($files: the night's Parquet parts, $snapshot_date).
+
+-- name: create
+CREATE TABLE IF NOT EXISTS @table (
+@columns
+);
+
+-- name: add_column
+ALTER TABLE @table ADD COLUMN IF NOT EXISTS @column;
+
+-- name: count_rows
+SELECT count(*) FROM @table;
+
+-- Snapshot tables keep every night: the night's rows are replaced (delete-then-insert).
+-- name: snapshot_delete
+DELETE FROM @table WHERE snapshot_date = $snapshot_date;
+
+-- name: snapshot_insert
+INSERT INTO @table BY NAME
+SELECT * FROM read_parquet($files, hive_partitioning = true, hive_types = {'snapshot_date': DATE}, union_by_name = true);
+
+-- Reference tables hold the latest snapshot only; an older night never replaces a newer one.
+-- name: reference_is_latest
+SELECT coalesce(max(snapshot_date) <= $snapshot_date, true) FROM @table;
+
+-- name: reference_delete
+DELETE FROM @table;
+
+-- name: reference_insert
+INSERT INTO @table BY NAME
+SELECT * FROM read_parquet($files, hive_partitioning = true, hive_types = {'snapshot_date': DATE}, union_by_name = true);
+
+-- Deduplicated tables keep one row per key across nights: the latest snapshot wins, an older
+-- night never overwrites a newer row, and loading a night twice changes nothing.
+-- name: dedup_merge
+MERGE INTO @table AS t
+USING (
+    SELECT *
+    FROM read_parquet($files, hive_partitioning = true, hive_types = {'snapshot_date': DATE}, union_by_name = true)
+    QUALIFY row_number() OVER (PARTITION BY @key ORDER BY snapshot_date DESC) = 1
+) AS s
+ON @key_match
+WHEN MATCHED AND s.snapshot_date >= t.snapshot_date THEN UPDATE BY NAME
+WHEN NOT MATCHED THEN INSERT BY NAME;

@@ -1,0 +1,75 @@
+"""Helpers shared by the tests that talk to a sandbox over real HTTP."""
+
+from __future__ import annotations
+
+from datetime import date
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from tourneylake.api import Client
+from tourneylake.config import Settings
+from tourneylake.lake import Lake
+from tourneylake.ledger import Ledger
+from tourneylake.sandbox import DEMO
+
+HAND = """PokerStars Hand #1234567890: Tournament #42, $10+$1 USD Hold'em No Limit - Level I (10/20)
+Table '42 1' 9-max Seat #1 is the button
+Seat 1: villain (1500 in chips)
+Seat 2: hero (1500 in chips)
+villain: posts small blind 10
+hero: posts big blind 20
+*** HOLE CARDS ***
+Dealt to hero [Ah Kd]
+villain: raises 40 to 60
+hero: raises 120 to 180
+villain: calls 120
+*** FLOP *** [2c 7d Ks]
+hero: bets 200
+villain: folds
+hero collected 560 from pot
+"""
+
+
+def sandbox_settings(sandbox: Any, data_dir: Path, **overrides: Any) -> Settings:
+    """Settings pointing at a running sandbox (a plain http URL: no second server), with quick retries."""
+    values: dict[str, Any] = dict(
+        base_url=sandbox.base_url,
+        appname=DEMO.appname,
+        appkey=DEMO.appkey,
+        username=DEMO.username,
+        password=DEMO.password,
+        data_dir=data_dir,
+        watchlist=data_dir / "watchlist.yaml",
+        concurrency=2,
+        max_attempts=2,
+        retry_initial_wait_s=0.01,
+        retry_max_wait_s=0.05,
+    )
+    values.update(overrides)
+    return Settings(**values)
+
+
+def remaining(settings: Settings) -> int:
+    """The account's searches left, through the free Countries call."""
+    with Client(settings) as client:
+        value = client.countries().remaining_searches
+    assert value is not None
+    return value
+
+
+def ledger_rows(settings: Settings, night: date | None = None) -> list[dict]:
+    ledger = Ledger(Lake(settings.data_dir))
+    nights = [night] if night else ledger.nights()
+    return [row for d in nights for row in ledger.entries(d)]
+
+
+def write_watchlist(settings: Settings, text: str) -> None:
+    settings.watchlist.parent.mkdir(parents=True, exist_ok=True)
+    settings.watchlist.write_text(text, encoding="utf-8")
+
+
+def player_line(network: str, name: str, filters: str = "[]") -> str:
+    """One watchlist player entry (names JSON-quoted: they hold dots, quotes and accents)."""
+    return f"  - {{network: {orjson.dumps(network).decode()}, name: {orjson.dumps(name).decode()}, filters: {filters}}}"

@@ -1,0 +1,102 @@
+"""Between nights (``tourneylake.adhoc``): the budget report, filter check and question
+conversion against the sandbox over real HTTP — free where promised, one search per question."""
+
+from __future__ import annotations
+
+from datetime import date
+
+import pytest
+from typer.testing import CliRunner
+
+from tests.helpers import ledger_rows, player_line, remaining, sandbox_settings, write_watchlist
+from tourneylake.adhoc import budget_report, check_filter
+from tourneylake.adhoc import ask as ask_question
+from tourneylake.harvest import refresh_metadata
+from tourneylake.sandbox import running_sandbox
+from tourneylake.session import Session
+
+pytestmark = pytest.mark.xdist_group("adhoc")
+
+
+@pytest.fixture(scope="module")
+def sandbox():
+    with running_sandbox(seed=11, today=date(2025, 3, 1)) as server:
+        yield server
+
+
+def test_filter_check_uses_the_lakes_metadata_and_costs_nothing(sandbox, tmp_path):
+    settings = sandbox_settings(sandbox, tmp_path)
+    refresh_metadata(Session.open(settings, settings.base_url, sandbox.world.today))
+    before = remaining(settings)
+    problems = check_filter(settings, "Type:NOPE")  # from the lake's metadata
+    assert problems and "NOPE" in problems[0]
+    assert check_filter(settings, "Class:SNG;Date:30D") == []
+    assert check_filter(settings, "Type:O,,T")[0].startswith("syntax:")
+    assert remaining(settings) == before
+
+
+def test_filter_check_cli_exits_non_zero_for_an_invalid_filter(tmp_path, monkeypatch):
+    from tourneylake.cli import app
+
+    for name in ("BASE_URL", "APPNAME", "APPKEY", "USERNAME", "PASSWORD", "DATA_DIR"):
+        monkeypatch.delenv(f"TOURNEYLAKE_{name}", raising=False)
+    monkeypatch.chdir(tmp_path)  # no stray .env
+    runner = CliRunner()
+    bad = runner.invoke(app, ["filter", "check", "Type:NOPE", "--sandbox", "--data-dir", str(tmp_path / "d")])
+    assert bad.exit_code != 0
+    assert "NOPE" in bad.output
+    good = runner.invoke(app, ["filter", "check", "Class:SNG;Date:30D", "--sandbox", "--data-dir", str(tmp_path / "d")])
+    assert good.exit_code == 0, good.output
+    assert not (tmp_path / "d").exists()  # a free check claims nothing and records nothing
+
+
+def test_same_question_twice_costs_one_search(sandbox, tmp_path):
+    settings = sandbox_settings(sandbox, tmp_path)
+    question = "sit and go turbos over $5 in the last 30 days"
+    before = remaining(settings)
+    expression, spent = ask_question(settings, question, "UTC", "en-US")
+    assert spent == 1
+    assert "Class:SNG" in expression
+    again, spent_again = ask_question(settings, question, "UTC", "en-US")
+    assert (again, spent_again) == (expression, 0)
+    assert before - remaining(settings) == 1
+    rows = ledger_rows(settings)
+    assert [(r["resource"], r["cost"], r["question"]) for r in rows] == [("nlq", 1, question)]
+    # Another locale is another question.
+    _, spent_other = ask_question(settings, question, "UTC", "de-DE")
+    assert spent_other == 1
+    assert sum(r["cost"] for r in ledger_rows(settings)) == before - remaining(settings) == 2
+
+
+def test_budget_report_shows_unconverted_questions_without_converting(sandbox, tmp_path):
+    from rich.console import Console
+
+    from tourneylake import cli
+
+    settings = sandbox_settings(sandbox, tmp_path, max_searches_per_run=3)
+    network, name = sandbox.world.roster(1)[0]
+    write_watchlist(
+        settings,
+        "filters:\n  big: {question: 'scheduled tournaments over $50 in the last year'}\nplayers:\n" + player_line(network, name, "[big]") + "\n",
+    )
+    before = remaining(settings)
+    report = budget_report(settings, sandbox.world.today)
+    assert remaining(settings) == before
+    assert ledger_rows(settings) == []
+    assert not (tmp_path / "lake").exists()  # a report claims and writes nothing
+    assert report.conversions == ["big"] and report.searches_planned == 2
+    assert report.needs_conversion(report.planned[0])
+    with open(tmp_path / "out.txt", "w") as handle:
+        cli.console = Console(file=handle, width=200)
+        cli.print_budget(report)
+    assert "needs conversion (1 search)" in (tmp_path / "out.txt").read_text()
+
+
+def test_wrong_credentials_are_named_not_mistaken_for_an_empty_budget(sandbox, tmp_path):
+    from tourneylake.errors import RunFailed
+
+    settings = sandbox_settings(sandbox, tmp_path, password="not-the-password")
+    with pytest.raises(RunFailed, match="credentials refused") as caught:
+        ask_question(settings, "sit and gos last week")
+    assert "not-the-password" not in str(caught.value)
+    assert ledger_rows(settings) == []

@@ -1,0 +1,115 @@
+"""Hand analysis (``tourneylake.hands``) against the sandbox over real HTTP: once per hand,
+stored, subscribers only, within the run's budget; the opt-in Dagster asset."""
+
+from __future__ import annotations
+
+import hashlib
+from datetime import date, timedelta
+
+import orjson
+import pytest
+
+from tests.helpers import HAND, ledger_rows, remaining, sandbox_settings
+from tourneylake.errors import RunFailed
+from tourneylake.hands import HandAnalysisRefused, analyze_hand, analyze_inbox, inbox_dir
+from tourneylake.sandbox import DEMO, FREE, running_sandbox
+from tourneylake.session import Session
+
+pytestmark = pytest.mark.xdist_group("hands")
+
+
+@pytest.fixture(scope="module")
+def sandbox():
+    with running_sandbox(seed=11, today=date(2025, 3, 1)) as server:
+        yield server
+
+
+def test_hand_analysed_once_stored_and_free_the_second_time(sandbox, tmp_path):
+    settings = sandbox_settings(sandbox, tmp_path)
+    before = remaining(settings)
+    analysis, spent = analyze_hand(settings, HAND.encode(), None)
+    assert spent == 5
+    assert "AKo" in analysis
+    digest = hashlib.sha256(HAND.encode()).hexdigest()
+    record = orjson.loads((tmp_path / "hands" / f"{digest}.json").read_bytes())
+    assert record["hand"] == HAND and record["analysis"] == analysis and record["searches"] == 5
+    assert record["lang"] is None and record["analysed_at"]
+    again, spent_again = analyze_hand(settings, HAND.encode(), None)
+    assert (again, spent_again) == (analysis, 0)
+    assert before - remaining(settings) == 5
+    rows = ledger_rows(settings)
+    assert [(r["resource"], r["cost"], r["outcome"]) for r in rows] == [("hand_analysis", 5, "ok")]
+    assert sum(r["cost"] for r in rows) == before - remaining(settings)
+    # Nothing secret in what was written.
+    written = b"".join(p.read_bytes() for p in tmp_path.rglob("*") if p.is_file())
+    assert DEMO.password.encode() not in written and DEMO.encoded_password.encode() not in written
+
+
+def test_hand_analysis_is_for_subscribers_only(sandbox, tmp_path):
+    settings = sandbox_settings(sandbox, tmp_path, username=FREE.username, password=FREE.password)
+    before = remaining(settings)
+    with pytest.raises(HandAnalysisRefused, match="hand analysis is for subscribers only"):
+        analyze_hand(settings, HAND.encode(), None)
+    assert remaining(settings) == before
+    assert not (tmp_path / "hands").exists()
+    rows = ledger_rows(settings)
+    assert [(r["resource"], r["cost"], r["error_code"]) for r in rows] == [("hand_analysis", 0, 102004)]
+    assert FREE.password not in str(rows)
+
+
+def test_wrong_credentials_stop_before_any_hand_is_sent(sandbox, tmp_path):
+    settings = sandbox_settings(sandbox, tmp_path, password="not-the-password")
+    with pytest.raises(RunFailed, match="credentials refused"):
+        analyze_hand(settings, HAND.encode(), None)
+    assert ledger_rows(settings) == []
+
+
+def test_inbox_hands_within_the_run_budget(sandbox, tmp_path):
+    settings = sandbox_settings(sandbox, tmp_path, max_searches_per_run=5)
+    inbox = inbox_dir(settings)
+    inbox.mkdir(parents=True)
+    (inbox / "a.txt").write_text(HAND)
+    (inbox / "b.txt").write_text(HAND.replace("[Ah Kd]", "[7c 2d]"))
+    when = sandbox.world.today
+    before = remaining(settings)
+    first = analyze_inbox(Session.open(settings, settings.base_url, when))
+    assert first.analysed == ["a.txt"] and [n for n, _ in first.deferred] == ["b.txt"]
+    assert first.searches_spent == 5 == before - remaining(settings)
+    # A rerun of the same night: the cap is spent, a.txt is skipped for free.
+    rerun = analyze_inbox(Session.open(settings, settings.base_url, when))
+    assert rerun.skipped == ["a.txt"] and rerun.analysed == [] and rerun.searches_spent == 0
+    # The next night: b.txt is analysed, a.txt still skipped.
+    nxt = analyze_inbox(Session.open(settings, settings.base_url, when + timedelta(days=1)))
+    assert nxt.analysed == ["b.txt"] and nxt.skipped == ["a.txt"]
+    assert sum(r["cost"] for r in ledger_rows(settings)) == 10
+
+
+def test_hands_asset_is_opt_in_and_analyses_the_inbox(sandbox, tmp_path):
+    from dagster import AssetKey, DagsterInstance, materialize
+
+    from assets.hands import hand_analyses
+    from assets.resource import TourneylakeResource
+    from pipelines.definitions import defs
+
+    graph = defs.resolve_asset_graph()
+    nightly = defs.resolve_job_def("nightly").asset_layer.selected_asset_keys
+    hands = defs.resolve_job_def("hands").asset_layer.selected_asset_keys
+    assert AssetKey("hand_analyses") in graph.get_all_asset_keys()
+    assert AssetKey("hand_analyses") not in nightly
+    assert hands == {AssetKey("hand_analyses")}
+
+    settings = sandbox_settings(sandbox, tmp_path, max_searches_per_run=5)
+    inbox = inbox_dir(settings)
+    inbox.mkdir(parents=True)
+    (inbox / "one.txt").write_text(HAND)
+    before = remaining(settings)
+    result = materialize(
+        [hand_analyses],
+        resources={"tourneylake": TourneylakeResource.from_settings(settings)},
+        partition_key=sandbox.world.today.isoformat(),
+        instance=DagsterInstance.ephemeral(),
+    )
+    assert result.success
+    metadata = result.asset_materializations_for_node("hand_analyses")[0].metadata
+    assert metadata["analysed"].value == 1 and metadata["skipped"].value == 0
+    assert metadata["searches_spent"].value == 5 == before - remaining(settings)

@@ -1,0 +1,196 @@
+"""A night's tables from its raw answers: the one normalisation path, no network.
+
+The harvest and the rebuild both make a night's tables here, from the same inputs — the night's
+accepted raw answers (with the labels their keys carry) and the night's own reference data — so a
+rebuild is identical to the original night by construction, and a normaliser fix reaches years of
+history at no cost:
+
+- :func:`metadata_tables`: the night's metadata answer; an answer saying "your copy is current"
+  (``cached``) is resolved to the full answer it confirmed (same ``metadataHash``, an earlier
+  night's), normalised again under this night, so every night holds its own metadata and rates;
+- :func:`free_table`: countries and news;
+- :class:`SummarySink`: player summaries, normalised with the night's rates into the six summary
+  tables, streamed to the lake a batch at a time;
+- :func:`settle_received`: bodies a killed process saved but never read get their status.
+"""
+
+from __future__ import annotations
+
+import logging
+from contextlib import ExitStack
+from dataclasses import dataclass
+from datetime import date, datetime
+from typing import Any
+
+import pyarrow as pa
+
+from tourneylake.api import calls
+from tourneylake.api.envelope import read_envelope, service_error
+from tourneylake.api.errors import MalformedResponse
+from tourneylake.lake import OK, RECEIVED, Lake, PartitionWriter, RawResponse, read_raw_file
+from tourneylake.normalize import normalize_countries, normalize_metadata, normalize_news
+from tourneylake.normalize.summary import SummaryNormalizer
+from tourneylake.reference import InForce
+from tourneylake.tree import MalformedPayload, Node, parse
+
+__all__ = [
+    "FREE_RESOURCES",
+    "MetadataTables",
+    "SummarySink",
+    "TargetKey",
+    "free_table",
+    "metadata_tables",
+    "settle_received",
+    "stored_targets",
+    "summary_labels",
+    "target_key",
+]
+
+log = logging.getLogger(__name__)
+
+#: Free resources kept as tables: resource → (table, the call whose answer the table holds).
+FREE_RESOURCES: dict[str, tuple[str, calls.Call]] = {
+    calls.COUNTRIES: ("countries", calls.countries()),
+    calls.WHATS_NEW: ("news", calls.whats_new()),
+}
+_NORMALIZERS = {"countries": normalize_countries, "news": normalize_news}
+
+#: (network, player, filter name; ``""`` unfiltered): one summary per night.
+TargetKey = tuple[str, str, str]
+
+
+def body_status(raw: RawResponse) -> str:
+    """What a stored body is, read from its envelope: ``ok``, ``refused-<code>`` or ``malformed``."""
+    try:
+        root = parse(raw.body, raw.fmt)
+        envelope = read_envelope(root)
+    except (MalformedPayload, MalformedResponse):
+        return "malformed"
+    return OK if envelope.success else f"refused-{service_error(root, envelope, raw.resource).code}"
+
+
+def settle_received(lake: Lake, night: date) -> int:
+    """Give every body of the night still marked ``received`` (its process died before reading
+    it) its real status; returns how many were settled."""
+    paths = lake.raw_paths(night, status=RECEIVED)
+    for path in paths:
+        lake.settle_raw(path, body_status(read_raw_file(path)))
+    return len(paths)
+
+
+# ---------------------------------------------------------------------------------- metadata
+
+
+@dataclass(frozen=True)
+class MetadataTables:
+    tables: dict[str, pa.Table]
+    metadata_hash: str | None
+    downloaded: bool  # the night's own answer was the full metadata (not "your copy is current")
+
+
+def _is_full(root: Node) -> bool:
+    payload = root.one("MetadataResponse")
+    return payload is not None and payload.attr("cached") != "true" and next(payload.children(), None) is not None
+
+
+def _latest(raws: list[RawResponse]) -> RawResponse | None:
+    return max(raws, key=lambda raw: raw.fetched_at) if raws else None
+
+
+def metadata_tables(lake: Lake, night: date) -> MetadataTables | None:
+    """The night's metadata tables from its latest accepted metadata answer; ``None`` when the
+    night has none, or when it confirmed a copy whose full answer the lake no longer holds."""
+    own = _latest(list(lake.iter_raw(night, calls.METADATA)))
+    if own is None:
+        return None
+    root = parse(own.body, own.fmt)
+    metadata_hash = root.attr("metadataHash")
+    if _is_full(root):
+        return MetadataTables(normalize_metadata(root, night), metadata_hash, True)
+    for earlier in sorted((d for d in lake.raw_dates() if d < night), reverse=True):
+        for raw in lake.iter_raw(earlier, calls.METADATA):
+            candidate = parse(raw.body, raw.fmt)
+            if candidate.attr("metadataHash") == metadata_hash and _is_full(candidate):
+                return MetadataTables(normalize_metadata(candidate, night), metadata_hash, False)
+    log.warning("night %s: the metadata answer confirmed hash %s, but no full answer with it is in the lake", night, metadata_hash)
+    return None
+
+
+# ---------------------------------------------------------------------------------- free resources
+
+
+def free_table(lake: Lake, night: date, resource: str) -> tuple[pa.Table, list[str]] | None:
+    """Countries or news of the night from its accepted answer (``None``: none stored)."""
+    table, call = FREE_RESOURCES[resource]
+    raw = lake.read_raw(night, resource, call.key)
+    if raw is None:
+        return None
+    result = _NORMALIZERS[table](parse(raw.body, raw.fmt), night)
+    return result.table, list(result.warnings)
+
+
+# ---------------------------------------------------------------------------------- summaries
+
+
+def summary_labels(key: dict[str, str]) -> dict[str, Any]:
+    """What a summary's raw key says about it, as :meth:`SummaryNormalizer.add` takes it (keys
+    written before filters were anchored lack ``written``/``window``/``anchored``)."""
+    sent = key.get("filter", "")
+    return {
+        "network": key["network"],
+        "player": key["player"],
+        "filter_name": key.get("filter_name") or None,
+        "filter_expression": key.get("written", sent),
+        "filter_sent": sent,
+        "window": key.get("window", "as_of"),
+        "anchored": key.get("anchored") == "true",
+    }
+
+
+def target_key(key: dict[str, str]) -> TargetKey:
+    return (key["network"], key["player"], key.get("filter_name") or "")
+
+
+def stored_targets(lake: Lake, night: date) -> set[TargetKey]:
+    """The targets whose summary the night already holds (paid for, accepted)."""
+    return {target_key(raw.key) for raw in lake.iter_raw(night, calls.PLAYER_SUMMARY)}
+
+
+class SummarySink:
+    """Normalised summaries → the night's six summary tables, a part file every ``batch_size``
+    summaries (memory stays flat). Partitions are swapped in when ``stack`` closes without error."""
+
+    def __init__(self, lake: Lake, night: date, in_force: InForce, stack: ExitStack, batch_size: int = 500) -> None:
+        self.lake = lake
+        self.night = night
+        self.stack = stack
+        self.batch_size = batch_size
+        self.normalizer = SummaryNormalizer(night, in_force.rates, in_force.statistic_types, in_force.series_types)
+        self.writers: dict[str, PartitionWriter] = {}
+        self.pending = 0
+        self.rows: dict[str, int] = {}
+
+    def add(self, root: Node, key: dict[str, str], fetched_at: datetime) -> None:
+        self.normalizer.add(root, fetched_at=fetched_at, **summary_labels(key))
+        self.pending += 1
+        if self.pending >= self.batch_size:
+            self.flush()
+
+    def add_stored(self) -> set[TargetKey]:
+        """Normalise the summaries already paid for tonight (zero searches); returns their targets."""
+        done: set[TargetKey] = set()
+        for raw in self.lake.iter_raw(self.night, calls.PLAYER_SUMMARY):
+            self.add(parse(raw.body, raw.fmt), raw.key, raw.fetched_at)
+            done.add(target_key(raw.key))
+        return done
+
+    def flush(self) -> None:
+        self.pending = 0
+        for name, table in self.normalizer.flush().items():
+            if table.num_rows == 0:
+                continue
+            writer = self.writers.get(name)
+            if writer is None:
+                writer = self.writers[name] = self.stack.enter_context(self.lake.partition_writer(name, self.night))
+            writer.write(table)
+            self.rows[name] = self.rows.get(name, 0) + table.num_rows

@@ -1,0 +1,344 @@
+"""Harvesting one night from the service: metadata, the free resources, the player summaries.
+
+Each step asks the service only for what the night does not hold yet, then makes the night's
+tables from the raw answers through :mod:`tourneylake.from_raw` (the same path a rebuild takes):
+
+- :func:`refresh_metadata`: one metadata call per night, with the hash of the copy in force (the
+  service answers "current" without a download when nothing changed, rates included);
+- :func:`refresh_free_resource`: countries and news, once per night;
+- :func:`harvest_players`: the summaries already paid for tonight are normalised from the lake
+  at no cost; the rest of the watchlist is planned within the budget and fetched concurrently.
+  Every filter is sent anchored to the night (:func:`tourneylake.filters.filter_for_night`), so
+  a night means the same whenever it is harvested.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections import deque
+from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import ExitStack
+from dataclasses import dataclass, field
+from datetime import date
+
+import pyarrow.parquet as pq
+
+from tourneylake.api import ApiError, CredentialsError, QuotaError, calls
+from tourneylake.budget import Budget, Plan, Target, plan_night
+from tourneylake.errors import BudgetRefused, RunFailed
+from tourneylake.filters import filter_for_night
+from tourneylake.from_raw import FREE_RESOURCES, SummarySink, free_table, metadata_tables, settle_received
+from tourneylake.lake import Lake, LakeError
+from tourneylake.ledger import Ledger, LedgerWriter
+from tourneylake.session import Session, left_in_run
+from tourneylake.watchlist import Watchlist
+
+__all__ = [
+    "HarvestOutcome",
+    "MetadataOutcome",
+    "ReferenceOutcome",
+    "harvest_players",
+    "last_harvested",
+    "refresh_free_resource",
+    "refresh_metadata",
+    "resolve_targets",
+    "target_lines",
+]
+
+log = logging.getLogger(__name__)
+
+
+# ------------------------------------------------------------------------------ reference data
+
+
+@dataclass(frozen=True)
+class MetadataOutcome:
+    metadata_hash: str | None
+    downloaded: bool  # the night's answer was the full metadata (its hash had changed)
+    called: bool  # a call was made tonight (False: the night already had its metadata)
+    rows: dict[str, int]
+    currencies_without_rate: list[str]
+
+
+def refresh_metadata(session: Session) -> MetadataOutcome:
+    """The night's metadata tables: from the lake when the night has them, else from one call
+    (with the hash of the copy in force: "current" means nothing to download)."""
+    lake, night = session.lake, session.night
+    if night in lake.partitions("currencies"):
+        in_force = session.in_force()
+        return MetadataOutcome(in_force.metadata_hash, False, False, {}, in_force.currencies_without_rate)
+    settle_received(lake, night)
+    called = False
+    if not lake.raw_paths(night, calls.METADATA):
+        with session.client() as client:
+            client.metadata(hash=session.in_force().metadata_hash)
+        called = True
+    result = metadata_tables(lake, night)
+    if result is None:  # it confirmed a copy the lake no longer holds: download it whole
+        with session.client() as client:
+            client.metadata()
+        called = True
+        result = metadata_tables(lake, night)
+    if result is None:
+        raise LakeError(f"night {night}: the service's metadata answer could not be kept as tables")
+    for name, table in result.tables.items():
+        lake.write_table(name, night, table)
+    in_force = session.in_force()
+    return MetadataOutcome(
+        result.metadata_hash,
+        result.downloaded,
+        called,
+        {name: table.num_rows for name, table in result.tables.items()},
+        in_force.currencies_without_rate,
+    )
+
+
+@dataclass(frozen=True)
+class ReferenceOutcome:
+    table: str
+    rows: int
+    warnings: list[str]
+    remaining_searches: int | None
+    called: bool
+
+
+def refresh_free_resource(session: Session, resource: str) -> ReferenceOutcome:
+    """Countries or news (free) for the night: fetched once, kept raw, normalised from the lake."""
+    lake, night = session.lake, session.night
+    table_name, call = FREE_RESOURCES[resource]
+    remaining = None
+    called = not lake.has_raw(night, resource, call.key)
+    if called:
+        with session.client() as client:
+            remaining = client.send(call).remaining_searches
+    found = free_table(lake, night, resource)
+    if found is None:
+        raise LakeError(f"night {night}: the {resource} answer is not in the lake")
+    table, warnings = found
+    lake.write_table(table_name, night, table)
+    for warning in warnings:
+        log.warning("%s: %s", resource, warning)
+    return ReferenceOutcome(table_name, table.num_rows, warnings, remaining, called)
+
+
+# ------------------------------------------------------------------------------ players
+
+
+@dataclass
+class HarvestOutcome:
+    night: date
+    fetched: int = 0
+    reused: int = 0
+    searches_spent: int = 0
+    remaining_searches: int | None = None
+    reconciled: int = 0  # searches booked as charged without an answer (this run, and runs that died)
+    deferred: list[tuple[Target, str]] = field(default_factory=list)
+    skipped: list[tuple[Target, str]] = field(default_factory=list)
+    failed: list[tuple[Target, str]] = field(default_factory=list)
+    not_anchored: dict[str, str] = field(default_factory=dict)  # filter name → why
+    rows: dict[str, int] = field(default_factory=dict)
+    stopped_reason: str | None = None
+
+
+def target_lines(items: Iterable[tuple[Target, str]]) -> list[str]:
+    return [f"{target}: {why}" for target, why in items]
+
+
+@dataclass
+class Resolution:
+    """The watchlist's targets for the night, and why some filters cannot be fetched."""
+
+    targets: list[Target]
+    problems: dict[str, str]  # filter name → what metadata rejects
+    skip: dict[str, str]  # filter name → why not tonight (nothing to select, question not converted)
+    unconverted: list[str]  # question filters not converted yet (only with convert=False)
+    not_anchored: dict[str, str]
+
+
+def resolve_targets(
+    session: Session,
+    watchlist: Watchlist,
+    budget: Budget | None,
+    ledger: LedgerWriter | None,
+    *,
+    convert: bool = True,
+) -> Resolution:
+    """Watchlist → the night's targets, each with the filter to send (anchored to the night).
+
+    Questions are converted once through the Natural Language Filter resource and cached; with
+    ``convert=False`` (a plan that must not spend) an uncached one keeps no expression, so the
+    planner budgets its conversion. Filters are validated against metadata, so an invalid one
+    never costs a search."""
+    night = session.night
+    catalog = session.in_force().filter_catalog
+    out = Resolution([], {}, {}, [], {})
+    sent: dict[str, tuple[str, str, bool]] = {}  # name → (as written, as sent, anchored)
+    for name, definition in watchlist.filters.items():
+        expression = definition.expression
+        if definition.is_question:
+            assert definition.question is not None
+            expression = session.cached_filter(definition.question, definition.timezone, definition.locale)
+            if expression is None and not convert:
+                out.unconverted.append(name)
+                continue
+            if expression is None:
+                try:
+                    expression = session.ask_filter(definition.question, definition.timezone, definition.locale, budget, ledger)
+                except (ApiError, BudgetRefused) as exc:
+                    out.skip[name] = f"filter {name!r}: question not converted: {exc}"
+                    continue
+        expression = expression or ""
+        if catalog is not None:
+            found = catalog.problems(expression)
+            if found:
+                out.problems[name] = "; ".join(str(problem) for problem in found)
+                continue
+        tonight = filter_for_night(expression, night, window=definition.window, anchor=definition.anchor)
+        if tonight.selects_nothing:
+            out.skip[name] = f"filter {name!r} selects nothing up to {night}: " + "; ".join(tonight.notes)
+            continue
+        if not tonight.anchored:
+            out.not_anchored[name] = "; ".join(tonight.notes)
+        sent[name] = (expression, tonight.sent, tonight.anchored)
+    unfiltered = filter_for_night("", night)
+    for player, name in watchlist.targets():
+        if name is None:
+            written, to_send, anchored, window = None, unfiltered.sent, unfiltered.anchored, "as_of"
+        else:
+            written, to_send, anchored = sent.get(name, (None, None, False))
+            window = watchlist.filters[name].window
+        out.targets.append(Target(player.network, player.name, name, written, player.priority, to_send, window, anchored))
+    return out
+
+
+def last_harvested(lake: Lake, night: date) -> dict[tuple[str, str, str | None], date]:
+    """The last night before ``night`` each (network, player, filter) was harvested, from the
+    lake's ``player_snapshots`` partitions."""
+    seen: dict[tuple[str, str, str | None], date] = {}
+    for when in lake.partitions("player_snapshots"):
+        if when >= night:
+            break
+        for path in lake.partition_files("player_snapshots", when):
+            table = pq.read_table(path, columns=["network", "player", "filter_name"])
+            for network, player, filter_name in zip(*(table.column(c).to_pylist() for c in table.column_names), strict=True):
+                seen[(network, player, filter_name or None)] = when
+    return seen
+
+
+def harvest_players(session: Session, watchlist: Watchlist, *, batch_size: int = 500) -> HarvestOutcome:
+    """Harvest the night's player summaries within the budget (see the module docstring)."""
+    lake, night, settings = session.lake, session.night, session.settings
+    outcome = HarvestOutcome(night)
+    settle_received(lake, night)
+    remaining = session.read_remaining()
+    outcome.reconciled += session.reconcile_dead_runs(remaining)
+    # A re-run of a half-finished night may spend only what the first run left of the cap.
+    # Hand analyses run in their own opt-in job with their own budget: not the harvest's cap.
+    cap = left_in_run(settings.max_searches_per_run, session.spent_tonight(excluding=calls.HAND_ANALYSIS))
+    budget = Budget(remaining=remaining, max_searches_per_run=cap, reserve=settings.reserve_searches, costs=session.costs)
+    late: RunFailed | None = None
+    with session.ledger(remaining) as ledger, ExitStack() as stack:
+        in_force = session.in_force()
+        sink = SummarySink(lake, night, in_force, stack, batch_size)
+        harvested = sink.add_stored()
+        outcome.reused = len(harvested)
+        resolution = resolve_targets(session, watchlist, budget, ledger)
+        outcome.not_anchored = resolution.not_anchored
+        plan = plan_night(
+            resolution.targets,
+            last_fetched=last_harvested(lake, night),
+            harvested_tonight=harvested,
+            remaining=budget.remaining,
+            max_searches_per_run=cap,
+            reserve=settings.reserve_searches,
+            costs=session.costs,
+            known_networks=in_force.known_networks,
+            filter_problems=resolution.problems,
+            skip_filters=resolution.skip,
+            run_date=night,
+        )
+        outcome.skipped.extend(plan.skipped)
+        outcome.deferred.extend(plan.deferred)
+        log.info(
+            "night %s: %d to fetch (%d searches planned), %d already harvested tonight, %d deferred, %d skipped",
+            night, len(plan.calls), plan.searches_planned, outcome.reused, len(plan.deferred), len(plan.skipped),
+        )  # fmt: skip
+        asyncio.run(_fetch(session, plan, budget, sink, outcome, ledger))
+        # The reconciliation is one round trip to the service; the last flush is local work:
+        # overlap them. A failure there must not cost tonight's tables: it is raised after.
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="tourneylake-reconcile") as pool:
+            reconciled = pool.submit(session.reconcile_run, ledger)
+            sink.flush()
+            try:
+                outcome.reconciled += reconciled.result()
+            except RunFailed as exc:
+                late = exc
+        outcome.rows = dict(sink.rows)
+        outcome.searches_spent = ledger.spent
+        outcome.remaining_searches = budget.remaining
+        outcome.stopped_reason = budget.stopped_reason
+    lake.write_table("search_ledger", night, Ledger(lake).table(night))
+    fatal = next((reason for _, reason in outcome.failed if reason.startswith("credentials:")), None)
+    if fatal:
+        raise RunFailed(fatal)
+    if late is not None:
+        raise late
+    return outcome
+
+
+async def _fetch(session: Session, plan: Plan, budget: Budget, sink: SummarySink, outcome: HarvestOutcome, ledger: LedgerWriter) -> None:
+    queue: deque[Target] = deque(plan.calls)
+    total = len(plan.calls)
+    progress_every = max(1, total // 10)
+    crashed: list[Exception] = []
+
+    async with session.async_client(**session.metering_hooks(budget, ledger)) as client:
+
+        async def worker() -> None:
+            while queue:
+                target = queue.popleft()
+                if budget.stopped_reason:
+                    outcome.deferred.append((target, budget.stopped_reason))
+                    continue
+                call = calls.player_summary(
+                    target.network, target.player, target.filter_sent, target.filter_name,
+                    written=target.filter_expression or "", window=target.window, anchored=target.anchored,
+                )  # fmt: skip
+                try:
+                    response = await client.send(call)
+                except BudgetRefused as exc:
+                    outcome.deferred.append((target, str(exc)))
+                    continue
+                except CredentialsError as exc:
+                    budget.stop(f"credentials refused: {exc}")
+                    outcome.failed.append((target, f"credentials: {exc}"))
+                    continue
+                except QuotaError as exc:
+                    budget.stop(f"quota: {exc}")
+                    outcome.deferred.append((target, f"quota: {exc}"))
+                    continue
+                except ApiError as exc:
+                    outcome.failed.append((target, str(exc)))
+                    continue
+                try:
+                    sink.add(response.root, call.key, response.fetched_at)
+                except Exception as exc:  # noqa: BLE001 - re-raised once in-flight calls settle
+                    # A failure on our side must not cancel calls the service is already
+                    # charging for: stop starting new ones, let those finish (and be ledgered).
+                    if not crashed:
+                        crashed.append(exc)
+                        budget.stop(f"stopped: {type(exc).__name__} while normalising")
+                    queue.clear()
+                    continue
+                outcome.fetched += 1
+                if outcome.fetched % progress_every == 0 or outcome.fetched == total:
+                    log.info("fetched %d/%d summaries, %s searches left", outcome.fetched, total, budget.remaining)
+
+        # Twice as many workers as HTTP slots: while one worker saves, parses and normalises a
+        # body, another already holds the freed slot, so the service always has `concurrency`
+        # requests in flight (never more: the client's slots bound them).
+        await asyncio.gather(*(worker() for _ in range(2 * session.settings.concurrency)))
+    if crashed:
+        raise crashed[0]

@@ -1,0 +1,116 @@
+"""Rebuild nights from the lake's raw answers alone: no network call, no search.
+
+``tourneylake rebuild --date D | --from D --to D | --all`` (and the Dagster ``rebuild`` job) make
+every table of each night again — metadata tables, countries, news, the six summary tables and
+the ``search_ledger`` export — through :mod:`tourneylake.from_raw`, the same code the harvest
+uses, with the night's own raw answers and the night's own rates. Nights are rebuilt oldest
+first (a night whose metadata was unchanged copies an earlier night's). Then the warehouse is
+reloaded: for ``--all`` into a fresh file swapped in at the end (nothing stale survives, and a
+damaged warehouse is replaced), otherwise night by night in place.
+
+This is how a normaliser fix reaches years of history.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Iterable
+from contextlib import ExitStack
+from dataclasses import dataclass, field
+from datetime import date
+from pathlib import Path
+
+from tourneylake.config import Settings
+from tourneylake.errors import TourneylakeError
+from tourneylake.from_raw import FREE_RESOURCES, SummarySink, free_table, metadata_tables, settle_received
+from tourneylake.lake import Lake
+from tourneylake.ledger import Ledger
+from tourneylake.normalize.summary import SUMMARY_TABLES
+from tourneylake.reference import InForce
+from tourneylake.warehouse import Warehouse
+
+__all__ = ["RebuildOutcome", "nights_in_lake", "rebuild", "rebuild_night"]
+
+log = logging.getLogger(__name__)
+
+
+class NothingToRebuild(TourneylakeError):
+    """The data directory holds no lake, or none of the nights asked for."""
+
+
+@dataclass
+class RebuildOutcome:
+    nights: list[date] = field(default_factory=list)
+    rows: dict[str, int] = field(default_factory=dict)  # table → rows written over all nights
+    warehouse_rows: dict[str, int] = field(default_factory=dict)
+    fresh_warehouse: bool = False
+
+
+def nights_in_lake(lake: Lake) -> list[date]:
+    """Every night with raw answers or ledger rows."""
+    return sorted(set(lake.raw_dates()) | set(Ledger(lake).nights()))
+
+
+def rebuild_night(lake: Lake, night: date) -> dict[str, int]:
+    """Every table of one night from its raw answers; returns rows written per table."""
+    settle_received(lake, night)
+    rows: dict[str, int] = {}
+    metadata = metadata_tables(lake, night)
+    if metadata is not None:
+        for name, table in metadata.tables.items():
+            rows[name] = lake.write_table(name, night, table)
+    for resource in FREE_RESOURCES:
+        found = free_table(lake, night, resource)
+        if found is not None:
+            table_name = FREE_RESOURCES[resource][0]
+            rows[table_name] = lake.write_table(table_name, night, found[0])
+    with ExitStack() as stack:
+        sink = SummarySink(lake, night, InForce(lake, night), stack)
+        if sink.add_stored():
+            sink.flush()
+            for name in SUMMARY_TABLES:  # a table with no rows tonight has no partition
+                if name not in sink.rows:
+                    lake.drop_partition(name, night)
+        rows.update(sink.rows)
+    ledger = Ledger(lake).table(night)
+    if ledger.num_rows:
+        rows["search_ledger"] = lake.write_table("search_ledger", night, ledger)
+    return rows
+
+
+def rebuild(settings: Settings, nights: Iterable[date] | None = None, *, warehouse: bool = True) -> RebuildOutcome:
+    """Rebuild ``nights`` (all the lake holds when ``None``) and reload the warehouse."""
+    lake = Lake(settings.data_dir)
+    if not lake.exists:
+        raise NothingToRebuild(f"no lake in {settings.data_dir}: nothing to rebuild (run `tourneylake run` first)")
+    every = nights is None
+    held = nights_in_lake(lake)
+    wanted = held if nights is None else sorted(set(nights))
+    missing = sorted(set(wanted) - set(held))
+    if missing:
+        raise NothingToRebuild(f"the lake holds no raw answers for {', '.join(d.isoformat() for d in missing)}")
+    outcome = RebuildOutcome(nights=wanted, fresh_warehouse=every and warehouse)
+    for night in wanted:
+        for name, count in rebuild_night(lake, night).items():
+            outcome.rows[name] = outcome.rows.get(name, 0) + count
+        log.info("rebuilt night %s", night)
+    if warehouse:
+        outcome.warehouse_rows = _reload(settings.warehouse_path, lake, wanted, fresh=every)
+    return outcome
+
+
+def _reload(path: Path, lake: Lake, nights: list[date], *, fresh: bool) -> dict[str, int]:
+    """Load ``nights`` into the warehouse; ``fresh``: into a new file that replaces the old one."""
+    target = path.with_name(path.name + ".rebuild") if fresh else path
+    if fresh:
+        for leftover in (target, target.with_name(target.name + ".wal")):
+            leftover.unlink(missing_ok=True)
+    with Warehouse(target) as db:
+        for night in nights:
+            db.load_night(lake, night)
+        counts = db.table_counts()
+    if fresh:
+        os.replace(target, path)
+        Path(str(path) + ".wal").unlink(missing_ok=True)
+    return counts

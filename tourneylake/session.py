@@ -1,0 +1,283 @@
+"""One night's context: the clients, the raw store hook, the metering hooks, the searches-left
+reading and the ledger's reconciliations, and the natural-language filter cache.
+
+Everything that calls the service for a night goes through a :class:`Session`, so the product's
+promises are kept in one place:
+
+1. every HTTP 200 body is written to the lake's raw store by the client's ``on_body`` hook before
+   it is parsed (a paid response is on disk before anything else can fail), and named by its
+   status once its envelope has been read;
+2. every metered attempt is announced to the ledger before it goes out and recorded when it ends
+   (:meth:`Session.metering_hooks`), guarded by the budget;
+3. the account's searches left are read from a free authenticated call, and only from a
+   ``loggedIn="true"`` answer (:meth:`Session.read_remaining`);
+4. what the service counted but no answer explains is booked at the end of a run
+   (:meth:`Session.reconcile_run`), and the calls of a run that died in flight at the start of the
+   next one (:meth:`Session.reconcile_dead_runs`).
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections import Counter
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import UTC, date, datetime
+from typing import Any
+
+from tourneylake.api import ApiError, AsyncClient, Attempt, Client, CredentialsError, ReceivedBody, calls
+from tourneylake.api.errors import NOT_FOUND_CODES
+from tourneylake.budget import Budget, CostModel
+from tourneylake.config import Settings
+from tourneylake.errors import BudgetRefused, RunFailed
+from tourneylake.lake import Lake, key_digest
+from tourneylake.ledger import RECONCILED, RECONCILED_AFTER_CRASH, Ledger, LedgerWriter, unexplained_charges
+from tourneylake.reference import InForce
+from tourneylake.state import StateStore
+
+__all__ = ["Session", "connected", "left_in_run", "new_run_id", "today"]
+
+log = logging.getLogger(__name__)
+
+NLQ_CACHE = "nlq_cache"
+
+
+def today() -> date:
+    return datetime.now(UTC).date()
+
+
+def new_run_id() -> str:
+    return datetime.now(UTC).strftime("%Y%m%dT%H%M%S") + "-" + uuid.uuid4().hex[:6]
+
+
+def left_in_run(cap: int | None, spent: int) -> int | None:
+    """What the run cap leaves once ``spent`` is spent (``None``: no cap)."""
+    return None if cap is None else max(0, cap - spent)
+
+
+def _charged(attempt: Attempt) -> bool:
+    """Whether an attempt cost searches: an answer, a body the service produced but that arrived
+    unreadable (it did the work), or "not found" (the service did the lookup). Other refusals
+    and transport failures are free; a charge nobody saw is found by the reconciliations."""
+    return attempt.outcome in ("ok", "malformed_response") or attempt.error_code in NOT_FOUND_CODES
+
+
+@dataclass
+class Session:
+    """The context of one night's calls. Build with :meth:`open`."""
+
+    settings: Settings
+    base_url: str
+    night: date
+    lake: Lake
+    writable: bool = True
+    run_id: str = field(default_factory=new_run_id)
+    costs: CostModel = field(default_factory=CostModel)
+
+    @classmethod
+    def open(cls, settings: Settings, base_url: str, night: date, *, writable: bool = True) -> Session:
+        """A session on the settings' lake; ``writable`` claims it for the settings' source
+        (a read-only session writes nothing, not even raw bodies of free calls)."""
+        lake = Lake(settings.data_dir)
+        if writable:
+            lake.claim(settings.source)
+        return cls(settings, base_url, night, lake, writable)
+
+    @property
+    def state(self) -> StateStore:
+        return StateStore(self.lake)
+
+    def in_force(self) -> InForce:
+        """The reference data in force tonight, as the lake holds it now."""
+        return InForce(self.lake, self.night)
+
+    # ------------------------------------------------------------------ clients
+    def save_body(self, received: ReceivedBody) -> Callable[[str], None]:
+        path = self.lake.write_raw(
+            self.night, received.call.resource, received.call.key, received.body, received.format, received.fetched_at
+        )
+        return lambda status: self.lake.settle_raw(path, status)
+
+    def _hooks(self, hooks: dict[str, Any]) -> dict[str, Any]:
+        return {"on_body": self.save_body, **hooks} if self.writable else hooks
+
+    def client(self, **hooks: Any) -> Client:
+        return Client(self.settings, base_url=self.base_url, **self._hooks(hooks))
+
+    def async_client(self, **hooks: Any) -> AsyncClient:
+        return AsyncClient(self.settings, base_url=self.base_url, **self._hooks(hooks))
+
+    # ------------------------------------------------------------------ searches left
+    def read_remaining(self) -> int | None:
+        """The account's searches left, from the free authenticated Countries call (never a
+        search). Wrong credentials end the night (:class:`RunFailed`); a failed call or an
+        answer without a logged-in count is ``None`` (unknown)."""
+        try:
+            with self.client() as client:
+                response = client.send(calls.countries(reading=True))
+        except CredentialsError as exc:
+            raise RunFailed(f"credentials refused by the service: {exc}") from None
+        except ApiError as exc:
+            log.warning("could not read the searches left: %s", exc)
+            return None
+        info = response.envelope.user_info
+        if info is not None and not info.logged_in:  # a free call answers bad credentials with loggedIn="false"
+            raise RunFailed("credentials refused by the service: it answered loggedIn=false (check user name, password and app key)")
+        return response.remaining_searches
+
+    # ------------------------------------------------------------------ the ledger
+    def ledger(self, remaining_before: int | None) -> LedgerWriter:
+        return LedgerWriter(self.lake, self.night, self.run_id, remaining_before=remaining_before)
+
+    def adhoc_budget(self, *, spent_before: int = 0) -> Budget:
+        """The guard of metered calls outside the harvest: the same cap and reserve, from a free reading."""
+        return Budget(
+            remaining=self.read_remaining(),
+            max_searches_per_run=left_in_run(self.settings.max_searches_per_run, spent_before),
+            reserve=self.settings.reserve_searches,
+            costs=self.costs,
+        )
+
+    def publish_ledger(self) -> None:
+        """Rewrite the night's ``search_ledger`` partition from its ledger (when it has rows), so
+        the warehouse sees metered calls made outside the harvest too."""
+        table = Ledger(self.lake).table(self.night)
+        if table.num_rows:
+            self.lake.write_table("search_ledger", self.night, table)
+
+    def spent_tonight(self, *, only: str | None = None, excluding: str | None = None) -> int:
+        return Ledger(self.lake).spent(self.night, only=only, excluding=excluding)
+
+    def metering_hooks(self, budget: Budget | None, ledger: LedgerWriter) -> dict[str, Callable[..., None]]:
+        """``before_attempt``: the budget's permission, then the write-ahead line;
+        ``on_attempt``: settle the budget and write the attempt's row."""
+
+        def gate(call: calls.Call, number: int) -> None:
+            if not call.metered:
+                return
+            if budget is not None and not budget.try_reserve(call.resource):
+                raise BudgetRefused(budget.refusal(call.resource) or budget.stopped_reason or "budget: no searches left for this run")
+            ledger.sent(call.resource, key_digest(call.key), number)
+
+        def record(attempt: Attempt) -> None:
+            call = attempt.call
+            if not call.metered:
+                return
+            charged = _charged(attempt)
+            if budget is not None:  # settle first: an isolated call teaches the cost model the true cost
+                budget.settle(call.resource, attempt.remaining_after, charged)
+            ledger.record(
+                key_digest(call.key),
+                called_at=attempt.started_at,
+                run_id=self.run_id,
+                resource=call.resource,
+                network=call.key.get("network"),
+                player=call.key.get("player"),
+                filter_name=call.key.get("filter_name"),
+                filter_expression=call.key.get("filter") or None,
+                question=call.key.get("question"),
+                attempt=attempt.number,
+                cost=self.costs.cost(call.resource) if charged else 0,
+                remaining_after=attempt.remaining_after,
+                outcome=attempt.outcome,
+                error_code=attempt.error_code,
+                error=attempt.error,
+                duration_ms=round(attempt.duration_s * 1000, 3),
+            )
+
+        return {"before_attempt": gate, "on_attempt": record}
+
+    def _uncertain_cost(self, resources: Counter[str]) -> int:
+        return sum(self.costs.cost(resource) * count for resource, count in resources.items())
+
+    def _reconciliation(self, run_id: str, cost: int, outcome: str, why: str, remaining: int | None) -> dict[str, Any]:
+        return {
+            "called_at": datetime.now(UTC), "run_id": run_id, "resource": "unattributed", "attempt": 0, "cost": cost,
+            "remaining_after": remaining, "outcome": outcome, "error": why, "duration_ms": 0.0,
+        }  # fmt: skip
+
+    def reconcile_run(self, ledger: LedgerWriter) -> int:
+        """Book what the service counted during this run beyond the ledger's rows (a charged
+        call whose answer never arrived, say), so that the ledger adds up to the drop in the
+        account's searches; returns the searches booked. Needs one free call."""
+        if ledger.remaining_before is None or not ledger.attempts:
+            return 0
+        after = self.read_remaining()
+        others = Ledger(self.lake).spent_since(ledger.started_at, except_run=self.run_id)
+        extra = unexplained_charges(
+            before=ledger.remaining_before, after=after, recorded=ledger.spent, others=others,
+            uncertain_cost=self._uncertain_cost(ledger.uncertain),
+        )  # fmt: skip
+        if extra:
+            log.warning("the service counted %d searches more than this run's answers: recorded as unattributed", extra)
+            why = "RemainingSearches dropped more than the answers' costs (a call charged without an answer)"
+            ledger.record(**self._reconciliation(self.run_id, extra, RECONCILED, why, after))
+        return extra
+
+    def reconcile_dead_runs(self, remaining_now: int | None) -> int:
+        """Close the runs that died with metered calls in flight: what the service charged for
+        them (the drop in searches left since the dead run started, less what the ledger
+        explains, at most the cost of the calls it could not see answered) is written to the
+        dead run's own night. Returns the searches booked."""
+        book = Ledger(self.lake)
+        booked = 0
+        for run in book.dead_runs():
+            others = book.spent_since(run.started_at, except_run=run.run_id) if run.started_at else 0
+            extra = unexplained_charges(
+                before=run.remaining_before, after=remaining_now, recorded=run.spent, others=others,
+                uncertain_cost=self._uncertain_cost(run.uncertain),
+            )  # fmt: skip
+            row = None
+            if run.unanswered or extra:
+                why = f"{len(run.unanswered)} call(s) in flight when run {run.run_id} died; the service charged {extra} search(es) the ledger did not show"
+                row = self._reconciliation(run.run_id, extra, RECONCILED_AFTER_CRASH, why, remaining_now)
+                log.warning("%s (night %s)", why, run.night)
+            book.close_dead_run(run, row)
+            booked += extra
+        return booked
+
+    # ------------------------------------------------------------------ natural-language filters
+    @staticmethod
+    def _nlq_key(question: str | None, timezone: str | None, locale: str | None) -> str:
+        return "\x1f".join([question or "", timezone or "", locale or ""])
+
+    def cached_filter(self, question: str, timezone: str | None = None, locale: str | None = None) -> str | None:
+        return self.state.read(NLQ_CACHE).get(self._nlq_key(question, timezone, locale))
+
+    def ask_filter(
+        self,
+        question: str,
+        timezone: str | None = None,
+        locale: str | None = None,
+        budget: Budget | None = None,
+        ledger: LedgerWriter | None = None,
+    ) -> str:
+        """Convert a question to a filter: 1 search the first time, then from the cache (shared
+        by the harvest and ``tourneylake filter ask``)."""
+        cached = self.cached_filter(question, timezone, locale)
+        if cached is not None:
+            return cached
+        hooks = self.metering_hooks(budget, ledger) if ledger is not None else {}
+        with self.client(**hooks) as client:
+            response = client.natural_language_filter(question, timezone, locale)
+        payload = response.payload
+        expression = (payload.text if payload is not None else None) or ""
+        if payload is not None and not payload.text:
+            inner = payload.one("Filter")
+            expression = (inner.text if inner is not None else "") or ""
+        cache = self.state.read(NLQ_CACHE)
+        cache[self._nlq_key(question, timezone, locale)] = expression
+        self.state.write(NLQ_CACHE, cache)
+        return expression
+
+
+@contextmanager
+def connected(settings: Settings, night: date | None = None, *, writable: bool) -> Iterator[Session]:
+    """A session on the service: the live one, or a sandbox started for this call only (its
+    clock on ``night``) when the settings say ``sandbox``."""
+    from tourneylake.service import connect
+
+    with connect(settings, today=night) as endpoint:
+        yield Session.open(settings, endpoint.base_url, night or today(), writable=writable)

@@ -1,0 +1,37 @@
+"""Small JSON documents beside the lake (``lake/_state/<name>.json``): the natural-language filter
+cache, for one. Written atomically; a damaged document is a one-line error naming the file."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from tourneylake.lake import Lake, LakeError, atomic_write
+
+STATE_DIR = "_state"
+
+
+class StateStore:
+    """Named JSON documents of one lake."""
+
+    def __init__(self, lake: Lake) -> None:
+        self.lake = lake
+        self.directory = Path(lake.root) / STATE_DIR
+
+    def read(self, name: str) -> dict[str, Any]:
+        path = self.directory / f"{name}.json"
+        if not path.is_file():
+            return {}
+        try:
+            value = orjson.loads(path.read_bytes())
+        except orjson.JSONDecodeError as exc:
+            raise LakeError(f"state file {path} is damaged ({exc}): move it aside (it is a cache; nothing paid is lost)") from None
+        if not isinstance(value, dict):
+            raise LakeError(f"state file {path} does not hold a JSON object: move it aside")
+        return value
+
+    def write(self, name: str, value: dict[str, Any]) -> None:
+        data = orjson.dumps(value, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS)
+        atomic_write(self.directory / f"{name}.json", data, fsync=self.lake.fsync)
