@@ -5,6 +5,8 @@ UV := $(shell command -v uv 2>/dev/null || echo "$(PYTHON) -m uv")
 VENV := .venv
 STAMP := $(VENV)/.synced-stamp
 PYTEST_ARGS ?=
+# The Dagster instance (run history, schedules, the pools that serialise runs on one account).
+DAGSTER_HOME := $(CURDIR)/dagster_home
 
 .PHONY: run test test-fast lint format sync bench dagster clean
 
@@ -16,7 +18,7 @@ $(STAMP): pyproject.toml uv.lock
 sync: $(STAMP)
 
 run: $(STAMP)
-	$(VENV)/bin/tourneylake run --sandbox --watchlist watchlist.yaml
+	DAGSTER_HOME=$(DAGSTER_HOME) $(VENV)/bin/tourneylake run --sandbox --watchlist watchlist.yaml
 	$(VENV)/bin/tourneylake query example
 
 # pytest's exit code 5 (no tests collected) is non-zero, so it fails the target as it should.
@@ -40,7 +42,8 @@ bench: $(STAMP)
 	$(VENV)/bin/python -m benchmarks.run
 
 dagster: $(STAMP)
-	$(VENV)/bin/dagster dev
+	DAGSTER_HOME=$(DAGSTER_HOME) $(VENV)/bin/dagster dev
 
 clean:
-	rm -rf data .dagster_home
+	rm -rf data
+	find dagster_home -mindepth 1 ! -name dagster.yaml -exec rm -rf {} +

@@ -7,14 +7,14 @@ this job in the UI.
 
 from dagster import OpExecutionContext, op
 
-from assets.partitions import SERVICE_POOL
+from assets.partitions import WAREHOUSE_POOL
 from assets.report import night_of
 from assets.resource import TourneylakeResource
 from tourneylake.rebuild import rebuild
 
 
-# The pool keeps a rebuild from writing a night's partitions while a harvest of the same account writes them.
-@op(pool=SERVICE_POOL, description="Re-normalise the night's tables from lake/_raw and reload it into the warehouse (no request).")
+# The warehouse's pool: a rebuild reloads the DuckDB file, which one writer at a time may hold.
+@op(pool=WAREHOUSE_POOL, description="Re-normalise the night's tables from lake/_raw and reload it into the warehouse (no request).")
 def rebuild_night(context: OpExecutionContext, tourneylake: TourneylakeResource) -> None:
     night = night_of(context)
     outcome = rebuild(tourneylake.settings(), [night])

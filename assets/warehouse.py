@@ -2,7 +2,7 @@
 
 from dagster import AssetCheckResult, AssetCheckSpec, AssetExecutionContext, MaterializeResult, asset
 
-from assets.partitions import nightly_partitions
+from assets.partitions import WAREHOUSE_POOL, nightly_partitions
 from assets.report import night_of
 from assets.resource import TourneylakeResource
 from tourneylake.lake import Lake
@@ -22,6 +22,7 @@ CHECKS = {
     group_name="warehouse",
     kinds={"duckdb", "sql"},
     partitions_def=nightly_partitions,
+    pool=WAREHOUSE_POOL,
     deps=["metadata", "countries", "news", "player_summaries"],
     check_specs=[AssetCheckSpec(name, asset="warehouse", description=text) for name, text in CHECKS.items()]
     + [

@@ -6,6 +6,7 @@ library, because it drives Dagster. The report is plain data; the CLI renders it
 
 from __future__ import annotations
 
+import os
 import time
 from dataclasses import dataclass, field
 from datetime import date
@@ -48,7 +49,9 @@ def run_night(settings: Settings, night: date, *, sandbox_seed: int = 7) -> RunR
     definitions = build_definitions(TourneylakeResource.from_settings(settings, sandbox_seed=sandbox_seed))
     job = definitions.resolve_job_def("nightly")
     started = time.perf_counter()
-    with DagsterInstance.ephemeral() as instance:
+    # The persistent instance when DAGSTER_HOME is set (`make run`: the runs show in `dagster dev`
+    # and its pools serialise overlapping runs on one account), else a throwaway one.
+    with DagsterInstance.get() if os.environ.get("DAGSTER_HOME") else DagsterInstance.ephemeral() as instance:
         result = job.execute_in_process(
             partition_key=night.isoformat(), instance=instance, raise_on_error=False, run_config=QUIET_LOGS
         )

@@ -13,7 +13,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-pytestmark = pytest.mark.xdist_group("cli")
+pytestmark = [pytest.mark.xdist_group("cli"), pytest.mark.slow]
 
 REPO = Path(__file__).resolve().parent.parent
 CLI = [sys.executable, "-m", "pipelines.cli"]
@@ -102,7 +102,11 @@ def test_a_killed_run_keeps_what_it_paid_for(tmp_path: Path) -> None:
     are reused from the lake (not paid again) and the night completes."""
     from datetime import date
 
+    import duckdb
+
     from tourneylake.config import SANDBOX_USERNAME
+    from tourneylake.lake import Lake
+    from tourneylake.ledger import Ledger
     from tourneylake.sandbox import running_sandbox
 
     data = tmp_path / "data"
@@ -130,8 +134,14 @@ def test_a_killed_run_keeps_what_it_paid_for(tmp_path: Path) -> None:
         assert reused >= paid_before_kill  # every response on disk before the kill was kept
         spent = before - server.accounts.remaining(SANDBOX_USERNAME)
     assert spent <= 13 + 1  # at most the one call in flight at the kill is paid twice
-    import duckdb
-
+    # The ledger is the bill: the call in flight at the kill was charged by the service but never
+    # answered; the rerun found the dead run's announcement and booked it into that night.
+    rows = list(Ledger(Lake(data)).entries(date(2026, 11, 20)))
+    assert sum(int(row["cost"]) for row in rows) == spent
+    crash = [row for row in rows if row["outcome"] == "reconciled_after_crash"]
+    assert len(crash) == 1 and crash[0]["cost"] == spent - 13
+    assert not list(ledger_dir.glob("*.open.jsonl"))  # the dead run is closed
     con = duckdb.connect(str(data / "warehouse.duckdb"), read_only=True)
     assert con.execute("SELECT count(*) FROM player_snapshots").fetchone()[0] == 13
+    assert con.execute("SELECT sum(cost) FROM search_ledger").fetchone()[0] == spent
     con.close()

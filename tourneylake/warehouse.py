@@ -143,8 +143,11 @@ class Warehouse:
         try:
             self.connection = duckdb.connect(str(self.path), read_only=read_only)
         except duckdb.Error as exc:
+            reason = " ".join(str(exc).split())
+            if "Could not set lock" in reason:
+                raise WarehouseError(f"the warehouse {self.path} is in use by another process: {reason}") from None
             raise WarehouseError(
-                f"cannot open the warehouse {self.path}: {' '.join(str(exc).split())} — "
+                f"cannot open the warehouse {self.path}: {reason} — "
                 "it can be rebuilt from the lake at no cost: move it aside and run `tourneylake rebuild --all`"
             ) from None
         self.connection.execute("SET TimeZone = 'UTC'")

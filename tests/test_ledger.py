@@ -1,0 +1,103 @@
+"""The search ledger (``tourneylake.ledger``): one writer, one reader, the catalogue's schema,
+write-ahead announcements, runs that died, and the reconciliation arithmetic."""
+
+from __future__ import annotations
+
+from datetime import UTC, date, datetime
+from pathlib import Path
+
+import orjson
+import pytest
+
+from tourneylake.lake import Lake
+from tourneylake.ledger import COLUMNS, Ledger, LedgerError, LedgerWriter, unexplained_charges
+from tourneylake.normalize.schemas import TABLES
+
+NIGHT = date(2026, 11, 20)
+
+
+def row(**values) -> dict:
+    base = {"called_at": datetime(2026, 11, 20, 3, tzinfo=UTC), "run_id": "r1", "resource": "player_summary", "cost": 1, "outcome": "ok", "attempt": 1}
+    return {**base, **values}
+
+
+@pytest.fixture
+def lake(tmp_path: Path) -> Lake:
+    return Lake(tmp_path).claim("sandbox")
+
+
+def test_the_schema_is_the_catalogues() -> None:
+    assert ("snapshot_date", *COLUMNS) == tuple(name for name, _, _ in TABLES["search_ledger"].columns)
+
+
+def test_rows_are_read_back_and_exported(lake: Lake) -> None:
+    with LedgerWriter(lake, NIGHT, "r1", remaining_before=100) as writer:
+        writer.sent("player_summary", "k1", 1)
+        writer.record("k1", **row(network="PokerStars", player="A", remaining_after=99))
+        writer.sent("nlq", "k2", 1)
+        writer.record("k2", **row(resource="nlq", question="sit and gos", remaining_after=98))
+        assert writer.spent == 2 and writer.attempts == 2
+        assert writer.path is not None and writer.path.name == "run-r1.open.jsonl"
+    assert writer.path.name == "run-r1.jsonl"  # closed
+    ledger = Ledger(lake)
+    assert ledger.nights() == [NIGHT]
+    assert [r["resource"] for r in ledger.entries(NIGHT)] == ["player_summary", "nlq"]
+    assert ledger.spent(NIGHT) == 2 and ledger.spent(NIGHT, only="nlq") == 1 and ledger.spent(NIGHT, excluding="nlq") == 1
+    table = ledger.table(NIGHT)
+    assert table.num_rows == 2 and table.schema.names == list(COLUMNS)
+    (run,) = ledger.runs(NIGHT)
+    assert run.closed and run.remaining_before == 100 and run.unanswered == [] and ledger.dead_runs() == []
+
+
+def test_a_row_that_does_not_fit_is_refused(lake: Lake) -> None:
+    with LedgerWriter(lake, NIGHT, "r1", remaining_before=None) as writer:
+        with pytest.raises(LedgerError, match="unknown columns \\['remaining_before'\\]"):
+            writer.record(None, **row(remaining_before=5))
+        with pytest.raises(LedgerError, match="missing \\['cost'\\]"):
+            writer.record(None, **row(cost=None))
+
+
+def test_a_live_run_is_not_dead_and_a_dead_one_is_found(lake: Lake) -> None:
+    writer = LedgerWriter(lake, NIGHT, "alive", remaining_before=50)
+    writer.sent("player_summary", "k1", 1)
+    assert Ledger(lake).dead_runs() == []  # its writer holds the file
+    writer._file.close()  # the process dies: the kernel drops the lock, nothing is renamed
+    (dead,) = Ledger(lake).dead_runs()
+    assert dead.run_id == "alive" and dead.remaining_before == 50 and len(dead.unanswered) == 1
+    assert dead.uncertain == {"player_summary": 1}
+    Ledger(lake).close_dead_run(dead, row(run_id="alive", resource="unattributed", outcome="reconciled_after_crash", attempt=0))
+    assert Ledger(lake).dead_runs() == []
+    assert [r["outcome"] for r in Ledger(lake).entries(NIGHT)] == ["reconciled_after_crash"]
+
+
+def test_a_line_cut_by_a_kill_does_not_lose_the_rest(lake: Lake) -> None:
+    with LedgerWriter(lake, NIGHT, "r1", remaining_before=10) as writer:
+        writer.record("k1", **row())
+    path = next((Path(lake.root) / "_ledger").rglob("*.jsonl"))
+    path.write_bytes(path.read_bytes() + b'{"kind": "entry", "cost": 1, "outc')
+    assert Ledger(lake).spent(NIGHT) == 1
+
+
+def test_lines_are_flushed_as_written(lake: Lake) -> None:
+    writer = LedgerWriter(lake, NIGHT, "r1", remaining_before=10)
+    writer.record("k1", **row())
+    kinds = [orjson.loads(line)["kind"] for line in writer.path.read_bytes().splitlines()]
+    assert kinds == ["run", "entry"]  # on disk before close: a kill keeps it
+    writer.close()
+
+
+@pytest.mark.parametrize(
+    ("before", "after", "recorded", "others", "uncertain", "expected"),
+    [
+        (100, 90, 9, 0, 1, 1),  # one charged call never answered
+        (100, 90, 10, 0, 1, 0),  # the ledger explains it all
+        (100, 8, 10, 0, 2, 2),  # another client drained the account: at most what could be ours
+        (100, 90, 5, 5, 3, 0),  # another run of ours spent the rest
+        (100, 120, 5, 0, 3, 0),  # the quota reset or the account was topped up: nothing known
+        (None, 90, 5, 0, 3, 0),  # no reading before: nothing can be said
+        (100, None, 5, 0, 3, 0),
+        (100, 90, 5, 0, 0, 0),  # nothing uncertain: nothing booked
+    ],
+)
+def test_unexplained_charges(before, after, recorded, others, uncertain, expected) -> None:
+    assert unexplained_charges(before=before, after=after, recorded=recorded, others=others, uncertain_cost=uncertain) == expected

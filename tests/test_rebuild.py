@@ -1,0 +1,93 @@
+"""Rebuilding nights from raw (``tourneylake.rebuild`` and ``tourneylake rebuild``): which nights,
+one-line errors, and a damaged warehouse replaced by a fresh one — without a request.
+(Identity with the original nights, every table compared both ways: ``test_history.py``.)"""
+
+from __future__ import annotations
+
+from datetime import date
+from pathlib import Path
+
+import duckdb
+import pytest
+from typer.testing import CliRunner
+
+from tests.helpers import player_line, sandbox_settings, write_watchlist
+from tourneylake.cli import app
+from tourneylake.config import Settings
+from tourneylake.harvest import harvest_players, refresh_free_resource, refresh_metadata
+from tourneylake.rebuild import NothingToRebuild, rebuild
+from tourneylake.sandbox import running_sandbox
+from tourneylake.session import Session
+from tourneylake.warehouse import Warehouse
+from tourneylake.watchlist import load_watchlist
+
+pytestmark = pytest.mark.xdist_group("rebuild")
+
+NIGHTS = [date(2026, 11, 20), date(2026, 11, 21)]
+
+
+@pytest.fixture(scope="module")
+def harvested(tmp_path_factory: pytest.TempPathFactory):
+    """Two harvested nights in a lake, loaded into a warehouse; the sandbox stopped afterwards."""
+    data = tmp_path_factory.mktemp("rebuild")
+    with running_sandbox(seed=4, today=NIGHTS[0]) as server:
+        settings = sandbox_settings(server, data)
+        write_watchlist(settings, "filters:\n  sng: 'Class:SNG'\nplayers:\n" + player_line("PokerStars", "Borbas.Geri", "[sng]") + "\n")
+        for night in NIGHTS:
+            server.world.set_today(night)
+            session = Session.open(settings, server.base_url, night)
+            refresh_metadata(session)
+            refresh_free_resource(session, "countries")
+            harvest_players(session, load_watchlist(settings.watchlist))
+            with Warehouse(settings.warehouse_path) as db:
+                db.load_night(session.lake, night)
+    return settings
+
+
+def invoke(settings, *args: str):
+    return CliRunner().invoke(app, ["rebuild", *args, "--data-dir", str(settings.data_dir)])
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        ((), "say which nights"),
+        (("--all", "--date", "2026-11-20"), "say which nights"),
+        (("--from", "2026-11-20"), "--from and --to go together"),
+        (("--from", "2026-11-22", "--to", "2026-11-20"), "is after --to"),
+        (("--date", "2026-13-01"), "--date must be a date YYYY-MM-DD, got '2026-13-01'"),
+        (("--date", "2026-11-25"), "the lake holds no raw answers for 2026-11-25"),
+    ],
+)
+def test_bad_requests_are_one_line(harvested, args, message) -> None:
+    result = invoke(harvested, *args)
+    assert result.exit_code == 1 and message in result.output and "Traceback" not in result.output
+
+
+def test_no_lake_is_a_clear_error(tmp_path: Path) -> None:
+    with pytest.raises(NothingToRebuild, match="no lake in"):
+        rebuild(Settings(data_dir=tmp_path))
+
+
+def test_a_range_rebuilds_the_nights_it_holds(harvested) -> None:
+    result = invoke(harvested, "--from", "2026-11-19", "--to", "2026-11-21")
+    assert result.exit_code == 0, result.output
+    assert "Rebuilt 2 night(s)" in result.output and "player_statistics" in result.output
+
+
+def test_a_damaged_warehouse_is_replaced_by_a_fresh_one(harvested) -> None:
+    with duckdb.connect(str(harvested.warehouse_path), read_only=True) as con:
+        before = con.execute("SELECT count(*) FROM player_statistics").fetchone()[0]
+    harvested.warehouse_path.write_bytes(b"not a duckdb file at all" * 100)
+    result = invoke(harvested, "--all")
+    assert result.exit_code == 0, result.output
+    assert "fresh file" in result.output
+    with duckdb.connect(str(harvested.warehouse_path), read_only=True) as con:
+        assert con.execute("SELECT count(*) FROM player_statistics").fetchone()[0] == before > 0
+        assert con.execute("SELECT count(DISTINCT snapshot_date) FROM player_snapshots").fetchone()[0] == 2
+
+
+def test_one_night_rebuilds_only_that_night(harvested) -> None:
+    outcome = rebuild(harvested, [NIGHTS[1]])
+    assert outcome.nights == [NIGHTS[1]] and not outcome.fresh_warehouse
+    assert outcome.rows["player_snapshots"] == 1 and outcome.rows["currencies"] > 0
