@@ -17,8 +17,16 @@ from tourneylake.harvest import harvest_players, target_lines
     # No retry policy: the harvest already retries each call, and re-running a night is free
     # for what was paid; a wrong password or an exhausted quota must not be hammered again.
     check_specs=[
-        AssetCheckSpec("budget_respected", asset="player_summaries", description="Searches spent stay within the run cap and above the reserve."),
-        AssetCheckSpec("no_failed_players", asset="player_summaries", description="Every planned player was harvested or deferred, none failed."),
+        AssetCheckSpec(
+            "budget_respected",
+            asset="player_summaries",
+            description="Searches spent stay within the run cap and above the reserve.",
+        ),
+        AssetCheckSpec(
+            "no_failed_players",
+            asset="player_summaries",
+            description="Every planned player was harvested or deferred, none failed.",
+        ),
     ],
     description="Filtered player summaries of the watchlist, anchored to the night → player_* and tournament tables in the lake.",
 )
@@ -43,7 +51,13 @@ def player_summaries(context: AssetExecutionContext, tourneylake: TourneylakeRes
             "filters_not_anchored": listing([f"{name}: {why}" for name, why in outcome.not_anchored.items()]),
         },
         check_results=[
-            AssetCheckResult(check_name="budget_respected", passed=cap_ok and reserve_ok, metadata={"spent": outcome.searches_spent}),
-            AssetCheckResult(check_name="no_failed_players", passed=not outcome.failed, metadata={"failed": listing(target_lines(outcome.failed))}),
+            AssetCheckResult(
+                check_name="budget_respected", passed=cap_ok and reserve_ok, metadata={"spent": outcome.searches_spent}
+            ),
+            AssetCheckResult(
+                check_name="no_failed_players",
+                passed=not outcome.failed,
+                metadata={"failed": listing(target_lines(outcome.failed))},
+            ),
         ],
     )

@@ -14,8 +14,13 @@ from tourneylake.rebuild import rebuild
 
 
 # The warehouse's pool: a rebuild reloads the DuckDB file, which one writer at a time may hold.
-@op(pool=WAREHOUSE_POOL, description="Re-normalise the night's tables from lake/_raw and reload it into the warehouse (no request).")
+@op(
+    pool=WAREHOUSE_POOL,
+    description="Re-normalise the night's tables from lake/_raw and reload it into the warehouse (no request).",
+)
 def rebuild_night(context: OpExecutionContext, tourneylake: TourneylakeResource) -> None:
     night = night_of(context)
     outcome = rebuild(tourneylake.settings(), [night])
-    context.add_output_metadata({"rows": sum(outcome.rows.values()), **{f"rows_{name}": n for name, n in sorted(outcome.rows.items())}})
+    context.add_output_metadata(
+        {"rows": sum(outcome.rows.values()), **{f"rows_{name}": n for name, n in sorted(outcome.rows.items())}}
+    )

@@ -45,7 +45,11 @@ def metadata(context: AssetExecutionContext, tourneylake: TourneylakeResource) -
 def countries(context: AssetExecutionContext, tourneylake: TourneylakeResource) -> MaterializeResult:
     outcome = refresh_free_resource(tourneylake.session(night_of(context)), "countries")
     return MaterializeResult(
-        metadata={"rows": outcome.rows, "warnings": "; ".join(outcome.warnings) or "none", "searches_left": outcome.remaining_searches}
+        metadata={
+            "rows": outcome.rows,
+            "warnings": "; ".join(outcome.warnings) or "none",
+            "searches_left": outcome.remaining_searches,
+        }
     )
 
 

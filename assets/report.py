@@ -20,4 +20,3 @@ def listing(lines: Sequence[str]) -> MetadataValue:
     if len(lines) > LISTED:
         shown.append(f"- … and {len(lines) - LISTED} more")
     return MetadataValue.md("\n".join(shown) or "_none_")
-

@@ -54,7 +54,9 @@ def free_port() -> int:
 class SandboxProcess:
     """``tourneylake sandbox`` in a child process on 127.0.0.1; killed by pid on exit."""
 
-    def __init__(self, players: int, latency_ms: float, *, seed: int = SEED, today: date = TODAY, log: Path | None = None) -> None:
+    def __init__(
+        self, players: int, latency_ms: float, *, seed: int = SEED, today: date = TODAY, log: Path | None = None
+    ) -> None:
         self.players = players
         self.latency_ms = latency_ms
         self.seed = seed
@@ -71,12 +73,18 @@ class SandboxProcess:
         cmd = [
             *tourneylake_exe(),
             "sandbox",
-            "--host", "127.0.0.1",
-            "--port", str(self.port),
-            "--seed", str(self.seed),
-            "--players", str(self.players),
-            "--latency-ms", str(self.latency_ms),
-            "--today", self.today.isoformat(),
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(self.port),
+            "--seed",
+            str(self.seed),
+            "--players",
+            str(self.players),
+            "--latency-ms",
+            str(self.latency_ms),
+            "--today",
+            self.today.isoformat(),
         ]
         out = open(self._log, "ab") if self._log else subprocess.DEVNULL  # noqa: SIM115
         self.proc = subprocess.Popen(cmd, stdout=out, stderr=out, stdin=subprocess.DEVNULL, cwd=ROOT, start_new_session=True)
@@ -214,7 +222,9 @@ def prepare_night(base_url: str, data_dir: Path, concurrency: int = CONCURRENCY,
     return session
 
 
-def harvest_once(base_url: str, players: list[tuple[str, str]], data_dir: Path, concurrency: int = CONCURRENCY, fmt: str = "json") -> HarvestRun:
+def harvest_once(
+    base_url: str, players: list[tuple[str, str]], data_dir: Path, concurrency: int = CONCURRENCY, fmt: str = "json"
+) -> HarvestRun:
     """Time :func:`tourneylake.harvest.harvest_players` (fetch, raw write, parse, normalise,
     Parquet parts, ledger) over a fresh data directory; metadata is fetched before the clock."""
     from tourneylake.harvest import harvest_players

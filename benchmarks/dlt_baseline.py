@@ -41,7 +41,7 @@ def run(base_url: str, players: list[tuple[str, str]], workdir: Path, destinatio
     from tourneylake.api.calls import segment
 
     @dlt.resource(name="roster", selected=False)
-    def roster_resource():  # noqa: ANN202 - dlt resource
+    def roster_resource():
         yield [{"network": segment(n), "player": segment(p)} for n, p in players]
 
     source = rest_api_source(

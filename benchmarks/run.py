@@ -117,7 +117,16 @@ def bench_vs_dlt(players: int, repeats: int, deadline: Deadline, keep_lake: Path
                 data_dir = keep_lake if rep == repeats - 1 else tmp / "ours"
                 run = child(
                     "benchmarks.ours",
-                    ["--base-url", sandbox.base_url, "--players", str(players), "--data-dir", str(data_dir), "--concurrency", str(HARVEST_CONCURRENCY)],
+                    [
+                        "--base-url",
+                        sandbox.base_url,
+                        "--players",
+                        str(players),
+                        "--data-dir",
+                        str(data_dir),
+                        "--concurrency",
+                        str(HARVEST_CONCURRENCY),
+                    ],
                     deadline.left(600),
                 )
                 ours.append(run)
@@ -126,14 +135,28 @@ def bench_vs_dlt(players: int, repeats: int, deadline: Deadline, keep_lake: Path
                 with scratch() as tmp:
                     run = child(
                         "benchmarks.dlt_baseline",
-                        ["--base-url", sandbox.base_url, "--players", str(players), "--destination", destination,
-                         "--workers", str(HARVEST_CONCURRENCY), "--normalize-workers", str(normalize_workers), "--workdir", str(tmp)],
+                        [
+                            "--base-url",
+                            sandbox.base_url,
+                            "--players",
+                            str(players),
+                            "--destination",
+                            destination,
+                            "--workers",
+                            str(HARVEST_CONCURRENCY),
+                            "--normalize-workers",
+                            str(normalize_workers),
+                            "--workdir",
+                            str(tmp),
+                        ],
                         deadline.left(900),
                     )
                     if run["fetched"] != players:
                         raise RuntimeError(f"dlt fetched {run['fetched']} of {players}")
                     dlt_runs.setdefault(run["tool"], []).append(run)
-                    log(f"[1] {run['tool']} run {rep + 1}: {run['seconds']:.2f} s (extract {run['extract_s']:.2f}, normalize {run['normalize_s']:.2f}, load {run['load_s']:.2f})")
+                    log(
+                        f"[1] {run['tool']} run {rep + 1}: {run['seconds']:.2f} s (extract {run['extract_s']:.2f}, normalize {run['normalize_s']:.2f}, load {run['load_s']:.2f})"
+                    )
     best_ours = min(r["seconds"] for r in ours)
     best_by_tool = {tool: min(runs, key=lambda r: r["seconds"]) for tool, runs in dlt_runs.items()}
     best_tool, best_dlt = min(best_by_tool.items(), key=lambda kv: kv[1]["seconds"])
@@ -148,7 +171,10 @@ def bench_vs_dlt(players: int, repeats: int, deadline: Deadline, keep_lake: Path
             "ours_s": [round(r["seconds"], 3) for r in ours],
             "ours_cpu_s": [round(r["cpu_s"], 3) for r in ours],
             "ours_rows": ours[-1]["rows"],
-            "dlt": {tool: [{k: (round(v, 3) if isinstance(v, float) else v) for k, v in r.items()} for r in runs] for tool, runs in dlt_runs.items()},
+            "dlt": {
+                tool: [{k: (round(v, 3) if isinstance(v, float) else v) for k, v in r.items()} for r in runs]
+                for tool, runs in dlt_runs.items()
+            },
             "ideal_latency_bound_s": round(latency / 1000 * players / HARVEST_CONCURRENCY, 3),
             "warm_s": round(warm_s, 2),
         },
@@ -167,7 +193,11 @@ def bench_latency(players: int, repeats: int, deadline: Deadline) -> Result:
         warm(sandbox, names, parallel=32)
         for rep in range(repeats):
             with scratch() as tmp:
-                run = child("benchmarks.ours", ["--base-url", sandbox.base_url, "--players", str(players), "--data-dir", str(tmp / "d")], deadline.left(300))
+                run = child(
+                    "benchmarks.ours",
+                    ["--base-url", sandbox.base_url, "--players", str(players), "--data-dir", str(tmp / "d")],
+                    deadline.left(300),
+                )
                 runs.append(run["seconds"])
                 log(f"[2] run {rep + 1}: {run['seconds']:.2f} s")
     ideal = latency / 1000 * players / CONCURRENCY
@@ -205,7 +235,9 @@ def _time_best(fn: Any, repeats: int) -> float:
     return best
 
 
-def _normalise_figures(bodies: list[tuple[str, str, bytes]], rates: Any, stat_types: Any, set_types: Any, repeats: int) -> dict[str, float]:
+def _normalise_figures(
+    bodies: list[tuple[str, str, bytes]], rates: Any, stat_types: Any, set_types: Any, repeats: int
+) -> dict[str, float]:
     from tourneylake.normalize.summary import SummaryNormalizer
     from tourneylake.tree import parse
 
@@ -254,7 +286,9 @@ def bench_normalise(players: int, repeats: int) -> Result:
         rates, stat_types, set_types = in_force.rates, in_force.statistic_types, in_force.series_types
     sandbox_fig = _normalise_figures(bodies, rates, stat_types, set_types, repeats)
     recorded = RECORDED.read_bytes()
-    recorded_fig = _normalise_figures([("PokerStars", f"recorded{i}", recorded) for i in range(50)], rates, stat_types, set_types, repeats)
+    recorded_fig = _normalise_figures(
+        [("PokerStars", f"recorded{i}", recorded) for i in range(50)], rates, stat_types, set_types, repeats
+    )
     strict = sandbox_fig["strict_ratio"] <= 2.0
     loose = sandbox_fig["loose_ratio"] <= 2.0
     return Result(
@@ -294,7 +328,9 @@ def bench_warehouse(lake_dir: Path, repeats: int) -> Result:
             t0 = time.perf_counter()
             con.execute("BEGIN TRANSACTION")
             for table, files in tables.items():
-                con.execute(f"CREATE TABLE {table} AS SELECT * FROM read_parquet($files, hive_partitioning = true)", {"files": files})
+                con.execute(
+                    f"CREATE TABLE {table} AS SELECT * FROM read_parquet($files, hive_partitioning = true)", {"files": files}
+                )
             con.execute("COMMIT")
             plain.append(time.perf_counter() - t0)
             con.close()
@@ -323,7 +359,11 @@ def bench_memory(counts: list[int], deadline: Deadline) -> Result:
         warm(sandbox, names)
         for count in counts:
             with scratch() as tmp:
-                run = child("benchmarks.ours", ["--base-url", sandbox.base_url, "--players", str(count), "--data-dir", str(tmp / "d")], deadline.left(900))
+                run = child(
+                    "benchmarks.ours",
+                    ["--base-url", sandbox.base_url, "--players", str(count), "--data-dir", str(tmp / "d")],
+                    deadline.left(900),
+                )
             figures[count] = {
                 "seconds": round(run["seconds"], 2),
                 "rss_before_mb": round(run["rss_before_mb"], 1),
@@ -365,7 +405,19 @@ def machine() -> dict[str, str]:
     except OSError:
         pass
     versions = {}
-    for package in ("tourneylake", "httpx", "httpcore", "orjson", "pyarrow", "duckdb", "uvicorn", "httptools", "uvloop", "starlette", "dlt"):
+    for package in (
+        "tourneylake",
+        "httpx",
+        "httpcore",
+        "orjson",
+        "pyarrow",
+        "duckdb",
+        "uvicorn",
+        "httptools",
+        "uvloop",
+        "starlette",
+        "dlt",
+    ):
         try:
             versions[package] = importlib_metadata.version(package)
         except importlib_metadata.PackageNotFoundError:

@@ -49,8 +49,16 @@ def print_run(report: Any) -> None:
             console.print(deferred, highlight=False)
     meta = report.assets.get("metadata", {})
     if meta:
-        state = "downloaded" if meta.get("downloaded") else "unchanged (hash current)" if meta.get("called") else "already held for this night"
-        console.print(f"metadata: {state}; currencies without a USD rate: {meta.get('currencies_without_rate', 'none')}", highlight=False)
+        state = (
+            "downloaded"
+            if meta.get("downloaded")
+            else "unchanged (hash current)"
+            if meta.get("called")
+            else "already held for this night"
+        )
+        console.print(
+            f"metadata: {state}; currencies without a USD rate: {meta.get('currencies_without_rate', 'none')}", highlight=False
+        )
     failed_checks = [name for name, ok in report.checks.items() if not ok]
     if failed_checks:
         console.print(f"[yellow]checks not passing:[/] {', '.join(failed_checks)}")
@@ -65,7 +73,9 @@ def run(
     watchlist: Annotated[Path | None, typer.Option("--watchlist", help="Watchlist YAML (TOURNEYLAKE_WATCHLIST).")] = None,
     data_dir: Annotated[Path | None, typer.Option("--data-dir", help="Data directory (TOURNEYLAKE_DATA_DIR).")] = None,
     fmt: Annotated[str | None, typer.Option("--format", help="json or xml (TOURNEYLAKE_FORMAT).")] = None,
-    max_searches: Annotated[int | None, typer.Option("--max-searches", help="Cap for this run (TOURNEYLAKE_MAX_SEARCHES_PER_RUN).")] = None,
+    max_searches: Annotated[
+        int | None, typer.Option("--max-searches", help="Cap for this run (TOURNEYLAKE_MAX_SEARCHES_PER_RUN).")
+    ] = None,
     reserve: Annotated[int | None, typer.Option("--reserve", help="Searches never spent (TOURNEYLAKE_RESERVE_SEARCHES).")] = None,
     concurrency: Annotated[int | None, typer.Option("--concurrency", help="Parallel calls (TOURNEYLAKE_CONCURRENCY).")] = None,
     verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,

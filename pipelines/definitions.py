@@ -37,7 +37,10 @@ hands_job = define_asset_job(
 )
 
 
-@job(partitions_def=nightly_partitions, description="Rebuild nights from lake/_raw alone: every table of the night and the warehouse; no request, 0 searches.")
+@job(
+    partitions_def=nightly_partitions,
+    description="Rebuild nights from lake/_raw alone: every table of the night and the warehouse; no request, 0 searches.",
+)
 def rebuild() -> None:
     rebuild_night()
 

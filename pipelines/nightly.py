@@ -67,8 +67,6 @@ def run_night(settings: Settings, night: date, *, sandbox_seed: int = 7) -> RunR
                 report.checks[f"{evaluation.asset_key.to_user_string()}:{evaluation.check_name}"] = evaluation.passed
         if not result.success:
             failures = [e for e in result.all_events if e.is_step_failure]
-            report.failure = (
-                _root_message(failures[0].step_failure_data.error) if failures else "the run did not complete"
-            )
+            report.failure = _root_message(failures[0].step_failure_data.error) if failures else "the run did not complete"
     report.duration_s = time.perf_counter() - started
     return report

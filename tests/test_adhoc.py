@@ -9,8 +9,8 @@ import pytest
 from typer.testing import CliRunner
 
 from tests.helpers import ledger_rows, player_line, remaining, sandbox_settings, write_watchlist
-from tourneylake.adhoc import budget_report, check_filter
 from tourneylake.adhoc import ask as ask_question
+from tourneylake.adhoc import budget_report, check_filter
 from tourneylake.harvest import refresh_metadata
 from tourneylake.sandbox import running_sandbox
 from tourneylake.session import Session
@@ -68,7 +68,7 @@ def test_same_question_twice_costs_one_search(sandbox, tmp_path):
     assert sum(r["cost"] for r in ledger_rows(settings)) == before - remaining(settings) == 2
 
 
-def test_budget_report_shows_unconverted_questions_without_converting(sandbox, tmp_path):
+def test_budget_report_shows_unconverted_questions_without_converting(sandbox, tmp_path, monkeypatch):
     from rich.console import Console
 
     from tourneylake import cli
@@ -77,7 +77,9 @@ def test_budget_report_shows_unconverted_questions_without_converting(sandbox, t
     network, name = sandbox.world.roster(1)[0]
     write_watchlist(
         settings,
-        "filters:\n  big: {question: 'scheduled tournaments over $50 in the last year'}\nplayers:\n" + player_line(network, name, "[big]") + "\n",
+        "filters:\n  big: {question: 'scheduled tournaments over $50 in the last year'}\nplayers:\n"
+        + player_line(network, name, "[big]")
+        + "\n",
     )
     before = remaining(settings)
     report = budget_report(settings, sandbox.world.today)
@@ -87,7 +89,7 @@ def test_budget_report_shows_unconverted_questions_without_converting(sandbox, t
     assert report.conversions == ["big"] and report.searches_planned == 2
     assert report.needs_conversion(report.planned[0])
     with open(tmp_path / "out.txt", "w") as handle:
-        cli.console = Console(file=handle, width=200)
+        monkeypatch.setattr(cli, "console", Console(file=handle, width=200))
         cli.print_budget(report)
     assert "needs conversion (1 search)" in (tmp_path / "out.txt").read_text()
 

@@ -39,13 +39,17 @@ def test_a_three_night_backfill_never_exceeds_the_concurrency(tmp_path: Path) ->
         del os.environ["DAGSTER_HOME"]
 
     with running_sandbox(seed=5, today=NIGHTS[-1], latency_ms=40) as server:
-        env.update(TOURNEYLAKE_BASE_URL=server.base_url, TOURNEYLAKE_CONCURRENCY=str(CONCURRENCY), TOURNEYLAKE_DATA_DIR=str(tmp_path / "data"))
+        env.update(
+            TOURNEYLAKE_BASE_URL=server.base_url,
+            TOURNEYLAKE_CONCURRENCY=str(CONCURRENCY),
+            TOURNEYLAKE_DATA_DIR=str(tmp_path / "data"),
+        )
         server.accounts.reset_peak(DEMO.username)
+        command = [sys.executable, "-m", "pipelines.cli", "run", "--watchlist", "watchlist.yaml", "--date"]
         runs = [
             subprocess.Popen(
-                [sys.executable, "-m", "pipelines.cli", "run", "--date", night.isoformat(), "--watchlist", "watchlist.yaml"],
-                cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-            )  # fmt: skip
+                [*command, night.isoformat()], cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+            )
             for night in NIGHTS
         ]
         outputs = [run.communicate(timeout=400) for run in runs]

@@ -21,8 +21,9 @@ from tourneylake.budget import (
 TONIGHT = date(2026, 11, 22)
 
 
-def t(player: str, priority: int = 100, filter_name: str | None = None, expression: str | None = None,
-      network: str = "PokerStars") -> Target:
+def t(
+    player: str, priority: int = 100, filter_name: str | None = None, expression: str | None = None, network: str = "PokerStars"
+) -> Target:
     return Target(network, player, filter_name, expression, priority)
 
 

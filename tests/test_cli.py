@@ -46,7 +46,14 @@ def test_run_then_query(tmp_path: Path) -> None:
 
 def test_wrong_password_exits_non_zero_with_one_line(tmp_path: Path) -> None:
     result = tourneylake(
-        "run", "--sandbox", "--date", "2026-11-20", "--data-dir", str(tmp_path), "--watchlist", "watchlist.yaml",
+        "run",
+        "--sandbox",
+        "--date",
+        "2026-11-20",
+        "--data-dir",
+        str(tmp_path),
+        "--watchlist",
+        "watchlist.yaml",
         env=clean_env(TOURNEYLAKE_PASSWORD="definitely-wrong"),
     )
     assert result.returncode != 0
@@ -58,7 +65,9 @@ def test_wrong_password_exits_non_zero_with_one_line(tmp_path: Path) -> None:
 def test_a_bad_watchlist_names_the_line(tmp_path: Path) -> None:
     watchlist = tmp_path / "w.yaml"
     watchlist.write_text("filters:\n  a: 'Class:SNG'\nplayers:\n  - {network: PokerStars, name: X, filters: [nope]}\n")
-    result = tourneylake("run", "--sandbox", "--date", "2026-11-20", "--data-dir", str(tmp_path / "d"), "--watchlist", str(watchlist))
+    result = tourneylake(
+        "run", "--sandbox", "--date", "2026-11-20", "--data-dir", str(tmp_path / "d"), "--watchlist", str(watchlist)
+    )
     assert result.returncode != 0
     assert "w.yaml:4" in result.stderr and "nope" in result.stderr
 
@@ -71,7 +80,9 @@ def _free_port() -> int:
 
 def test_sandbox_command_serves_the_metadata_envelope() -> None:
     port = _free_port()
-    process = subprocess.Popen([*CLI, "sandbox", "--port", str(port)], cwd=REPO, env=clean_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    process = subprocess.Popen(
+        [*CLI, "sandbox", "--port", str(port)], cwd=REPO, env=clean_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
     try:
         deadline = time.monotonic() + 30
         response = None

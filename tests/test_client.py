@@ -47,7 +47,9 @@ def settings(**kw: object) -> Settings:
     return Settings(**base)  # type: ignore[arg-type]
 
 
-def envelope(success: bool = True, remaining: int = 42, payload: Element | None = None, error: tuple[int, str] | None = None) -> Element:
+def envelope(
+    success: bool = True, remaining: int = 42, payload: Element | None = None, error: tuple[int, str] | None = None
+) -> Element:
     root = Element("Response", {"success": "true" if success else "false", "timestamp": "1700000000", "metadataHash": "abc"})
     if payload is not None:
         root.children.append(payload)
@@ -189,7 +191,10 @@ def test_errors_by_code(code: int, cls: type, requests: int) -> None:
 
 def test_malformed_envelope_is_a_clear_error() -> None:
     with ScriptedServer(default=Reply(body=orjson.dumps({"Nope": {}}))) as server:
-        with Client(settings(max_attempts=2), base_url=server.base_url) as client, pytest.raises(MalformedResponse, match="Response root"):
+        with (
+            Client(settings(max_attempts=2), base_url=server.base_url) as client,
+            pytest.raises(MalformedResponse, match="Response root"),
+        ):
             client.countries()
 
 

@@ -45,7 +45,9 @@ def test_environment_then_dotenv_then_flags(monkeypatch: pytest.MonkeyPatch, tmp
         ("TOURNEYLAKE_APPKEY", "NotLower", "TOURNEYLAKE_APPKEY: must be lowercase"),
     ],
 )
-def test_a_bad_value_is_one_line_naming_the_variable(monkeypatch: pytest.MonkeyPatch, variable: str, value: str, message: str) -> None:
+def test_a_bad_value_is_one_line_naming_the_variable(
+    monkeypatch: pytest.MonkeyPatch, variable: str, value: str, message: str
+) -> None:
     monkeypatch.setenv(variable, value)
     with pytest.raises(ConfigError) as caught:
         load_settings()

@@ -13,13 +13,45 @@ from tourneylake.tree import Node, parse_json, parse_xml, to_json, to_xml
 
 RECORDED = Path(__file__).parent / "data" / "recorded"
 
-STATISTIC_IDS = (
-    "Count AvProfit AvStake AvROI Bankroll Profit Stake Cashes FirstGameDate LastGameDate MostGamesInDay "
-    "AvGamesPerDay AvGameDuration ActiveDayCount TournamentWins Best100StreakAvProfit Worst100StreakAvProfit "
-    "Rake TotalROI ITM AvEntrants TurboRatio PercentFieldBeaten FinshesEarly FinshesEarlyMiddle FinshesMiddle "
-    "FinshesMiddleLate FinshesLate PTLBPoints Ability MaxWinningStreak MaxLosingStreak MaxCashingStreak "
-    "WinningDays LosingDays BreakEvenDays AchievementPoints"
-).split()
+STATISTIC_IDS = [
+    "Count",
+    "AvProfit",
+    "AvStake",
+    "AvROI",
+    "Bankroll",
+    "Profit",
+    "Stake",
+    "Cashes",
+    "FirstGameDate",
+    "LastGameDate",
+    "MostGamesInDay",
+    "AvGamesPerDay",
+    "AvGameDuration",
+    "ActiveDayCount",
+    "TournamentWins",
+    "Best100StreakAvProfit",
+    "Worst100StreakAvProfit",
+    "Rake",
+    "TotalROI",
+    "ITM",
+    "AvEntrants",
+    "TurboRatio",
+    "PercentFieldBeaten",
+    "FinshesEarly",
+    "FinshesEarlyMiddle",
+    "FinshesMiddle",
+    "FinshesMiddleLate",
+    "FinshesLate",
+    "PTLBPoints",
+    "Ability",
+    "MaxWinningStreak",
+    "MaxLosingStreak",
+    "MaxCashingStreak",
+    "WinningDays",
+    "LosingDays",
+    "BreakEvenDays",
+    "AchievementPoints",
+]
 
 
 def load(name: str) -> Node:
@@ -63,7 +95,7 @@ def test_summary_recent_tournaments(summary: Node) -> None:
     assert len(tournaments) == 8
     entries = [t.all("TournamentEntry") for t in tournaments]
     assert all(len(e) == 1 for e in entries)  # a lone object in the JSON, read as a list
-    prizes = {t.attr("id"): e[0].attr("prize") for t, e in zip(tournaments, entries)}
+    prizes = {t.attr("id"): e[0].attr("prize") for t, e in zip(tournaments, entries, strict=True)}
     assert prizes == {
         "2754430738": None,
         "2754427402": None,

@@ -19,8 +19,8 @@ from dagster import (
 )
 
 from assets.reference import countries, metadata, news
-from pipelines.definitions import defs
 from assets.resource import TourneylakeResource
+from pipelines.definitions import defs
 from tourneylake.config import SANDBOX_PASSWORD
 from tourneylake.sandbox import running_sandbox
 
@@ -67,6 +67,7 @@ def test_the_schedule_asks_for_the_night_it_fires_in() -> None:
     assert request.partition_key == "2026-11-22"
 
 
+@pytest.mark.slow
 def test_the_code_location_loads_as_dagster_dev_would() -> None:
     result = subprocess.run(
         [sys.executable, "-m", "dagster", "definitions", "validate", "-w", "workspace.yaml"],
@@ -101,7 +102,9 @@ def test_reference_assets_materialise_and_metadata_is_cached_by_hash(sandbox, tm
     assert values["called"].value is True and values["downloaded"].value is False
     lake = Lake(tmp_path)
     assert lake.partitions("currencies") == [NIGHT, following]
-    assert lake.read_table("currencies", following).drop_columns(["snapshot_date"]) == lake.read_table("currencies", NIGHT).drop_columns(["snapshot_date"])
+    assert lake.read_table("currencies", following).drop_columns(["snapshot_date"]) == lake.read_table(
+        "currencies", NIGHT
+    ).drop_columns(["snapshot_date"])
 
     sandbox.world.set_today(date(2026, 11, 22))  # rates refresh: the hash changes
     try:

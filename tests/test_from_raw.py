@@ -18,7 +18,9 @@ NIGHT1, NIGHT2 = date(2019, 12, 10), date(2019, 12, 11)
 FETCHED = datetime(2019, 12, 10, 3, tzinfo=UTC)
 FULL = (DATA / "metadata-with-rates.json").read_bytes()
 HASH = "rates-aef83e3d1f034d04321d61099076ef00"
-CACHED = orjson.dumps({"Response": {"@success": "true", "@timestamp": "1576000000", "@metadataHash": HASH, "MetadataResponse": {"@cached": "true"}}})
+CACHED = orjson.dumps(
+    {"Response": {"@success": "true", "@timestamp": "1576000000", "@metadataHash": HASH, "MetadataResponse": {"@cached": "true"}}}
+)
 
 
 @pytest.fixture
@@ -66,7 +68,9 @@ def test_bodies_left_unread_by_a_killed_process_get_their_status(lake: Lake) -> 
 
 
 def test_summary_labels_read_old_and_new_keys() -> None:
-    new = calls.player_summary("PokerStars", "A", "Class:SNG;Date:1~2", "sng", written="Class:SNG", window="day", anchored=True).key
+    new = calls.player_summary(
+        "PokerStars", "A", "Class:SNG;Date:1~2", "sng", written="Class:SNG", window="day", anchored=True
+    ).key
     assert summary_labels(new) == {
         "network": "PokerStars", "player": "A", "filter_name": "sng", "filter_expression": "Class:SNG",
         "filter_sent": "Class:SNG;Date:1~2", "window": "day", "anchored": True,

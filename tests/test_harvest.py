@@ -112,9 +112,7 @@ def test_invalid_filter_and_unknown_network_cost_nothing(sandbox, tmp_path):
         "filters:\n"
         '  bad: "Type:NOPE"\n'
         '  future: "Date:2099"\n'
-        "players:\n"
-        + player_line(network, name, "[bad, future]")
-        + '\n  - {network: "NoSuchNetwork", name: "Somebody"}\n'
+        "players:\n" + player_line(network, name, "[bad, future]") + '\n  - {network: "NoSuchNetwork", name: "Somebody"}\n'
         '  - {network: "pokerstars", name: "Somebody Else"}\n',
     )
     session = Session.open(settings, settings.base_url, sandbox.world.today)

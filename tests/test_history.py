@@ -26,7 +26,7 @@ from tourneylake.normalize.schemas import TABLES
 from tourneylake.rebuild import rebuild
 from tourneylake.sandbox import running_sandbox
 
-pytestmark = pytest.mark.xdist_group("history")
+pytestmark = [pytest.mark.xdist_group("history"), pytest.mark.slow]
 
 NIGHT = date(2026, 11, 18)
 SEED = 11
@@ -63,9 +63,14 @@ AS_OF = '  sng_30d: "Class:SNG;Date:30D"\n  all_sng: "Class:SNG"'
 def rows(settings: Settings, table: str, night: date, drop: tuple[str, ...] = ()) -> list[tuple]:
     con = duckdb.connect(str(settings.warehouse_path), read_only=True)
     try:
-        names = [c for (c,) in con.execute("SELECT column_name FROM information_schema.columns WHERE table_name = ? ORDER BY ordinal_position", [table]).fetchall()]
+        names = [
+            c
+            for (c,) in con.execute(
+                "SELECT column_name FROM information_schema.columns WHERE table_name = ? ORDER BY ordinal_position", [table]
+            ).fetchall()
+        ]
         keep = ", ".join(f'"{c}"' for c in names if c not in drop)
-        return sorted(con.execute(f'SELECT {keep} FROM "{table}" WHERE snapshot_date = ?', [night]).fetchall(), key=repr)  # noqa: S608 - catalogue names
+        return sorted(con.execute(f'SELECT {keep} FROM "{table}" WHERE snapshot_date = ?', [night]).fetchall(), key=repr)
     finally:
         con.close()
 
@@ -99,7 +104,9 @@ def test_a_night_harvested_days_later_answers_for_that_night(sandbox, tmp_path: 
     for table in ("player_statistics", "tournaments", "tournament_entries"):
         assert rows(late, table, NIGHT) == rows(on_time, table, NIGHT), table
     snapshots = rows(late, "player_snapshots", NIGHT, drop=("fetched_at", "server_time", "last_activity_at", "metadata_hash"))
-    assert snapshots == rows(on_time, "player_snapshots", NIGHT, drop=("fetched_at", "server_time", "last_activity_at", "metadata_hash"))
+    assert snapshots == rows(
+        on_time, "player_snapshots", NIGHT, drop=("fetched_at", "server_time", "last_activity_at", "metadata_hash")
+    )
 
     # A lake that never saw the night: the summaries are the same; its USD conversions use the
     # only rates the service can give on day N+3 (kept as the night's metadata, and said so).
@@ -132,7 +139,10 @@ def test_day_windows_add_up_to_the_truth(sandbox, tmp_path: Path) -> None:
             assert found[1] == int(truth["Count"]) == found[3]
             assert found[2] == pytest.approx(truth.profit_usd, abs=0.005 * 5)  # each day's Profit is served to the cent
             assert found[4] == pytest.approx(found[2])
-        sent = {f for (f,) in con.execute("SELECT DISTINCT filter_sent FROM player_snapshots WHERE filter_name = 'all_sng'").fetchall()}
+        sent = {
+            f
+            for (f,) in con.execute("SELECT DISTINCT filter_sent FROM player_snapshots WHERE filter_name = 'all_sng'").fetchall()
+        }
         assert sent == {f"Class:SNG;Date:{start_of(d)}~{end_of(d)}" for d in days}
     finally:
         con.close()
@@ -150,7 +160,7 @@ def _copy_lake_tables(settings: Settings, into: Path) -> dict[str, list[date]]:
 
 
 def _differences(con: duckdb.DuckDBPyConnection, left: str, right: str) -> int:
-    (count,) = con.execute(f"SELECT count(*) FROM (SELECT * FROM {left} EXCEPT ALL SELECT * FROM {right})").fetchone()  # noqa: S608
+    (count,) = con.execute(f"SELECT count(*) FROM (SELECT * FROM {left} EXCEPT ALL SELECT * FROM {right})").fetchone()
     return count
 
 
@@ -187,7 +197,9 @@ def test_rebuild_all_with_the_service_gone_is_identical_and_free(tmp_path: Path,
         con.execute(f"ATTACH '{tmp_path / 'original.duckdb'}' AS old (READ_ONLY)")
         con.execute(f"ATTACH '{settings.warehouse_path}' AS new (READ_ONLY)")
         for table in TABLES:
-            assert _differences(con, f"old.{table}", f"new.{table}") == 0 == _differences(con, f"new.{table}", f"old.{table}"), table
+            assert _differences(con, f"old.{table}", f"new.{table}") == 0 == _differences(con, f"new.{table}", f"old.{table}"), (
+                table
+            )
     finally:
         con.close()
     assert ledger_rows(settings) == ledger_before

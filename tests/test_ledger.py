@@ -17,7 +17,14 @@ NIGHT = date(2026, 11, 20)
 
 
 def row(**values) -> dict:
-    base = {"called_at": datetime(2026, 11, 20, 3, tzinfo=UTC), "run_id": "r1", "resource": "player_summary", "cost": 1, "outcome": "ok", "attempt": 1}
+    base = {
+        "called_at": datetime(2026, 11, 20, 3, tzinfo=UTC),
+        "run_id": "r1",
+        "resource": "player_summary",
+        "cost": 1,
+        "outcome": "ok",
+        "attempt": 1,
+    }
     return {**base, **values}
 
 

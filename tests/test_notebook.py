@@ -24,7 +24,7 @@ from pipelines.nightly import run_night
 from tourneylake.config import Settings
 from tourneylake.sandbox import running_sandbox
 
-pytestmark = pytest.mark.xdist_group("notebook")
+pytestmark = [pytest.mark.xdist_group("notebook"), pytest.mark.slow]
 
 NOTEBOOK = Path(__file__).resolve().parent.parent / "notebooks" / "analysis.ipynb"
 NIGHT1 = date(2026, 11, 20)

@@ -10,12 +10,12 @@ import duckdb
 import pytest
 
 from pipelines.nightly import run_night
-from tourneylake.api import encode_password
 from tests.helpers import ledger_rows
+from tourneylake.api import encode_password
 from tourneylake.config import SANDBOX_APPKEY, SANDBOX_PASSWORD, SANDBOX_USERNAME, Settings
 from tourneylake.sandbox import running_sandbox
 
-pytestmark = pytest.mark.xdist_group("pipeline")
+pytestmark = [pytest.mark.xdist_group("pipeline"), pytest.mark.slow]
 
 NIGHT1 = date(2026, 11, 20)
 NIGHT2 = date(2026, 11, 21)
@@ -71,13 +71,21 @@ def tables(settings: Settings) -> dict[str, list[tuple]]:
     con = duckdb.connect(str(settings.data_dir / "warehouse.duckdb"), read_only=True)
     try:
         out = {}
-        names = [r[0] for r in con.execute("SELECT table_name FROM information_schema.tables WHERE table_type = 'BASE TABLE'").fetchall()]
+        names = [
+            r[0]
+            for r in con.execute("SELECT table_name FROM information_schema.tables WHERE table_type = 'BASE TABLE'").fetchall()
+        ]
         for name in names:
             if name == "search_ledger":
                 continue
-            cols = [r[0] for r in con.execute("SELECT column_name FROM information_schema.columns WHERE table_name = ? ORDER BY ordinal_position", [name]).fetchall()]
+            cols = [
+                r[0]
+                for r in con.execute(
+                    "SELECT column_name FROM information_schema.columns WHERE table_name = ? ORDER BY ordinal_position", [name]
+                ).fetchall()
+            ]
             keep = [c for c in cols if c not in VOLATILE]
-            rows = con.execute(f'SELECT {", ".join(chr(34) + c + chr(34) for c in keep)} FROM "{name}"').fetchall()  # noqa: S608 - names from the catalog
+            rows = con.execute(f'SELECT {", ".join(chr(34) + c + chr(34) for c in keep)} FROM "{name}"').fetchall()
             out[name] = sorted(rows, key=repr)
         return out
     finally:
@@ -127,9 +135,7 @@ def test_a_second_night_grows_history_without_duplicates(sandbox, make_settings)
     con = duckdb.connect(str(settings.data_dir / "warehouse.duckdb"), read_only=True)
     try:
         assert con.execute("SELECT count(DISTINCT snapshot_date) FROM player_snapshots").fetchone()[0] == 2
-        total, distinct = con.execute(
-            "SELECT count(*), count(DISTINCT (network, tournament_id)) FROM tournaments"
-        ).fetchone()
+        total, distinct = con.execute("SELECT count(*), count(DISTINCT (network, tournament_id)) FROM tournaments").fetchone()
         assert total == distinct >= first_tournaments
         total, distinct = con.execute(
             "SELECT count(*), count(DISTINCT (network, tournament_id, player)) FROM tournament_entries"
@@ -248,8 +254,8 @@ def test_wrong_password_fails_the_night_with_a_clear_reason(sandbox, make_settin
 def test_no_secret_reaches_the_lake_the_warehouse_or_dagster(sandbox, make_settings, tmp_path: Path) -> None:
     from dagster import DagsterInstance
 
-    from pipelines.definitions import build_definitions
     from assets.resource import TourneylakeResource
+    from pipelines.definitions import build_definitions
 
     sandbox.world.set_today(NIGHT1)
     settings = make_settings()
@@ -285,8 +291,14 @@ def test_the_ledger_adds_up_to_the_services_count_even_with_faults(tmp_path: Pat
     watchlist.write_text(WATCHLIST, encoding="utf-8")
     with running_sandbox(seed=5, today=NIGHT1, faults=Faults.parse("slow=0.4,slow_s=1,truncate=0.2")) as server:
         settings = Settings(
-            base_url=server.base_url, data_dir=tmp_path / "d", watchlist=watchlist, timeout_s=0.5,
-            retry_initial_wait_s=0.01, retry_max_wait_s=0.05, max_attempts=8, concurrency=2,
+            base_url=server.base_url,
+            data_dir=tmp_path / "d",
+            watchlist=watchlist,
+            timeout_s=0.5,
+            retry_initial_wait_s=0.01,
+            retry_max_wait_s=0.05,
+            max_attempts=8,
+            concurrency=2,
         )
         before = server.accounts.remaining(SANDBOX_USERNAME)
         report = run_night(settings, NIGHT1)

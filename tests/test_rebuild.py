@@ -32,7 +32,9 @@ def harvested(tmp_path_factory: pytest.TempPathFactory):
     data = tmp_path_factory.mktemp("rebuild")
     with running_sandbox(seed=4, today=NIGHTS[0]) as server:
         settings = sandbox_settings(server, data)
-        write_watchlist(settings, "filters:\n  sng: 'Class:SNG'\nplayers:\n" + player_line("PokerStars", "Borbas.Geri", "[sng]") + "\n")
+        write_watchlist(
+            settings, "filters:\n  sng: 'Class:SNG'\nplayers:\n" + player_line("PokerStars", "Borbas.Geri", "[sng]") + "\n"
+        )
         for night in NIGHTS:
             server.world.set_today(night)
             session = Session.open(settings, server.base_url, night)

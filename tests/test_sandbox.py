@@ -6,14 +6,18 @@ import hashlib
 import time
 from collections import Counter
 from collections.abc import Iterator
-from datetime import date
+from datetime import UTC, date, datetime
 
 import httpx
 import orjson
 import pytest
 
 from tourneylake import tree
-from tourneylake.sandbox import DEMO, FREE, SandboxServer, World, running_sandbox
+from tourneylake.errors import TourneylakeError
+from tourneylake.sandbox import DEMO, FREE, NotLoopback, SandboxServer, SandboxStartError, World, running_sandbox
+from tourneylake.sandbox.app import DroppedConnection
+from tourneylake.sandbox.filtering import FilterNotSupported, compile_filter
+from tourneylake.sandbox.handanalysis import HandParseError, analyse
 from tourneylake.sandbox.nlq import convert
 
 TODAY = date(2026, 3, 1)
@@ -197,7 +201,12 @@ def test_metering_costs(sandbox: SandboxServer) -> None:
     node = get(sandbox, "filters/nlq", params={"question": "sit and go turbo over $5"}, **kw)
     assert node.find("FilterResponse/Filter").text == "Class:SNG;Type:T;Stake:USD5~*" and remaining(node) == 98
     hand = "PokerStars Hand #1: Hold'em\nSeat 1: hero (1500)\nSeat 2: villain (1500)\nDealt to hero [Ah Ad]\nhero: folds\n"
-    r = httpx.post(f"{sandbox.api_url}/handanalysis", params={"langCode": "en"}, content=hand.encode(), headers=headers(user=user, password="pw"))
+    r = httpx.post(
+        f"{sandbox.api_url}/handanalysis",
+        params={"langCode": "en"},
+        content=hand.encode(),
+        headers=headers(user=user, password="pw"),
+    )
     node = tree.parse_json(r.content)
     assert "premium" in node.find("HandAnalysisResponse/Analysis").text and remaining(node) == 93
     r = httpx.post(f"{sandbox.api_url}/handanalysis", content=b"", headers=headers(user=user, password="pw"))
@@ -220,7 +229,11 @@ def test_quota_exhaustion_and_subscription(sandbox: SandboxServer) -> None:
     node = get(sandbox, summary_path("PokerStars", "Borbas.Geri"), user="empty@example.com", password="pw")
     assert error_id(node) == "102002" and remaining(node) == 0
     sandbox.accounts.set_remaining("empty@example.com", 3)
-    r = httpx.post(f"{sandbox.api_url}/handanalysis", content=b"Dealt to me [Ah Kd]\n", headers=headers(user="empty@example.com", password="pw"))
+    r = httpx.post(
+        f"{sandbox.api_url}/handanalysis",
+        content=b"Dealt to me [Ah Kd]\n",
+        headers=headers(user="empty@example.com", password="pw"),
+    )
     node = tree.parse_json(r.content)
     assert error_id(node) == "102006" and remaining(node) == 3
     # a non-subscriber: subscriber-only resources refuse, summaries use the free quota
@@ -284,8 +297,14 @@ def test_summary_shape_and_json_quirks(sandbox: SandboxServer) -> None:
 
 @pytest.mark.parametrize(
     ("network", "name"),
-    [("GGNetwork", "José María"), ("888Poker(ES-PT)", "Ana Łukasz"), ("Gioco Online Italia", "Luca Bianchi"),
-     ("888Poker", "big.fish (2)"), ("GGNetwork", "王小明"), ("iPoker", "Zoë O'Brien")],
+    [
+        ("GGNetwork", "José María"),
+        ("888Poker(ES-PT)", "Ana Łukasz"),
+        ("Gioco Online Italia", "Luca Bianchi"),
+        ("888Poker", "big.fish (2)"),
+        ("GGNetwork", "王小明"),
+        ("iPoker", "Zoë O'Brien"),
+    ],
 )
 def test_url_encoded_names(sandbox: SandboxServer, network: str, name: str) -> None:
     node = get(sandbox, summary_path(network, name))
@@ -353,15 +372,25 @@ def test_filters_really_restrict(sandbox: SandboxServer) -> None:
     low, high = count("StakePlusRake:*~USD3"), count("StakePlusRake:USD3~*")
     assert low + high >= total and low < total and high < total
     assert count("Limit:Last,1~10") == 10
-    for r in world.player_history(net, name, "Stake:USD2~*"):
-        t = r.tournament.template
-        assert round(t.stake / 100 / world.rates()[t.currency], 2) >= 2 - 0.01
+    # A cash range compares the stake converted at the rates of the tournament's own start day
+    # (Zoë's EUR 1.36 stakes are worth USD 1.43 to 1.52 depending on the day: the bound splits them).
+    for net, name, low in (("PokerStars", "Borbas.Geri", 200), ("iPoker", "Zoë O'Brien", 148)):
+        selected = {r.tournament.id for r in world.player_history(net, name, f"Stake:USD{low / 100:.2f}~*")}
+        results = world.player_history(net, name)
+        assert 0 < len(selected) < len(results)
+        for r in results:
+            t = r.tournament
+            day = datetime.fromtimestamp(t.date, UTC).date()
+            usd_cents = round(t.stake / world.rates(day)[t.currency])  # cents of USD
+            assert (usd_cents >= low) == (t.id in selected), (name, t.currency, t.stake, day)
 
 
 def test_invalid_filters_are_refused_free(sandbox: SandboxServer) -> None:
     sandbox.accounts.add_user("filters@example.com", "pw", "subscriber", 20)
     for bad in ("Bogus:1", "Type:", "Type:XYZ", "Stake:USD5~USD1", "Date:yesterday", "Stake:ABC5", "Stat:AvROI,1~*"):
-        node = get(sandbox, summary_path("PokerStars", "Borbas.Geri"), params={"filter": bad}, user="filters@example.com", password="pw")
+        node = get(
+            sandbox, summary_path("PokerStars", "Borbas.Geri"), params={"filter": bad}, user="filters@example.com", password="pw"
+        )
         assert error_id(node) == "101012", bad
     assert sandbox.accounts.remaining("filters@example.com") == 20
 
@@ -391,7 +420,9 @@ def test_determinism_same_seed_same_bytes() -> None:
             bodies.append(got)
     assert bodies[0] == bodies[1]
     with running_sandbox(seed=6, today=TODAY, time_of_day=NOON) as other:
-        different = httpx.get(f"{other.api_url}/{summary_path('PokerStars', 'Borbas.Geri')}", params={"filter": "Class:SNG"}, headers=headers()).content
+        different = httpx.get(
+            f"{other.api_url}/{summary_path('PokerStars', 'Borbas.Geri')}", params={"filter": "Class:SNG"}, headers=headers()
+        ).content
     assert different != bodies[0][0]
 
 
@@ -433,9 +464,25 @@ def test_world_is_lazy_deterministic_and_shares_tournaments() -> None:
 def test_nlq_rules() -> None:
     assert convert("sit and go turbo over $50 last year") == "Class:SNG;Type:T;Stake:USD50~*;Date:1Y"
     assert convert("scheduled hold'em no limit, no satellites, last 30 days") == "Class:SCHEDULED;Type:H,NL;Type!:SAT;Date:30D"
-    assert convert("MTTs under €10 with more than 100 players in 2019") == "Class:SCHEDULED;Stake:*~EUR10;Entrants:100~*;Date:2019"
+    assert (
+        convert("MTTs under €10 with more than 100 players in 2019") == "Class:SCHEDULED;Stake:*~EUR10;Entrants:100~*;Date:2019"
+    )
     assert convert("hyper turbos between $5 and $20") == "Type:ST;Stake:USD5~USD20"
     assert convert("über 5,50 €", locale="de-DE") is None  # German words are not understood: no filter
     assert convert("sit and gos over €5,50", locale="de-DE") == "Class:SNG;Stake:EUR5.50~*"  # a decimal comma
     assert convert("sit and gos over €5,50", locale="en-US") == "Class:SNG;Stake:EUR550~*"  # a thousands comma
     assert convert("what is the meaning of life") is None
+
+
+def test_errors_raised_on_purpose_share_the_root() -> None:
+    world = World(seed=1, players=10, today=TODAY)
+    with pytest.raises(FilterNotSupported) as bad_filter:
+        compile_filter("Bogus:1", world, world.day_end())
+    with pytest.raises(HandParseError) as bad_hand:
+        analyse("not a hand")
+    with pytest.raises(NotLoopback) as bad_host:
+        SandboxServer(host="0.0.0.0")
+    for caught in (bad_filter, bad_hand, bad_host):
+        assert isinstance(caught.value, TourneylakeError) and isinstance(caught.value, ValueError)
+    assert issubclass(SandboxStartError, TourneylakeError) and issubclass(SandboxStartError, RuntimeError)
+    assert not issubclass(DroppedConnection, TourneylakeError)  # a control-flow device, not an error

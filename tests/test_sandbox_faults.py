@@ -10,7 +10,8 @@ import httpx
 import pytest
 
 from tourneylake import tree
-from tourneylake.sandbox import DEMO, Faults, running_sandbox
+from tourneylake.errors import TourneylakeError
+from tourneylake.sandbox import DEMO, FaultSpecError, Faults, running_sandbox
 
 TODAY = date(2026, 3, 1)
 HEADERS = {
@@ -29,8 +30,9 @@ def test_faults_parse_and_format() -> None:
     assert Faults.parse("") == Faults() == Faults.parse("none")
     assert Faults.parse("slow=1,slow_s=2.5").slow_seconds == 2.5
     for bad in ("5xx=2", "bogus=1", "drop", "5xx=0.6,drop=0.6", "parallel=0", "jitter=x"):
-        with pytest.raises(ValueError):
+        with pytest.raises(FaultSpecError) as caught:
             Faults.parse(bad)
+        assert isinstance(caught.value, TourneylakeError) and isinstance(caught.value, ValueError)
 
 
 def test_5xx_before_charging() -> None:

@@ -10,7 +10,9 @@ from hypothesis import strategies as st
 
 from tourneylake.tree import Element, MalformedPayload, parse, parse_json, parse_xml, to_json, to_xml
 
-NAMES = st.sampled_from(["Data", "Y", "Tournament", "TournamentEntry", "Statistic", "Skin", "Error", "Series", "Filter", "RemainingSearches"])
+NAMES = st.sampled_from(
+    ["Data", "Y", "Tournament", "TournamentEntry", "Statistic", "Skin", "Error", "Series", "Filter", "RemainingSearches"]
+)
 ATTR_NAMES = st.text(alphabet=string.ascii_letters, min_size=1, max_size=8)
 # XML 1.0 cannot carry control characters; the service never sends them.
 TEXT = st.text(
@@ -24,7 +26,9 @@ def elements(depth: int = 3) -> st.SearchStrategy[Element]:
     leaf = st.builds(
         Element,
         NAMES,
-        st.dictionaries(ATTR_NAMES, st.text(max_size=10).filter(lambda t: "\x00" not in t and all(c.isprintable() for c in t)), max_size=3),
+        st.dictionaries(
+            ATTR_NAMES, st.text(max_size=10).filter(lambda t: "\x00" not in t and all(c.isprintable() for c in t)), max_size=3
+        ),
         st.one_of(st.none(), TEXT, st.integers(0, 10**9).map(str)),
         st.just([]),
     )

@@ -5,9 +5,9 @@ from __future__ import annotations
 from datetime import UTC, date, datetime
 from pathlib import Path
 
+import duckdb
 import orjson
 import pyarrow as pa
-import duckdb
 import pytest
 
 from tourneylake import tree
@@ -55,14 +55,14 @@ def _write_night(lake: Lake, night: date, *, rename: str | None = None, extra_pl
     lake.write_table("search_ledger", night, ledger)
 
 
-@pytest.fixture()
+@pytest.fixture
 def lake(tmp_path: Path) -> Lake:
     lake = Lake(tmp_path).claim("sandbox")
     _write_night(lake, NIGHT1)
     return lake
 
 
-@pytest.fixture()
+@pytest.fixture
 def db(tmp_path: Path):
     with Warehouse(tmp_path / "warehouse.duckdb") as warehouse:
         yield warehouse
@@ -79,9 +79,13 @@ def _snapshot(db: Warehouse) -> dict[str, list]:
 
 def test_schema_matches_lake_schemas(db: Warehouse) -> None:
     for table, schema in SCHEMAS.items():
-        cols = db.query(
-            "SELECT column_name FROM information_schema.columns WHERE table_name = $t ORDER BY ordinal_position", {"t": table}
-        ).column(0).to_pylist()
+        cols = (
+            db.query(
+                "SELECT column_name FROM information_schema.columns WHERE table_name = $t ORDER BY ordinal_position", {"t": table}
+            )
+            .column(0)
+            .to_pylist()
+        )
         assert cols == schema.names, table
 
 

@@ -129,7 +129,9 @@ def _report(session: Session, remaining: int | None, remaining_note: str | None)
     if in_force.filter_catalog is None:
         report.notes.append("no metadata in the lake yet: filters checked for syntax only, networks not checked")
     if watchlist is None:
-        known = [b for b in (cap_left, None if remaining is None else max(remaining - settings.reserve_searches, 0)) if b is not None]
+        known = [
+            b for b in (cap_left, None if remaining is None else max(remaining - settings.reserve_searches, 0)) if b is not None
+        ]
         report.affordable = min(known) if known else None
         return report
     resolution = resolve_targets(session, watchlist, None, None, convert=False)
@@ -196,7 +198,9 @@ def check_filter(settings: Settings, expression: str) -> list[str]:
         with connected(settings, writable=False) as session:
             catalog = _service_catalog(settings, session.base_url)
     if catalog is None:
-        log.warning("no metadata in %s yet: only the filter's syntax was checked (run `tourneylake run` first)", settings.data_dir)
+        log.warning(
+            "no metadata in %s yet: only the filter's syntax was checked (run `tourneylake run` first)", settings.data_dir
+        )
     return _problems(catalog, expression)
 
 

@@ -241,9 +241,7 @@ def plan_night(
             plan.skipped.append((target, skip_filters[target.filter_name]))
             continue
         if target.filter_name is not None and target.filter_name in filter_problems:
-            plan.skipped.append(
-                (target, f"invalid filter {target.filter_name!r}: {filter_problems[target.filter_name]}")
-            )
+            plan.skipped.append((target, f"invalid filter {target.filter_name!r}: {filter_problems[target.filter_name]}"))
             continue
         if target.filter_expression is not None:
             try:

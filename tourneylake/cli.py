@@ -25,7 +25,9 @@ from tourneylake import __version__
 from tourneylake.config import Settings, load_settings
 from tourneylake.errors import ConfigError, TourneylakeError
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, help="Harvest the poker statistics service into a Parquet lake and DuckDB.")
+app = typer.Typer(
+    add_completion=False, no_args_is_help=True, help="Harvest the poker statistics service into a Parquet lake and DuckDB."
+)
 filter_app = typer.Typer(no_args_is_help=True, help="Check filters, or convert a question into one.")
 hand_app = typer.Typer(no_args_is_help=True, help="Hand analysis (subscribers, 5 searches).")
 app.add_typer(filter_app, name="filter")
@@ -95,7 +97,9 @@ def _version(value: bool) -> None:
 
 @app.callback()
 def main(
-    version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True, help="Show the version and exit.")] = False,
+    version: Annotated[
+        bool, typer.Option("--version", callback=_version, is_eager=True, help="Show the version and exit.")
+    ] = False,
 ) -> None:
     """Harvest the poker statistics service into a Parquet lake and DuckDB."""
 
@@ -117,7 +121,13 @@ def sandbox(
     from tourneylake.sandbox import Faults, serve_forever
 
     with reported():
-        kwargs: dict[str, Any] = {"host": host, "port": port, "seed": seed, "latency_ms": latency_ms, "faults": Faults.parse(faults)}
+        kwargs: dict[str, Any] = {
+            "host": host,
+            "port": port,
+            "seed": seed,
+            "latency_ms": latency_ms,
+            "faults": Faults.parse(faults),
+        }
     if players is not None:
         kwargs["players"] = players
     if today:
@@ -158,13 +168,18 @@ def print_budget(report: Any) -> None:
         plan.add_row(str(number), target.network, target.player, target.filter_name or "(unfiltered)", _plan_row(report, target))
     console.print(plan)
 
-    for title, items in (("Deferred to a later night", report.deferred), ("Skipped (free, known to fail or done)", report.skipped)):
+    for title, items in (
+        ("Deferred to a later night", report.deferred),
+        ("Skipped (free, known to fail or done)", report.skipped),
+    ):
         table = Table(title=f"{title}: {len(items)}")
         for column in ("network", "player", "filter", "why"):
             table.add_column(column)
         for target, why in items:
             extra = _plan_row(report, target)
-            table.add_row(target.network, target.player, target.filter_name or "(unfiltered)", why + (f"; {extra}" if extra else ""))
+            table.add_row(
+                target.network, target.player, target.filter_name or "(unfiltered)", why + (f"; {extra}" if extra else "")
+            )
         console.print(table)
 
     spend = Table(title="Spend per night (search ledger)")

@@ -53,16 +53,26 @@ class Settings(BaseSettings):
         frozen=True,
     )
 
-    base_url: str = Field(SANDBOX, description="the service root (paths start `/api/{appname}/`); `sandbox` starts the built-in emulator in-process")
+    base_url: str = Field(
+        SANDBOX, description="the service root (paths start `/api/{appname}/`); `sandbox` starts the built-in emulator in-process"
+    )
     appname: str = Field(SANDBOX_APPNAME, min_length=1, description="application name (the first path segment after `/api`)")
-    appkey: SecretStr = Field(SecretStr(SANDBOX_APPKEY), description="application key, lowercase; used only to encode the password")
+    appkey: SecretStr = Field(
+        SecretStr(SANDBOX_APPKEY), description="application key, lowercase; used only to encode the password"
+    )
     username: str = Field(SANDBOX_USERNAME, description="the account's user name (an e-mail address)")
-    password: SecretStr = Field(SecretStr(SANDBOX_PASSWORD), description="the account's password: sent only encoded, never logged or stored")
+    password: SecretStr = Field(
+        SecretStr(SANDBOX_PASSWORD), description="the account's password: sent only encoded, never logged or stored"
+    )
     format: Literal["json", "xml"] = Field("json", description="response format asked for: the same tables either way")
-    credentials_in: Literal["headers", "query"] = Field("headers", description="where the credentials go: HTTP headers or query parameters")
+    credentials_in: Literal["headers", "query"] = Field(
+        "headers", description="where the credentials go: HTTP headers or query parameters"
+    )
     data_dir: Path = Field(Path("data"), description="the lake (`lake/`) and the warehouse (`warehouse.duckdb`)")
     watchlist: Path = Field(Path("watchlist.yaml"), description="the watchlist: players and named filters to harvest")
-    max_searches_per_run: int | None = Field(None, ge=0, description="cap on searches per night (re-runs of a night share it); empty = unlimited")
+    max_searches_per_run: int | None = Field(
+        None, ge=0, description="cap on searches per night (re-runs of a night share it); empty = unlimited"
+    )
     reserve_searches: int = Field(0, ge=0, description="searches never spent: the account never goes below this")
     concurrency: int = Field(4, ge=1, le=64, description="parallel calls (the service polices parallel sessions: error 101024)")
     timeout_s: float = Field(30.0, gt=0, description="per-request timeout, seconds")

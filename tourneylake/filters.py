@@ -44,6 +44,7 @@ from tourneylake.errors import TourneylakeError
 from tourneylake.tree import Node
 
 __all__ = [
+    "DATA_START",
     "Constraint",
     "ConstraintDefinition",
     "DateSpec",
@@ -52,10 +53,9 @@ __all__ = [
     "FilterProblem",
     "FilterSyntaxError",
     "FilterValidationError",
-    "Range",
-    "DATA_START",
     "NightFilter",
     "NightFilterError",
+    "Range",
     "filter_for_night",
     "format_filter",
     "parse_date",
@@ -275,9 +275,7 @@ def _parse_spans(text: str) -> list[_Span]:
             negated = True
             pos += 1
         if pos == size:
-            raise FilterSyntaxError(
-                f"constraint {name!r} has no ':' and no value (expected '{name}:<value>')", pos, text, name
-            )
+            raise FilterSyntaxError(f"constraint {name!r} has no ':' and no value (expected '{name}:<value>')", pos, text, name)
         if text[pos] != ":":
             expected = "':'" if negated else "':' (or '!:' to invert)"
             raise FilterSyntaxError(
@@ -493,9 +491,7 @@ class FilterCatalog:
         if metadata_response.name == "Response":
             root = metadata_response.one("MetadataResponse")
         if root is None or root.name != "MetadataResponse":
-            raise ValueError(
-                f"expected a metadata response (Response/MetadataResponse), got {metadata_response.name!r}"
-            )
+            raise ValueError(f"expected a metadata response (Response/MetadataResponse), got {metadata_response.name!r}")
         definitions: dict[str, ConstraintDefinition] = {}
         container = root.one("FilterDefinition")
         for node in container.all("ConstraintDefinition") if container is not None else []:
@@ -506,9 +502,7 @@ class FilterCatalog:
             definitions[constraint_id] = ConstraintDefinition(constraint_id, node.attr("type") or "", options)
         currencies_node = root.one("Currencies")
         currencies = frozenset(
-            iso
-            for c in (currencies_node.all("Currency") if currencies_node is not None else [])
-            if (iso := c.attr("iso"))
+            iso for c in (currencies_node.all("Currency") if currencies_node is not None else []) if (iso := c.attr("iso"))
         )
         return cls(definitions, currencies)
 
@@ -555,9 +549,7 @@ class FilterCatalog:
                 for value, position in values:
                     if value not in definition.options:
                         hint = _suggest(value, definition.options)
-                        found.append(
-                            FilterProblem(name, position, f"{value!r} is not an option of {name}{hint}")
-                        )
+                        found.append(FilterProblem(name, position, f"{value!r} is not an option of {name}{hint}"))
         elif definition.type == "Date":
             if len(values) > 1:
                 found.append(FilterProblem(name, values[1][1], f"{name} takes exactly one value"))
@@ -648,7 +640,9 @@ def _anchored_range(spec: DateSpec, night_end: int, next_day: date) -> tuple[int
     return start, min(end, night_end)
 
 
-def filter_for_night(expression: str, night: date, *, window: Literal["as_of", "day"] = "as_of", anchor: bool = True) -> NightFilter:
+def filter_for_night(
+    expression: str, night: date, *, window: Literal["as_of", "day"] = "as_of", anchor: bool = True
+) -> NightFilter:
     """The filter to send for night ``night`` (a UTC date), so that the answer describes that
     night whenever it is fetched; ``expression`` is the filter as written.
 
@@ -671,7 +665,9 @@ def filter_for_night(expression: str, night: date, *, window: Literal["as_of", "
         raise NightFilterError(f"unknown window {window!r}: 'as_of' or 'day'")
     if not anchor:
         if window == "day":
-            raise NightFilterError("a per-day window anchors the filter to the night: it cannot be sent as written (anchor: none)")
+            raise NightFilterError(
+                "a per-day window anchors the filter to the night: it cannot be sent as written (anchor: none)"
+            )
         parse_filter(expression)
         return NightFilter(expression, expression, False, notes=("sent as written (anchor: none)",))
     parsed = parse_filter(expression)
@@ -693,7 +689,13 @@ def filter_for_night(expression: str, night: date, *, window: Literal["as_of", "
         spec = parse_date(constraint.values[0]) if len(constraint.values) == 1 else None
         if constraint.negated or spec is None or (spec.kind == "relative" and (spec.amount or 0) < 0):
             anchored = False
-            why = "is inverted" if constraint.negated else "selects upcoming tournaments" if spec is not None else "has several values"
+            why = (
+                "is inverted"
+                if constraint.negated
+                else "selects upcoming tournaments"
+                if spec is not None
+                else "has several values"
+            )
             notes.append(f"{constraint} {why}: sent as written, it moves with the day it is fetched on")
             constraints.append(constraint)
             dated = dated or not constraint.negated

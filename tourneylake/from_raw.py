@@ -112,7 +112,9 @@ def metadata_tables(lake: Lake, night: date) -> MetadataTables | None:
             candidate = parse(raw.body, raw.fmt)
             if candidate.attr("metadataHash") == metadata_hash and _is_full(candidate):
                 return MetadataTables(normalize_metadata(candidate, night), metadata_hash, False)
-    log.warning("night %s: the metadata answer confirmed hash %s, but no full answer with it is in the lake", night, metadata_hash)
+    log.warning(
+        "night %s: the metadata answer confirmed hash %s, but no full answer with it is in the lake", night, metadata_hash
+    )
     return None
 
 

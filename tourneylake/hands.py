@@ -84,7 +84,9 @@ def _analysis_text(payload: Node | None) -> str:
     return "\n".join(part for part in parts if part)
 
 
-def _analyse_one(session: Session, client: Client, ledger: LedgerWriter, hand: bytes, lang: str | None, path: Path) -> tuple[str, int]:
+def _analyse_one(
+    session: Session, client: Client, ledger: LedgerWriter, hand: bytes, lang: str | None, path: Path
+) -> tuple[str, int]:
     """Send one hand (the caller checked it is not stored), store its analysis, return
     (analysis, searches spent). A subscriber-only refusal raises :class:`HandAnalysisRefused`."""
     before = ledger.spent

@@ -288,7 +288,9 @@ def harvest_players(session: Session, watchlist: Watchlist, *, batch_size: int =
     return outcome
 
 
-async def _fetch(session: Session, plan: Plan, budget: Budget, sink: SummarySink, outcome: HarvestOutcome, ledger: LedgerWriter) -> None:
+async def _fetch(
+    session: Session, plan: Plan, budget: Budget, sink: SummarySink, outcome: HarvestOutcome, ledger: LedgerWriter
+) -> None:
     queue: deque[Target] = deque(plan.calls)
     total = len(plan.calls)
     progress_every = max(1, total // 10)

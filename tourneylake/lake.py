@@ -162,7 +162,7 @@ class Lake:
         try:
             return orjson.loads(marker.read_bytes()).get("source")
         except (orjson.JSONDecodeError, AttributeError) as exc:
-            raise LakeError(f"{marker} is damaged ({exc}): restore it or write {{\"source\": ...}} by hand") from None
+            raise LakeError(f'{marker} is damaged ({exc}): restore it or write {{"source": ...}} by hand') from None
 
     def claim(self, source: str) -> Lake:
         """Record ``source`` as this lake's (first time) or check it is the recorded one."""
@@ -246,7 +246,9 @@ class Lake:
         path = self.raw_path(snapshot_date, resource, key)
         return read_raw_file(path) if path.exists() else None
 
-    def iter_raw(self, snapshot_date: date | str, resource: str | None = None, *, status: str | None = OK) -> Iterator[RawResponse]:
+    def iter_raw(
+        self, snapshot_date: date | str, resource: str | None = None, *, status: str | None = OK
+    ) -> Iterator[RawResponse]:
         """Stored bodies of a night (one resource or all) with ``status`` (``None``: every
         body), one at a time, in a stable order (resource, then file name)."""
         for path in self.raw_paths(snapshot_date, resource, status=status):
@@ -272,7 +274,6 @@ class Lake:
 
     def partition_path(self, table: str, snapshot_date: date | str) -> Path:
         return self.table_dir(table) / f"{PARTITION}={_day(snapshot_date).isoformat()}"
-
 
     def partition_writer(self, table: str, snapshot_date: date | str) -> PartitionWriter:
         return PartitionWriter(self, table, _day(snapshot_date))
@@ -456,7 +457,9 @@ def read_raw_file(path: Path) -> RawResponse:
     try:
         envelope: dict[str, Any] = orjson.loads(gzip.decompress(path.read_bytes()))
     except (OSError, EOFError, orjson.JSONDecodeError) as exc:
-        raise LakeError(f"raw body {path} is damaged ({exc}); it is kept as is: move it aside to fetch that answer again") from None
+        raise LakeError(
+            f"raw body {path} is damaged ({exc}); it is kept as is: move it aside to fetch that answer again"
+        ) from None
     text = envelope["body"]
     body = base64.b64decode(text) if envelope.get("body_encoding") == "base64" else text.encode("utf-8")
     return RawResponse(
@@ -479,7 +482,7 @@ def _partition_dates(folder: Path) -> list[date]:
     for p in folder.iterdir():
         if p.is_dir() and p.name.startswith(prefix):
             try:
-                out.append(date.fromisoformat(p.name[len(prefix):]))
+                out.append(date.fromisoformat(p.name[len(prefix) :]))
             except ValueError:
                 continue
     return sorted(out)

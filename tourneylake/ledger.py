@@ -102,7 +102,13 @@ class LedgerWriter:
             handle = open(self._path, "ab")  # noqa: SIM115 - kept open for the run, closed in close()
             fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
             self._file = handle
-            header = {"kind": "run", "run_id": self.run_id, "started_at": self.started_at, "remaining_before": self.remaining_before, "pid": os.getpid()}
+            header = {
+                "kind": "run",
+                "run_id": self.run_id,
+                "started_at": self.started_at,
+                "remaining_before": self.remaining_before,
+                "pid": os.getpid(),
+            }
             handle.write(_dumps(header))
         self._file.write(_dumps(line))
         self._file.flush()

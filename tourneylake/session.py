@@ -124,7 +124,9 @@ class Session:
             return None
         info = response.envelope.user_info
         if info is not None and not info.logged_in:  # a free call answers bad credentials with loggedIn="false"
-            raise RunFailed("credentials refused by the service: it answered loggedIn=false (check user name, password and app key)")
+            raise RunFailed(
+                "credentials refused by the service: it answered loggedIn=false (check user name, password and app key)"
+            )
         return response.remaining_searches
 
     # ------------------------------------------------------------------ the ledger
@@ -158,7 +160,9 @@ class Session:
             if not call.metered:
                 return
             if budget is not None and not budget.try_reserve(call.resource):
-                raise BudgetRefused(budget.refusal(call.resource) or budget.stopped_reason or "budget: no searches left for this run")
+                raise BudgetRefused(
+                    budget.refusal(call.resource) or budget.stopped_reason or "budget: no searches left for this run"
+                )
             ledger.sent(call.resource, key_digest(call.key), number)
 
         def record(attempt: Attempt) -> None:

@@ -27,7 +27,9 @@ class StateStore:
         try:
             value = orjson.loads(path.read_bytes())
         except orjson.JSONDecodeError as exc:
-            raise LakeError(f"state file {path} is damaged ({exc}): move it aside (it is a cache; nothing paid is lost)") from None
+            raise LakeError(
+                f"state file {path} is damaged ({exc}): move it aside (it is a cache; nothing paid is lost)"
+            ) from None
         if not isinstance(value, dict):
             raise LakeError(f"state file {path} does not hold a JSON object: move it aside")
         return value

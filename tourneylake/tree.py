@@ -23,7 +23,9 @@ from typing import Any
 from xml.etree.ElementTree import Element as _XmlElement
 
 import orjson
+from defusedxml import DefusedXmlException
 from defusedxml import ElementTree as SafeET
+
 from tourneylake.errors import TourneylakeError
 
 __all__ = [
@@ -223,7 +225,7 @@ def parse_xml(body: bytes | str) -> Node:
         root = SafeET.fromstring(body, forbid_dtd=True, forbid_entities=True, forbid_external=True)
     except SafeET.ParseError as exc:
         raise MalformedPayload(f"response is not well-formed XML: {exc}") from None
-    except Exception as exc:  # defusedxml's DTDForbidden / EntitiesForbidden / ExternalReferenceForbidden
+    except DefusedXmlException as exc:  # DTDForbidden, EntitiesForbidden, ExternalReferenceForbidden
         raise MalformedPayload(f"response XML refused for safety: {type(exc).__name__}") from None
     return Node(root.tag, _xml_to_raw(root))
 
@@ -280,13 +282,7 @@ def _escape_text(text: str) -> str:
 
 
 def _escape_attr(text: str) -> str:
-    return (
-        _escape_text(text)
-        .replace('"', "&quot;")
-        .replace("\n", "&#10;")
-        .replace("\r", "&#13;")
-        .replace("\t", "&#9;")
-    )
+    return _escape_text(text).replace('"', "&quot;").replace("\n", "&#10;").replace("\r", "&#13;").replace("\t", "&#9;")
 
 
 def _write_xml(element: Element, out: list[str]) -> None:

@@ -118,7 +118,11 @@ def table_ddl(spec: TableSpec) -> str:
 @cache
 def _loads(table: str) -> dict[str, str]:
     spec = TABLES[table]
-    names = {"snapshot": ("snapshot_delete", "snapshot_insert"), "reference": ("reference_is_latest", "reference_delete", "reference_insert"), "dedup": ("dedup_merge",)}
+    names = {
+        "snapshot": ("snapshot_delete", "snapshot_insert"),
+        "reference": ("reference_is_latest", "reference_delete", "reference_insert"),
+        "dedup": ("dedup_merge",),
+    }
     return {name.split("_", 1)[1]: _render(name, spec) for name in names[spec.load]}
 
 

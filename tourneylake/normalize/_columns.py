@@ -200,7 +200,11 @@ def dict_runs(values: Sequence[Any], counts: Sequence[int] | pa.Array) -> pa.Dic
     codes: dict[Any, int] = {}
     index = [None if v is None else codes.setdefault(v, len(codes)) for v in values]
     counts_np = counts.to_numpy(zero_copy_only=False) if isinstance(counts, pa.Array) else np.asarray(counts, dtype=np.int64)
-    rows = pa.array(index, pa.int32()).take(np.repeat(np.arange(len(index), dtype=np.int32), counts_np)) if index else pa.array([], pa.int32())
+    rows = (
+        pa.array(index, pa.int32()).take(np.repeat(np.arange(len(index), dtype=np.int32), counts_np))
+        if index
+        else pa.array([], pa.int32())
+    )
     return pa.DictionaryArray.from_arrays(rows, str_array(list(codes)))
 
 

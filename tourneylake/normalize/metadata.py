@@ -150,13 +150,25 @@ _NETWORK_TEXT = {
     "full_coverage_tracking_rate": "FullCoverageTrackingRate",
     "earliest_game_tracked": "EarliestGameTrackedDate",
 }
-_NETWORK_KNOWN = {"@name", "@code", "@region", "@closed", "@searchable", "@hudCoverage", "Skins", "TrackedGamesCount", *_NETWORK_TEXT.values()}
+_NETWORK_KNOWN = {
+    "@name",
+    "@code",
+    "@region",
+    "@closed",
+    "@searchable",
+    "@hudCoverage",
+    "Skins",
+    "TrackedGamesCount",
+    *_NETWORK_TEXT.values(),
+}
 
 
 def _networks(payload: Node, snapshot_date: date) -> pa.Table:
     node = payload.one("Networks")
     rows = node.all("Network") if node else []
-    cols: dict[str, list[Any]] = {k: [] for k in [*_NETWORK_ATTRS, *_NETWORK_BOOLS, *_NETWORK_TEXT, "tracked_games_count", "skins", "skin_count", "extra"]}
+    cols: dict[str, list[Any]] = {
+        k: [] for k in [*_NETWORK_ATTRS, *_NETWORK_BOOLS, *_NETWORK_TEXT, "tracked_games_count", "skins", "skin_count", "extra"]
+    }
     for n in rows:
         for col, attr in _NETWORK_ATTRS.items():
             cols[col].append(n.attr(attr))
@@ -235,7 +247,18 @@ _DEFINITION_GROUPS = (
 def _definitions(payload: Node, snapshot_date: date) -> tuple[pa.Table, pa.Table]:
     s_cols: dict[str, list[Any]] = {k: [] for k in ("scope", "statistic_id", "name", "type", "description")}
     d_cols: dict[str, list[Any]] = {
-        k: [] for k in ("scope", "dataset", "x_axis_title", "x_axis_type", "z_axis_title", "z_axis_type", "series", "series_title", "type")
+        k: []
+        for k in (
+            "scope",
+            "dataset",
+            "x_axis_title",
+            "x_axis_type",
+            "z_axis_title",
+            "z_axis_type",
+            "series",
+            "series_title",
+            "type",
+        )
     }
     for scope, group_name, stat_name, set_name in _DEFINITION_GROUPS:
         group = payload.one(group_name)
@@ -291,13 +314,13 @@ def statistic_types(source: Node | pa.Table, scope: str = "player") -> dict[str,
         rows = source.select(["scope", "statistic_id", "type"]).to_pylist()
         return {r["statistic_id"]: r["type"] for r in rows if r["scope"] == scope and r["statistic_id"] and r["type"]}
     payload = metadata_payload(source)
-    group_name, stat_name = ("PlayerStatisticsDefinitions", "PlayerStatisticDefinition") if scope == "player" else ("TournamentStatisticsDefinitions", "TournamentStatisticDefinition")
+    group_name, stat_name = (
+        ("PlayerStatisticsDefinitions", "PlayerStatisticDefinition")
+        if scope == "player"
+        else ("TournamentStatisticsDefinitions", "TournamentStatisticDefinition")
+    )
     group = payload.one(group_name)
-    return {
-        sid: stype
-        for d in (group.all(stat_name) if group else [])
-        if (sid := d.attr("id")) and (stype := d.attr("type"))
-    }
+    return {sid: stype for d in (group.all(stat_name) if group else []) if (sid := d.attr("id")) and (stype := d.attr("type"))}
 
 
 def series_types(source: Node | pa.Table, scope: str = "player") -> dict[tuple[str, str], str]:
@@ -307,4 +330,6 @@ def series_types(source: Node | pa.Table, scope: str = "player") -> dict[tuple[s
     else:
         table = _definitions(metadata_payload(source), date(1970, 1, 1))[1]
     rows = table.select(["scope", "dataset", "series", "type"]).to_pylist()
-    return {(r["dataset"], r["series"]): r["type"] for r in rows if r["scope"] == scope and r["dataset"] and r["series"] and r["type"]}
+    return {
+        (r["dataset"], r["series"]): r["type"] for r in rows if r["scope"] == scope and r["dataset"] and r["series"] and r["type"]
+    }

@@ -180,13 +180,17 @@ def normalize_news(response: Node, snapshot_date: date | str) -> NormalizeResult
     day = C.as_date(snapshot_date)
     warnings: list[str] = []
     records, unread = _records(response, "news", warnings)
-    cols: dict[str, list[Any]] = {k: [] for k in ("item_index", "news_id", "title", "published_at", "url", "body", "attributes", "raw_json")}
+    cols: dict[str, list[Any]] = {
+        k: [] for k in ("item_index", "news_id", "title", "published_at", "url", "body", "attributes", "raw_json")
+    }
     for index, record in enumerate(records):
         flat = _flat(record)
         cols["item_index"].append(index)
         cols["news_id"].append(_pick(flat, ("id", "guid", "newsId", "key")))
         cols["title"].append(_pick(flat, ("title", "headline", "subject", "name")))
-        cols["published_at"].append(_time(_pick(flat, ("date", "published", "publishDate", "publishedAt", "created", "timestamp", "time"))))
+        cols["published_at"].append(
+            _time(_pick(flat, ("date", "published", "publishDate", "publishedAt", "created", "timestamp", "time")))
+        )
         cols["url"].append(_pick(flat, ("url", "link", "href", "uri")))
         cols["body"].append(_pick(flat, ("body", "text", "content", "description", "summary", "message")))
         cols["attributes"].append(flat)

@@ -111,7 +111,11 @@ _SPECS: list[TableSpec] = [
             ("full_coverage_tracking_rate", STR, "`FullCoverageTrackingRate` as served (e.g. `99%`)"),
             ("earliest_game_tracked", STR, "`EarliestGameTrackedDate` as served (`M/YYYY`)"),
             ("tracked_games_count", I64, "`TrackedGamesCount`"),
-            ("skins", pa.list_(pa.struct([("id", STR), ("name", STR), ("major", BOOL)])), "the network's skins (a single skin is served as a bare object; both read)"),
+            (
+                "skins",
+                pa.list_(pa.struct([("id", STR), ("name", STR), ("major", BOOL)])),
+                "the network's skins (a single skin is served as a bare object; both read)",
+            ),
             ("skin_count", I32, "number of skins"),
             ("extra", STR_MAP, "any other attributes and text children, as served"),
         ),
@@ -155,7 +159,11 @@ _SPECS: list[TableSpec] = [
             ("name", STR, "display name"),
             ("type", STR, "option group (e.g. `Game`, `Format`, `Flag`)"),
             ("description", STR, "description, when served"),
-            ("children", pa.list_(STR), "option ids this option stands for (`@children`, comma-separated on the wire); empty when none"),
+            (
+                "children",
+                pa.list_(STR),
+                "option ids this option stands for (`@children`, comma-separated on the wire); empty when none",
+            ),
         ),
     ),
     TableSpec(
@@ -238,8 +246,16 @@ _SPECS: list[TableSpec] = [
             ("player", STR, "player name as requested (watchlist key)"),
             ("filter_name", STR, "watchlist filter name; `''` for the unfiltered summary (never NULL)"),
             ("filter_expression", STR, "the filter as written in the watchlist; `''` when unfiltered"),
-            ("filter_sent", STR, "the filter sent for this night: as written, with its Date anchored to the night (an absolute `Date:start~end` ending at the night's last second)"),
-            ("filter_window", STR, "`as_of` (tournaments started up to the end of the night) or `day` (started during the night's UTC day)"),
+            (
+                "filter_sent",
+                STR,
+                "the filter sent for this night: as written, with its Date anchored to the night (an absolute `Date:start~end` ending at the night's last second)",
+            ),
+            (
+                "filter_window",
+                STR,
+                "`as_of` (tournaments started up to the end of the night) or `day` (started during the night's UTC day)",
+            ),
             ("anchored", BOOL, "true when `filter_sent` cannot select anything started after the night, whenever it is fetched"),
             ("served_filter", STR, "`PlayerView/Filter` as served back; NULL when empty"),
             ("served_name", STR, "`Player/@name` as served (may differ in case from `player`)"),
@@ -274,7 +290,7 @@ _SPECS: list[TableSpec] = [
             ("value_time", TS, "value as a time, for Timestamp statistics"),
             ("value_usd", F64, "Currency statistics: value converted from `display_currency` to USD"),
             ("display_currency", DSTR, "currency of Currency statistics"),
-            ("authorized", BOOL, "false when the account may not see this statistic (`@authorized=\"false\"`)"),
+            ("authorized", BOOL, 'false when the account may not see this statistic (`@authorized="false"`)'),
             _USD_MISSING,
         ),
     ),
@@ -416,7 +432,11 @@ _SPECS: list[TableSpec] = [
             ("question", STR, "natural-language question, for the NLQ resource"),
             ("attempt", I32, "attempt number of the call (retries count up from 1; 0 for a reconciliation)"),
             ("cost", I32, "searches spent"),
-            ("remaining_after", I64, "the account's searches left after the call (a logged-in `UserInfo/RemainingSearches`), when known"),
+            (
+                "remaining_after",
+                I64,
+                "the account's searches left after the call (a logged-in `UserInfo/RemainingSearches`), when known",
+            ),
             (
                 "outcome",
                 STR,
@@ -459,8 +479,7 @@ def tables_markdown() -> str:
         out += [
             f"## `{spec.name}`",
             "",
-            f"{spec.doc} Grain: {spec.grain}. Key: `{', '.join(spec.key)}`. "
-            f"Warehouse load: {spec.load}.",
+            f"{spec.doc} Grain: {spec.grain}. Key: `{', '.join(spec.key)}`. Warehouse load: {spec.load}.",
             "",
             "| column | type | meaning |",
             "|---|---|---|",

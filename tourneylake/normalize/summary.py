@@ -48,7 +48,7 @@ from tourneylake.normalize.metadata import Rates
 from tourneylake.normalize.schemas import SCHEMAS, STR_MAP
 from tourneylake.tree import MalformedPayload, Node
 
-__all__ = ["SummaryNormalizer", "SUMMARY_TABLES"]
+__all__ = ["SUMMARY_TABLES", "SummaryNormalizer"]
 
 SUMMARY_TABLES = (
     "player_snapshots",
@@ -74,10 +74,27 @@ _I32 = pa.int32()
 # Tournament attributes with a column of their own; the rest go to `extra`.
 _TOURNAMENT_ATTRS = frozenset(
     "@" + a
-    for a in (
-        "id network name date duration currency stake rake prizePool guarantee overlay reEntries "
-        "totalEntrants playersPerTable game gameClass structure flags state"
-    ).split()
+    for a in [
+        "id",
+        "network",
+        "name",
+        "date",
+        "duration",
+        "currency",
+        "stake",
+        "rake",
+        "prizePool",
+        "guarantee",
+        "overlay",
+        "reEntries",
+        "totalEntrants",
+        "playersPerTable",
+        "game",
+        "gameClass",
+        "structure",
+        "flags",
+        "state",
+    ]
 )
 _TOURNAMENT_KEYS = _TOURNAMENT_ATTRS | {"TournamentEntry"}
 _T_STRUCT = pa.struct([(a, pa.string()) for a in sorted(_TOURNAMENT_ATTRS)])
@@ -249,11 +266,28 @@ class SummaryNormalizer:
         # one entry per summary (player_snapshots, and run values for the long tables)
         self._snap: dict[str, list[Any]] = {
             k: []
-            for k in (
-                "network player filter_name filter_expression filter_sent filter_window anchored served_filter served_name found country "
-                "country_name last_activity_at display_currency display_usd_rate statistic_count "
-                "tournament_count server_time metadata_hash fetched_at"
-            ).split()
+            for k in [
+                "network",
+                "player",
+                "filter_name",
+                "filter_expression",
+                "filter_sent",
+                "filter_window",
+                "anchored",
+                "served_filter",
+                "served_name",
+                "found",
+                "country",
+                "country_name",
+                "last_activity_at",
+                "display_currency",
+                "display_usd_rate",
+                "statistic_count",
+                "tournament_count",
+                "server_time",
+                "metadata_hash",
+                "fetched_at",
+            ]
         }
         self._stat_runs: list[int] = []
         self._set_runs: list[int] = []
@@ -572,9 +606,7 @@ class SummaryNormalizer:
         dataset = C.dict_runs(ids.to_pylist(), id_runs)
         # type code of (data set, series): a small table over (data set code × series code)
         width = len(self._series_names)
-        table = pa.array(
-            [self._type_code.get((d, s)) for d in dataset.dictionary.to_pylist() for s in self._series_names], _I32
-        )
+        table = pa.array([self._type_code.get((d, s)) for d in dataset.dictionary.to_pylist() for s in self._series_names], _I32)
         combined = pc.add(pc.multiply(dataset.indices, width), pc.index_in(series, value_set=self._series_name_set))
         typ = pa.DictionaryArray.from_arrays(table.take(combined), self._series_type_names)
         typed = self._typed_values(typ, values, keys["_rate"])
@@ -642,14 +674,20 @@ class SummaryNormalizer:
 
     def _tournaments_table(self) -> pa.Table:
         n = len(self._t_keys)
-        nets, ids = zip(*self._t_keys) if n else ((), ())
+        nets, ids = zip(*self._t_keys, strict=True) if n else ((), ())
         schema = SCHEMAS["tournaments"]
         t = _fields(self._t_raw, _T_STRUCT)
         currency = _blank_null(t["@currency"])
         rate = self._rate_col(currency)
         money = {
             k: C.float_array(t[a])
-            for k, a in (("stake", "@stake"), ("rake", "@rake"), ("prize_pool", "@prizePool"), ("guarantee", "@guarantee"), ("overlay", "@overlay"))
+            for k, a in (
+                ("stake", "@stake"),
+                ("rake", "@rake"),
+                ("prize_pool", "@prizePool"),
+                ("guarantee", "@guarantee"),
+                ("overlay", "@overlay"),
+            )
         }
         buy_in = pc.add(money["stake"], money["rake"])
         cols: dict[str, pa.Array] = {
@@ -681,7 +719,7 @@ class SummaryNormalizer:
 
     def _entries_table(self) -> pa.Table:
         n = len(self._e_keys)
-        nets, ids, players = zip(*self._e_keys) if n else ((), (), ())
+        nets, ids, players = zip(*self._e_keys, strict=True) if n else ((), (), ())
         schema = SCHEMAS["tournament_entries"]
         e = _fields(self._e_raw, _E_STRUCT)
         t = _fields(self._e_t, _ET_STRUCT)

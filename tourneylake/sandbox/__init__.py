@@ -9,6 +9,13 @@ Use it for development, tests, demos and benchmarks (design §6)::
         sandbox.world.truth("PokerStars", "Borbas.Geri", "Class:SNG")   # what the summary serves
         sandbox.accounts.set_remaining(DEMO.username, 3)
         sandbox.world.set_today("2026-03-02")                            # night 2
+        sandbox.app.summary_requests     # every summary request it saw (user, network, player, filter)
+        sandbox.accounts.peak_in_flight(DEMO.username)   # most requests in flight at once
+
+Money is converted at the rates of each tournament's own UTC start day, so a summary with an
+absolute ``Date:<start>~<end>`` filter is the same whichever day it is asked on; only metadata
+publishes the serving day's rates. Errors the sandbox raises on purpose derive from
+:class:`~tourneylake.errors.TourneylakeError`.
 
 Modules: :mod:`.world` (synthetic players, tournaments, rates), :mod:`.stats` (statistics),
 :mod:`.filtering` (filter semantics), :mod:`.metadata`, :mod:`.catalog` (countries, news),
@@ -23,8 +30,8 @@ searches a day.
 
 from tourneylake.sandbox.accounts import DEMO, FREE, Accounts, encode_password
 from tourneylake.sandbox.app import Costs
-from tourneylake.sandbox.faults import Faults
-from tourneylake.sandbox.server import SandboxServer, running_sandbox, serve_forever
+from tourneylake.sandbox.faults import Faults, FaultSpecError
+from tourneylake.sandbox.server import NotLoopback, SandboxServer, SandboxStartError, running_sandbox, serve_forever
 from tourneylake.sandbox.world import World
 
 __all__ = [
@@ -32,8 +39,11 @@ __all__ = [
     "FREE",
     "Accounts",
     "Costs",
+    "FaultSpecError",
     "Faults",
+    "NotLoopback",
     "SandboxServer",
+    "SandboxStartError",
     "World",
     "encode_password",
     "running_sandbox",

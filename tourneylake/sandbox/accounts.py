@@ -9,6 +9,11 @@ Quotas are daily: on the first request of a new simulated day a user's remaining
 reset to the daily quota (:meth:`Accounts.set_remaining` sets them for the current day).
 Everything is guarded by one lock, so tests can adjust accounts from their own thread while the
 server runs.
+
+Tests read what the sandbox saw: each user counts its requests in flight (:meth:`Accounts.enter`
+/ :meth:`Accounts.leave`, around every request that names an existing user) and keeps the peak
+(:attr:`User.peak_in_flight`, read with :meth:`Accounts.peak_in_flight`, restarted with
+:meth:`Accounts.reset_peak`).
 """
 
 from __future__ import annotations
@@ -200,10 +205,19 @@ class Accounts:
             user.peak_in_flight = max(user.peak_in_flight, user.in_flight)
             return user.in_flight
 
-    def reset_peak(self, username: str) -> None:
-        """Start counting the peak of requests in flight afresh (for a test's measurement)."""
+    def reset_peak(self, username: str | None = None) -> None:
+        """Start counting the peak of requests in flight afresh (for a test's measurement): for
+        ``username``, or for every user when ``None``. The peak restarts from the requests in
+        flight right now (0 when the server is idle)."""
         with self._lock:
-            self.users[username].peak_in_flight = 0
+            users = self.users.values() if username is None else (self.users[username],)
+            for user in users:
+                user.peak_in_flight = user.in_flight
+
+    def peak_in_flight(self, username: str) -> int:
+        """The most requests ``username`` had in flight at once since the last reset."""
+        with self._lock:
+            return self.users[username].peak_in_flight
 
     def leave(self, username: str) -> None:
         with self._lock:

@@ -26,6 +26,12 @@ Metadata's cacheable answer: when ``?hash=`` equals the current ``metadataHash``
 otherwise the full ``MetadataResponse`` with ``@appVersion``. Metadata responses have no
 ``UserInfo`` (like the real ones); every other response has one.
 
+What tests can read of what the sandbox saw: :attr:`SandboxApp.summary_requests` (every
+player-summary request once routed, answered or refused, as :class:`SummaryRequest` records with
+the filter exactly as received), :attr:`SandboxApp.requests` (a count of every routed request) and
+each user's peak of requests in flight (:meth:`Accounts.peak_in_flight
+<tourneylake.sandbox.accounts.Accounts.peak_in_flight>`).
+
 Response shapes of the resources the reference does not show: NLQ → ``FilterResponse``
 {``Question``, ``Filter``}; hand analysis → ``HandAnalysisResponse @langCode`` {``Analysis``};
 countries and news: see :mod:`~tourneylake.sandbox.catalog`.
@@ -34,6 +40,7 @@ countries and news: see :mod:`~tourneylake.sandbox.catalog`.
 from __future__ import annotations
 
 import asyncio
+import threading
 from collections import OrderedDict, deque
 from dataclasses import dataclass
 from typing import Any
@@ -75,9 +82,12 @@ class Costs:
     not_found: int = 1
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class SummaryRequest:
-    """A player-summary request as the sandbox received it (``filter``: "" when absent)."""
+    """A player-summary request as the sandbox received it, recorded once routing chose the
+    summary resource and before anything could refuse it: ``username`` from the ``Username``
+    header or query parameter (``None`` when absent), ``network`` and ``player`` from the path
+    (decoded), ``filter`` the ``filter`` query parameter exactly as received ("" when absent)."""
 
     username: str | None
     network: str
@@ -119,7 +129,11 @@ class _DropResponse(Response):
         super().__init__(b"", status_code=200, media_type=_MEDIA[fmt])
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        head = b'{"Response":{"@success":"true",' if "json" in (self.media_type or "") else b'<?xml version="1.0"?><Response success="true">'
+        head = (
+            b'{"Response":{"@success":"true",'
+            if "json" in (self.media_type or "")
+            else b'<?xml version="1.0"?><Response success="true">'
+        )
         await send(
             {
                 "type": "http.response.start",
@@ -134,7 +148,9 @@ class _DropResponse(Response):
 def _html_error(status: int) -> HTMLResponse:
     titles = {500: "Internal Server Error", 502: "Bad Gateway", 503: "Service Unavailable"}
     title = titles.get(status, "Error")
-    return HTMLResponse(f"<html><head><title>{status} {title}</title></head><body><h1>{status} {title}</h1></body></html>", status)
+    return HTMLResponse(
+        f"<html><head><title>{status} {title}</title></head><body><h1>{status} {title}</h1></body></html>", status
+    )
 
 
 class SandboxApp:
@@ -151,6 +167,7 @@ class SandboxApp:
         costs: Costs | None = None,
         recent_tournaments: int = 30,
         summary_cache: int = 4096,
+        summary_log: int = 100_000,
     ) -> None:
         self.world = world
         self.accounts = accounts
@@ -162,9 +179,12 @@ class SandboxApp:
         self._summary_cache: OrderedDict[tuple[Any, ...], dict[str, Any]] = OrderedDict()
         self._summary_cache_size = summary_cache
         self.requests = 0
-        #: every player-summary request handled (answered or refused), newest last: what tests
-        #: read to see what a client really sent (appends are atomic; bounded)
-        self.summary_requests: deque[SummaryRequest] = deque(maxlen=100_000)
+        #: every player-summary request handled after routing — answered or refused (bad Accept,
+        #: a fault, credentials, 101024, a bad filter, quota...) — oldest first, at most
+        #: ``summary_log`` of them: what tests read to see what a client really sent. Appends
+        #: hold :attr:`_log_lock`; read a consistent copy with :meth:`summary_log_snapshot`.
+        self.summary_requests: deque[SummaryRequest] = deque(maxlen=summary_log)
+        self._log_lock = threading.Lock()
         self._networks: frozenset[str] | None = None
         base = "/api/{app}"
         self.asgi = Starlette(
@@ -191,9 +211,19 @@ class SandboxApp:
             self._networks = frozenset(names)
         return self._networks
 
+    def summary_log_snapshot(self) -> list[SummaryRequest]:
+        """A copy of :attr:`summary_requests` (safe while requests are being served)."""
+        with self._log_lock:
+            return list(self.summary_requests)
+
+    def clear_summary_log(self) -> None:
+        """Forget the recorded summary requests (``summary_requests.clear()`` also works)."""
+        with self._log_lock:
+            self.summary_requests.clear()
+
     # ------------------------------------------------------------------------------- plumbing
 
-    def _endpoint(self, resource: str):  # noqa: ANN202 - Starlette endpoint
+    def _endpoint(self, resource: str):
         async def endpoint(request: Request) -> Response:
             return await self._handle(request, resource)
 
@@ -201,13 +231,20 @@ class SandboxApp:
 
     async def _handle(self, request: Request, resource: str) -> Response:
         self.requests += 1
+        username = request.headers.get("username") or request.query_params.get("Username")
+        if resource == "summary":
+            record = SummaryRequest(
+                username or None,
+                request.path_params["network"],
+                request.path_params["player"],
+                request.query_params.get("filter") or "",
+            )
+            with self._log_lock:
+                self.summary_requests.append(record)
         fmt = negotiate(request.headers.get("accept"))
         if fmt is None:
-            return PlainTextResponse(
-                "Not Found: the Accept header must be application/json or application/xml", 404
-            )
+            return PlainTextResponse("Not Found: the Accept header must be application/json or application/xml", 404)
         draw = self.plan.draw()
-        username = request.headers.get("username") or request.query_params.get("Username")
         in_flight = self.accounts.enter(username) if username else 0
         try:
             if draw.delay_s > 0:
@@ -357,7 +394,6 @@ class SandboxApp:
         network = request.path_params["network"]
         name = request.path_params["player"]
         filter_text = request.query_params.get("filter") or ""
-        self.summary_requests.append(SummaryRequest(user.username, network, name, filter_text))
         if network not in self.network_names:
             raise _ServiceError(101012, f"unknown network {network!r}")
         world = self.world

@@ -31,7 +31,9 @@ import threading
 from dataclasses import dataclass, fields
 from typing import Literal
 
-__all__ = ["FaultDraw", "FaultPlan", "Faults"]
+from tourneylake.errors import TourneylakeError
+
+__all__ = ["FaultDraw", "FaultPlan", "FaultSpecError", "Faults"]
 
 FaultKind = Literal["5xx", "drop", "truncate", "slow", "internal"]
 _KEYS = {
@@ -44,6 +46,10 @@ _KEYS = {
     "jitter": "jitter_ms",
     "slow_s": "slow_seconds",
 }
+
+
+class FaultSpecError(TourneylakeError, ValueError):
+    """A fault spec (or :class:`Faults` field) that is malformed or out of range."""
 
 
 @dataclass(frozen=True)
@@ -62,15 +68,17 @@ class Faults:
     def __post_init__(self) -> None:
         shares = (self.error_5xx, self.drop, self.truncate, self.slow, self.internal)
         if any(s < 0 or s > 1 for s in shares) or sum(shares) > 1 + 1e-9:
-            raise ValueError("fault shares must each be in [0, 1] and sum to at most 1")
+            raise FaultSpecError("fault shares must each be in [0, 1] and sum to at most 1")
         if self.parallel is not None and self.parallel < 1:
-            raise ValueError("parallel must be at least 1")
+            raise FaultSpecError("parallel must be at least 1")
         if self.jitter_ms < 0 or self.slow_seconds < 0:
-            raise ValueError("jitter and slow_s must not be negative")
+            raise FaultSpecError("jitter and slow_s must not be negative")
 
     @classmethod
     def parse(cls, spec: str | None) -> Faults:
-        """Read ``"5xx=0.1,drop=0.05,...,parallel=4,jitter=5"`` (empty or ``none`` = no faults)."""
+        """Read ``"5xx=0.1,drop=0.05,...,parallel=4,jitter=5"`` (empty or ``none`` = no faults).
+
+        Raises :class:`FaultSpecError` (a ``ValueError``) for a malformed spec."""
         if spec is None or spec.strip().lower() in ("", "none", "off"):
             return cls()
         values: dict[str, float | int] = {}
@@ -82,11 +90,11 @@ class Faults:
             key = key.strip().lower()
             if not sep or key not in _KEYS:
                 known = ", ".join(_KEYS)
-                raise ValueError(f"bad fault {part!r}: expected key=value with key one of {known}")
+                raise FaultSpecError(f"bad fault {part!r}: expected key=value with key one of {known}")
             try:
                 number: float | int = int(raw) if key == "parallel" else float(raw)
             except ValueError:
-                raise ValueError(f"bad fault value in {part!r}: not a number") from None
+                raise FaultSpecError(f"bad fault value in {part!r}: not a number") from None
             values[_KEYS[key]] = number
         return cls(**values)  # type: ignore[arg-type]
 
@@ -129,7 +137,13 @@ class FaultPlan:
             u, j, s = self._rng.random(), self._rng.random(), self._rng.random()
         kind: FaultKind | None = None
         edge = 0.0
-        for name, share in (("5xx", f.error_5xx), ("drop", f.drop), ("truncate", f.truncate), ("slow", f.slow), ("internal", f.internal)):
+        for name, share in (
+            ("5xx", f.error_5xx),
+            ("drop", f.drop),
+            ("truncate", f.truncate),
+            ("slow", f.slow),
+            ("internal", f.internal),
+        ):
             edge += share
             if share and u < edge:
                 kind = name  # type: ignore[assignment]

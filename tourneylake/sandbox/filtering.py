@@ -203,6 +203,7 @@ def _compile(text: str, world: World, now: int) -> Predicate:
 def compile_filter(text: str, world: World, now: int) -> Predicate:
     """Compile ``text`` for ``world`` on the day whose end is ``now`` (relative Dates end then).
 
-    Raises :class:`FilterNotSupported` (a ``ValueError``) for anything the sandbox refuses.
+    Raises :class:`FilterNotSupported` (a :class:`~tourneylake.errors.TourneylakeError` and a
+    ``ValueError``) for anything the sandbox refuses.
     """
     return _compile(text or "", world, now)

@@ -11,14 +11,16 @@ from __future__ import annotations
 
 import re
 
+from tourneylake.errors import TourneylakeError
+
 __all__ = ["HandParseError", "analyse"]
 
 _DEALT = re.compile(r"^Dealt to (?P<hero>.+?) \[(?P<c1>[2-9TJQKA][cdhs]) (?P<c2>[2-9TJQKA][cdhs])\]", re.M)
 _RANKS = "23456789TJQKA"
 
 
-class HandParseError(ValueError):
-    """The body is not a hand history the sandbox can read."""
+class HandParseError(TourneylakeError, ValueError):
+    """The body is not a hand history the sandbox can read (the app answers 101012)."""
 
 
 def _describe(c1: str, c2: str) -> tuple[str, int]:
@@ -42,7 +44,16 @@ def analyse(text: str, lang: str = "en") -> str:
     seats = len(re.findall(r"^Seat \d+: ", text, re.M)) or 0
     before_flop = text.split("*** FLOP ***")[0]
     hero_lines = [line for line in before_flop.splitlines() if line.startswith(f"{hero}:")]
-    action = "folded" if any("folds" in l for l in hero_lines) else "raised" if any("raises" in l or "bets" in l for l in hero_lines) else "called" if any("calls" in l for l in hero_lines) else "checked"
+    said = " ".join(hero_lines)
+    action = (
+        "folded"
+        if "folds" in said
+        else "raised"
+        if "raises" in said or "bets" in said
+        else "called"
+        if "calls" in said
+        else "checked"
+    )
     streets = [s for s in ("FLOP", "TURN", "RIVER") if f"*** {s} ***" in text]
     won = bool(re.search(rf"^{re.escape(hero)} (?:collected|wins)", text, re.M))
     tier = "premium" if strength >= 30 else "strong" if strength >= 22 else "playable" if strength >= 15 else "weak"

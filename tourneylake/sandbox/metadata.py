@@ -1,4 +1,4 @@
-"""The sandbox's ``/metadata``: the recorded real metadata plus today's currency rates.
+"""The sandbox's ``/metadata``: the recorded real metadata plus the serving day's currency rates.
 
 The template is the real recorded ``MetadataResponse`` (``data/metadata_template.json``), so
 filter definitions, networks, regions and statistic definitions are the service's own. Each
@@ -6,7 +6,9 @@ simulated day adds ``@rate`` (units per 1 USD) to every currency except the ones
 "unknown today" (:data:`~tourneylake.sandbox.world.UNPUBLISHED_RATE_CURRENCIES`).
 
 ``metadataHash`` is the MD5 of the day's payload serialised as JSON, so it changes whenever the
-rates refresh (every simulated day) and is identical for the same seed and day.
+rates refresh (every simulated day) and is identical for the same seed and day. Metadata is the
+only place the serving day's rates appear: summaries convert each tournament's money at the rates
+of its own start day (:meth:`~tourneylake.sandbox.world.World.rate_on`).
 """
 
 from __future__ import annotations

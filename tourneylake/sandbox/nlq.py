@@ -33,7 +33,18 @@ __all__ = ["convert"]
 
 _CURRENCY = {"$": "USD", "€": "EUR", "£": "GBP", "usd": "USD", "eur": "EUR", "gbp": "GBP", "cad": "CAD"}
 _AMOUNT = r"(?:(?P<{n}sym>[$€£])\s*(?P<{n}num>\d+(?:[.,]\d+)?)|(?P<{n}num2>\d+(?:[.,]\d+)?)\s*(?P<{n}code>usd|eur|gbp|cad|dollars?|euros?))"
-_UNIT = {"day": "D", "days": "D", "week": "W", "weeks": "W", "month": "M", "months": "M", "year": "Y", "years": "Y", "hour": "H", "hours": "H"}
+_UNIT = {
+    "day": "D",
+    "days": "D",
+    "week": "W",
+    "weeks": "W",
+    "month": "M",
+    "months": "M",
+    "year": "Y",
+    "years": "Y",
+    "hour": "H",
+    "hours": "H",
+}
 _COMMA_LOCALES = ("de", "fr", "es", "it", "pt", "nl", "pl", "ru", "sv", "da")
 
 
@@ -91,7 +102,8 @@ def convert(question: str, locale: str | None = None, timezone: str | None = Non
     under = re.search(r"(?:under|below|less than|at most)\s+" + _AMOUNT.format(n="a"), q)
     if between:
         (c1, lo), (c2, hi) = _amount(between, "a", comma), _amount(between, "b", comma)
-        parts.append(f"Stake:{c1}{lo}~{c1 if c2 == c1 else c1}{hi}")
+        currency = c1 or c2  # one currency for both bounds (the grammar wants them to agree)
+        parts.append(f"Stake:{currency}{lo}~{currency}{hi}")
     elif over:
         c, n = _amount(over, "a", comma)
         parts.append(f"Stake:{c}{n}~*")

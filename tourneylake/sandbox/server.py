@@ -20,12 +20,21 @@ from typing import Any
 
 import uvicorn
 
+from tourneylake.errors import TourneylakeError
 from tourneylake.sandbox.accounts import DEMO, Accounts
 from tourneylake.sandbox.app import Costs, DroppedConnection, SandboxApp
 from tourneylake.sandbox.faults import Faults
 from tourneylake.sandbox.world import World
 
-__all__ = ["SandboxServer", "running_sandbox", "serve_forever"]
+__all__ = ["NotLoopback", "SandboxServer", "SandboxStartError", "running_sandbox", "serve_forever"]
+
+
+class NotLoopback(TourneylakeError, ValueError):
+    """The sandbox was asked to listen on an address that is not loopback."""
+
+
+class SandboxStartError(TourneylakeError, RuntimeError):
+    """The background server did not come up in time."""
 
 
 class _DropFilter(logging.Filter):
@@ -84,7 +93,7 @@ class SandboxServer:
         recent_tournaments: int = 30,
     ) -> None:
         if host not in ("127.0.0.1", "localhost", "::1"):
-            raise ValueError("the sandbox listens on loopback only")
+            raise NotLoopback(f"the sandbox listens on loopback only (127.0.0.1, localhost or ::1), not {host!r}")
         self.host = host
         self.port = port
         self.faults = Faults.parse(faults) if isinstance(faults, str) or faults is None else faults
@@ -134,7 +143,7 @@ class SandboxServer:
         while not self._server.started:
             if not self._thread.is_alive() or time.monotonic() > deadline:
                 self.stop()
-                raise RuntimeError("the sandbox server did not start")
+                raise SandboxStartError("the sandbox server did not start")
             time.sleep(0.01)
         return self
 

@@ -5,8 +5,10 @@ same code produces the served values and :meth:`World.truth`, so tests can compa
 
 Conventions (service-notes §2): every value is a string; money in USD (the ``displayCurrency``)
 with 2 decimals, converted per tournament at the rate of **the tournament's own UTC start day**
-(a guess about the real service, chosen so that a summary of past tournaments — an as-of filter
-with an absolute Date range — is the same whatever day it is served on); percentages with 1
+(``rate_on(currency, start)``, i.e. ``World.rates(<start day>)``; a guess about the real service,
+chosen so that a summary of past tournaments — an as-of filter with an absolute Date range — is
+the same whatever day it is served on: statistics, data sets and the USD thresholds of
+achievements alike; timeline prizes stay in the tournament's currency); percentages with 1
 decimal; dates in epoch seconds. ``Ability`` is always served ``authorized="false"`` (no value),
 and ``PTLBPoints`` is too outside PokerStars (they map to ``None``). With no results only
 ``Count`` and ``Entries`` are served.
@@ -44,13 +46,44 @@ __all__ = [
 ]
 
 STATISTIC_IDS: tuple[str, ...] = (
-    "Count", "AvProfit", "AvStake", "AvROI", "Bankroll", "Profit", "Stake", "Cashes",
-    "FirstGameDate", "LastGameDate", "MostGamesInDay", "AvGamesPerDay", "AvGameDuration",
-    "ActiveDayCount", "TournamentWins", "Best100StreakAvProfit", "Worst100StreakAvProfit", "Rake",
-    "TotalROI", "ITM", "AvEntrants", "TurboRatio", "PercentFieldBeaten", "FinshesEarly",
-    "FinshesEarlyMiddle", "FinshesMiddle", "FinshesMiddleLate", "FinshesLate", "PTLBPoints",
-    "Ability", "MaxWinningStreak", "MaxLosingStreak", "MaxCashingStreak", "WinningDays",
-    "LosingDays", "BreakEvenDays", "AchievementPoints", "Entries",
+    "Count",
+    "AvProfit",
+    "AvStake",
+    "AvROI",
+    "Bankroll",
+    "Profit",
+    "Stake",
+    "Cashes",
+    "FirstGameDate",
+    "LastGameDate",
+    "MostGamesInDay",
+    "AvGamesPerDay",
+    "AvGameDuration",
+    "ActiveDayCount",
+    "TournamentWins",
+    "Best100StreakAvProfit",
+    "Worst100StreakAvProfit",
+    "Rake",
+    "TotalROI",
+    "ITM",
+    "AvEntrants",
+    "TurboRatio",
+    "PercentFieldBeaten",
+    "FinshesEarly",
+    "FinshesEarlyMiddle",
+    "FinshesMiddle",
+    "FinshesMiddleLate",
+    "FinshesLate",
+    "PTLBPoints",
+    "Ability",
+    "MaxWinningStreak",
+    "MaxLosingStreak",
+    "MaxCashingStreak",
+    "WinningDays",
+    "LosingDays",
+    "BreakEvenDays",
+    "AchievementPoints",
+    "Entries",
 )
 
 #: (code, name, description, points) of the achievements the sandbox awards.
@@ -84,7 +117,7 @@ class Summary:
 
 
 class _Group:
-    __slots__ = ("count", "profit", "roi_sum", "roi_n", "rake")
+    __slots__ = ("count", "profit", "rake", "roi_n", "roi_sum")
 
     def __init__(self) -> None:
         self.count = 0
@@ -274,9 +307,16 @@ def summarise(
         (
             "ByStake",
             [
-                (f"{cur}{money(cents)}", [("Profit", _m(g.profit)), ("AvROI", g.av_roi()), ("Count", str(g.count)), ("Rake", _m(g.rake))])
-                # ordered by the buy-in at the currencies' base rates: fixed, whatever the day's rates
-                for (cur, cents), g in sorted(by_stake.items(), key=lambda kv: (kv[0][1] / CURRENCY_BASE_RATES[kv[0][0]], kv[0]))
+                (
+                    f"{cur}{money(cents)}",
+                    [("Profit", _m(g.profit)), ("AvROI", g.av_roi()), ("Count", str(g.count)), ("Rake", _m(g.rake))],
+                )
+                # Bucket order (a sandbox decision): by the buy-in converted at the currencies'
+                # fixed *base* rates (CURRENCY_BASE_RATES), ties by (currency, cents). A bucket
+                # holds tournaments of many days, each converted at its own day's rates, so no
+                # single daily rate could order it; the base rates keep the order close to USD
+                # value yet the same on every serving day and for every selection of results.
+                for (cur, cents), g in sorted(by_stake.items(), key=_stake_order)
             ],
         ),
         (
@@ -302,6 +342,12 @@ def summarise(
         ),
     ]
     return Summary(stats, datasets, events)
+
+
+def _stake_order(item: tuple[tuple[str, int], _Group]) -> tuple[float, str, int]:
+    """The ByStake sort key of a ((currency, buy-in cents), group) item (see :func:`summarise`)."""
+    (currency, cents), _ = item
+    return cents / CURRENCY_BASE_RATES[currency], currency, cents
 
 
 def _stat_list(v: dict, achievement_points: int) -> list[tuple[str, str | None]]:

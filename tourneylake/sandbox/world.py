@@ -22,8 +22,13 @@ How a history is made (and why):
 
 Money is kept in integer cents of the tournament's currency. A player's profit in a tournament is
 ``prize - stake - rake`` (multi-entries are reported but not charged again). USD amounts are
-``amount / rate`` with the **serving day's** rate (units per 1 USD), including the currency whose
-rate metadata does not publish (the world still knows it).
+``amount / rate`` with the rate (units per 1 USD) of **the tournament's own UTC start day**
+(:meth:`World.rate_on`, the same numbers as ``World.rates(<that day>)``), including the currency
+whose rate metadata does not publish (the world still knows it). This is a sandbox decision — a
+guess about the real service — made so that history does not move: a summary of past
+tournaments (an as-of request with an absolute ``Date:<start>~<end>`` filter) is the same
+whichever day it is served on. Only metadata publishes the *serving* day's rates (its hash
+changes daily).
 """
 
 from __future__ import annotations
@@ -38,12 +43,14 @@ from collections import OrderedDict
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
+from functools import lru_cache
 
 from tourneylake.sandbox.hashing import mix, unit
 
 __all__ = [
     "CURRENCY_BASE_RATES",
     "NETWORKS",
+    "RATES_CACHE_DAYS",
     "UNPUBLISHED_RATE_CURRENCIES",
     "NetworkProfile",
     "Player",
@@ -63,6 +70,9 @@ EPOCH = calendar.timegm(EPOCH_DATE.timetuple())
 #: Players start playing between these dates (inclusive start, exclusive end).
 FIRST_START = date(2019, 1, 1)
 LAST_START = date(2025, 7, 1)
+
+#: Days of rates :class:`World` keeps (an LRU): ~22 years, more than any history spans.
+RATES_CACHE_DAYS = 8192
 
 #: Units of each currency per 1 USD around which the daily rates drift.
 CURRENCY_BASE_RATES: dict[str, float] = {
@@ -136,15 +146,68 @@ FIXED_PLAYERS: tuple[tuple[str, str], ...] = (
 )
 
 _FIRST = (
-    "José", "Ana", "Zoë", "Luca", "Chloé", "Søren", "Élodie", "Dmitrij", "Mária", "Björn", "Ines",
-    "Jürgen", "Paweł", "Noémi", "Tomás", "Aurélie", "Mikkel", "Giulia", "Henrik", "Lucía", "Ondřej",
-    "Kai", "Fatima", "Ólafur", "Renée", "Marek", "Sofía", "Yuki", "Ærin", "Grzegorz",
+    "José",
+    "Ana",
+    "Zoë",
+    "Luca",
+    "Chloé",
+    "Søren",
+    "Élodie",
+    "Dmitrij",
+    "Mária",
+    "Björn",
+    "Ines",
+    "Jürgen",
+    "Paweł",
+    "Noémi",
+    "Tomás",
+    "Aurélie",
+    "Mikkel",
+    "Giulia",
+    "Henrik",
+    "Lucía",
+    "Ondřej",
+    "Kai",
+    "Fatima",
+    "Ólafur",
+    "Renée",
+    "Marek",
+    "Sofía",
+    "Yuki",
+    "Ærin",
+    "Grzegorz",
 )
 _LAST = (
-    "García", "Łukasz", "Müller", "Dupont", "Novák", "Smith", "Rossi", "Şahin", "Nørgaard", "Kovács",
-    "Silva", "O'Neil", "Horváth", "Lindqvist", "Fernández", "Dubois", "Schröder", "Nakamura", "Byrne",
-    "Petrović", "Costa", "Jansen", "Ivanov", "Ferreira", "Wójcik", "Mäkinen", "Ortega", "Blažek",
-    "Hughes", "Zieliński",
+    "García",
+    "Łukasz",
+    "Müller",
+    "Dupont",
+    "Novák",
+    "Smith",
+    "Rossi",
+    "Şahin",
+    "Nørgaard",
+    "Kovács",
+    "Silva",
+    "O'Neil",
+    "Horváth",
+    "Lindqvist",
+    "Fernández",
+    "Dubois",
+    "Schröder",
+    "Nakamura",
+    "Byrne",
+    "Petrović",
+    "Costa",
+    "Jansen",
+    "Ivanov",
+    "Ferreira",
+    "Wójcik",
+    "Mäkinen",
+    "Ortega",
+    "Blažek",
+    "Hughes",
+    "Zieliński",
 )
 _STYLES = ("{f} {l}", "{f}.{l}", "{l}.{f}", "{f}_{l}", "{f} {l}.", "{f}{l}")
 
@@ -318,7 +381,9 @@ class World:
     ``seed`` fixes everything; ``players`` is the roster size; ``today`` is the simulated day
     (``None`` = follow the real UTC date); ``time_of_day`` (seconds after midnight), when set,
     pins response timestamps to that time of the simulated day so bodies are byte-identical
-    between runs (otherwise timestamps follow the real clock's time of day).
+    between runs (otherwise timestamps follow the real clock's time of day). ``history_cache``
+    is how many (player, day) histories are kept; ``rates_cache`` how many days of rates (an
+    LRU; the default holds every day of the world's history many times over).
     """
 
     def __init__(
@@ -329,6 +394,7 @@ class World:
         *,
         time_of_day: int | None = None,
         history_cache: int = 8192,
+        rates_cache: int = RATES_CACHE_DAYS,
     ) -> None:
         self.seed = int(seed)
         self.players = max(int(players), 0)
@@ -342,7 +408,11 @@ class World:
         self._histories: OrderedDict[tuple[int, int], list[Result]] = OrderedDict()
         self._history_cache = history_cache
         self._index: dict[tuple[str, str], int] | None = None
-        self._rates: dict[int, dict[str, float]] = {}
+        # The rates of a day by its ordinal: an LRU (functools' C implementation: thread-safe, and
+        # a hit costs a dict lookup) big enough to hold every day of a multi-year history, so
+        # converting each tournament at its own day's rates never thrashes. A rare double
+        # computation by two threads is harmless: the rates are a pure function of (seed, day).
+        self._day_rates = lru_cache(maxsize=max(int(rates_cache), 1))(self._make_day_rates)
         self._fixed_index = {key: i for i, key in enumerate(FIXED_PLAYERS[: self.players])}
 
     # ------------------------------------------------------------------------------- clock
@@ -379,23 +449,28 @@ class World:
     # ------------------------------------------------------------------------------- rates
 
     def rates(self, today: date | None = None) -> dict[str, float]:
-        """Every currency's rate (units per 1 USD) on a day, including unpublished ones.
+        """Every currency's rate (units per 1 USD) on a day (the serving day by default),
+        including unpublished ones.
 
         Each rate is rounded to 6 significant digits, so the published string and the number
-        the world converts with are the same value.
+        the world converts with are the same value. A tournament's money is converted with the
+        rates of its own UTC start day, ``rates(<that day>)`` (see :meth:`rate_on`).
         """
         return dict(self._day_rates((today or self.today).toordinal()))
 
     def rate_on(self, currency: str, when: int) -> float:
-        """``currency``'s rate on the UTC day of the epoch second ``when``: the rate a
-        tournament's money is converted with is its own start day's, so a summary of past
-        tournaments does not change as the days (and the published rates) go by."""
+        """``currency``'s rate on the UTC day of the epoch second ``when`` — the same number as
+        ``rates(<that UTC date>)[currency]``. Every money conversion of a tournament result uses
+        it with the tournament's start, so a summary of past tournaments does not change as the
+        days (and the published rates) go by."""
         return self._day_rates(UNIX_EPOCH_ORDINAL + when // DAY)[currency]
 
-    def _day_rates(self, d: int) -> dict[str, float]:
-        cached = self._rates.get(d)
-        if cached is not None:
-            return cached
+    def rates_cache_info(self) -> tuple[int, int, int | None, int]:
+        """``(hits, misses, maxsize, currsize)`` of the per-day rates cache (an LRU)."""
+        return self._day_rates.cache_info()
+
+    def _make_day_rates(self, d: int) -> dict[str, float]:
+        """The rates of the day with ordinal ``d`` (cached by :attr:`_day_rates`; never mutate)."""
         out: dict[str, float] = {}
         for i, (iso, base) in enumerate(CURRENCY_BASE_RATES.items()):
             if iso == "USD":
@@ -404,17 +479,11 @@ class World:
             wave = 0.03 * math.sin(2 * math.pi * d / (60 + 7 * i) + i)
             noise = 0.006 * (unit(self.seed, 3, i, d) - 0.5)
             out[iso] = float(f"{base * (1 + wave + noise):.6g}")
-        if len(self._rates) > 100_000:  # ~275 years of days: never, in practice
-            self._rates.clear()
-        self._rates[d] = out
         return out
 
     def published_rates(self, today: date | None = None) -> dict[str, str | None]:
         """The ``@rate`` strings metadata publishes on a day (``None`` = omitted)."""
-        return {
-            iso: (None if iso in UNPUBLISHED_RATE_CURRENCIES else f"{rate:.6g}")
-            for iso, rate in self.rates(today).items()
-        }
+        return {iso: (None if iso in UNPUBLISHED_RATE_CURRENCIES else f"{rate:.6g}") for iso, rate in self.rates(today).items()}
 
     # ------------------------------------------------------------------------------- networks
 
@@ -441,7 +510,7 @@ class World:
         for index in range(28):
             currency = rng.choices(currencies, cweights)[0]
             sng = index < 18
-            tier = rng.choice(range(1, 9) if sng else range(0, len(BUY_INS)))
+            tier = rng.choice(range(1, 9) if sng else range(len(BUY_INS)))
             if not sng and tier == 0 and rng.random() < 0.5:
                 tier = 2
             buy_in = round(BUY_INS[tier] * 100)
@@ -509,8 +578,16 @@ class World:
 
     @staticmethod
     def _template_name(
-        currency: str, buy_in: int, game: str, structure: str, speed: str, sng: bool,
-        entrants: int, guarantee: int, formats: list[str], rng: random.Random,
+        currency: str,
+        buy_in: int,
+        game: str,
+        structure: str,
+        speed: str,
+        sng: bool,
+        entrants: int,
+        guarantee: int,
+        formats: list[str],
+        rng: random.Random,
     ) -> str:
         symbol = SYMBOLS.get(currency, currency + " ")
         price = "Freeroll" if buy_in == 0 else f"{symbol}{money(buy_in)}"
@@ -603,8 +680,8 @@ class World:
         block, k = divmod(j, size)
         perm = (k * 7919 + mix(self.seed, 29) % size) % size  # 7919 is prime, coprime with size
         f, rest = divmod(perm, len(_LAST) * len(_STYLES))
-        l, s = divmod(rest, len(_STYLES))
-        name = _STYLES[s].format(f=_FIRST[f], l=_LAST[l])
+        last, s = divmod(rest, len(_STYLES))
+        name = _STYLES[s].format(f=_FIRST[f], l=_LAST[last])
         if block:
             name += str(block + 1)
         weights = [n.weight for n in NETWORKS]
@@ -761,9 +838,7 @@ class World:
 
     # ------------------------------------------------------------------------------- truth
 
-    def player_history(
-        self, network: str, name: str, filter_text: str = "", today: date | None = None
-    ) -> list[Result]:
+    def player_history(self, network: str, name: str, filter_text: str = "", today: date | None = None) -> list[Result]:
         """The player's results that ``filter_text`` selects on ``today`` (oldest first).
 
         Raises ``KeyError`` for an unknown player and ``ValueError`` for a filter the sandbox
