@@ -97,7 +97,7 @@ class _ServiceResource(ConfigurableResource):
         return load_watchlist(self.settings().watchlist)
 
     @contextmanager
-    def warehouse(self) -> Iterator[Warehouse]:
+    def open_warehouse(self) -> Iterator[Warehouse]:
         with Warehouse(self.settings().warehouse_path) as warehouse:
             yield warehouse
 

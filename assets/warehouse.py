@@ -34,7 +34,7 @@ CHECKS = {
 def warehouse(context: AssetExecutionContext, tourneylake: TourneylakeResource) -> MaterializeResult:
     night = night_of(context)
     lake = Lake(tourneylake.settings().data_dir)
-    with tourneylake.warehouse() as db:
+    with tourneylake.open_warehouse() as db:
         loaded = db.load_night(lake, night)
         counts = db.table_counts()
         violations = {name: db.check(name) for name in CHECKS}

@@ -79,3 +79,9 @@ def test_the_dagster_resource_is_generated_from_the_settings() -> None:
     resource = TourneylakeResource(concurrency=3, password="pw")
     assert resource.settings().concurrency == 3 and resource.settings().password.get_secret_value() == "pw"
     assert TourneylakeResource().settings() == load_settings()  # unset fields: the environment's or the default
+
+
+def test_the_warehouse_file_may_live_apart_from_the_lake(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    assert load_settings(data_dir=tmp_path).warehouse_path == tmp_path / "warehouse.duckdb"
+    monkeypatch.setenv("TOURNEYLAKE_WAREHOUSE", str(tmp_path / "elsewhere.duckdb"))
+    assert load_settings(data_dir=tmp_path / "d").warehouse_path == tmp_path / "elsewhere.duckdb"

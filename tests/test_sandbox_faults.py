@@ -11,7 +11,7 @@ import pytest
 
 from tourneylake import tree
 from tourneylake.errors import TourneylakeError
-from tourneylake.sandbox import DEMO, FaultSpecError, Faults, running_sandbox
+from tourneylake.sandbox import DEMO, Faults, FaultSpecError, running_sandbox
 
 TODAY = date(2026, 3, 1)
 HEADERS = {

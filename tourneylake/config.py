@@ -70,6 +70,7 @@ class Settings(BaseSettings):
     )
     data_dir: Path = Field(Path("data"), description="the lake (`lake/`) and the warehouse (`warehouse.duckdb`)")
     watchlist: Path = Field(Path("watchlist.yaml"), description="the watchlist: players and named filters to harvest")
+    warehouse: Path | None = Field(None, description="the DuckDB warehouse file; unset: `warehouse.duckdb` in the data directory")
     max_searches_per_run: int | None = Field(
         None, ge=0, description="cap on searches per night (re-runs of a night share it); empty = unlimited"
     )
@@ -109,7 +110,7 @@ class Settings(BaseSettings):
 
     @property
     def warehouse_path(self) -> Path:
-        return self.data_dir / "warehouse.duckdb"
+        return self.warehouse or self.data_dir / "warehouse.duckdb"
 
     def with_overrides(self, **overrides: Any) -> Settings:
         """A validated copy with the given (non-None) values."""
