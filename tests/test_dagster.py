@@ -133,3 +133,24 @@ def test_envvar_bound_secrets_never_reach_the_event_log(sandbox, tmp_path: Path,
         assert result.success
         text = "\n".join(str(record) for record in instance.all_logs(result.run_id))
     assert SANDBOX_PASSWORD not in text
+
+
+def test_the_rebuild_job_remakes_a_night_from_raw_without_a_request(sandbox, tmp_path: Path, monkeypatch) -> None:
+    import httpx
+
+    from pipelines.definitions import build_definitions
+    from tourneylake.lake import Lake
+
+    sandbox.world.set_today(NIGHT)
+    resource = TourneylakeResource(base_url=sandbox.base_url, data_dir=str(tmp_path), watchlist=str(REPO / "watchlist.yaml"))
+    definitions = build_definitions(resource)
+    with DagsterInstance.ephemeral() as instance:
+        assert (
+            definitions.resolve_job_def("nightly").execute_in_process(partition_key=NIGHT.isoformat(), instance=instance).success
+        )
+        lake = Lake(tmp_path)
+        before = sorted(map(repr, lake.read_table("player_statistics", NIGHT).to_pylist()))
+        monkeypatch.setattr(httpx.HTTPTransport, "handle_request", lambda *a, **k: pytest.fail("the rebuild made a request"))
+        result = definitions.resolve_job_def("rebuild").execute_in_process(partition_key=NIGHT.isoformat(), instance=instance)
+    assert result.success
+    assert sorted(map(repr, lake.read_table("player_statistics", NIGHT).to_pylist())) == before and before  # rows, in any order
