@@ -420,9 +420,11 @@ def test_check_with_metadata_without_currencies_or_options() -> None:
 
 # ------------------------------------------------------------------------ filters for a night
 
-from datetime import date, timedelta  # noqa: E402 - this section's own imports
+from datetime import UTC, date, datetime, timedelta  # noqa: E402 - this section's own imports
 
-from tourneylake.filters import DATA_START, NightFilterError, filter_for_night  # noqa: E402
+from tourneylake import filters  # noqa: E402
+from tourneylake.errors import TourneylakeError  # noqa: E402
+from tourneylake.filters import DATA_START, FIRST_NIGHT, NightFilter, NightFilterError, filter_for_night  # noqa: E402
 
 NIGHT = date(2026, 11, 18)
 END = calendar.timegm((2026, 11, 19, 0, 0, 0)) - 1  # the night's last second, UTC
@@ -531,3 +533,381 @@ def test_properties_of_a_nights_filter(others: list[str], relative: str | None, 
     start, stop = (int(x) for x in date_constraint.values[0].split("~"))
     assert stop == end and start <= stop and result.anchored
     assert [str(c) for c in parsed if c.name != "Date"] == others  # the rest kept as written, in order
+
+
+# --------------------------------------------------------------------- filters for a night: more
+
+
+def _end_of(night: date) -> int:
+    """The night's last second, computed independently of the module (time tuples, not ordinals)."""
+    return calendar.timegm((night + timedelta(days=1)).timetuple()) - 1
+
+
+def test_errors_are_tourneylake_errors_and_value_errors() -> None:
+    for error in (FilterSyntaxError, FilterValidationError, NightFilterError):
+        assert issubclass(error, TourneylakeError) and issubclass(error, ValueError)
+    with pytest.raises(TourneylakeError):
+        parse_filter("Type:")
+    assert {"NightFilter", "NightFilterError", "filter_for_night", "DATA_START", "FIRST_NIGHT", "Window"} <= set(filters.__all__)
+    assert all(hasattr(filters, name) for name in filters.__all__)
+    assert "filter_for_night" in (filters.__doc__ or "")
+
+
+def test_data_start_is_2007() -> None:
+    assert DATA_START == 1167609600 and FIRST_NIGHT.isoformat() == "2007-01-01"
+
+
+@pytest.mark.parametrize(
+    ("night", "written", "start"),
+    [
+        # months: the day after the night, n months back, its day clamped to the month landed in
+        (date(2026, 3, 27), "Date:1M", _at(2026, 2, 28)),  # 28 March → 28 February: no clamp needed
+        (date(2026, 3, 28), "Date:1M", _at(2026, 2, 28)),  # 29 March → clamped
+        (date(2026, 3, 29), "Date:1M", _at(2026, 2, 28)),  # 30 March → clamped
+        (date(2026, 3, 31), "Date:1M", _at(2026, 3, 1)),  # the day after is 1 April
+        (date(2026, 5, 30), "Date:1M", _at(2026, 4, 30)),  # 31 May → 30 April (clamped)
+        (date(2026, 1, 31), "Date:1M", _at(2026, 1, 1)),  # the day after is 1 February
+        (date(2026, 12, 31), "Date:1M", _at(2026, 12, 1)),  # the day after is next year's 1 January
+        (date(2026, 12, 30), "Date:1M", _at(2026, 11, 30)),  # 31 December → 30 November
+        (date(2026, 8, 30), "Date:6M", _at(2026, 2, 28)),  # 31 August → 28 February
+        (date(2026, 11, 18), "Date:13M", _at(2025, 10, 19)),
+        (date(2026, 11, 18), "Date:24M", _at(2024, 11, 19)),
+        # leap years
+        (date(2028, 3, 30), "Date:1M", _at(2028, 2, 29)),  # 2028 is a leap year
+        (date(2100, 3, 30), "Date:1M", _at(2100, 2, 28)),  # 2100 is not (a century)
+        (date(2400, 3, 30), "Date:1M", _at(2400, 2, 29)),  # 2400 is (400 years)
+        (date(2024, 2, 29), "Date:1Y", _at(2023, 3, 1)),  # leap day itself: the day after is 1 March
+        (date(2024, 2, 28), "Date:4Y", _at(2020, 2, 29)),  # leap day to leap day: no clamp
+        (date(2024, 2, 28), "Date:12M", _at(2023, 2, 28)),  # 12M is 1Y
+        (date(2025, 2, 28), "Date:1Y", _at(2024, 3, 1)),  # the day after is 1 March 2025
+        (date(2024, 1, 28), "Date:1M", _at(2023, 12, 29)),  # across a year, a leap year's January
+        # weeks, days, hours, seconds: exact seconds before the day after the night
+        (date(2024, 3, 1), "Date:1W", _at(2024, 2, 24)),  # across the leap day
+        (date(2024, 3, 1), "Date:2D", _at(2024, 2, 29)),
+        (date(2024, 3, 1), "Date:24H", _at(2024, 3, 1)),
+        (date(2024, 3, 1), "Date:86400S", _at(2024, 3, 1)),
+    ],
+)
+def test_relative_dates_end_with_the_night(night: date, written: str, start: int) -> None:
+    result = filter_for_night(written, night)
+    assert result.sent == f"Date:{start}~{_end_of(night)}"
+    assert result.anchored and not result.selects_nothing
+    assert parse_date(result.sent.removeprefix("Date:")).kind == "range"  # the service would accept it
+
+
+def test_the_month_rule_is_clamping_not_overflow() -> None:
+    """31 March one month back is 28 February, not 3 March: nights in a row never start later
+    than the night after them, and some share a start."""
+    starts = [filter_for_night("Date:1M", date(2026, 3, day)).sent.split("~")[0] for day in range(25, 32)]
+    assert starts == [f"Date:{_at(2026, 2, d)}" for d in (26, 27, 28, 28, 28, 28)] + [f"Date:{_at(2026, 3, 1)}"]
+
+
+def test_a_relative_date_reaching_before_1970_starts_at_0() -> None:
+    for written in ("Date:100Y", "Date:99999999999Y", "Date:99999999999M", "Date:99999999999D", "Date:99999999999999S"):
+        assert filter_for_night(written, NIGHT).sent == f"Date:0~{END}"
+    assert filter_for_night("Date:56Y", NIGHT).sent == f"Date:{_at(1970, 11, 19)}~{END}"  # still after it
+
+
+@pytest.mark.parametrize(
+    ("night", "written", "sent", "note"),
+    [
+        (NIGHT, "Date:2019", f"Date:{_at(2019, 1, 1)}~{_at(2020, 1, 1) - 1}", "the UTC year 2019"),
+        (NIGHT, "Date:2026", f"Date:{_at(2026, 1, 1)}~{END}", "the UTC year 2026, clipped to the end of 2026-11-18"),
+        (date(2026, 12, 31), "Date:2026", f"Date:{_at(2026, 1, 1)}~{_at(2027, 1, 1) - 1}", "the UTC year 2026"),
+        (date(2007, 1, 1), "Date:2007", f"Date:{DATA_START}~{DATA_START + 86399}", "clipped to the end of 2007-01-01"),
+        (NIGHT, f"Date:{START}~{END + 86400}", f"Date:{START}~{END}", "the range, clipped to the end of 2026-11-18"),
+        (NIGHT, f"Date:{START - 5}~{START + 5}", f"Date:{START - 5}~{START + 5}", None),  # inside the night: kept
+        (NIGHT, f"Date:{END}~{END + 1}", f"Date:{END}~{END}", "clipped"),  # straddling by one second
+        (NIGHT, f"Date:{END - 1}~{END}", f"Date:{END - 1}~{END}", None),  # ends on the night's last second
+        (NIGHT, "Date:1~2", "Date:1~2", None),  # long before: kept
+    ],
+)
+def test_years_and_ranges_are_clipped_to_the_night(night: date, written: str, sent: str, note: str | None) -> None:
+    result = filter_for_night(written, night)
+    assert result.sent == sent and result.anchored and not result.selects_nothing
+    if note is None:
+        assert result.notes == ()  # nothing changed, nothing said
+    else:
+        assert f"{written} sent as {sent}" in result.notes[0] and note in result.notes[0]
+
+
+@pytest.mark.parametrize(
+    ("night", "written", "sent"),
+    [
+        (NIGHT, "Date:2027", f"Date:{_at(2027, 1, 1)}~{END}"),
+        (date(2026, 12, 31), "Date:2027", f"Date:{_at(2027, 1, 1)}~{_at(2027, 1, 1) - 1}"),  # the very next second
+        (NIGHT, "Date:9999", f"Date:{_at(9999, 1, 1)}~{END}"),
+        (NIGHT, f"Date:{END + 1}~{END + 1}", f"Date:{END + 1}~{END}"),
+        (NIGHT, f"Class:SNG;Date:{END + 10}~{END + 99};Type:H", f"Class:SNG;Date:{END + 10}~{END};Type:H"),
+    ],
+)
+def test_a_date_after_the_night_is_sent_as_an_empty_range_that_nothing_accepts(night: date, written: str, sent: str) -> None:
+    result = filter_for_night(written, night)
+    assert result.sent == sent and result.selects_nothing and result.anchored
+    assert format_filter(parse_filter(result.sent)) == result.sent
+    (value,) = parse_filter(result.sent).get("Date")[0].values
+    with pytest.raises(FilterSyntaxError, match=r"starts \(\d+\) after it ends"):
+        parse_date(value)  # so the catalog refuses it and it cannot be paid for by mistake
+    assert f"selects nothing up to {night.isoformat()}" in " ".join(result.notes)
+
+
+def test_one_date_after_the_night_is_enough_to_select_nothing() -> None:
+    result = filter_for_night("Date:30D;Date:2030", NIGHT)
+    assert result.selects_nothing and result.sent == f"Date:{END + 1 - 30 * 86400}~{END};Date:{_at(2030, 1, 1)}~{END}"
+
+
+def test_an_inverted_date_is_sent_as_written_and_the_rest_is_still_processed() -> None:
+    result = filter_for_night("Date!:2019;Class:SNG;Date:1W;Type!:SAT", NIGHT)
+    assert result.sent == f"Date!:2019;Class:SNG;Date:{END + 1 - 7 * 86400}~{END};Type!:SAT"
+    assert not result.anchored and not result.selects_nothing
+    assert result.notes[0].startswith("Date!:2019 is inverted") and "Date:1W sent as" in result.notes[1]
+    only_inverted = filter_for_night("Type:H;Date!:1274109174~1274195574", NIGHT)  # no positive Date: capped
+    assert only_inverted.sent == f"Type:H;Date!:1274109174~1274195574;Date:{DATA_START}~{END}"
+    assert not only_inverted.anchored
+    future = filter_for_night("Date!:2030", NIGHT)  # an inverted Date never selects nothing by itself
+    assert not future.selects_nothing and future.sent == f"Date!:2030;Date:{DATA_START}~{END}"
+
+
+@pytest.mark.parametrize(
+    ("written", "sent"),
+    [
+        ("Class:SNG;Date:-2D", "Class:SNG;Date:-2D"),  # a positive Date: nothing appended
+        ("Date:-1H;Type:H", "Date:-1H;Type:H"),
+        ("Date:-2D;Date:30D", f"Date:-2D;Date:{END + 1 - 30 * 86400}~{END}"),
+        ("Date!:-2D", f"Date!:-2D;Date:{DATA_START}~{END}"),  # inverted: capped as well
+    ],
+)
+def test_an_upcoming_date_cannot_be_anchored(written: str, sent: str) -> None:
+    result = filter_for_night(written, NIGHT)
+    assert result.sent == sent and not result.anchored and not result.selects_nothing
+    assert any("sent as written" in note for note in result.notes)
+
+
+def test_no_date_gets_everything_up_to_the_end_of_the_night() -> None:
+    for written in ("", "Class:SNG", "Type:O,OHL,T;Type!:SAT;Stake:USD2~*", "TournamentName:Date:1Y"):
+        result = filter_for_night(written, NIGHT)
+        expected = f"{written};Date:{DATA_START}~{END}" if written else f"Date:{DATA_START}~{END}"
+        assert result.sent == expected and result.anchored and not result.selects_nothing
+        assert result.notes == (
+            f"no Date: Date:{DATA_START}~{END} appended (every tournament started up to the end of 2026-11-18, UTC)",
+        )
+    first = filter_for_night("", FIRST_NIGHT)
+    assert first.sent == f"Date:{DATA_START}~{DATA_START + 86399}" and not first.selects_nothing
+
+
+def test_constraints_other_than_date_are_kept_byte_for_byte() -> None:
+    written = (
+        "TournamentName:Sunday Million ;Date:30D;date:1Y;Stake:USD2~*,GBP*~5R;Limit:Last,1~100;HourOfDay:TZ,Europe/London,18~23"
+    )
+    result = filter_for_night(written, NIGHT)
+    # ``date`` is not ``Date`` (names are case-sensitive): kept as written, like any other constraint
+    assert result.sent == written.replace("Date:30D", f"Date:{END + 1 - 30 * 86400}~{END}")
+
+
+def test_anchor_none_sends_exactly_what_is_written() -> None:
+    for written in ("", "Class:SNG", "Date:30D", "Date:2030", "Date!:1Y;Date:-2D", "Stake:USD2~*;Date:1274109174~9999999999"):
+        result = filter_for_night(written, NIGHT, anchor=False)
+        assert result == NightFilter(written, written, False, False, result.notes)
+        assert result.notes == ("sent as written (anchor: none): what it selects moves with the day it is fetched on",)
+    with pytest.raises(FilterSyntaxError):
+        filter_for_night("Date:soon", NIGHT, anchor=False)  # malformed stays malformed
+
+
+@pytest.mark.parametrize(
+    ("written", "sent", "note"),
+    [
+        ("", f"Date:{START}~{END}", f"the per-day window Date:{START}~{END} (2026-11-18, UTC) appended"),
+        ("Class:SNG;Type!:SAT", f"Class:SNG;Type!:SAT;Date:{START}~{END}", "appended"),
+        ("Date:-2D;Class:SNG", f"Class:SNG;Date:{START}~{END}", "replaces Date:-2D"),
+        ("Date:2030", f"Date:{START}~{END}", "replaces Date:2030"),  # the window decides, not the Date
+        (
+            "Date!:2019;Type:H;Date:1274109174~1274195574",
+            f"Type:H;Date:{START}~{END}",
+            "replaces Date!:2019, Date:1274109174~1274195574",
+        ),
+    ],
+)
+def test_a_day_window_is_the_nights_own_day(written: str, sent: str, note: str) -> None:
+    result = filter_for_night(written, NIGHT, window="day")
+    assert result.sent == sent and result.anchored and not result.selects_nothing
+    assert len(result.notes) == 1 and note in result.notes[0]
+
+
+def test_a_day_window_on_a_leap_day_and_at_the_ends_of_time() -> None:
+    assert filter_for_night("", date(2024, 2, 29), window="day").sent == f"Date:{_at(2024, 2, 29)}~{_at(2024, 3, 1) - 1}"
+    last = calendar.timegm((9999, 12, 31, 23, 59, 59))
+    assert filter_for_night("", date.max, window="day").sent == f"Date:{last - 86399}~{last}"
+    assert filter_for_night("Date:1M", date.max).sent == f"Date:{_at(9999, 12, 1)}~{last}"
+    assert filter_for_night("Date:9999", date.max).sent == f"Date:{_at(9999, 1, 1)}~{last}"
+    assert filter_for_night("", date.max).sent == f"Date:{DATA_START}~{last}"
+
+
+def test_arguments_that_cannot_be() -> None:
+    with pytest.raises(NightFilterError, match="cannot be sent as written") as info:
+        filter_for_night("Class:SNG", NIGHT, window="day", anchor=False)
+    assert isinstance(info.value, TourneylakeError) and isinstance(info.value, ValueError)
+    with pytest.raises(NightFilterError, match="cannot be sent as written"):
+        filter_for_night("", NIGHT, window="day", anchor=False)  # even with nothing to anchor
+    with pytest.raises(NightFilterError, match="before the service's data, which starts on 2007-01-01"):
+        filter_for_night("Class:SNG", date(2006, 12, 31))
+    with pytest.raises(TypeError, match="a night is a date"):
+        filter_for_night("Class:SNG", datetime(2026, 11, 18, 12, 0))  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="a night is a date"):
+        filter_for_night("Class:SNG", "2026-11-18")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("written", "position", "fragment"),
+    [
+        ("Type:O,,T", 7, "empty value"),
+        ("Class:SNG;", 10, "nothing after the last ';'"),
+        ("Class:SNG;Date:yesterday", 15, "Date: malformed date"),
+        ("Date:0D", 5, "zero units"),
+        ("Class:SNG;Date:2006", 15, "a year after 2006"),
+        ("Date:5~3", 5, "starts (5) after it ends (3)"),
+        ("Date:1~x", 7, "not epoch seconds"),
+        ("Date:30D,2019", 9, "Date takes exactly one value"),
+        ("Type:H;Date!:1Y,2Y", 16, "Date takes exactly one value"),
+        ("Date!:soon", 6, "malformed date"),
+    ],
+)
+@pytest.mark.parametrize(("window", "anchor"), [("as_of", True), ("day", True), ("as_of", False)])
+def test_malformed_filters_are_refused_in_every_mode(
+    written: str, position: int, fragment: str, window: str, anchor: bool
+) -> None:
+    with pytest.raises(FilterSyntaxError) as info:
+        filter_for_night(written, NIGHT, window=window, anchor=anchor)  # type: ignore[arg-type]
+    assert fragment in info.value.reason and info.value.position == position and info.value.text == written
+
+
+def test_the_sent_filter_passes_the_metadata_check(catalog: FilterCatalog) -> None:
+    for written in ("", "Class:SNG;Date:30D", "Date:2019", "Date:1M", "Type:H;Date!:1Y", "Date:1274109174~1274195574"):
+        for window in ("as_of", "day"):
+            assert catalog.problems(filter_for_night(written, NIGHT, window=window).sent) == []  # type: ignore[arg-type]
+    nothing = filter_for_night("Class:SNG;Date:2030", NIGHT)
+    assert nothing.selects_nothing and "after it ends" in catalog.problems(nothing.sent)[0].message  # never paid for
+
+
+def test_the_night_not_the_fetch_day_decides() -> None:
+    """Nothing reads the clock: the same arguments give the same filter, and a later night
+    gives a later end."""
+    first = filter_for_night("Class:SNG;Date:30D", NIGHT)
+    assert first == filter_for_night("Class:SNG;Date:30D", date(2026, 11, 18)) and hash(first) == hash(
+        filter_for_night("Class:SNG;Date:30D", NIGHT)
+    )
+    later = filter_for_night("Class:SNG;Date:30D", NIGHT + timedelta(days=1))
+    assert later.sent == f"Class:SNG;Date:{END + 1 - 29 * 86400}~{END + 86400}"
+
+
+# ------------------------------------------------------------------- night properties (hypothesis)
+
+_nights = st.dates(FIRST_NIGHT, date.max)
+_plain_constraints = _constraints.filter(lambda c: c.name != "Date")
+_relative_dates = st.builds(lambda n, unit: f"{n}{unit}", st.integers(1, 10**6), st.sampled_from("YMWDHS"))
+_upcoming_dates = st.builds(lambda n, unit: f"-{n}{unit}", st.integers(1, 10**6), st.sampled_from("YMWDHS"))
+_year_dates = st.integers(2007, 9999).map(str)
+_range_dates = st.tuples(st.integers(0, 2 * 10**11), st.integers(0, 2 * 10**11)).map(lambda ab: f"{min(ab)}~{max(ab)}")
+_any_dates = st.one_of(_relative_dates, _upcoming_dates, _year_dates, _range_dates)
+_date_constraints = st.builds(lambda negated, value: Constraint("Date", negated, (value,)), st.booleans(), _any_dates)
+
+
+def _range_of(constraint: Constraint) -> tuple[int, int]:
+    low, high = constraint.values[0].split("~")
+    return int(low), int(high)
+
+
+@given(st.lists(_plain_constraints, max_size=5), st.one_of(st.none(), _relative_dates), st.integers(0, 5), _nights)
+@settings(max_examples=400, deadline=None)
+def test_a_relative_date_or_none_is_anchored_at_the_end_of_the_night(
+    others: list[Constraint], relative: str | None, where: int, night: date
+) -> None:
+    constraints = list(others)
+    if relative is not None:
+        constraints.insert(min(where, len(constraints)), Constraint("Date", False, (relative,)))
+    written = format_filter(Filter(tuple(constraints)))
+    result = filter_for_night(written, night)
+    assert result == filter_for_night(written, night)  # deterministic
+    assert result.written == written and result.anchored and not result.selects_nothing
+    parsed = parse_filter(result.sent)
+    assert format_filter(parsed) == result.sent
+    assert [c for c in parsed if c.name != "Date"] == others  # kept, in order
+    (dated,) = parsed.get("Date")
+    start, end = _range_of(dated)
+    assert end == _end_of(night) and 0 <= start <= end
+    assert parse_date(dated.values[0]) == DateSpec("range", start=start, end=end)
+    if relative is None:
+        assert parsed.constraints[-1] == dated and start == DATA_START
+    else:
+        assert parsed.constraints.index(dated) == min(where, len(others))  # rewritten in place
+        amount, unit = int(relative[:-1]), relative[-1]
+        if unit in "WDHS":
+            assert start == max(0, end + 1 - amount * {"W": 604800, "D": 86400, "H": 3600, "S": 1}[unit])
+        else:
+            _check_calendar_start(start, night, amount * (12 if unit == "Y" else 1))
+
+
+def _check_calendar_start(start: int, night: date, months: int) -> None:
+    """``start`` is midnight of the day ``months`` before the day after ``night``, clamped; or 0."""
+    if (night.month, night.day) == (12, 31):  # 9999-12-31 has no date after it
+        after = (night.year + 1, 1, 1)
+    else:
+        following = night + timedelta(days=1)
+        after = (following.year, following.month, following.day)
+    back = after[0] * 12 + after[1] - 1 - months
+    if back < 1970 * 12:
+        assert start == 0
+        return
+    landed = datetime.fromtimestamp(start, UTC)
+    assert (landed.hour, landed.minute, landed.second) == (0, 0, 0)
+    assert landed.year * 12 + landed.month - 1 == back
+    assert landed.day == min(after[2], calendar.monthrange(landed.year, landed.month)[1])
+
+
+@given(st.sampled_from(["1M", "2M", "1Y", "6M", "13M"]), st.dates(FIRST_NIGHT, date(9999, 12, 30)))
+@settings(max_examples=300, deadline=None)
+def test_a_later_night_never_starts_a_calendar_window_earlier(relative: str, night: date) -> None:
+    def start(of: date) -> int:
+        return _range_of(parse_filter(filter_for_night(f"Date:{relative}", of).sent).constraints[0])[0]
+
+    assert start(night) <= start(night + timedelta(days=1))
+
+
+@given(st.lists(st.one_of(_plain_constraints, _date_constraints), max_size=6), _nights)
+@settings(max_examples=500, deadline=None)
+def test_every_filter_is_sent_capped_at_the_night(constraints: list[Constraint], night: date) -> None:
+    written = format_filter(Filter(tuple(constraints)))
+    end = _end_of(night)
+    result = filter_for_night(written, night)
+    assert result == filter_for_night(written, night)
+    parsed = parse_filter(result.sent)
+    assert format_filter(parsed) == result.sent
+    written_dates = [c for c in constraints if c.name == "Date"]
+    inverted = [c for c in written_dates if c.negated]
+    upcoming = [c for c in written_dates if not c.negated and c.values[0].startswith("-")]
+    positive = [c for c in written_dates if not c.negated]
+    # everything but the positive Dates is kept as written, in order
+    assert [c for c in parsed if c.name != "Date" or c.negated] == [c for c in constraints if c.name != "Date" or c.negated]
+    assert result.anchored == (not inverted and not upcoming)
+    sent_positive = [c for c in parsed if c.name == "Date" and not c.negated]
+    assert len(sent_positive) == (len(positive) or 1)
+    empty = False
+    for sent, was in zip(sent_positive, positive or [None], strict=True):
+        if was is not None and was in upcoming:
+            assert sent == was
+            continue
+        start, stop = _range_of(sent)
+        assert stop <= end
+        if was is None or parse_date(was.values[0]).kind == "relative":
+            assert stop == end
+        if start > stop:
+            empty = True
+        else:
+            assert parse_date(sent.values[0]).kind == "range"
+    assert result.selects_nothing == empty
+    day = filter_for_night(written, night, window="day")
+    assert parse_filter(day.sent).get("Date") == [Constraint("Date", False, (f"{end - 86399}~{end}",))]
+    assert day.anchored and [c for c in parse_filter(day.sent) if c.name != "Date"] == [
+        c for c in constraints if c.name != "Date"
+    ]
+    as_written = filter_for_night(written, night, anchor=False)
+    assert as_written.sent == written and not as_written.anchored

@@ -20,6 +20,16 @@ Values are kept exactly as written (:attr:`Constraint.values` are raw strings), 
 the lake (snapshots are keyed by it) and must never be silently rewritten.
 :func:`parse_range` and :func:`parse_date` give the typed reading of a value when one is needed.
 
+Filters for a night: a summary harvested for night N (a UTC date) must describe the tournaments
+started up to the end of N, whether it is fetched on day N or days later in a backfill.
+:func:`filter_for_night` (a pure function) gives the filter to send for N: each positive ``Date``
+becomes an absolute ``Date:<start>~<end>`` range of epoch seconds ending no later than N's last
+second (a relative one anchored there, months and years by the calendar with the day of the month
+clamped; a year or a range clipped), a filter without one gets ``Date:<2007-01-01>~<end of N>``,
+and ``window="day"`` sends N's own UTC day instead. Its :class:`NightFilter` says what is sent,
+whether that is anchored (an inverted or upcoming Date, or ``anchor=False``, is sent as written),
+whether it selects nothing (spend no search), and why, in notes.
+
 Grammar decisions where the documentation is silent (strict, so round trips stay exact):
 
 - a constraint name is ``[A-Za-z][A-Za-z0-9_]*``; nothing (not even a space) may sit between the
@@ -36,7 +46,7 @@ import difflib
 import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from datetime import date, timedelta
+from datetime import date, datetime, timedelta
 from decimal import Decimal
 from typing import Literal
 
@@ -45,6 +55,7 @@ from tourneylake.tree import Node
 
 __all__ = [
     "DATA_START",
+    "FIRST_NIGHT",
     "Constraint",
     "ConstraintDefinition",
     "DateSpec",
@@ -56,6 +67,7 @@ __all__ = [
     "NightFilter",
     "NightFilterError",
     "Range",
+    "Window",
     "filter_for_night",
     "format_filter",
     "parse_date",
@@ -216,8 +228,8 @@ class DateSpec:
             return (now - span, now) if self.amount > 0 else (now, now + span)
         if self.kind == "year":
             assert self.year is not None
-            first = calendar.timegm((self.year, 1, 1, 0, 0, 0))
-            return first, calendar.timegm((self.year + 1, 1, 1, 0, 0, 0)) - 1
+            # 31 December 23:59:59, not next New Year minus one: that is year 10000 for 9999
+            return calendar.timegm((self.year, 1, 1, 0, 0, 0)), calendar.timegm((self.year, 12, 31, 23, 59, 59))
         assert self.start is not None and self.end is not None
         return self.start, self.end
 
@@ -600,114 +612,231 @@ def _safe_format(f: Filter) -> str:
 #: 2007-01-01T00:00:00Z: the service's data starts after 2006 (a year filter must be after it).
 DATA_START = calendar.timegm((FIRST_YEAR, 1, 1, 0, 0, 0))
 
+#: The first night there is anything to harvest for: the first UTC day of the service's data.
+FIRST_NIGHT = date(FIRST_YEAR, 1, 1)
+
+#: How a night selects tournaments: ``as_of`` (started up to the end of the night) or ``day``
+#: (started during the night's own UTC day).
+Window = Literal["as_of", "day"]
+
+_DATE = "Date"
+_DAY_SECONDS = 86_400
+_EPOCH_ORDINAL = date(1970, 1, 1).toordinal()
+
 
 class NightFilterError(TourneylakeError, ValueError):
-    """A filter cannot be sent for a night as asked (a per-day window that may not be anchored)."""
+    """:func:`filter_for_night` was asked for something that cannot be: ``window="day"`` with
+    ``anchor=False`` (a per-day window anchors the filter), an unknown window, or a night before
+    :data:`FIRST_NIGHT`."""
 
 
 @dataclass(frozen=True)
 class NightFilter:
-    """The filter to send for one night (see :func:`filter_for_night`)."""
+    """The filter to send for one night (see :func:`filter_for_night`).
+
+    - ``written``: the filter as written (the input, unchanged).
+    - ``sent``: the filter to send for the night; ``format_filter(parse_filter(sent)) == sent``.
+    - ``anchored``: nothing the result selects can move with the day it is fetched on (every
+      Date is an absolute range ending no later than the night's last second, and no Date is
+      inverted, upcoming or sent as written).
+    - ``selects_nothing``: a Date selects nothing up to the end of the night (a year or a range
+      that starts after it): spend no search. ``sent`` then carries that Date clipped to the
+      night, an empty range (start > end) that :func:`parse_date` and so the catalog reject: it
+      cannot pass the check before a search as a filter that selects tournaments.
+    - ``notes``: what was changed and what could not be anchored, and why, in the order of the
+      constraints (for logs and the night's summary).
+    """
 
     written: str
     sent: str
-    anchored: bool  # nothing the sent filter selects can start after the night, whenever fetched
-    selects_nothing: bool = False  # a Date that can select nothing up to the night: no search
-    notes: tuple[str, ...] = ()  # what was not anchored or was replaced, and why
+    anchored: bool
+    selects_nothing: bool = False
+    notes: tuple[str, ...] = ()
 
 
 def _midnight(day: date) -> int:
-    return calendar.timegm(day.timetuple())
+    """Epoch seconds of ``day`` at 00:00:00Z (by day ordinal: no time tuple, no time zone)."""
+    return (day.toordinal() - _EPOCH_ORDINAL) * _DAY_SECONDS
 
 
-def _months_before(day: date, months: int) -> date:
-    """The same day of the month ``months`` earlier, clamped to that month's last day
-    (31 March, one month back: 28 February, or 29 in a leap year)."""
-    index = day.year * 12 + day.month - 1 - months
-    year, month = divmod(index, 12)
-    return date(year, month + 1, min(day.day, calendar.monthrange(year, month + 1)[1]))
+def _day_after(night: date) -> tuple[int, int, int]:
+    """``(year, month, day)`` of the day after ``night``; a tuple, as 9999-12-31 has no
+    :class:`date` after it."""
+    if (night.month, night.day) == (12, 31):
+        return night.year + 1, 1, 1
+    after = night + timedelta(days=1)
+    return after.year, after.month, after.day
 
 
-def _anchored_range(spec: DateSpec, night_end: int, next_day: date) -> tuple[int, int]:
-    """A positive Date's ``(start, end)`` as of the night whose last second is ``night_end``."""
+def _months_back(year: int, month: int, day: int, months: int) -> int:
+    """Epoch seconds of 00:00:00Z on the day ``months`` calendar months before ``year-month-day``:
+    the same day of the month, clamped to the last day of the month landed in when that month is
+    shorter (31 March, one month back: 28 February, 29 in a leap year). 0 (1970-01-01, where epoch
+    seconds begin) for a day before 1970."""
+    index = year * 12 + (month - 1) - months
+    if index < 1970 * 12:
+        return 0
+    to_year, to_month = divmod(index, 12)
+    to_month += 1
+    return _midnight(date(to_year, to_month, min(day, calendar.monthrange(to_year, to_month)[1])))
+
+
+def _clipped(spec: DateSpec, night: date, night_end: int) -> tuple[int, int]:
+    """The inclusive ``(start, end)`` of a positive Date (not an upcoming one) as of the night
+    whose last second is ``night_end``; ``start > end`` when it selects nothing up to then."""
     if spec.kind == "relative":
-        assert spec.amount is not None and spec.unit is not None
+        assert spec.amount is not None and spec.amount > 0 and spec.unit is not None
         if spec.unit in ("M", "Y"):
             months = spec.amount * (12 if spec.unit == "Y" else 1)
-            return _midnight(_months_before(next_day, months)), night_end
-        return night_end + 1 - spec.amount * UNIT_SECONDS[spec.unit], night_end
+            return _months_back(*_day_after(night), months), night_end
+        return max(0, night_end + 1 - spec.amount * UNIT_SECONDS[spec.unit]), night_end
     start, end = spec.bounds(night_end)
     return start, min(end, night_end)
 
 
-def filter_for_night(
-    expression: str, night: date, *, window: Literal["as_of", "day"] = "as_of", anchor: bool = True
-) -> NightFilter:
-    """The filter to send for night ``night`` (a UTC date), so that the answer describes that
-    night whenever it is fetched; ``expression`` is the filter as written.
+def _read_dates(expression: str) -> list[tuple[Constraint, DateSpec | None]]:
+    """Parse ``expression``: each constraint with the reading of its value if it is a Date
+    (``None`` for the others). A Date with more than one value, or a malformed one, raises
+    :class:`FilterSyntaxError` with its position in ``expression``."""
+    read: list[tuple[Constraint, DateSpec | None]] = []
+    for span in _parse_spans(expression):
+        constraint = span.constraint
+        if constraint.name != _DATE:
+            read.append((constraint, None))
+            continue
+        if len(constraint.values) > 1:
+            raise FilterSyntaxError(f"{constraint.name} takes exactly one value", span.value_positions[1], expression, _DATE)
+        try:
+            spec = parse_date(constraint.values[0])
+        except FilterSyntaxError as exc:
+            raise FilterSyntaxError(
+                f"{constraint.name}: {exc.reason}", span.value_positions[0] + exc.position, expression, _DATE
+            ) from exc
+        read.append((constraint, spec))
+    return read
 
-    - ``window="as_of"`` (the default): every positive ``Date`` is turned into an absolute
-      ``Date:<start>~<end>`` range of epoch seconds ending no later than the night's last second:
-      a relative one (``30D``; months and years by the calendar, the day of the month clamped to
-      the month's length) ends exactly then, a year or an epoch range is clipped. A filter with no
-      positive Date gets ``Date:<2007-01-01>~<end of the night>`` as its last constraint. A Date
-      that can select nothing up to the night (a year or a range after it) sets
-      ``selects_nothing``. An inverted ``Date!:`` and a negative relative Date ("the next n
-      days", active tournaments only) are sent as written, and the result is not ``anchored``.
-    - ``window="day"``: the night's own UTC day, ``Date:<first second>~<last second>``, replaces
-      every Date constraint, with the other constraints kept.
-    - ``anchor=False``: sent exactly as written (not anchored); contradicts ``window="day"``.
 
-    Other constraints are kept byte for byte and in order; the result is a pure function of the
-    arguments, so a night re-harvested on any later day sends the identical filter.
+_UNIT_WORDS: Mapping[str, str] = {"Y": "year", "M": "month", "W": "week", "D": "day", "H": "hour", "S": "second"}
+
+
+def _described(spec: DateSpec, night: str, clipped: bool) -> str:
+    """What a rewritten Date now selects, for its note."""
+    if spec.kind == "relative":
+        assert spec.amount is not None and spec.unit is not None
+        unit = _UNIT_WORDS[spec.unit] + ("" if spec.amount == 1 else "s")
+        return f"the last {spec.amount} {unit} up to the end of {night} (UTC)"
+    what = f"the UTC year {spec.year}" if spec.kind == "year" else "the range"
+    return f"{what}, clipped to the end of {night}" if clipped else what
+
+
+def filter_for_night(expression: str, night: date, *, window: Window = "as_of", anchor: bool = True) -> NightFilter:
+    """The filter to send for the harvest night ``night`` (a UTC date), so that the answer
+    describes that night whatever day it is fetched on; ``expression`` is the filter as written.
+
+    ``window="as_of"`` (the default), tournaments started up to the end of the night (its last
+    second, ``night_end = epoch(night + 1 day, 00:00Z) - 1``):
+
+    - each positive ``Date`` becomes, in place, an absolute ``Date:<start>~<end>`` range of epoch
+      seconds (both inclusive) ending no later than ``night_end``:
+
+      - relative ``nD`` ``nW`` ``nH`` ``nS`` (n > 0): ``start = night_end + 1 - n * unit``
+        (a week is 7 days), ``end = night_end``;
+      - relative ``nM`` and ``nY`` go by the calendar: ``start`` is 00:00Z of the day n months
+        (``nY``: 12·n months) before the day after the night, keeping the day of the month and
+        clamping it to the last day of the month landed in when that month is shorter (the rule
+        of ``dateutil.relativedelta`` and SQL interval arithmetic). So ``1M`` for the night
+        2026-03-30 (day after: 03-31) starts 2026-02-28, for 2024-03-30 it starts 2024-02-29,
+        and ``1Y`` for the night 2024-02-28 (day after: 2024-02-29) starts 2023-02-28. Clamping
+        lets neighbouring nights share a start (``1M`` starts on 02-28 for each night from
+        2026-03-27 to 03-30); a later night never gets an earlier start;
+      - a start before 1970-01-01 (a relative Date reaching back past it) is 0;
+      - a year (``Date:2019``) is its UTC calendar year and an epoch range (``Date:a~b``) is
+        itself, each with its end clipped to ``night_end``; one that starts after the night
+        sets ``selects_nothing`` (and is sent as the empty clipped range, see
+        :class:`NightFilter`);
+
+    - a negative relative Date (``Date:-2D``, "the next n", active tournaments only) and an
+      inverted one (``Date!:...``) cannot be anchored: sent as written, ``anchored=False``, with
+      a note;
+    - a filter with no positive Date (the unfiltered ``""`` included) gets
+      ``Date:<DATA_START>~<night_end>`` appended as its last constraint.
+
+    ``window="day"``: tournaments started during the night's own UTC day; every Date
+    constraint (positive or inverted) is removed, with a note, and
+    ``Date:<first second of the night>~<night_end>`` is appended.
+
+    ``anchor=False`` (the watchlist's ``anchor: none``): sent exactly as written, not anchored.
+
+    Other constraints are kept byte for byte and in order. The result is a pure function of the
+    arguments (a night re-harvested on any later day sends the identical filter), and ``sent``
+    always parses and round-trips (``format_filter(parse_filter(sent)) == sent``).
+
+    Raises :class:`FilterSyntaxError` for a malformed filter (a Date with a malformed value or
+    more than one value included, with its position in ``expression``), and
+    :class:`NightFilterError` for an unknown window, ``window="day"`` with ``anchor=False`` (a
+    contradiction: the per-day window anchors the filter) and a night before :data:`FIRST_NIGHT`.
     """
     if window not in ("as_of", "day"):
         raise NightFilterError(f"unknown window {window!r}: 'as_of' or 'day'")
+    if window == "day" and not anchor:
+        raise NightFilterError("a per-day window anchors the filter to the night: it cannot be sent as written (anchor: none)")
+    if isinstance(night, datetime) or not isinstance(night, date):
+        raise TypeError(f"a night is a date, not {type(night).__name__}")
+    if night < FIRST_NIGHT:
+        raise NightFilterError(
+            f"night {night.isoformat()} is before the service's data, which starts on {FIRST_NIGHT.isoformat()}"
+        )
+    read = _read_dates(expression)
+    label = night.isoformat()
+    night_start = _midnight(night)
+    night_end = night_start + _DAY_SECONDS - 1
+
     if not anchor:
-        if window == "day":
-            raise NightFilterError(
-                "a per-day window anchors the filter to the night: it cannot be sent as written (anchor: none)"
-            )
-        parse_filter(expression)
-        return NightFilter(expression, expression, False, notes=("sent as written (anchor: none)",))
-    parsed = parse_filter(expression)
-    next_day = night + timedelta(days=1)
-    night_end = _midnight(next_day) - 1
+        note = "sent as written (anchor: none): what it selects moves with the day it is fetched on"
+        return NightFilter(expression, expression, False, False, (note,))
+
     if window == "day":
-        dates = [str(c) for c in parsed if c.name == "Date"]
-        kept = [c for c in parsed if c.name != "Date"]
-        day = Constraint("Date", False, (f"{_midnight(night)}~{night_end}",))
-        notes = (f"the per-day window replaces {', '.join(dates)}",) if dates else ()
-        return NightFilter(expression, format_filter(Filter((*kept, day))), True, False, notes)
+        day = Constraint(_DATE, False, (f"{night_start}~{night_end}",))
+        removed = [str(constraint) for constraint, spec in read if spec is not None]
+        kept = [constraint for constraint, spec in read if spec is None]
+        what = f"replaces {', '.join(removed)}" if removed else "appended"
+        note = f"the per-day window {day} ({label}, UTC) {what}"
+        return NightFilter(expression, format_filter(Filter((*kept, day))), True, False, (note,))
+
     constraints: list[Constraint] = []
     notes: list[str] = []
     anchored, nothing, dated = True, False, False
-    for constraint in parsed:
-        if constraint.name != "Date":
+    for constraint, spec in read:
+        if spec is None:
             constraints.append(constraint)
             continue
-        spec = parse_date(constraint.values[0]) if len(constraint.values) == 1 else None
-        if constraint.negated or spec is None or (spec.kind == "relative" and (spec.amount or 0) < 0):
+        if constraint.negated:
             anchored = False
-            why = (
-                "is inverted"
-                if constraint.negated
-                else "selects upcoming tournaments"
-                if spec is not None
-                else "has several values"
-            )
-            notes.append(f"{constraint} {why}: sent as written, it moves with the day it is fetched on")
+            notes.append(f"{constraint} is inverted: sent as written, what it selects moves with the day it is fetched on")
             constraints.append(constraint)
-            dated = dated or not constraint.negated
             continue
         dated = True
-        start, end = _anchored_range(spec, night_end, next_day)
-        if start > end:
-            nothing = True
-            notes.append(f"{constraint} selects nothing up to {night.isoformat()}")
+        if spec.kind == "relative" and (spec.amount or 0) < 0:
+            anchored = False
+            notes.append(
+                f"{constraint} selects upcoming tournaments (active ones only): sent as written, "
+                "what it selects moves with the day it is fetched on"
+            )
             constraints.append(constraint)
             continue
-        constraints.append(Constraint("Date", False, (f"{start}~{end}",)))
+        start, end = _clipped(spec, night, night_end)
+        rewritten = Constraint(_DATE, False, (f"{start}~{end}",))
+        constraints.append(rewritten)
+        if start > end:
+            nothing = True
+            notes.append(
+                f"{constraint} selects nothing up to {label}: it starts after the night ends (clipped to the empty {rewritten})"
+            )
+        elif rewritten != constraint:
+            clipped = spec.kind != "relative" and spec.bounds(night_end)[1] > end
+            notes.append(f"{constraint} sent as {rewritten}: {_described(spec, label, clipped)}")
     if not dated:
-        constraints.append(Constraint("Date", False, (f"{DATA_START}~{night_end}",)))
+        everything = Constraint(_DATE, False, (f"{DATA_START}~{night_end}",))
+        constraints.append(everything)
+        notes.append(f"no Date: {everything} appended (every tournament started up to the end of {label}, UTC)")
     return NightFilter(expression, format_filter(Filter(tuple(constraints))), anchored, nothing, tuple(notes))

@@ -28,7 +28,7 @@ import pyarrow.parquet as pq
 from tourneylake.api import ApiError, CredentialsError, QuotaError, calls
 from tourneylake.budget import Budget, Plan, Target, plan_night
 from tourneylake.errors import BudgetRefused, RunFailed
-from tourneylake.filters import filter_for_night
+from tourneylake.filters import FilterSyntaxError, filter_for_night
 from tourneylake.from_raw import FREE_RESOURCES, SummarySink, free_table, metadata_tables, settle_received
 from tourneylake.lake import Lake, LakeError
 from tourneylake.ledger import Ledger, LedgerWriter
@@ -195,7 +195,11 @@ def resolve_targets(
             if found:
                 out.problems[name] = "; ".join(str(problem) for problem in found)
                 continue
-        tonight = filter_for_night(expression, night, window=definition.window, anchor=definition.anchor)
+        try:
+            tonight = filter_for_night(expression, night, window=definition.window, anchor=definition.anchor)
+        except FilterSyntaxError as exc:  # a Date metadata would reject (checked here when no metadata is held)
+            out.problems[name] = str(exc)
+            continue
         if tonight.selects_nothing:
             out.skip[name] = f"filter {name!r} selects nothing up to {night}: " + "; ".join(tonight.notes)
             continue
