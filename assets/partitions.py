@@ -2,8 +2,11 @@
 
 from dagster import DailyPartitionsDefinition
 
-# end_offset=1: tonight's partition exists before midnight, so a run can harvest "today".
-nightly_partitions = DailyPartitionsDefinition(start_date="2024-01-01", timezone="UTC", end_offset=1)
+from tourneylake.filters import FIRST_NIGHT
+
+# From the service's first day of data to the last night that has ended (UTC): a night is
+# harvested once it is over, so its partition means the whole night, whenever it is fetched.
+nightly_partitions = DailyPartitionsDefinition(start_date=FIRST_NIGHT.isoformat(), timezone="UTC", end_offset=0)
 
 # Every step that calls the service takes a slot of this pool: one account, bounded sessions
 # (dagster_home/dagster.yaml gives each pool one slot, so overlapping runs take turns).

@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 import types
 import typing
+import uuid
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from datetime import date
@@ -25,7 +26,7 @@ from typing import Any, Literal
 from dagster import ConfigurableResource, EnvVar, InitResourceContext
 from pydantic import Field, PrivateAttr, SecretStr, create_model
 
-from tourneylake.config import ENV_PREFIX, Settings, load_settings
+from tourneylake.config import ENV_PREFIX, ConfigError, Settings, load_settings
 from tourneylake.service import connect
 from tourneylake.session import Session
 from tourneylake.warehouse import Warehouse
@@ -45,12 +46,20 @@ def _config_type(annotation: Any) -> type:
 
 
 SETTING_FIELDS: dict[str, type] = {name: _config_type(field.annotation) for name, field in Settings.model_fields.items()}
+SECRET_FIELDS = frozenset(name for name, field in Settings.model_fields.items() if field.annotation is SecretStr)
+
+# Settings handed over in-process by `tourneylake run`: the run finds them by a key, so Dagster's
+# run config — which a persistent instance stores and its UI shows — never holds a secret.
+_HANDED_OVER: dict[str, Settings] = {}
 
 
 class _ServiceResource(ConfigurableResource):
     """The service account, budget and data directory for a run (see the module docstring)."""
 
     sandbox_seed: int = 7
+    settings_key: str | None = Field(
+        None, description="settings handed over in-process by `tourneylake run` (secrets never go into config)"
+    )
 
     _stack: ExitStack | None = PrivateAttr(default=None)
     _endpoint: Any = PrivateAttr(default=None)
@@ -71,15 +80,23 @@ class _ServiceResource(ConfigurableResource):
 
     @classmethod
     def from_settings(cls, settings: Settings, sandbox_seed: int = 7) -> TourneylakeResource:
-        values: dict[str, Any] = {}
-        for name in SETTING_FIELDS:
-            value = getattr(settings, name)
-            if isinstance(value, SecretStr):
-                value = value.get_secret_value()
-            values[name] = str(value) if isinstance(value, Path) else value
-        return TourneylakeResource(**values, sandbox_seed=sandbox_seed)
+        """A resource for an in-process run with these settings: the non-secret ones shown as
+        config, the whole object handed over by key (see ``_HANDED_OVER``)."""
+        key = uuid.uuid4().hex
+        _HANDED_OVER[key] = settings
+        shown = {name: getattr(settings, name) for name in SETTING_FIELDS if name not in SECRET_FIELDS}
+        shown = {name: str(value) if isinstance(value, Path) else value for name, value in shown.items()}
+        return TourneylakeResource(**shown, settings_key=key, sandbox_seed=sandbox_seed)
 
     def settings(self) -> Settings:
+        if self.settings_key is not None:
+            try:
+                return _HANDED_OVER[self.settings_key]
+            except KeyError:
+                raise ConfigError(
+                    "this resource's settings were handed over in-process by `tourneylake run` and are not in this "
+                    "process: run it in-process, or configure the resource through TOURNEYLAKE_* variables"
+                ) from None
         return load_settings(**{name: getattr(self, name) for name in SETTING_FIELDS})
 
     def _base_url(self, night: date) -> str:

@@ -47,7 +47,8 @@ shows the views in use.
 ## Conventions
 
 * **Nights.** `snapshot_date` (DATE) is the night the row was harvested for. *snapshot* tables
-  (`player_*`, `search_ledger`) keep every night (re-loading a night replaces that night);
+  (`player_*`) keep every night (re-loading a night replaces that night); *whole* tables
+  (`search_ledger`) are reloaded from every night's partition each time;
   *reference* tables (metadata, countries, news) hold the latest snapshot only; *dedup* tables
   (`tournaments`, `tournament_entries`) keep one row per key, from the latest night that saw it.
 * **Times are UTC**, as `TIMESTAMPTZ` (= `TIMESTAMP WITH TIME ZONE`), converted from the

@@ -14,7 +14,7 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
-from tourneylake.cli import Night, Sandbox, app, console, fail, parse_night, settings_from, setup_logging
+from tourneylake.cli import Sandbox, app, console, ended_night, fail, reported, settings_from, setup_logging
 
 __all__ = ["app"]
 
@@ -68,7 +68,9 @@ def print_run(report: Any) -> None:
 
 @app.command()
 def run(
-    night: Night = None,
+    night: Annotated[
+        str | None, typer.Option("--date", help="The night, YYYY-MM-DD: a UTC day that has ended (default: yesterday).")
+    ] = None,
     sandbox: Sandbox = False,
     watchlist: Annotated[Path | None, typer.Option("--watchlist", help="Watchlist YAML (TOURNEYLAKE_WATCHLIST).")] = None,
     data_dir: Annotated[Path | None, typer.Option("--data-dir", help="Data directory (TOURNEYLAKE_DATA_DIR).")] = None,
@@ -91,12 +93,13 @@ def run(
         reserve_searches=reserve,
         concurrency=concurrency,
     )
-    when = parse_night(night)
+    when = ended_night(night)
     if not settings.watchlist.is_file():
         raise fail(f"watchlist {settings.watchlist} not found (set --watchlist or TOURNEYLAKE_WATCHLIST)")
-    from pipelines.nightly import run_night  # Dagster is imported only when a night runs
+    with reported():
+        from pipelines.nightly import run_night  # Dagster is imported only when a night runs
 
-    report = run_night(settings, when)
+        report = run_night(settings, when)
     print_run(report)
     if not report.success:
         raise fail(f"run failed: {report.failure}")

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from datetime import date
+from datetime import date, timedelta
 
 from dagster import (
     AssetSelection,
     Definitions,
     RunRequest,
+    ScheduleDefinition,
     ScheduleEvaluationContext,
     define_asset_job,
     job,
@@ -45,20 +46,30 @@ def rebuild() -> None:
     rebuild_night()
 
 
-@schedule(job=nightly_job, cron_schedule=load_settings().schedule_cron, execution_timezone="UTC")
-def nightly_schedule(context: ScheduleEvaluationContext) -> RunRequest:
-    """Harvest the night the schedule fires in (its UTC date)."""
-    night: date = context.scheduled_execution_time.date()
-    return RunRequest(run_key=night.isoformat(), partition_key=night.isoformat())
+def nightly_schedule(cron: str) -> ScheduleDefinition:
+    """The nightly schedule at ``cron`` (UTC; the setting ``TOURNEYLAKE_SCHEDULE_CRON``)."""
+
+    @schedule(name="nightly_schedule", job=nightly_job, cron_schedule=cron, execution_timezone="UTC")
+    def harvest_the_night_that_ended(context: ScheduleEvaluationContext) -> RunRequest:
+        """Harvest the night that has just ended: the UTC day before the one the schedule fires in."""
+        night: date = context.scheduled_execution_time.date() - timedelta(days=1)
+        return RunRequest(run_key=night.isoformat(), partition_key=night.isoformat())
+
+    return harvest_the_night_that_ended
 
 
-def build_definitions(resource: TourneylakeResource) -> Definitions:
+def build_definitions(resource: TourneylakeResource, schedule_cron: str) -> Definitions:
     return Definitions(
         assets=ALL_ASSETS,
         jobs=[nightly_job, hands_job, rebuild],
-        schedules=[nightly_schedule],
+        schedules=[nightly_schedule(schedule_cron)],
         resources={"tourneylake": resource},
     )
 
 
-defs = build_definitions(TourneylakeResource.from_env())
+def __getattr__(name: str) -> Definitions:
+    """``defs`` (what ``dagster dev`` loads, see workspace.yaml), built on first use from the
+    environment: importing this module reads no setting, so ``tourneylake run``'s flags win."""
+    if name == "defs":
+        return build_definitions(TourneylakeResource.from_env(), load_settings().schedule_cron)
+    raise AttributeError(name)

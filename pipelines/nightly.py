@@ -46,7 +46,9 @@ def _root_message(error: Any) -> str:
 
 
 def run_night(settings: Settings, night: date, *, sandbox_seed: int = 7) -> RunReport:
-    definitions = build_definitions(TourneylakeResource.from_settings(settings, sandbox_seed=sandbox_seed))
+    definitions = build_definitions(
+        TourneylakeResource.from_settings(settings, sandbox_seed=sandbox_seed), settings.schedule_cron
+    )
     job = definitions.resolve_job_def("nightly")
     started = time.perf_counter()
     # The persistent instance when DAGSTER_HOME is set (`make run`: the runs show in `dagster dev`

@@ -34,6 +34,15 @@ DELETE FROM @table;
 INSERT INTO @table BY NAME
 SELECT * FROM read_parquet($files, hive_partitioning = true, hive_types = {'snapshot_date': DATE}, union_by_name = true);
 
+-- Whole tables are small and any night's partition may change (the ledger: a reconciliation
+-- books a dead run's charges into its own night): every night's partition is reloaded each time.
+-- name: whole_delete
+DELETE FROM @table;
+
+-- name: whole_insert
+INSERT INTO @table BY NAME
+SELECT * FROM read_parquet($files, hive_partitioning = true, hive_types = {'snapshot_date': DATE}, union_by_name = true);
+
 -- Deduplicated tables keep one row per key across nights: the latest snapshot wins, an older
 -- night never overwrites a newer row, and loading a night twice changes nothing.
 -- name: dedup_merge

@@ -102,3 +102,13 @@ def test_wrong_credentials_are_named_not_mistaken_for_an_empty_budget(sandbox, t
         ask_question(settings, "sit and gos last week")
     assert "not-the-password" not in str(caught.value)
     assert ledger_rows(settings) == []
+
+
+def test_a_question_paid_for_but_not_cached_is_not_paid_again(sandbox, tmp_path):
+    settings = sandbox_settings(sandbox, tmp_path)
+    expression, spent = ask_question(settings, "sit and gos in the last week")
+    assert spent == 1
+    (tmp_path / "lake" / "_state" / "nlq_cache.json").unlink()  # died after paying, before caching
+    before = remaining(settings)
+    assert ask_question(settings, "sit and gos in the last week") == (expression, 0)
+    assert remaining(settings) == before

@@ -156,3 +156,31 @@ def test_a_killed_run_keeps_what_it_paid_for(tmp_path: Path) -> None:
     assert con.execute("SELECT count(*) FROM player_snapshots").fetchone()[0] == 13
     assert con.execute("SELECT sum(cost) FROM search_ledger").fetchone()[0] == spent
     con.close()
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("--date", "2999-01-01"), "the night of 2999-01-01 has not ended yet (UTC)"),
+        (("--date", "2006-12-31"), "the service's data starts on 2007-01-01"),
+        (("--date", "yesterday"), "--date must be a date YYYY-MM-DD, got 'yesterday'"),
+    ],
+)
+def test_a_night_that_cannot_be_harvested_is_one_line(args: tuple[str, ...], message: str) -> None:
+    from typer.testing import CliRunner
+
+    from pipelines.cli import app
+
+    result = CliRunner().invoke(app, ["run", "--sandbox", *args])
+    assert result.exit_code == 1 and message in result.output and "Traceback" not in result.output
+
+
+def test_a_flag_fixes_a_bad_variable_for_run(tmp_path: Path) -> None:
+    """A bad TOURNEYLAKE_* value that a flag overrides does not stop `run` (Dagster's definitions
+    read no setting at import)."""
+    result = tourneylake(
+        "run", "--sandbox", "--date", "2026-11-20", "--data-dir", str(tmp_path), "--watchlist", "watchlist.yaml", "--concurrency", "4",
+        env=clean_env(TOURNEYLAKE_CONCURRENCY="100000"),
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "run ok" in result.stdout

@@ -57,14 +57,14 @@ def test_definitions_hold_the_assets_checks_jobs_and_schedule() -> None:
     assert players.op.pool == "tourneylake_service"  # one account: bounded sessions across runs
 
 
-def test_the_schedule_asks_for_the_night_it_fires_in() -> None:
+def test_the_schedule_asks_for_the_night_that_has_just_ended() -> None:
     schedule = defs.resolve_schedule_def("nightly_schedule")
     context = build_schedule_context(
         scheduled_execution_time=datetime(2026, 11, 22, 3, 0, tzinfo=UTC),
         repository_def=defs.get_repository_def(),
     )
     (request,) = schedule.evaluate_tick(context).run_requests
-    assert request.partition_key == "2026-11-22"
+    assert request.partition_key == "2026-11-21"  # fired at 03:00 on the 22nd: the 21st is over
 
 
 @pytest.mark.slow
@@ -143,7 +143,7 @@ def test_the_rebuild_job_remakes_a_night_from_raw_without_a_request(sandbox, tmp
 
     sandbox.world.set_today(NIGHT)
     resource = TourneylakeResource(base_url=sandbox.base_url, data_dir=str(tmp_path), watchlist=str(REPO / "watchlist.yaml"))
-    definitions = build_definitions(resource)
+    definitions = build_definitions(resource, "0 3 * * *")
     with DagsterInstance.ephemeral() as instance:
         assert (
             definitions.resolve_job_def("nightly").execute_in_process(partition_key=NIGHT.isoformat(), instance=instance).success

@@ -113,3 +113,14 @@ def test_hands_asset_is_opt_in_and_analyses_the_inbox(sandbox, tmp_path):
     metadata = result.asset_materializations_for_node("hand_analyses")[0].metadata
     assert metadata["analysed"].value == 1 and metadata["skipped"].value == 0
     assert metadata["searches_spent"].value == 5 == before - remaining(settings)
+
+
+def test_a_hand_paid_for_but_not_kept_is_not_paid_again(sandbox, tmp_path):
+    settings = sandbox_settings(sandbox, tmp_path)
+    analysis, spent = analyze_hand(settings, HAND.encode(), None)
+    assert spent == 5
+    for record in (tmp_path / "hands").iterdir():  # the process died after paying, before keeping it
+        record.unlink()
+    before = remaining(settings)
+    again, spent_again = analyze_hand(settings, HAND.encode(), None)
+    assert (again, spent_again) == (analysis, 0) and remaining(settings) == before  # the paid answer, from the lake

@@ -126,3 +126,17 @@ def test_invalid_filter_and_unknown_network_cost_nothing(sandbox, tmp_path):
     assert len(outcome.skipped) == 4
     assert "NOPE" in reasons and "unknown network 'NoSuchNetwork'" in reasons and "did you mean 'PokerStars'" in reasons
     assert "filter 'future' selects nothing up to" in reasons  # a Date after the night: no search
+
+
+def test_a_player_the_service_does_not_know_is_paid_for_once_a_night(sandbox, tmp_path):
+    settings = sandbox_settings(sandbox, tmp_path)
+    write_watchlist(settings, "players:\n" + player_line("PokerStars", "Nobody Of That Name") + "\n")
+    session = Session.open(settings, settings.base_url, sandbox.world.today)
+    refresh_metadata(session)
+    before = remaining(settings)
+    first = harvest_players(session, load_watchlist(settings.watchlist))
+    assert first.searches_spent == 1 == before - remaining(settings)  # "not found" is charged: a lookup
+    assert "103001" in first.failed[0][1]
+    again = harvest_players(Session.open(settings, settings.base_url, sandbox.world.today), load_watchlist(settings.watchlist))
+    assert again.searches_spent == 0 and before - remaining(settings) == 1
+    assert [why for _, why in again.skipped] == ["not found by the service tonight (paid once, not asked again)"]

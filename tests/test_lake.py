@@ -168,3 +168,29 @@ def test_names_are_checked(tmp_path: Path) -> None:
         lake.write_table("../escape", NIGHT, _table(1))
     with pytest.raises(LakeError):
         lake.write_raw(NIGHT, "a/b", {}, b"", "json", FETCHED)
+
+
+def test_a_body_settled_by_another_process_is_left_as_is(tmp_path: Path) -> None:
+    lake = Lake(tmp_path).claim("sandbox")
+    path = lake.write_raw(NIGHT, "player_summary", KEY, b"{}", "json", FETCHED)
+    first = lake.settle_raw(path, "ok")  # say, the next run's settle_received
+    assert lake.settle_raw(path, "ok") == first and first.exists()  # the writer's own settle: no error
+
+
+def test_the_lake_lock_makes_processes_take_turns(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    lake = Lake(tmp_path).claim("sandbox")
+    mark = tmp_path / "holder-done"
+    code = (
+        "import time\nfrom pathlib import Path\nfrom tourneylake.lake import Lake\n"
+        f"with Lake({str(tmp_path)!r}).lock('harvest'):\n"
+        "    print('held', flush=True)\n    time.sleep(1)\n"
+        f"    Path({str(mark)!r}).write_text('done')\n"
+    )
+    holder = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    assert holder.stdout.readline().strip() == "held"
+    with lake.lock("harvest"):
+        assert mark.read_text() == "done"  # we got the lock only once the holder let it go
+    assert holder.wait(timeout=30) == 0

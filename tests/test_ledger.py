@@ -108,3 +108,25 @@ def test_lines_are_flushed_as_written(lake: Lake) -> None:
 )
 def test_unexplained_charges(before, after, recorded, others, uncertain, expected) -> None:
     assert unexplained_charges(before=before, after=after, recorded=recorded, others=others, uncertain_cost=uncertain) == expected
+
+
+def test_a_run_that_ends_with_calls_unanswered_stays_open_for_the_next_run(lake: Lake) -> None:
+    with pytest.raises(KeyboardInterrupt):  # noqa: PT012 - a Ctrl-C (or SIGTERM) while a call is in flight
+        with LedgerWriter(lake, NIGHT, "interrupted", remaining_before=40) as writer:
+            writer.sent("player_summary", "k1", 1)
+            writer.record("k1", **row(run_id="interrupted"))
+            writer.sent("player_summary", "k2", 1)
+            raise KeyboardInterrupt
+    assert writer.path.name == "run-interrupted.open.jsonl"
+    (dead,) = Ledger(lake).dead_runs()
+    assert dead.run_id == "interrupted" and dead.uncertain == {"player_summary": 1} and dead.spent == 1
+
+
+def test_a_starting_run_is_never_seen_unlocked(lake: Lake) -> None:
+    writer = LedgerWriter(lake, NIGHT, "new", remaining_before=1)
+    writer.sent("player_summary", "k", 1)
+    night_dir = writer.path.parent
+    assert [p.name for p in night_dir.iterdir()] == ["run-new.open.jsonl"]  # no staging name left behind
+    assert Ledger(lake).dead_runs() == []
+    writer.record("k", **row(run_id="new"))
+    writer.close()

@@ -260,7 +260,7 @@ def test_no_secret_reaches_the_lake_the_warehouse_or_dagster(sandbox, make_setti
     sandbox.world.set_today(NIGHT1)
     settings = make_settings()
     secrets = [SANDBOX_PASSWORD, SANDBOX_APPKEY, encode_password(SANDBOX_PASSWORD, SANDBOX_APPKEY)]
-    job = build_definitions(TourneylakeResource.from_settings(settings)).resolve_job_def("nightly")
+    job = build_definitions(TourneylakeResource.from_settings(settings), settings.schedule_cron).resolve_job_def("nightly")
     with DagsterInstance.ephemeral() as instance:
         result = job.execute_in_process(partition_key=NIGHT1.isoformat(), instance=instance)
         assert result.success
@@ -308,3 +308,24 @@ def test_the_ledger_adds_up_to_the_services_count_even_with_faults(tmp_path: Pat
     entries = ledger_rows(settings, NIGHT1)
     assert {e["outcome"] for e in entries} > {"ok"}  # faults did happen
     assert sum(int(e["cost"]) for e in entries) == dropped == report.value("player_summaries", "searches_spent")
+
+
+def test_no_secret_reaches_a_persistent_dagster_instance(sandbox, make_settings, tmp_path: Path, monkeypatch) -> None:
+    """`tourneylake run` with DAGSTER_HOME set (as `make run` does) stores the run in the
+    instance; the password and app key must be nowhere in it (run config, snapshots, event log)."""
+    from dagster import DagsterInstance
+
+    home = tmp_path / "dagster_home"
+    home.mkdir()
+    (home / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
+    monkeypatch.setenv("DAGSTER_HOME", str(home))
+    sandbox.world.set_today(NIGHT1)
+    report = run_night(make_settings(), NIGHT1)
+    assert report.success, report.failure
+    DagsterInstance.get().dispose()
+    secrets = [SANDBOX_PASSWORD, SANDBOX_APPKEY, encode_password(SANDBOX_PASSWORD, SANDBOX_APPKEY)]
+    stored = [p for p in home.rglob("*") if p.is_file()]
+    assert any(p.name == "runs.db" for p in stored)
+    for path in stored:
+        data = path.read_bytes()
+        assert not any(s.encode() in data for s in secrets), path

@@ -63,11 +63,12 @@ def test_a_dead_runs_call_in_flight_is_booked_into_its_night(sandbox, tmp_path):
     writer._file.close()  # the kernel drops the lock; nothing else happens
 
     later = Session.open(settings, sandbox.base_url, date(2026, 11, 21))
-    assert later.reconcile_dead_runs(later.read_remaining()) == 1
+    assert later.reconcile_dead_runs(None) == {}  # no reading now: nothing closed, nothing guessed
+    assert later.reconcile_dead_runs(later.read_remaining()) == {NIGHT: 1}
     (booked,) = ledger_rows(settings, NIGHT)
     assert (booked["resource"], booked["cost"], booked["outcome"]) == ("unattributed", 1, "reconciled_after_crash")
     assert booked["run_id"] == dying.run_id
-    assert later.reconcile_dead_runs(later.read_remaining()) == 0  # closed: never booked twice
+    assert later.reconcile_dead_runs(later.read_remaining()) == {}  # closed: never booked twice
 
 
 def test_a_drained_account_is_not_booked_against_the_run(sandbox, tmp_path):

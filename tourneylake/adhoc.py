@@ -37,7 +37,6 @@ __all__ = [
     "ask",
     "budget_report",
     "check_filter",
-    "spend_per_night",
 ]
 
 log = logging.getLogger(__name__)
@@ -77,15 +76,6 @@ class BudgetReport:
         return target.filter_name is not None and target.filter_name in self.unconverted
 
 
-def spend_per_night(ledger: Ledger) -> dict[date, tuple[int, int]]:
-    """(searches, ledger rows) per night."""
-    out = {}
-    for night in ledger.nights():
-        rows = list(ledger.entries(night))
-        out[night] = (sum(int(row.get("cost") or 0) for row in rows), len(rows))
-    return out
-
-
 def budget_report(settings: Settings, night: date) -> BudgetReport:
     """Searches left, the night's plan, the deferred and the skipped with why, and the spend
     per night. Costs nothing: the only call is the free Countries resource."""
@@ -115,7 +105,7 @@ def _report(session: Session, remaining: int | None, remaining_note: str | None)
         cap_left=cap_left,
         affordable=None,
         costs=session.costs.snapshot(),
-        spend_per_night=spend_per_night(Ledger(lake)),
+        spend_per_night=Ledger(lake).spend_per_night(),
     )
     in_force = session.in_force()
     watchlist = None
@@ -215,14 +205,9 @@ def ask(settings: Settings, question: str, timezone: str | None = None, locale: 
         spent = 0
         expression = session.cached_filter(question, timezone, locale)
         if expression is None:
-            with session.ledger(None) as ledger:
-                try:
-                    budget = session.adhoc_budget()
-                    ledger.remaining_before = budget.remaining
-                    expression = session.ask_filter(question, timezone, locale, budget, ledger)
-                finally:
-                    spent = ledger.spent
-            session.publish_ledger()
+            with session.metered() as (budget, ledger):
+                expression = session.ask_filter(question, timezone, locale, budget, ledger)
+            spent = ledger.spent
             if catalog is None:
                 catalog = _service_catalog(settings, session.base_url)
     problems = _problems(catalog, expression)

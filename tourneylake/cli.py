@@ -69,13 +69,27 @@ def settings_from(sandbox: bool = False, **overrides: Any) -> Settings:
         return settings.with_overrides(base_url="sandbox") if sandbox else settings
 
 
-def parse_night(value: str | None, flag: str = "--date") -> date:
+def parse_night(value: str | None, flag: str = "--date", *, default: date | None = None) -> date:
     if not value:
-        return datetime.now(UTC).date()
+        return default or datetime.now(UTC).date()
     try:
         return date.fromisoformat(value)
     except ValueError:
         raise fail(f"{flag} must be a date YYYY-MM-DD, got {value!r}") from None
+
+
+def ended_night(value: str | None) -> date:
+    """The night to harvest: a UTC day that has ended (default: yesterday), not before the
+    service's data starts — a night is harvested once it is over, so it means the whole night."""
+    from tourneylake.filters import FIRST_NIGHT
+
+    today = datetime.now(UTC).date()
+    night = parse_night(value, default=today - timedelta(days=1))
+    if night >= today:
+        raise fail(f"the night of {night} has not ended yet (UTC): harvest it from {night + timedelta(days=1)} on")
+    if night < FIRST_NIGHT:
+        raise fail(f"the service's data starts on {FIRST_NIGHT}: there is nothing to harvest for {night}")
+    return night
 
 
 def setup_logging(verbose: bool) -> None:
@@ -300,7 +314,9 @@ def rebuild(
         from tourneylake.rebuild import nights_in_lake
 
         held = set(nights_in_lake(Lake(settings.data_dir)))
-        nights = [d for d in nights if d in held]  # a range may span nights that never ran
+        asked, nights = nights, [d for d in nights if d in held]  # a range may span nights that never ran
+        if not nights:
+            raise fail(f"the lake in {settings.data_dir} holds no night from {asked[0]} to {asked[-1]}")
     outcome = call(lambda: run_rebuild(settings, nights))
     table = Table(title=f"Rebuilt {len(outcome.nights)} night(s) from raw answers, 0 searches")
     table.add_column("table")

@@ -25,8 +25,9 @@ from typing import Any
 import pyarrow as pa
 
 from tourneylake.api import calls
+from tourneylake.api.client import metadata_is_cached
 from tourneylake.api.envelope import read_envelope, service_error
-from tourneylake.api.errors import MalformedResponse
+from tourneylake.api.errors import NOT_FOUND_CODES, MalformedResponse
 from tourneylake.lake import OK, RECEIVED, Lake, PartitionWriter, RawResponse, read_raw_file
 from tourneylake.normalize import normalize_countries, normalize_metadata, normalize_news
 from tourneylake.normalize.summary import SummaryNormalizer
@@ -40,6 +41,7 @@ __all__ = [
     "TargetKey",
     "free_table",
     "metadata_tables",
+    "not_found_targets",
     "settle_received",
     "stored_targets",
     "summary_labels",
@@ -88,11 +90,6 @@ class MetadataTables:
     downloaded: bool  # the night's own answer was the full metadata (not "your copy is current")
 
 
-def _is_full(root: Node) -> bool:
-    payload = root.one("MetadataResponse")
-    return payload is not None and payload.attr("cached") != "true" and next(payload.children(), None) is not None
-
-
 def _latest(raws: list[RawResponse]) -> RawResponse | None:
     return max(raws, key=lambda raw: raw.fetched_at) if raws else None
 
@@ -105,12 +102,12 @@ def metadata_tables(lake: Lake, night: date) -> MetadataTables | None:
         return None
     root = parse(own.body, own.fmt)
     metadata_hash = root.attr("metadataHash")
-    if _is_full(root):
+    if not metadata_is_cached(root):
         return MetadataTables(normalize_metadata(root, night), metadata_hash, True)
     for earlier in sorted((d for d in lake.raw_dates() if d < night), reverse=True):
         for raw in lake.iter_raw(earlier, calls.METADATA):
             candidate = parse(raw.body, raw.fmt)
-            if candidate.attr("metadataHash") == metadata_hash and _is_full(candidate):
+            if candidate.attr("metadataHash") == metadata_hash and not metadata_is_cached(candidate):
                 return MetadataTables(normalize_metadata(candidate, night), metadata_hash, False)
     log.warning(
         "night %s: the metadata answer confirmed hash %s, but no full answer with it is in the lake", night, metadata_hash
@@ -154,8 +151,17 @@ def target_key(key: dict[str, str]) -> TargetKey:
 
 
 def stored_targets(lake: Lake, night: date) -> set[TargetKey]:
-    """The targets whose summary the night already holds (paid for, accepted)."""
-    return {target_key(raw.key) for raw in lake.iter_raw(night, calls.PLAYER_SUMMARY)}
+    """The targets whose summary the night already holds (paid for, accepted), or that the
+    service answered "not found" (which it charges for: asking again would pay again)."""
+    return {target_key(raw.key) for raw in lake.iter_raw(night, calls.PLAYER_SUMMARY)} | not_found_targets(lake, night)
+
+
+def not_found_targets(lake: Lake, night: date) -> set[TargetKey]:
+    """The targets the service answered "player not found" (103001) tonight."""
+    found: set[TargetKey] = set()
+    for code in NOT_FOUND_CODES:
+        found.update(target_key(raw.key) for raw in lake.iter_raw(night, calls.PLAYER_SUMMARY, status=f"refused-{code}"))
+    return found
 
 
 class SummarySink:

@@ -91,11 +91,11 @@ def _analyse_one(
     (analysis, searches spent). A subscriber-only refusal raises :class:`HandAnalysisRefused`."""
     before = ledger.spent
     try:
-        response = client.hand_analysis(hand, lang or None)
+        payload = session.paid_payload(calls.hand_analysis(hand, lang or None), client)
     except SubscriptionError as exc:
         raise HandAnalysisRefused(f"hand analysis is for subscribers only: {exc}", resource=calls.HAND_ANALYSIS) from None
     searches = ledger.spent - before
-    analysis = _analysis_text(response.payload)
+    analysis = _analysis_text(payload)
     record = {
         "hand_sha256": hashlib.sha256(hand).hexdigest(),
         "hand": hand.decode("utf-8", errors="replace"),
@@ -116,13 +116,9 @@ def analyze_hand(settings: Settings, hand_bytes: bytes, lang: str | None = None)
     stored = _stored_analysis(path)
     if stored is not None:
         return stored["analysis"], 0
-    with connected(settings, writable=True) as session:
-        budget = session.adhoc_budget()
-        try:
-            with session.ledger(budget.remaining) as ledger, session.client(**session.metering_hooks(budget, ledger)) as client:
-                return _analyse_one(session, client, ledger, hand_bytes, lang, path)
-        finally:
-            session.publish_ledger()
+    with connected(settings, writable=True) as session, session.metered() as (budget, ledger):
+        with session.client(**session.metering_hooks(budget, ledger)) as client:
+            return _analyse_one(session, client, ledger, hand_bytes, lang, path)
 
 
 @dataclass
@@ -162,9 +158,8 @@ def analyze_inbox(session: Session, lang: str | None = None) -> InboxOutcome:
             todo.append((file, content, record))
     if not todo:
         return outcome
-    budget = session.adhoc_budget(spent_before=session.spent_tonight(only=calls.HAND_ANALYSIS))
-    try:
-        with session.ledger(budget.remaining) as ledger, session.client(**session.metering_hooks(budget, ledger)) as client:
+    with session.metered(spent_before=session.spent_tonight(only=calls.HAND_ANALYSIS)) as (budget, ledger):
+        with session.client(**session.metering_hooks(budget, ledger)) as client:
             for index, (file, content, record) in enumerate(todo):
                 refusal = f"stopped: {outcome.stopped_reason}" if outcome.stopped_reason else budget.refusal(calls.HAND_ANALYSIS)
                 if refusal is not None:
@@ -185,8 +180,6 @@ def analyze_inbox(session: Session, lang: str | None = None) -> InboxOutcome:
                     outcome.failed.append((file.name, str(exc)))
                 else:
                     outcome.analysed.append(file.name)
-            outcome.searches_spent = ledger.spent
+        outcome.searches_spent = ledger.spent
         outcome.remaining_searches = budget.remaining
-    finally:
-        session.publish_ledger()
     return outcome

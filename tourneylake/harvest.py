@@ -29,7 +29,7 @@ from tourneylake.api import ApiError, CredentialsError, QuotaError, calls
 from tourneylake.budget import Budget, Plan, Target, plan_night
 from tourneylake.errors import BudgetRefused, RunFailed
 from tourneylake.filters import FilterSyntaxError, filter_for_night
-from tourneylake.from_raw import FREE_RESOURCES, SummarySink, free_table, metadata_tables, settle_received
+from tourneylake.from_raw import FREE_RESOURCES, SummarySink, free_table, metadata_tables, not_found_targets, settle_received
 from tourneylake.lake import Lake, LakeError
 from tourneylake.ledger import Ledger, LedgerWriter
 from tourneylake.session import Session, left_in_run
@@ -232,12 +232,23 @@ def last_harvested(lake: Lake, night: date) -> dict[tuple[str, str, str | None],
 
 
 def harvest_players(session: Session, watchlist: Watchlist, *, batch_size: int = 500) -> HarvestOutcome:
-    """Harvest the night's player summaries within the budget (see the module docstring)."""
+    """Harvest the night's player summaries within the budget (see the module docstring).
+
+    Holds the lake's ``harvest`` lock: two harvests of one lake (overlapping runs without the
+    Dagster instance's pools) take turns instead of paying twice for the same targets."""
+    with session.lake.lock("harvest"):
+        return _harvest(session, watchlist, batch_size)
+
+
+def _harvest(session: Session, watchlist: Watchlist, batch_size: int) -> HarvestOutcome:
     lake, night, settings = session.lake, session.night, session.settings
     outcome = HarvestOutcome(night)
     settle_received(lake, night)
     remaining = session.read_remaining()
-    outcome.reconciled += session.reconcile_dead_runs(remaining)
+    for earlier, booked in session.reconcile_dead_runs(remaining).items():
+        outcome.reconciled += booked
+        if earlier != night:  # the warehouse reloads every night's ledger partition
+            lake.write_table("search_ledger", earlier, Ledger(lake).table(earlier))
     # A re-run of a half-finished night may spend only what the first run left of the cap.
     # Hand analyses run in their own opt-in job with their own budget: not the harvest's cap.
     cap = left_in_run(settings.max_searches_per_run, session.spent_tonight(excluding=calls.HAND_ANALYSIS))
@@ -248,12 +259,13 @@ def harvest_players(session: Session, watchlist: Watchlist, *, batch_size: int =
         sink = SummarySink(lake, night, in_force, stack, batch_size)
         harvested = sink.add_stored()
         outcome.reused = len(harvested)
+        not_found = not_found_targets(lake, night)  # paid once tonight: never asked again
         resolution = resolve_targets(session, watchlist, budget, ledger)
         outcome.not_anchored = resolution.not_anchored
         plan = plan_night(
             resolution.targets,
             last_fetched=last_harvested(lake, night),
-            harvested_tonight=harvested,
+            harvested_tonight=harvested | not_found,
             remaining=budget.remaining,
             max_searches_per_run=cap,
             reserve=settings.reserve_searches,
@@ -263,7 +275,11 @@ def harvest_players(session: Session, watchlist: Watchlist, *, batch_size: int =
             skip_filters=resolution.skip,
             run_date=night,
         )
-        outcome.skipped.extend(plan.skipped)
+        found_not = {(network, player, name or None) for network, player, name in not_found}
+        outcome.skipped.extend(
+            (target, "not found by the service tonight (paid once, not asked again)" if target.key in found_not else why)
+            for target, why in plan.skipped
+        )
         outcome.deferred.extend(plan.deferred)
         log.info(
             "night %s: %d to fetch (%d searches planned), %d already harvested tonight, %d deferred, %d skipped",

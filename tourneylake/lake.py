@@ -37,8 +37,10 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import fcntl
 import gzip
 import hashlib
+import logging
 import os
 import re
 import shutil
@@ -63,6 +65,8 @@ __all__ = [
     "PartitionWriter",
     "RawResponse",
 ]
+
+log = logging.getLogger(__name__)
 
 PARTITION = "snapshot_date"
 RAW_DIR = "_raw"
@@ -228,14 +232,33 @@ class Lake:
 
     def settle_raw(self, path: Path, status: str) -> Path:
         """Name a received body by its status (see the module docstring); returns the new path.
-        The rename needs no fsync: if it is lost, the body stays ``received`` and is read again."""
+        The rename needs no fsync: if it is lost, the body stays ``received`` and is read again.
+        A body another process already settled (the same bytes, so the same status) is left as is."""
         if status != OK and not _STATUS.match(status):
             raise LakeError(f"unknown raw status {status!r}")
         digest, token = path.name.split(".")[:2]
         target = path.with_name(f"{digest}.json.gz" if status == OK else f"{digest}.{token}.{status}.json.gz")
         if target != path:
-            os.replace(path, target)
+            with contextlib.suppress(FileNotFoundError):
+                os.replace(path, target)
         return target
+
+    @contextlib.contextmanager
+    def lock(self, name: str) -> Iterator[None]:
+        """An exclusive lock on this lake, between processes (``_state/<name>.lock``, ``flock``:
+        the kernel drops it when its holder dies). Waits for the holder to finish."""
+        path = self.root / "_state" / f"{_check_name('lock', name)}.lock"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(path, "a") as handle:
+            try:
+                fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                log.info("another process holds %s: waiting for it to finish", path)
+                fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
 
     def has_raw(self, snapshot_date: date | str, resource: str, key: Mapping[str, str]) -> bool:
         """Whether an accepted answer to this request is stored."""
@@ -296,6 +319,10 @@ class Lake:
 
     def partitions(self, table: str) -> list[date]:
         return _partition_dates(self.table_dir(table))
+
+    def all_partition_files(self, table: str) -> list[str]:
+        """Every night's parts of ``table``, oldest night first."""
+        return [f for day in self.partitions(table) for f in self.partition_files(table, day)]
 
     def partition_files(self, table: str, snapshot_date: date | str) -> list[str]:
         folder = self.partition_path(table, snapshot_date)

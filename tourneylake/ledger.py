@@ -14,19 +14,25 @@ Lines have a ``kind``:
 - ``entry``: a row of the table (an attempt's outcome, or a reconciliation);
 - ``closed``: the run ended and reconciled itself.
 
-A run's file is ``run-<id>.open.jsonl`` while it writes (holding an exclusive ``flock``, which the
-kernel drops when the process dies) and ``run-<id>.jsonl`` once closed. :meth:`Ledger.dead_runs`
-finds the open files nobody holds: runs that died with calls perhaps charged but never answered;
-:func:`unexplained_charges` is the arithmetic both reconciliations use.
+A run's file is ``run-<id>.open.jsonl`` while it writes (created locked, under a temporary name,
+then renamed, so it is never seen unlocked; the ``flock`` is dropped by the kernel when the
+process dies) and ``run-<id>.jsonl`` once closed. A run that ends — normally, on an exception, a
+Ctrl-C or a SIGTERM — with calls announced but never answered is *not* closed: it stays
+``.open``, unlocked, like a run that was killed. :meth:`Ledger.dead_runs` finds those files: runs
+whose calls may have been charged unanswered, for the next run to reconcile
+(``Session.reconcile_dead_runs``); :func:`unexplained_charges` is the arithmetic both
+reconciliations use.
 """
 
 from __future__ import annotations
 
 import fcntl
+import logging
 import os
 import threading
+import uuid
 from collections import Counter
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from pathlib import Path
@@ -48,6 +54,8 @@ __all__ = [
     "RunLog",
     "unexplained_charges",
 ]
+
+log = logging.getLogger(__name__)
 
 LEDGER_DIR = "_ledger"
 _SPEC = TABLES["search_ledger"]
@@ -88,19 +96,27 @@ class LedgerWriter:
         self._path: Path | None = None
         self.spent = 0
         self.attempts = 0
-        # resources of the attempts the service may have charged with no answer read
-        self.uncertain: Counter[str] = Counter()
+        self._unanswered: dict[tuple[str | None, int], str] = {}  # (call, attempt) → resource, while in flight
+        self._transport_failures: Counter[str] = Counter()  # resources of attempts with no answer read
 
     @property
     def path(self) -> Path | None:
         return self._path
 
+    @property
+    def uncertain(self) -> Counter[str]:
+        """Resources of the calls the service may have charged that no row books."""
+        return _uncertain(self._unanswered.values(), self._transport_failures)
+
     def _write(self, line: Mapping[str, Any]) -> None:
         if self._file is None:
             self.directory.mkdir(parents=True, exist_ok=True)
+            # Locked before it is visible: a reconciler never mistakes a starting run for a dead one.
+            staging = self.directory / f".run-{self.run_id}.{uuid.uuid4().hex}.starting"
+            handle = open(staging, "ab")  # noqa: SIM115 - kept open for the run, closed in close()
+            fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
             self._path = self.directory / f"run-{self.run_id}.open.jsonl"
-            handle = open(self._path, "ab")  # noqa: SIM115 - kept open for the run, closed in close()
-            fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+            os.replace(staging, self._path)
             self._file = handle
             header = {
                 "kind": "run",
@@ -117,6 +133,7 @@ class LedgerWriter:
         """A metered attempt is about to go out (write-ahead, see the module docstring)."""
         with self._lock:
             self._write({"kind": "sent", "resource": resource, "call": call_key, "attempt": attempt})
+            self._unanswered[(call_key, attempt)] = resource
 
     def record(self, call_key: str | None = None, **row: Any) -> None:
         """One row of the table; ``row`` holds its columns (missing ones are NULL)."""
@@ -127,15 +144,26 @@ class LedgerWriter:
         line = {"kind": "entry", "call": call_key, **{name: row.get(name) for name in COLUMNS}}
         with self._lock:
             self._write(line)
+            self._unanswered.pop((call_key, row.get("attempt")), None)
             self.spent += int(row["cost"])
             self.attempts += 1
             if row["outcome"] == UNCERTAIN:
-                self.uncertain[row["resource"]] += 1
+                self._transport_failures[row["resource"]] += 1
 
     def close(self) -> None:
-        """Mark the run closed and release the file (its name loses ``.open``)."""
+        """Mark the run closed and release the file (its name loses ``.open``) — unless calls
+        are still unanswered: then the file stays ``.open`` for the next run to reconcile."""
         with self._lock:
             if self._file is None:
+                return
+            if self._unanswered:
+                log.warning(
+                    "run %s ends with %d call(s) sent and never answered: the next run reconciles them",
+                    self.run_id,
+                    len(self._unanswered),
+                )
+                self._file.close()  # releases the flock; the file keeps its .open name
+                self._file = None
                 return
             self._file.write(_dumps({"kind": "closed", "at": datetime.now(UTC), "spent": self.spent}))
             self._file.flush()
@@ -172,11 +200,9 @@ class RunLog:
 
     @property
     def uncertain(self) -> Counter[str]:
-        """Resources of the calls the service may have charged unbooked: sent but never
-        answered (in flight when the run died), or answered by a transport failure."""
-        found: Counter[str] = Counter(str(line.get("resource")) for line in self.unanswered)
-        found.update(str(e.get("resource")) for e in self.entries if e.get("outcome") == UNCERTAIN)
-        return found
+        """Resources of the calls the service may have charged that no row books."""
+        failures = Counter(str(e.get("resource")) for e in self.entries if e.get("outcome") == UNCERTAIN)
+        return _uncertain((str(line.get("resource")) for line in self.unanswered), failures)
 
 
 def _read_run(path: Path, night: date) -> RunLog:
@@ -204,6 +230,12 @@ def _read_run(path: Path, night: date) -> RunLog:
                 log.closed = True
     log.unanswered = list(pending.values())
     return log
+
+
+def _uncertain(unanswered: Iterable[str], transport_failures: Counter[str]) -> Counter[str]:
+    """The calls the service may have charged that no row books: sent but never answered (in
+    flight when the run died), or answered by a transport failure (a timeout after sending)."""
+    return Counter(unanswered) + transport_failures
 
 
 def _time(value: Any) -> datetime | None:
@@ -255,6 +287,14 @@ class Ledger:
             for row in self.entries(night)
             if (only is None or row.get("resource") == only) and (excluding is None or row.get("resource") != excluding)
         )
+
+    def spend_per_night(self) -> dict[date, tuple[int, int]]:
+        """(searches, rows) per night."""
+        out = {}
+        for night in self.nights():
+            rows = list(self.entries(night))
+            out[night] = (sum(int(row.get("cost") or 0) for row in rows), len(rows))
+        return out
 
     def table(self, night: date) -> pa.Table:
         """The night's rows as the ``search_ledger`` partition (the warehouse export)."""

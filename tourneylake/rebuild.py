@@ -3,8 +3,8 @@
 ``tourneylake rebuild --date D | --from D --to D | --all`` (and the Dagster ``rebuild`` job) make
 every table of each night again — metadata tables, countries, news, the six summary tables and
 the ``search_ledger`` export — through :mod:`tourneylake.from_raw`, the same code the harvest
-uses, with the night's own raw answers and the night's own rates. Nights are rebuilt oldest
-first (a night whose metadata was unchanged copies an earlier night's). Then the warehouse is
+uses, with the night's own raw answers and the night's own rates (a night whose metadata was
+unchanged resolves it to the earlier full answer it confirmed, in the raw store). Then the warehouse is
 reloaded: for ``--all`` into a fresh file swapped in at the end (nothing stale survives, and a
 damaged warehouse is replaced), otherwise night by night in place.
 

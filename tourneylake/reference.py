@@ -1,7 +1,7 @@
 """The reference data in force for a night, read from the lake's metadata tables.
 
 Every night that ran the metadata step has its own metadata partition (a night whose metadata was
-unchanged holds a copy of the snapshot in force, see ``harvest.metadata_tables``), so a night's
+unchanged holds a copy of the snapshot in force, see ``from_raw.metadata_tables``), so a night's
 rates, statistic types and filter catalogue are its own and never another night's: re-normalising
 a night always converts money with that night's rates. A night without one (its metadata step
 never ran) falls back to the latest earlier night's.

@@ -28,6 +28,7 @@ from datetime import UTC, date, datetime
 from typing import Any
 
 from tourneylake.api import ApiError, AsyncClient, Attempt, Client, CredentialsError, ReceivedBody, calls
+from tourneylake.api.client import call_payload
 from tourneylake.api.errors import NOT_FOUND_CODES
 from tourneylake.budget import Budget, CostModel
 from tourneylake.config import Settings
@@ -36,6 +37,7 @@ from tourneylake.lake import Lake, key_digest
 from tourneylake.ledger import RECONCILED, RECONCILED_AFTER_CRASH, Ledger, LedgerWriter, unexplained_charges
 from tourneylake.reference import InForce
 from tourneylake.state import StateStore
+from tourneylake.tree import Node, parse
 
 __all__ = ["Session", "connected", "left_in_run", "new_run_id", "today"]
 
@@ -133,14 +135,23 @@ class Session:
     def ledger(self, remaining_before: int | None) -> LedgerWriter:
         return LedgerWriter(self.lake, self.night, self.run_id, remaining_before=remaining_before)
 
-    def adhoc_budget(self, *, spent_before: int = 0) -> Budget:
-        """The guard of metered calls outside the harvest: the same cap and reserve, from a free reading."""
-        return Budget(
+    @contextmanager
+    def metered(self, *, spent_before: int = 0) -> Iterator[tuple[Budget, LedgerWriter]]:
+        """Metered calls outside the harvest (a question, a hand): a budget with the run's cap and
+        reserve from a free reading, and the ledger; when the block ends normally the run is
+        reconciled with the service's count, and the night's ledger partition is published."""
+        budget = Budget(
             remaining=self.read_remaining(),
             max_searches_per_run=left_in_run(self.settings.max_searches_per_run, spent_before),
             reserve=self.settings.reserve_searches,
             costs=self.costs,
         )
+        try:
+            with self.ledger(budget.remaining) as ledger:
+                yield budget, ledger
+                self.reconcile_run(ledger)
+        finally:
+            self.publish_ledger()
 
     def publish_ledger(self) -> None:
         """Rewrite the night's ``search_ledger`` partition from its ledger (when it has rows), so
@@ -220,14 +231,21 @@ class Session:
             ledger.record(**self._reconciliation(self.run_id, extra, RECONCILED, why, after))
         return extra
 
-    def reconcile_dead_runs(self, remaining_now: int | None) -> int:
-        """Close the runs that died with metered calls in flight: what the service charged for
-        them (the drop in searches left since the dead run started, less what the ledger
-        explains, at most the cost of the calls it could not see answered) is written to the
-        dead run's own night. Returns the searches booked."""
+    def reconcile_dead_runs(self, remaining_now: int | None) -> dict[date, int]:
+        """Close the runs that ended with metered calls unanswered (killed, interrupted): what the
+        service charged for them — the drop in searches left since the run started, less what
+        the ledger explains, at most the cost of the calls it could not see answered — is written
+        to the run's own night. Returns the searches booked per night whose ledger changed.
+
+        Call it holding the lake's ``harvest`` lock (two reconcilers must not close one run).
+        With no reading now, nothing is closed: a later run, with a reading, reconciles them."""
         book = Ledger(self.lake)
-        booked = 0
-        for run in book.dead_runs():
+        dead = book.dead_runs()
+        if dead and remaining_now is None:
+            log.warning("%d run(s) ended with calls unanswered; no reading of the searches left now: reconciled later", len(dead))
+            return {}
+        booked: dict[date, int] = {}
+        for run in dead:
             others = book.spent_since(run.started_at, except_run=run.run_id) if run.started_at else 0
             extra = unexplained_charges(
                 before=run.remaining_before, after=remaining_now, recorded=run.spent, others=others,
@@ -235,12 +253,25 @@ class Session:
             )  # fmt: skip
             row = None
             if run.unanswered or extra:
-                why = f"{len(run.unanswered)} call(s) in flight when run {run.run_id} died; the service charged {extra} search(es) the ledger did not show"
+                unanswered = f"{len(run.unanswered)} call(s) unanswered when run {run.run_id} ended"
+                if run.remaining_before is None:
+                    why = f"{unanswered}; it had no reading of the searches left, so their cost cannot be counted"
+                else:
+                    why = f"{unanswered}; the service charged {extra} search(es) the ledger did not show"
                 row = self._reconciliation(run.run_id, extra, RECONCILED_AFTER_CRASH, why, remaining_now)
                 log.warning("%s (night %s)", why, run.night)
+                booked[run.night] = booked.get(run.night, 0) + extra
             book.close_dead_run(run, row)
-            booked += extra
         return booked
+
+    def paid_payload(self, call: calls.Call, client: Client) -> Node | None:
+        """The payload of ``call``'s answer: the one already paid for tonight when the lake holds
+        it (a run that died after paying, before keeping what it bought), else from the service."""
+        raw = self.lake.read_raw(self.night, call.resource, call.key) if self.writable else None
+        if raw is not None:
+            log.info("%s: answered from the lake (paid earlier tonight)", call.describe())
+            return call_payload(parse(raw.body, raw.fmt), call)
+        return client.send(call).payload
 
     # ------------------------------------------------------------------ natural-language filters
     @staticmethod
@@ -265,8 +296,7 @@ class Session:
             return cached
         hooks = self.metering_hooks(budget, ledger) if ledger is not None else {}
         with self.client(**hooks) as client:
-            response = client.natural_language_filter(question, timezone, locale)
-        payload = response.payload
+            payload = self.paid_payload(calls.natural_language_filter(question, timezone, locale), client)
         expression = (payload.text if payload is not None else None) or ""
         if payload is not None and not payload.text:
             inner = payload.one("Filter")

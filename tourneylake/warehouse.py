@@ -10,7 +10,9 @@ Loading (:meth:`Warehouse.load_night`) reads each table's Parquet parts for the 
 ``read_parquet(..., hive_partitioning = true)`` straight into the target, inside one
 transaction, so a failure leaves the warehouse as it was:
 
-* snapshot tables (``player_*``, ``search_ledger``): the night's rows are deleted, then inserted;
+* snapshot tables (``player_*``): the night's rows are deleted, then inserted;
+* the ledger (``search_ledger``, "whole"): small, and a reconciliation may add rows to an earlier
+  night, so every night's partition is reloaded each time;
 * reference tables (metadata, countries, news): replaced by the latest snapshot; an older night
   never replaces a newer one;
 * deduplicated tables (``tournaments``, ``tournament_entries``): ``MERGE`` on the key, the latest
@@ -119,6 +121,7 @@ def table_ddl(spec: TableSpec) -> str:
 def _loads(table: str) -> dict[str, str]:
     spec = TABLES[table]
     names = {
+        "whole": ("whole_delete", "whole_insert"),
         "snapshot": ("snapshot_delete", "snapshot_insert"),
         "reference": ("reference_is_latest", "reference_delete", "reference_insert"),
         "dedup": ("dedup_merge",),
@@ -199,7 +202,9 @@ class Warehouse:
         con.execute("BEGIN TRANSACTION")
         try:
             for table in wanted:
-                loaded[table] = self._load_table(table, day, lake.partition_files(table, day))
+                whole = TABLES[table].load == "whole"
+                files = lake.all_partition_files(table) if whole else lake.partition_files(table, day)
+                loaded[table] = self._load_table(table, day, files)
             con.execute("COMMIT")
         except BaseException:
             con.execute("ROLLBACK")
@@ -211,6 +216,9 @@ class Warehouse:
         statements = _loads(table)
         kind = TABLES[table].load
         params = {"files": files}
+        if kind == "whole":
+            con.execute(statements["delete"])
+            return _rows(con.execute(statements["insert"], params)) if files else 0
         if kind == "snapshot":
             con.execute(statements["delete"], {"snapshot_date": day})
             return _rows(con.execute(statements["insert"], params)) if files else 0

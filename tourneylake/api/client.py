@@ -105,12 +105,7 @@ class ApiResponse:
     @property
     def payload(self) -> Node | None:
         """The resource's data element (``PlayerResponse``, ``MetadataResponse``, ...)."""
-        if self.call.payload_name:
-            return self.root.one(self.call.payload_name)
-        for child in self.root.children():
-            if child.name not in ("UserInfo", "ErrorResponse"):
-                return child
-        return None
+        return call_payload(self.root, self.call)
 
     @property
     def remaining_searches(self) -> int | None:
@@ -121,10 +116,25 @@ class ApiResponse:
         """For a metadata call made with ``hash``: the service says our copy is the latest, so
         nothing needs downloading, parsing or writing again."""
         sent = self.call.params.get("hash")
-        if not sent or sent != self.envelope.metadata_hash:
-            return False
-        payload = self.payload
-        return payload is None or payload.attr("cached") == "true" or next(payload.children(), None) is None
+        return bool(sent) and sent == self.envelope.metadata_hash and metadata_is_cached(self.root)
+
+
+def metadata_is_cached(root: Node) -> bool:
+    """Whether a metadata answer says "your copy is current" (``cached="true"``, or no content)
+    instead of holding the metadata."""
+    payload = root.one("MetadataResponse")
+    return payload is None or payload.attr("cached") == "true" or next(payload.children(), None) is None
+
+
+def call_payload(root: Node, call: Call) -> Node | None:
+    """The data element of an answer to ``call``: the one its resource names, else the first
+    child that is not the envelope's."""
+    if call.payload_name:
+        return root.one(call.payload_name)
+    for child in root.children():
+        if child.name not in ("UserInfo", "ErrorResponse"):
+            return child
+    return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -179,7 +189,6 @@ class _Protocol:
         self.on_body = on_body
         self.on_attempt = on_attempt
         self.before_attempt = before_attempt
-        self.last_envelope: Envelope | None = None
         self._remaining: int | None = None
         self._credentials = {
             "Username": settings.username,
@@ -253,7 +262,6 @@ class _Protocol:
             raise MalformedResponse(f"{call.describe()}: {exc}", resource=call.resource) from None
         if envelope.remaining_searches is not None:
             self._remaining = envelope.remaining_searches
-        self.last_envelope = envelope
         if not envelope.success:
             error = service_error(root, envelope, call.resource)
             _tell(status_hook, f"refused-{error.code}")

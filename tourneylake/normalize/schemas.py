@@ -54,7 +54,7 @@ class TableSpec:
     name: str
     doc: str
     grain: str
-    load: str  # "snapshot" | "reference" | "dedup"
+    load: str  # "snapshot" | "reference" | "dedup" | "whole"
     key: tuple[str, ...]
     columns: tuple[tuple[str, pa.DataType, str], ...]
 
@@ -389,7 +389,7 @@ _SPECS: list[TableSpec] = [
         "search_ledger",
         "Every metered call attempt, and every charge the service counted that no answer explains (`tourneylake.ledger`). `sum(cost)` per night is the night's bill.",
         "one row per metered call attempt or reconciliation",
-        "snapshot",
+        "whole",
         ("run_id", "called_at", "resource", "network", "player", "filter_name", "attempt"),
         (
             _SNAP,
