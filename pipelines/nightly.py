@@ -6,7 +6,9 @@ library, because it drives Dagster. The report is plain data; the CLI renders it
 
 from __future__ import annotations
 
+import logging
 import os
+import socket
 import time
 from dataclasses import dataclass, field
 from datetime import date
@@ -14,11 +16,44 @@ from typing import Any
 
 from dagster import DagsterInstance
 
+from assets.partitions import SERVICE_POOL, WAREHOUSE_POOL
 from assets.resource import TourneylakeResource
 from pipelines.definitions import build_definitions
 from tourneylake.config import Settings
 
+log = logging.getLogger(__name__)
+
 QUIET_LOGS = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
+# Which process runs a night in-process, so that a later run can tell a dead one from a live one.
+HOST_TAG, PID_TAG = "tourneylake/host", "tourneylake/pid"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def release_dead_runs(instance: DagsterInstance) -> list[str]:
+    """Free the pool slots held by in-process runs of this host whose process died (``kill -9``
+    in the middle of a step): Dagster frees a slot when its step ends, which a killed process
+    never does, so the next run would wait for it forever. Returns the run ids released."""
+    released = []
+    for pool in (SERVICE_POOL, WAREHOUSE_POOL):
+        for slot in instance.event_log_storage.get_concurrency_info(pool).claimed_slots:
+            run = instance.get_run_by_id(slot.run_id)
+            pid = run.tags.get(PID_TAG) if run is not None else None
+            if run is None or pid is None or run.tags.get(HOST_TAG) != socket.gethostname() or _alive(int(pid)):
+                continue
+            instance.event_log_storage.free_concurrency_slots_for_run(run.run_id)
+            if not run.is_finished:
+                instance.report_run_failed(run, f"the process running it (pid {pid}) died; its pool slots were freed")
+            released.append(run.run_id)
+    return released
 
 
 @dataclass
@@ -54,8 +89,14 @@ def run_night(settings: Settings, night: date, *, sandbox_seed: int = 7) -> RunR
     # The persistent instance when DAGSTER_HOME is set (`make run`: the runs show in `dagster dev`
     # and its pools serialise overlapping runs on one account), else a throwaway one.
     with DagsterInstance.get() if os.environ.get("DAGSTER_HOME") else DagsterInstance.ephemeral() as instance:
+        for run_id in release_dead_runs(instance):
+            log.warning("freed the pool slots of run %s: its process died", run_id)
         result = job.execute_in_process(
-            partition_key=night.isoformat(), instance=instance, raise_on_error=False, run_config=QUIET_LOGS
+            partition_key=night.isoformat(),
+            instance=instance,
+            raise_on_error=False,
+            run_config=QUIET_LOGS,
+            tags={HOST_TAG: socket.gethostname(), PID_TAG: str(os.getpid())},
         )
         report = RunReport(night, result.success, None, 0.0, run_id=result.run_id)
         for event in result.all_events:

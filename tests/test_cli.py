@@ -110,7 +110,9 @@ def test_sandbox_command_serves_the_metadata_envelope() -> None:
 
 def test_a_killed_run_keeps_what_it_paid_for(tmp_path: Path) -> None:
     """SIGKILL in the middle of the harvest, then run again: the responses paid before the kill
-    are reused from the lake (not paid again) and the night completes."""
+    are reused from the lake (not paid again), the call in flight is booked, and the night
+    completes — on the persistent Dagster instance with the shipped pools, whose slot the killed
+    run still held."""
     from datetime import date
 
     import duckdb
@@ -123,7 +125,10 @@ def test_a_killed_run_keeps_what_it_paid_for(tmp_path: Path) -> None:
     data = tmp_path / "data"
     ledger_dir = data / "lake" / "_ledger" / "snapshot_date=2026-11-20"
     with running_sandbox(seed=7, today=date(2026, 11, 20), latency_ms=150) as server:
-        env = clean_env(TOURNEYLAKE_BASE_URL=server.base_url, TOURNEYLAKE_APPNAME="demo", TOURNEYLAKE_CONCURRENCY="1")
+        home = tmp_path / "dagster_home"
+        home.mkdir()
+        (home / "dagster.yaml").write_text((REPO / "dagster_home" / "dagster.yaml").read_text())
+        env = clean_env(TOURNEYLAKE_BASE_URL=server.base_url, TOURNEYLAKE_CONCURRENCY="1", DAGSTER_HOME=str(home))
         args = ["run", "--date", "2026-11-20", "--data-dir", str(data), "--watchlist", "watchlist.yaml"]
         before = server.accounts.remaining(SANDBOX_USERNAME)
         process = subprocess.Popen([*CLI, *args], cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -139,8 +144,9 @@ def test_a_killed_run_keeps_what_it_paid_for(tmp_path: Path) -> None:
         process.wait(timeout=30)
         assert paid_before_kill >= 3 and process.returncode == -signal.SIGKILL
 
-        rerun = tourneylake(*args, env=env)
+        rerun = tourneylake(*args, env=env, timeout=120)  # without freeing the dead run's slot it would wait forever
         assert rerun.returncode == 0, rerun.stderr[-2000:]
+        assert "freed the pool slots of run" in rerun.stderr
         reused = int(rerun.stdout.split("reused from the lake: ")[1].split(",")[0])
         assert reused >= paid_before_kill  # every response on disk before the kill was kept
         spent = before - server.accounts.remaining(SANDBOX_USERNAME)
