@@ -24,50 +24,15 @@ from tourneylake.normalize import (
     statistic_types,
     tables_markdown,
 )
+from tourneylake.sandbox.stats import STATISTIC_IDS as SANDBOX_STATISTIC_IDS
 
 DATA = Path(__file__).parent / "data"
 NIGHT = date(2019, 12, 10)
 FETCHED = datetime(2019, 12, 10, 3, 3, 24, tzinfo=UTC)
 
-STATISTIC_IDS = [
-    "Count",
-    "AvProfit",
-    "AvStake",
-    "AvROI",
-    "Bankroll",
-    "Profit",
-    "Stake",
-    "Cashes",
-    "FirstGameDate",
-    "LastGameDate",
-    "MostGamesInDay",
-    "AvGamesPerDay",
-    "AvGameDuration",
-    "ActiveDayCount",
-    "TournamentWins",
-    "Best100StreakAvProfit",
-    "Worst100StreakAvProfit",
-    "Rake",
-    "TotalROI",
-    "ITM",
-    "AvEntrants",
-    "TurboRatio",
-    "PercentFieldBeaten",
-    "FinshesEarly",
-    "FinshesEarlyMiddle",
-    "FinshesMiddle",
-    "FinshesMiddleLate",
-    "FinshesLate",
-    "PTLBPoints",
-    "Ability",
-    "MaxWinningStreak",
-    "MaxLosingStreak",
-    "MaxCashingStreak",
-    "WinningDays",
-    "LosingDays",
-    "BreakEvenDays",
-    "AchievementPoints",
-]
+# The 37 statistic ids of the recorded real summary, in order (service-notes §2): the sandbox
+# serves the same, plus `Entries` (newer clients ask for it) — one list, so they cannot drift.
+STATISTIC_IDS = [sid for sid in SANDBOX_STATISTIC_IDS if sid != "Entries"]
 
 
 def _load(name: str) -> bytes:

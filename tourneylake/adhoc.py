@@ -19,12 +19,12 @@ from dataclasses import dataclass, field
 from datetime import date
 
 from tourneylake.api import ApiError, Client
-from tourneylake.budget import Target, plan_night
+from tourneylake.budget import Target
 from tourneylake.config import Settings
 from tourneylake.errors import TourneylakeError
 from tourneylake.filters import FilterCatalog, FilterSyntaxError, parse_filter
 from tourneylake.from_raw import stored_targets
-from tourneylake.harvest import last_harvested, resolve_targets
+from tourneylake.harvest import plan_tonight, resolve_targets
 from tourneylake.lake import Lake
 from tourneylake.ledger import Ledger
 from tourneylake.reference import InForce
@@ -125,19 +125,7 @@ def _report(session: Session, remaining: int | None, remaining_note: str | None)
         report.affordable = min(known) if known else None
         return report
     resolution = resolve_targets(session, watchlist, None, None, convert=False)
-    plan = plan_night(
-        resolution.targets,
-        last_fetched=last_harvested(lake, night),
-        harvested_tonight=stored_targets(lake, night),
-        remaining=remaining,
-        max_searches_per_run=cap_left,
-        reserve=settings.reserve_searches,
-        costs=session.costs,
-        known_networks=in_force.known_networks,
-        filter_problems=resolution.problems,
-        skip_filters=resolution.skip,
-        run_date=night,
-    )
+    plan = plan_tonight(session, resolution, stored_targets(lake, night), remaining=remaining, cap=cap_left)
     report.planned = list(plan.calls)
     report.conversions = list(plan.conversions)
     report.searches_planned = plan.searches_planned

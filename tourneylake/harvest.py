@@ -29,7 +29,15 @@ from tourneylake.api import ApiError, CredentialsError, QuotaError, calls
 from tourneylake.budget import Budget, Plan, Target, plan_night
 from tourneylake.errors import BudgetRefused, RunFailed
 from tourneylake.filters import FilterSyntaxError, filter_for_night
-from tourneylake.from_raw import FREE_RESOURCES, SummarySink, free_table, metadata_tables, not_found_targets, settle_received
+from tourneylake.from_raw import (
+    FREE_RESOURCES,
+    SummarySink,
+    TargetKey,
+    free_table,
+    metadata_tables,
+    not_found_targets,
+    settle_received,
+)
 from tourneylake.lake import Lake, LakeError
 from tourneylake.ledger import Ledger, LedgerWriter
 from tourneylake.session import Session, left_in_run
@@ -217,6 +225,26 @@ def resolve_targets(
     return out
 
 
+def plan_tonight(
+    session: Session, resolution: Resolution, harvested: set[TargetKey], *, remaining: int | None, cap: int | None
+) -> Plan:
+    """The night's plan (see :func:`tourneylake.budget.plan_night`) for what the lake says was
+    harvested before and tonight, within ``remaining`` searches and the run's ``cap``."""
+    return plan_night(
+        resolution.targets,
+        last_fetched=last_harvested(session.lake, session.night),
+        harvested_tonight=harvested,
+        remaining=remaining,
+        max_searches_per_run=cap,
+        reserve=session.settings.reserve_searches,
+        costs=session.costs,
+        known_networks=session.in_force().known_networks,
+        filter_problems=resolution.problems,
+        skip_filters=resolution.skip,
+        run_date=session.night,
+    )
+
+
 def last_harvested(lake: Lake, night: date) -> dict[tuple[str, str, str | None], date]:
     """The last night before ``night`` each (network, player, filter) was harvested, from the
     lake's ``player_snapshots`` partitions."""
@@ -262,19 +290,7 @@ def _harvest(session: Session, watchlist: Watchlist, batch_size: int) -> Harvest
         not_found = not_found_targets(lake, night)  # paid once tonight: never asked again
         resolution = resolve_targets(session, watchlist, budget, ledger)
         outcome.not_anchored = resolution.not_anchored
-        plan = plan_night(
-            resolution.targets,
-            last_fetched=last_harvested(lake, night),
-            harvested_tonight=harvested | not_found,
-            remaining=budget.remaining,
-            max_searches_per_run=cap,
-            reserve=settings.reserve_searches,
-            costs=session.costs,
-            known_networks=in_force.known_networks,
-            filter_problems=resolution.problems,
-            skip_filters=resolution.skip,
-            run_date=night,
-        )
+        plan = plan_tonight(session, resolution, harvested | not_found, remaining=budget.remaining, cap=cap)
         found_not = {(network, player, name or None) for network, player, name in not_found}
         outcome.skipped.extend(
             (target, "not found by the service tonight (paid once, not asked again)" if target.key in found_not else why)
