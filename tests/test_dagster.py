@@ -24,7 +24,7 @@ from pipelines.definitions import defs
 from tourneylake.config import SANDBOX_PASSWORD
 from tourneylake.sandbox import running_sandbox
 
-pytestmark = pytest.mark.xdist_group("dagster")
+pytestmark = [pytest.mark.xdist_group("dagster"), pytest.mark.slow]
 
 NIGHT = date(2026, 11, 20)
 REPO = Path(__file__).resolve().parent.parent
@@ -67,7 +67,6 @@ def test_the_schedule_asks_for_the_night_that_has_just_ended() -> None:
     assert request.partition_key == "2026-11-21"  # fired at 03:00 on the 22nd: the 21st is over
 
 
-@pytest.mark.slow
 def test_the_code_location_loads_as_dagster_dev_would() -> None:
     result = subprocess.run(
         [sys.executable, "-m", "dagster", "definitions", "validate", "-w", "workspace.yaml"],
