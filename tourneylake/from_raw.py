@@ -12,6 +12,11 @@ history at no cost:
 - :class:`SummarySink`: player summaries, normalised with the night's rates into the six summary
   tables, streamed to the lake a batch at a time;
 - :func:`settle_received`: bodies a killed process saved but never read get their status.
+
+Known limit: a tournament listed by several summaries of one night is kept once, as the first
+summary processed lists it (the harvest processes in arrival order, a rebuild in file order). The
+two agree whenever the summaries agree about the tournament, which they do unless it changed
+between their fetches; choosing by content rather than by order would remove the limit.
 """
 
 from __future__ import annotations
