@@ -1,6 +1,6 @@
 """Player summaries: the metered harvest, planned within the night's budget."""
 
-from dagster import AssetCheckResult, AssetCheckSpec, AssetExecutionContext, MaterializeResult, asset
+from dagster import AssetCheckResult, AssetCheckSpec, AssetExecutionContext, MaterializeResult, MetadataValue, asset
 
 from assets.partitions import SERVICE_POOL, nightly_partitions
 from assets.report import listing, night_of
@@ -25,7 +25,8 @@ from tourneylake.harvest import harvest_players, target_lines
         AssetCheckSpec(
             "no_failed_players",
             asset="player_summaries",
-            description="Every planned player was harvested or deferred, none failed.",
+            description="Every planned (player, filter) pair was harvested or deferred, none failed: a failed one makes "
+            "the night partial (`tourneylake run` exits 3); a re-run of the night retries it.",
         ),
     ],
     description="Filtered player summaries of the watchlist, anchored to the night → player_* and tournament tables in the lake.",
@@ -48,6 +49,10 @@ def player_summaries(context: AssetExecutionContext, tourneylake: TourneylakeRes
             "stopped_reason": outcome.stopped_reason or "none",
             "rows": sum(outcome.rows.values()),
             "deferred_players": listing(target_lines(outcome.deferred)),
+            "skipped_players": listing(target_lines(outcome.skipped)),
+            "failed_players": listing(target_lines(outcome.failed)),
+            # Every failed pair, for the command line to name each one (failures are few).
+            "failed_pairs": MetadataValue.json(target_lines(outcome.failed)),
             "filters_not_anchored": listing([f"{name}: {why}" for name, why in outcome.not_anchored.items()]),
         },
         check_results=[

@@ -16,7 +16,10 @@ from rich.table import Table
 
 from tourneylake.cli import Sandbox, app, console, ended_night, fail, reported, settings_from, setup_logging
 
-__all__ = ["app"]
+__all__ = ["PARTIAL", "app"]
+
+#: The exit status of a night that ran but could not fetch every pair (0 ok, 1 failed, 2 usage).
+PARTIAL = 3
 
 
 def print_run(report: Any) -> None:
@@ -43,10 +46,16 @@ def print_run(report: Any) -> None:
             f"searches spent: {players.get('searches_spent', 0)}, searches left: {players.get('searches_left', 'unknown')}",
             highlight=False,
         )
-        deferred = players.get("deferred_players")
-        if deferred and deferred != "_none_":
-            console.print("deferred to the next night:", highlight=False)
-            console.print(deferred, highlight=False)
+        for key, title in (("deferred_players", "deferred to the next night"), ("skipped_players", "skipped")):
+            listed = players.get(key)
+            if listed and listed != "_none_":
+                console.print(f"{title}:", highlight=False)
+                console.print(listed, highlight=False, markup=False)
+        failed = players.get("failed_pairs") or []
+        if failed:
+            console.print(f"[red]failed ({len(failed)})[/]:")
+            for line in failed:
+                console.print(f"- {line}", highlight=False, markup=False)
     meta = report.assets.get("metadata", {})
     if meta:
         state = (
@@ -103,6 +112,9 @@ def run(
     print_run(report)
     if not report.success:
         raise fail(f"run failed: {report.failure}")
+    failed = report.value("player_summaries", "failed", 0)
+    if failed:
+        raise fail(f"run partial: {failed} pair(s) failed (listed above); run the night again to retry them", PARTIAL)
 
 
 if __name__ == "__main__":  # pragma: no cover

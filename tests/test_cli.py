@@ -164,6 +164,37 @@ def test_a_killed_run_keeps_what_it_paid_for(tmp_path: Path) -> None:
     con.close()
 
 
+def test_a_night_with_a_failed_pair_exits_partial_naming_it_and_pays_it_once(tmp_path: Path) -> None:
+    """A player whose answer is complete but unreadable (a DTD, refused for safety): the night
+    loads the others, names the pair, exits 3 (partial) — and a re-run pays nothing for it again."""
+    from datetime import date
+
+    from tourneylake.config import SANDBOX_USERNAME
+    from tourneylake.sandbox import running_sandbox
+
+    def with_doctype(body: bytes, fmt: str) -> bytes:
+        return b'<!DOCTYPE Response [<!ENTITY x "y">]>' + body.split(b"?>", 1)[-1]
+
+    with running_sandbox(seed=7, today=date(2026, 11, 20)) as server:
+        server.app.answer_rewrites[("Winamax.fr", "Élodie.R")] = with_doctype
+        env = clean_env(TOURNEYLAKE_BASE_URL=server.base_url, TOURNEYLAKE_FORMAT="xml")
+        args = ["run", "--date", "2026-11-20", "--data-dir", str(tmp_path), "--watchlist", "watchlist.yaml"]
+        before = server.accounts.remaining(SANDBOX_USERNAME)
+        first = tourneylake(*args, env=env)
+        spent = before - server.accounts.remaining(SANDBOX_USERNAME)
+        again = tourneylake(*args, env=env)
+        assert server.accounts.remaining(SANDBOX_USERNAME) == before - spent  # not paid again
+    assert spent == 13
+    for result in (first, again):
+        assert result.returncode == 3, result.stderr[-2000:]
+        assert "failed (1):\n- Winamax.fr/Élodie.R: answer unusable" in result.stdout
+        assert result.stderr.strip().splitlines()[-1] == (
+            "error: run partial: 1 pair(s) failed (listed above); run the night again to retry them"
+        )
+        assert "Traceback" not in result.stderr
+    assert "players fetched: 12" in first.stdout and "reused from the lake: 12" in again.stdout
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [

@@ -21,6 +21,7 @@ from tourneylake.api import (
     SubscriptionError,
     TransportError,
     UnknownServiceError,
+    UnusableResponse,
     encode_password,
 )
 from tourneylake.config import Settings
@@ -189,13 +190,35 @@ def test_errors_by_code(code: int, cls: type, requests: int) -> None:
     assert len(server.received) == requests
 
 
-def test_malformed_envelope_is_a_clear_error() -> None:
+def test_a_complete_answer_that_is_no_envelope_is_unusable_and_asked_once() -> None:
     with ScriptedServer(default=Reply(body=orjson.dumps({"Nope": {}}))) as server:
         with (
-            Client(settings(max_attempts=2), base_url=server.base_url) as client,
-            pytest.raises(MalformedResponse, match="Response root"),
+            Client(settings(max_attempts=3), base_url=server.base_url) as client,
+            pytest.raises(UnusableResponse, match="Response root"),
         ):
             client.countries()
+    assert len(server.received) == 1  # asking again would pay again for the same answer
+
+
+DOCTYPE_BODY = b'<?xml version="1.0"?><!DOCTYPE Response [<!ENTITY x "y">]><Response success="true">&x;</Response>'
+
+
+@pytest.mark.parametrize(
+    ("body", "fmt", "error", "tries"),
+    [
+        (DOCTYPE_BODY, "xml", UnusableResponse, 1),
+        (b'<Response success="true"><UserInfo loggedIn="tr', "xml", MalformedResponse, 3),
+        (b'{"Response": {"@success": "true", "UserInfo": {"Username": "an', "json", MalformedResponse, 3),
+        ('{"Response": {"@success": "true", "x": "é'.encode()[:-1], "json", MalformedResponse, 3),  # cut inside a character
+        (b'{"Response": {"@success": "true"}} trailing', "json", UnusableResponse, 1),
+        (b"\xff\xfe not text at all", "json", UnusableResponse, 1),
+    ],
+)
+def test_a_body_cut_short_is_retried_and_a_complete_unreadable_one_is_not(body: bytes, fmt: str, error: type, tries: int) -> None:
+    with ScriptedServer(default=Reply(body=body)) as server:
+        with Client(settings(max_attempts=3, format=fmt), base_url=server.base_url) as client, pytest.raises(error):
+            client.countries()
+    assert len(server.received) == tries
 
 
 def test_credentials_never_reach_logs(caplog: pytest.LogCaptureFixture) -> None:

@@ -76,11 +76,23 @@ class Settings(BaseSettings):
     )
     reserve_searches: int = Field(0, ge=0, description="searches never spent: the account never goes below this")
     concurrency: int = Field(4, ge=1, le=64, description="parallel calls (the service polices parallel sessions: error 101024)")
-    timeout_s: float = Field(30.0, gt=0, description="per-request timeout, seconds")
+    timeout_s: float = Field(30.0, ge=0.05, le=600, description="per-request timeout, seconds")
     max_attempts: int = Field(5, ge=1, le=20, description="attempts per call (transient failures are retried with backoff)")
-    retry_initial_wait_s: float = Field(0.5, ge=0, description="first backoff wait, seconds")
-    retry_max_wait_s: float = Field(30.0, ge=0, description="longest backoff wait, seconds")
-    retry_max_total_s: float = Field(120.0, gt=0, description="longest time spent retrying one call, seconds")
+    retry_initial_wait_s: float = Field(0.5, ge=0, le=60, description="first backoff wait, seconds")
+    retry_max_wait_s: float = Field(30.0, ge=0, le=600, description="longest backoff wait, seconds")
+    retry_max_total_s: float = Field(120.0, gt=0, le=3600, description="longest time spent retrying one call, seconds")
+    retry_pass_wait_s: float = Field(
+        30.0,
+        ge=0,
+        le=600,
+        description="pause before the last pass over the calls that failed transiently, at the end of the harvest, seconds",
+    )
+    retry_window_s: float = Field(
+        10800.0,
+        gt=0,
+        le=86400,
+        description="time from the start of a harvest after which nothing is retried any more (the night must end), seconds",
+    )
     schedule_cron: str = Field("0 3 * * *", description="the nightly schedule (cron, UTC)")
 
     @field_validator("appkey")

@@ -10,7 +10,9 @@ history at no cost:
   night's), normalised again under this night, so every night holds its own metadata and rates;
 - :func:`free_table`: countries and news;
 - :class:`SummarySink`: player summaries, normalised with the night's rates into the six summary
-  tables, streamed to the lake a batch at a time;
+  tables, streamed to the lake a batch at a time; an answer the normaliser refuses is renamed
+  ``unusable`` in the raw store (and reported), never stops the others, and is read again by
+  every later pass over the night (a rebuild after a fix recovers it);
 - :func:`settle_received`: bodies a killed process saved but never read get their status.
 
 Known limit: a tournament listed by several summaries of one night is kept once, as the first
@@ -23,25 +25,29 @@ from __future__ import annotations
 
 import logging
 from contextlib import ExitStack
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import date, datetime
 from typing import Any
 
 import pyarrow as pa
 
 from tourneylake.api import calls
-from tourneylake.api.client import metadata_is_cached
-from tourneylake.api.envelope import read_envelope, service_error
-from tourneylake.api.errors import NOT_FOUND_CODES, MalformedResponse
-from tourneylake.lake import OK, RECEIVED, Lake, PartitionWriter, RawResponse, read_raw_file
+from tourneylake.api.client import metadata_is_cached, read_answer
+from tourneylake.api.envelope import service_error
+from tourneylake.api.errors import NOT_FOUND_CODES, MalformedResponse, UnusableResponse
+from tourneylake.lake import MALFORMED, OK, RECEIVED, UNUSABLE, Lake, PartitionWriter, RawResponse, read_raw_file
 from tourneylake.normalize import normalize_countries, normalize_metadata, normalize_news
 from tourneylake.normalize.summary import SummaryNormalizer
 from tourneylake.reference import InForce
 from tourneylake.tree import MalformedPayload, Node, parse
 
+#: What a normaliser or reader raises for an answer it cannot read (never for a bug of ours).
+UNREADABLE = (MalformedPayload, MalformedResponse, UnusableResponse)
+
 __all__ = [
     "FREE_RESOURCES",
     "MetadataTables",
+    "StoredSummaries",
     "SummarySink",
     "TargetKey",
     "free_table",
@@ -67,12 +73,14 @@ TargetKey = tuple[str, str, str]
 
 
 def body_status(raw: RawResponse) -> str:
-    """What a stored body is, read from its envelope: ``ok``, ``refused-<code>`` or ``malformed``."""
+    """What a stored body is, read from its envelope: ``ok``, ``refused-<code>``, ``malformed``
+    (cut short) or ``unusable`` (complete, unreadable) — what the client would have said."""
     try:
-        root = parse(raw.body, raw.fmt)
-        envelope = read_envelope(root)
-    except (MalformedPayload, MalformedResponse):
-        return "malformed"
+        root, envelope = read_answer(raw.body, raw.fmt, raw.resource)
+    except MalformedResponse:
+        return MALFORMED
+    except UnusableResponse:
+        return UNUSABLE
     return OK if envelope.success else f"refused-{service_error(root, envelope, raw.resource).code}"
 
 
@@ -161,12 +169,33 @@ def stored_targets(lake: Lake, night: date) -> set[TargetKey]:
     return {target_key(raw.key) for raw in lake.iter_raw(night, calls.PLAYER_SUMMARY)} | not_found_targets(lake, night)
 
 
+def unusable_targets(lake: Lake, night: date) -> set[TargetKey]:
+    """The targets whose answer tonight is complete but unreadable: paid for, and asking again
+    would pay again for the same answer, so they are not asked again tonight."""
+    return {target_key(raw.key) for raw in lake.iter_raw(night, calls.PLAYER_SUMMARY, status=UNUSABLE)}
+
+
 def not_found_targets(lake: Lake, night: date) -> set[TargetKey]:
     """The targets the service answered "player not found" (103001) tonight."""
     found: set[TargetKey] = set()
     for code in NOT_FOUND_CODES:
         found.update(target_key(raw.key) for raw in lake.iter_raw(night, calls.PLAYER_SUMMARY, status=f"refused-{code}"))
     return found
+
+
+@dataclass
+class StoredSummaries:
+    """What a night's stored summaries gave: the targets normalised, and those whose answer
+    cannot be read (target → why)."""
+
+    done: set[TargetKey] = field(default_factory=set)
+    unusable: dict[TargetKey, str] = field(default_factory=dict)
+
+
+def summary_name(key: dict[str, str]) -> str:
+    """A summary's target as people read it: ``network/player`` and ``[filter]`` when filtered."""
+    name = key.get("filter_name")
+    return f"{key['network']}/{key['player']}" + (f" [{name}]" if name else "")
 
 
 class SummarySink:
@@ -184,18 +213,49 @@ class SummarySink:
         self.rows: dict[str, int] = {}
 
     def add(self, root: Node, key: dict[str, str], fetched_at: datetime) -> None:
+        """Normalise one accepted answer. An answer the normaliser cannot read raises
+        :class:`MalformedPayload` and leaves the batch as it was: see :meth:`reject`."""
         self.normalizer.add(root, fetched_at=fetched_at, **summary_labels(key))
         self.pending += 1
         if self.pending >= self.batch_size:
             self.flush()
 
-    def add_stored(self) -> set[TargetKey]:
-        """Normalise the summaries already paid for tonight (zero searches); returns their targets."""
-        done: set[TargetKey] = set()
-        for raw in self.lake.iter_raw(self.night, calls.PLAYER_SUMMARY):
-            self.add(parse(raw.body, raw.fmt), raw.key, raw.fetched_at)
-            done.add(target_key(raw.key))
-        return done
+    def reject(self, key: dict[str, str], reason: str) -> None:
+        """Mark tonight's accepted answer for ``key`` unusable in the raw store (it stays there:
+        a rebuild with a fixed normaliser reads it again)."""
+        path = self.lake.raw_path(self.night, calls.PLAYER_SUMMARY, key)
+        if path.exists():
+            self.lake.settle_raw(path, UNUSABLE)
+        log.warning("night %s: the answer for %s cannot be read and is kept raw: %s", self.night, summary_name(key), reason)
+
+    def add_stored(self) -> StoredSummaries:
+        """Normalise the summaries already paid for tonight (zero searches), those marked
+        unusable included (the normaliser may have been fixed since)."""
+        stored = StoredSummaries()
+        raws = [
+            *self.lake.iter_raw(self.night, calls.PLAYER_SUMMARY),
+            *self.lake.iter_raw(self.night, calls.PLAYER_SUMMARY, status=UNUSABLE),
+        ]
+        for raw in raws:
+            target = target_key(raw.key)
+            if target in stored.done:
+                continue  # an unusable older answer of a target read since
+            try:
+                root, envelope = read_answer(raw.body, raw.fmt, raw.resource)
+                if not envelope.success:
+                    raise UnusableResponse("the stored answer is a refusal")
+                self.add(root, raw.key, raw.fetched_at)
+            except UNREADABLE as exc:
+                if raw.status == OK:
+                    self.lake.settle_raw(raw.path, UNUSABLE)
+                stored.unusable[target] = str(exc)
+                continue
+            if raw.status == UNUSABLE:
+                self.lake.settle_raw(raw.path, OK)
+                log.info("night %s: the answer for %s, unusable before, is read now", self.night, summary_name(raw.key))
+            stored.unusable.pop(target, None)
+            stored.done.add(target)
+        return stored
 
     def flush(self) -> None:
         self.pending = 0

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections import deque
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
@@ -25,7 +26,7 @@ from datetime import date
 
 import pyarrow.parquet as pq
 
-from tourneylake.api import ApiError, CredentialsError, QuotaError, calls
+from tourneylake.api import ApiError, AsyncClient, CredentialsError, NotFoundError, QuotaError, UnusableResponse, calls
 from tourneylake.budget import Budget, Plan, Target, plan_night
 from tourneylake.errors import BudgetRefused, RunFailed
 from tourneylake.filters import FilterSyntaxError, filter_for_night
@@ -41,6 +42,7 @@ from tourneylake.from_raw import (
 from tourneylake.lake import Lake, LakeError
 from tourneylake.ledger import Ledger, LedgerWriter
 from tourneylake.session import Session, left_in_run
+from tourneylake.tree import MalformedPayload
 from tourneylake.watchlist import Watchlist
 
 __all__ = [
@@ -281,36 +283,48 @@ def _harvest(session: Session, watchlist: Watchlist, batch_size: int) -> Harvest
     # Hand analyses run in their own opt-in job with their own budget: not the harvest's cap.
     cap = left_in_run(settings.max_searches_per_run, session.spent_tonight(excluding=calls.HAND_ANALYSIS))
     budget = Budget(remaining=remaining, max_searches_per_run=cap, reserve=settings.reserve_searches, costs=session.costs)
-    late: RunFailed | None = None
+    failure: Exception | None = None  # raised once tonight's work is kept
     with session.ledger(remaining) as ledger, ExitStack() as stack:
         in_force = session.in_force()
         sink = SummarySink(lake, night, in_force, stack, batch_size)
-        harvested = sink.add_stored()
-        outcome.reused = len(harvested)
+        stored = sink.add_stored()
+        outcome.reused = len(stored.done)
         not_found = not_found_targets(lake, night)  # paid once tonight: never asked again
         resolution = resolve_targets(session, watchlist, budget, ledger)
         outcome.not_anchored = resolution.not_anchored
-        plan = plan_tonight(session, resolution, harvested | not_found, remaining=budget.remaining, cap=cap)
-        found_not = {(network, player, name or None) for network, player, name in not_found}
-        outcome.skipped.extend(
-            (target, "not found by the service tonight (paid once, not asked again)" if target.key in found_not else why)
-            for target, why in plan.skipped
-        )
+        paid = stored.done | not_found | set(stored.unusable)
+        plan = plan_tonight(session, resolution, paid, remaining=budget.remaining, cap=cap)
+        for target, why in plan.skipped:
+            key = (target.network, target.player, target.filter_name or "")
+            if key in stored.unusable:
+                outcome.failed.append((target, f"{UNUSABLE_ANSWER}: {stored.unusable[key]} (paid once tonight, not asked again)"))
+            elif key in not_found:
+                outcome.skipped.append((target, NOT_FOUND))
+            elif key not in stored.done:  # those are counted as reused, not skipped
+                outcome.skipped.append((target, why))
         outcome.deferred.extend(plan.deferred)
         log.info(
             "night %s: %d to fetch (%d searches planned), %d already harvested tonight, %d deferred, %d skipped",
-            night, len(plan.calls), plan.searches_planned, outcome.reused, len(plan.deferred), len(plan.skipped),
+            night, len(plan.calls), plan.searches_planned, outcome.reused, len(plan.deferred), len(outcome.skipped),
         )  # fmt: skip
-        asyncio.run(_fetch(session, plan, budget, sink, outcome, ledger))
+        try:
+            asyncio.run(_fetch(session, plan, budget, sink, outcome, ledger))
+        except Exception as exc:  # noqa: BLE001 - re-raised below, once what was normalised is kept
+            failure = exc
         # The reconciliation is one round trip to the service; the last flush is local work:
-        # overlap them. A failure there must not cost tonight's tables: it is raised after.
+        # overlap them. A failure of the reconciliation (or of the fetching, above) must not
+        # cost tonight's tables: they are committed when this block ends, and it is raised after.
+        # Only a part that cannot be written keeps the night's previous tables (every raw answer
+        # is in the lake: the next run or a rebuild makes them whole).
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="tourneylake-reconcile") as pool:
-            reconciled = pool.submit(session.reconcile_run, ledger)
-            sink.flush()
+            reconciling = pool.submit(session.reconcile_run, ledger)
             try:
-                outcome.reconciled += reconciled.result()
-            except RunFailed as exc:
-                late = exc
+                sink.flush()
+            finally:
+                try:
+                    outcome.reconciled += reconciling.result()
+                except Exception as exc:  # noqa: BLE001 - raised after the tables are kept
+                    failure = failure or exc
         outcome.rows = dict(sink.rows)
         outcome.searches_spent = ledger.spent
         outcome.remaining_searches = budget.remaining
@@ -319,64 +333,131 @@ def _harvest(session: Session, watchlist: Watchlist, batch_size: int) -> Harvest
     fatal = next((reason for _, reason in outcome.failed if reason.startswith("credentials:")), None)
     if fatal:
         raise RunFailed(fatal)
-    if late is not None:
-        raise late
+    if failure is not None:
+        raise failure
     return outcome
+
+
+UNUSABLE_ANSWER = "answer unusable"
+NOT_FOUND = "not found by the service tonight (paid once, not asked again)"
+
+
+class _Fetcher:
+    """Fetches targets concurrently and sorts every one into the outcome; a target whose calls
+    failed transiently (after the client's own retries) is handed back for a later pass."""
+
+    def __init__(
+        self, session: Session, client: AsyncClient, budget: Budget, sink: SummarySink, outcome: HarvestOutcome, total: int
+    ) -> None:
+        self.session = session
+        self.client = client
+        self.budget = budget
+        self.sink = sink
+        self.outcome = outcome
+        self.total = total
+        self.progress_every = max(1, total // 10)
+        self.crashed: list[Exception] = []
+
+    async def run(self, targets: list[Target]) -> list[tuple[Target, str]]:
+        """Fetch ``targets``; returns those that failed transiently, with why."""
+        queue: deque[Target] = deque(targets)
+        transient: list[tuple[Target, str]] = []
+
+        async def worker() -> None:
+            while queue:
+                target = queue.popleft()
+                if self.budget.stopped_reason:
+                    self.outcome.deferred.append((target, self.budget.stopped_reason))
+                    continue
+                why = await self.fetch(target)
+                if why is not None:
+                    transient.append((target, why))
+                if self.crashed:
+                    queue.clear()
+
+        # Twice as many workers as HTTP slots: while one worker saves, parses and normalises a
+        # body, another already holds the freed slot, so the service always has `concurrency`
+        # requests in flight (never more: the client's slots bound them).
+        await asyncio.gather(*(worker() for _ in range(2 * self.session.settings.concurrency)))
+        return transient
+
+    async def fetch(self, target: Target) -> str | None:
+        """One target: its answer normalised, or the outcome says why not. Returns why when
+        the calls failed transiently (a later pass may succeed)."""
+        outcome, budget = self.outcome, self.budget
+        call = calls.player_summary(
+            target.network, target.player, target.filter_sent, target.filter_name,
+            written=target.filter_expression or "", window=target.window, anchored=target.anchored,
+        )  # fmt: skip
+        try:
+            response = await self.client.send(call)
+        except BudgetRefused as exc:
+            outcome.deferred.append((target, str(exc)))
+            return None
+        except CredentialsError as exc:
+            budget.stop(f"credentials refused: {exc}")
+            outcome.failed.append((target, f"credentials: {exc}"))
+            return None
+        except QuotaError as exc:
+            budget.stop(f"quota: {exc}")
+            outcome.deferred.append((target, f"quota: {exc}"))
+            return None
+        except NotFoundError:
+            outcome.skipped.append((target, NOT_FOUND))
+            return None
+        except UnusableResponse as exc:
+            outcome.failed.append((target, f"{UNUSABLE_ANSWER}: {exc} (paid once tonight, not asked again; kept raw)"))
+            return None
+        except ApiError as exc:
+            if exc.retryable:
+                return str(exc)
+            outcome.failed.append((target, str(exc)))
+            return None
+        try:
+            self.sink.add(response.root, call.key, response.fetched_at)
+        except MalformedPayload as exc:
+            # The service's answer, not our code: this player fails, the night goes on.
+            self.sink.reject(call.key, str(exc))
+            outcome.failed.append((target, f"{UNUSABLE_ANSWER}: {exc} (kept raw; `tourneylake rebuild` reads it again)"))
+            return None
+        except Exception as exc:  # noqa: BLE001 - re-raised once in-flight calls settle
+            # A failure on our side must not cancel calls the service is already charging for:
+            # stop starting new ones, let those finish (and be ledgered).
+            if not self.crashed:
+                self.crashed.append(exc)
+                budget.stop(f"stopped: {type(exc).__name__} while normalising")
+            return None
+        outcome.fetched += 1
+        if outcome.fetched % self.progress_every == 0 or outcome.fetched == self.total:
+            log.info("fetched %d/%d summaries, %s searches left", outcome.fetched, self.total, budget.remaining)
+        return None
 
 
 async def _fetch(
     session: Session, plan: Plan, budget: Budget, sink: SummarySink, outcome: HarvestOutcome, ledger: LedgerWriter
 ) -> None:
-    queue: deque[Target] = deque(plan.calls)
-    total = len(plan.calls)
-    progress_every = max(1, total // 10)
-    crashed: list[Exception] = []
-
-    async with session.async_client(**session.metering_hooks(budget, ledger)) as client:
-
-        async def worker() -> None:
-            while queue:
-                target = queue.popleft()
-                if budget.stopped_reason:
-                    outcome.deferred.append((target, budget.stopped_reason))
-                    continue
-                call = calls.player_summary(
-                    target.network, target.player, target.filter_sent, target.filter_name,
-                    written=target.filter_expression or "", window=target.window, anchored=target.anchored,
-                )  # fmt: skip
-                try:
-                    response = await client.send(call)
-                except BudgetRefused as exc:
-                    outcome.deferred.append((target, str(exc)))
-                    continue
-                except CredentialsError as exc:
-                    budget.stop(f"credentials refused: {exc}")
-                    outcome.failed.append((target, f"credentials: {exc}"))
-                    continue
-                except QuotaError as exc:
-                    budget.stop(f"quota: {exc}")
-                    outcome.deferred.append((target, f"quota: {exc}"))
-                    continue
-                except ApiError as exc:
-                    outcome.failed.append((target, str(exc)))
-                    continue
-                try:
-                    sink.add(response.root, call.key, response.fetched_at)
-                except Exception as exc:  # noqa: BLE001 - re-raised once in-flight calls settle
-                    # A failure on our side must not cancel calls the service is already
-                    # charging for: stop starting new ones, let those finish (and be ledgered).
-                    if not crashed:
-                        crashed.append(exc)
-                        budget.stop(f"stopped: {type(exc).__name__} while normalising")
-                    queue.clear()
-                    continue
-                outcome.fetched += 1
-                if outcome.fetched % progress_every == 0 or outcome.fetched == total:
-                    log.info("fetched %d/%d summaries, %s searches left", outcome.fetched, total, budget.remaining)
-
-        # Twice as many workers as HTTP slots: while one worker saves, parses and normalises a
-        # body, another already holds the freed slot, so the service always has `concurrency`
-        # requests in flight (never more: the client's slots bound them).
-        await asyncio.gather(*(worker() for _ in range(2 * session.settings.concurrency)))
-    if crashed:
-        raise crashed[0]
+    """Fetch the plan. What failed transiently gets one more pass at the end of the harvest,
+    after a pause (a service in trouble for a minute must not cost a player), within the run's
+    retry window; what fails again is reported failed, with why."""
+    settings = session.settings
+    retry_until = time.monotonic() + settings.retry_window_s
+    async with session.async_client(retry_until=retry_until, **session.metering_hooks(budget, ledger)) as client:
+        fetcher = _Fetcher(session, client, budget, sink, outcome, len(plan.calls))
+        failing = await fetcher.run(list(plan.calls))
+        last_pass = (
+            bool(failing)
+            and not fetcher.crashed
+            and not budget.stopped_reason
+            and time.monotonic() + settings.retry_pass_wait_s < retry_until
+        )
+        if last_pass:
+            log.warning(
+                "%d call(s) failed transiently; one more pass in %g s (first: %s)",
+                len(failing), settings.retry_pass_wait_s, failing[0][0],
+            )  # fmt: skip
+            await asyncio.sleep(settings.retry_pass_wait_s)
+            failing = await fetcher.run([target for target, _ in failing])
+        after = f" (failed again on the last pass, {settings.retry_pass_wait_s:g} s later)" if last_pass else ""
+        outcome.failed.extend((target, why + after) for target, why in failing)
+    if fetcher.crashed:
+        raise fetcher.crashed[0]

@@ -20,8 +20,11 @@ Layout::
   ``<digest>.<token>.received.json.gz`` (one atomic ``os.replace`` of a temporary file, fsynced);
   once the client has read its envelope, :meth:`Lake.settle_raw` renames it: an accepted answer
   becomes ``<digest>.json.gz`` (replacing an earlier accepted one of the same request), any other
-  keeps its own name with its status (``refused-<code>``, ``malformed``), so a refusal never
-  hides an accepted answer and readers learn a body's status from its name without parsing it.
+  keeps its own name with its status (``refused-<code>``, ``malformed`` for a body cut short,
+  ``unusable`` for a complete one that cannot be read), so a refusal never hides an accepted
+  answer and readers learn a body's status from its name without parsing it. An accepted answer
+  our normaliser cannot read is renamed ``unusable`` too, and back to accepted once a rebuild
+  with a fixed normaliser reads it.
   A body left ``received`` (the process died in between) is read and settled by the next run.
   The file is a gzip-compressed JSON envelope ``{"resource", "key", "format", "fetched_at",
   "snapshot_date", "sha256", "body", "body_encoding"}`` with the body as text (base64 if it is
@@ -86,10 +89,12 @@ class LakeSourceMismatch(LakeError):
 
 
 #: A raw body's status: ``ok`` (accepted answer), ``received`` (not yet read), ``refused-<code>``
-#: (a service error) or ``malformed`` (not a readable envelope).
+#: (a service error), ``malformed`` (cut short in transit) or ``unusable`` (complete, unreadable).
 OK = "ok"
 RECEIVED = "received"
-_STATUS = re.compile(r"^(received|malformed|refused-[0-9-]+)$")
+MALFORMED = "malformed"
+UNUSABLE = "unusable"
+_STATUS = re.compile(r"^(received|malformed|unusable|refused-[0-9-]+)$")
 
 
 @dataclass(frozen=True, slots=True)
@@ -237,6 +242,8 @@ class Lake:
         if status != OK and not _STATUS.match(status):
             raise LakeError(f"unknown raw status {status!r}")
         digest, token = path.name.split(".")[:2]
+        if token == "json":  # an accepted answer (``<digest>.json.gz``) being demoted
+            token = uuid.uuid4().hex[:12]
         target = path.with_name(f"{digest}.json.gz" if status == OK else f"{digest}.{token}.{status}.json.gz")
         if target != path:
             with contextlib.suppress(FileNotFoundError):
@@ -411,7 +418,14 @@ class PartitionWriter:
             except (pa.ArrowInvalid, ValueError) as exc:
                 raise LakeError(f"{self.table}: part schema differs from the first part's: {exc}") from None
         path = self._staged / f"part-{self.parts:05d}.parquet"
-        pq.write_table(data, path, compression="zstd", write_statistics=True)
+        # A part is whole or absent: a write that fails half-way leaves no file to commit.
+        partial = path.with_name(f".{path.name}.tmp")
+        try:
+            pq.write_table(data, partial, compression="zstd", write_statistics=True)
+        except BaseException:
+            partial.unlink(missing_ok=True)
+            raise
+        os.replace(partial, path)
         self.parts += 1
         self.rows += data.num_rows
 

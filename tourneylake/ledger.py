@@ -67,6 +67,9 @@ _REQUIRED = frozenset(f.name for f in SCHEMA if f.name in ("called_at", "run_id"
 UNCERTAIN = "transport_error"
 RECONCILED = "reconciled"
 RECONCILED_AFTER_CRASH = "reconciled_after_crash"
+#: A drop in the searches left that this run's calls cannot explain (another client spent them):
+#: recorded with cost 0, so it is never charged to the run or its night's cap.
+EXTERNAL_SPENDING = "external_spending"
 
 
 class LedgerError(TourneylakeError, ValueError):

@@ -34,7 +34,14 @@ from tourneylake.budget import Budget, CostModel
 from tourneylake.config import Settings
 from tourneylake.errors import BudgetRefused, RunFailed
 from tourneylake.lake import Lake, key_digest
-from tourneylake.ledger import RECONCILED, RECONCILED_AFTER_CRASH, Ledger, LedgerWriter, unexplained_charges
+from tourneylake.ledger import (
+    EXTERNAL_SPENDING,
+    RECONCILED,
+    RECONCILED_AFTER_CRASH,
+    Ledger,
+    LedgerWriter,
+    unexplained_charges,
+)
 from tourneylake.reference import InForce
 from tourneylake.state import StateStore
 from tourneylake.tree import Node, parse
@@ -61,9 +68,9 @@ def left_in_run(cap: int | None, spent: int) -> int | None:
 
 def _charged(attempt: Attempt) -> bool:
     """Whether an attempt cost searches: an answer, a body the service produced but that arrived
-    unreadable (it did the work), or "not found" (the service did the lookup). Other refusals
+    cut short or unreadable (it did the work), or "not found" (the service did the lookup). Other refusals
     and transport failures are free; a charge nobody saw is found by the reconciliations."""
-    return attempt.outcome in ("ok", "malformed_response") or attempt.error_code in NOT_FOUND_CODES
+    return attempt.outcome in ("ok", "malformed_response", "unusable_response") or attempt.error_code in NOT_FOUND_CODES
 
 
 @dataclass
@@ -229,6 +236,13 @@ class Session:
             log.warning("the service counted %d searches more than this run's answers: recorded as unattributed", extra)
             why = "RemainingSearches dropped more than the answers' costs (a call charged without an answer)"
             ledger.record(**self._reconciliation(self.run_id, extra, RECONCILED, why, after))
+        assert ledger.remaining_before is not None
+        external = (ledger.remaining_before - after) - ledger.spent - others if after is not None else 0
+        if external > 0:
+            # Shown, never charged: cost 0 keeps it out of this run's spending and the night's cap.
+            why = f"{external} searches spent by another client of the account during this run (not charged to it)"
+            log.warning("the account dropped by %d searches more than this run's calls could cost: %s", external, why)
+            ledger.record(**{**self._reconciliation(self.run_id, 0, EXTERNAL_SPENDING, why, after), "resource": "external"})
         return extra
 
     def reconcile_dead_runs(self, remaining_now: int | None) -> dict[date, int]:

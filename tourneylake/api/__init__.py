@@ -13,6 +13,7 @@ from tourneylake.api.client import (
     Client,
     ReceivedBody,
     encode_password,
+    read_answer,
     redact,
 )
 from tourneylake.api.envelope import Envelope, Region, UserInfo, epoch_to_utc, read_envelope
@@ -31,6 +32,7 @@ from tourneylake.api.errors import (
     TourneylakeError,
     TransportError,
     UnknownServiceError,
+    UnusableResponse,
 )
 
 __all__ = [
@@ -58,10 +60,12 @@ __all__ = [
     "TourneylakeError",
     "TransportError",
     "UnknownServiceError",
+    "UnusableResponse",
     "UserInfo",
     "calls",
     "encode_password",
     "epoch_to_utc",
+    "read_answer",
     "read_envelope",
     "redact",
 ]

@@ -9,8 +9,9 @@ Two hooks let a caller keep its promises:
 
 - ``on_body`` receives every HTTP 200 body *before* it is parsed, so a paid response is saved
   before anything else can fail; it may return a callable that is told the body's status once
-  the envelope has been read (``ok``, ``refused-<code>`` or ``malformed``), so the raw store
-  knows which bodies are usable without parsing them again;
+  the envelope has been read (``ok``, ``refused-<code>``, ``malformed`` for a body cut short or
+  ``unusable`` for a complete one that can never be read), so the raw store knows which bodies
+  are usable without parsing them again;
 - ``on_attempt`` receives an :class:`Attempt` for every try (outcome, searches left, duration),
   which the pipeline writes to the search ledger; ``before_attempt`` may raise to refuse a try
   (the budget guard).
@@ -30,9 +31,13 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
+from xml.etree.ElementTree import ParseError as XmlParseError
 
 import httpx
+import orjson
 import tenacity
+from defusedxml import DefusedXmlException
+from defusedxml.ElementTree import DefusedXMLParser
 
 from tourneylake import __version__
 from tourneylake.api import calls
@@ -45,6 +50,7 @@ from tourneylake.api.errors import (
     MalformedResponse,
     ServiceError,
     TransportError,
+    UnusableResponse,
 )
 from tourneylake.config import Settings
 from tourneylake.errors import ConfigError
@@ -137,6 +143,47 @@ def call_payload(root: Node, call: Call) -> Node | None:
     return None
 
 
+# expat's errors for a document that simply stops: no element found, unclosed token, partial character.
+_XML_END_OF_INPUT = {3, 5, 6}
+
+
+def cut_short(body: bytes, fmt: str) -> bool:
+    """Whether a body that failed to parse stops mid-document (a truncated transfer, worth
+    another try) rather than being complete and unreadable (which another try would only pay
+    for again). Called only on the failure path, so parsing once more costs nothing that matters."""
+    if fmt == "json":
+        try:
+            body.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            return exc.reason == "unexpected end of data"  # cut inside the last character
+        try:
+            orjson.loads(body)
+        except orjson.JSONDecodeError as exc:
+            return str(exc).startswith("unexpected end of data")
+        return False
+    try:
+        parser = DefusedXMLParser(forbid_dtd=True, forbid_entities=True, forbid_external=True)
+        parser.feed(body)
+        parser.close()
+    except XmlParseError as exc:
+        return getattr(exc, "code", None) in _XML_END_OF_INPUT
+    except DefusedXmlException:  # a DTD or an entity: complete, and refused
+        return False
+    return False
+
+
+def read_answer(body: bytes, fmt: str, resource: str | None = None) -> tuple[Node, Envelope]:
+    """A body's tree and envelope. Raises :class:`MalformedResponse` when the body was cut short
+    (retryable) and :class:`UnusableResponse` when it is complete but can never be read."""
+    try:
+        root = parse(body, fmt)
+        return root, read_envelope(root)
+    except (MalformedPayload, MalformedResponse) as exc:
+        if cut_short(body, fmt):
+            raise MalformedResponse(f"the answer was cut short: {exc}", resource=resource) from None
+        raise UnusableResponse(f"the answer cannot be read: {exc}", resource=resource) from None
+
+
 @dataclass(frozen=True, slots=True)
 class ReceivedBody:
     """An HTTP 200 body as it arrived, before anything parsed it."""
@@ -155,7 +202,7 @@ class Attempt:
     number: int
     started_at: datetime
     duration_s: float
-    outcome: str  # "ok", "service_error", "transport_error", "malformed_response", "malformed_call"
+    outcome: str  # "ok", "service_error", "transport_error", "malformed_response", "unusable_response", "malformed_call"
     error_code: int | None
     remaining_after: int | None
     error: str | None
@@ -177,6 +224,7 @@ class _Protocol:
         on_body: BodyHook | None,
         on_attempt: AttemptHook | None,
         before_attempt: GateHook | None,
+        retry_until: float | None = None,
     ) -> None:
         url = base_url or settings.base_url
         if url == "sandbox" or not url.startswith(("http://", "https://")):
@@ -189,6 +237,7 @@ class _Protocol:
         self.on_body = on_body
         self.on_attempt = on_attempt
         self.before_attempt = before_attempt
+        self.retry_until = retry_until  # a time.monotonic() deadline after which nothing is retried
         self._remaining: int | None = None
         self._credentials = {
             "Username": settings.username,
@@ -255,11 +304,13 @@ class _Protocol:
         if self.on_body is not None and not body_saved:
             status_hook = self.on_body(ReceivedBody(call, body, fmt, fetched_at))
         try:
-            root = parse(body, fmt)
-            envelope = read_envelope(root)
-        except (MalformedPayload, MalformedResponse) as exc:
+            root, envelope = read_answer(body, fmt, call.resource)
+        except MalformedResponse as exc:
             _tell(status_hook, "malformed")
             raise MalformedResponse(f"{call.describe()}: {exc}", resource=call.resource) from None
+        except UnusableResponse as exc:
+            _tell(status_hook, "unusable")
+            raise UnusableResponse(f"{call.describe()}: {exc}", resource=call.resource) from None
         if envelope.remaining_searches is not None:
             self._remaining = envelope.remaining_searches
         if not envelope.success:
@@ -315,6 +366,8 @@ class _Protocol:
             outcome, code, remaining = "service_error", error.code, error.remaining_searches
         elif isinstance(error, MalformedResponse):
             outcome = "malformed_response"
+        elif isinstance(error, UnusableResponse):
+            outcome = "unusable_response"
         elif isinstance(error, MalformedCallError):
             outcome = "malformed_call"
         else:
@@ -334,14 +387,27 @@ class _Protocol:
 
     def retry_kwargs(self) -> dict[str, Any]:
         s = self.settings
+        stop = tenacity.stop_after_attempt(s.max_attempts) | tenacity.stop_after_delay(s.retry_max_total_s)
+        if self.retry_until is not None:
+            stop = stop | _StopAt(self.retry_until)
         return dict(
-            stop=tenacity.stop_after_attempt(s.max_attempts) | tenacity.stop_after_delay(s.retry_max_total_s),
+            stop=stop,
             wait=tenacity.wait_exponential_jitter(
                 multiplier=s.retry_initial_wait_s, jitter=s.retry_initial_wait_s, max=s.retry_max_wait_s
             ),
             retry=tenacity.retry_if_exception(lambda e: isinstance(e, ApiError) and e.retryable),
             reraise=True,
         )
+
+
+class _StopAt(tenacity.stop.stop_base):
+    """Stop retrying once the clock (``time.monotonic``) passes a deadline: the run's retry window."""
+
+    def __init__(self, deadline: float) -> None:
+        self.deadline = deadline
+
+    def __call__(self, retry_state: tenacity.RetryCallState) -> bool:
+        return time.monotonic() >= self.deadline
 
 
 def _tell(hook: BodyStatus | None, status: str) -> None:
@@ -397,9 +463,10 @@ class Client(_Resources):
         on_body: BodyHook | None = None,
         on_attempt: AttemptHook | None = None,
         before_attempt: GateHook | None = None,
+        retry_until: float | None = None,
         transport: httpx.BaseTransport | None = None,
     ) -> None:
-        self.protocol = _Protocol(settings, base_url, on_body, on_attempt, before_attempt)
+        self.protocol = _Protocol(settings, base_url, on_body, on_attempt, before_attempt, retry_until)
         self._http = httpx.Client(**self.protocol.http_options(settings.concurrency), transport=transport)
 
     @property
@@ -478,9 +545,10 @@ class AsyncClient(_Resources):
         on_body: BodyHook | None = None,
         on_attempt: AttemptHook | None = None,
         before_attempt: GateHook | None = None,
+        retry_until: float | None = None,
         transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
-        self.protocol = _Protocol(settings, base_url, on_body, on_attempt, before_attempt)
+        self.protocol = _Protocol(settings, base_url, on_body, on_attempt, before_attempt, retry_until)
         self._slots = _AdaptiveLimit(settings.concurrency)
         self._body_pool: ThreadPoolExecutor | None = None
         if on_body is not None:

@@ -6,7 +6,9 @@ Match on the class (or ``code``), never on the text: the service localises it.
 - :class:`QuotaError` / :class:`SubscriptionError` (1020xx): stop metered calls for the run.
 - :class:`InternalServiceError` (0) and :class:`LoggedInElsewhere` (101024): retried with backoff.
 - :class:`MalformedCallError`: HTTP 404/405, our request was not correctly formed.
-- :class:`TransportError`: timeouts, 5xx, dropped connections, truncated bodies — retried.
+- :class:`TransportError`: timeouts, 5xx, dropped connections, bodies cut short — retried.
+- :class:`UnusableResponse`: a complete answer that can never be read (a DTD refused for safety,
+  no service envelope): asking again would pay again for the same, so it is never retried.
 """
 
 from __future__ import annotations
@@ -103,7 +105,13 @@ class TransportError(ApiError):
 
 
 class MalformedResponse(TransportError):
-    """A 200 whose body is not a well-formed service envelope (for example a truncated body)."""
+    """A 200 whose body was cut short (it ends mid-document): the next try may arrive whole."""
+
+
+class UnusableResponse(ApiError):
+    """A 200 whose complete body can never be read: a DTD or entities (refused for safety), a
+    document that is no service envelope, nesting beyond any real answer. The service charged
+    for it and would answer the same again, so it is kept raw, reported, and not retried."""
 
 
 CREDENTIAL_CODES = {101001, 101002, 101003}

@@ -411,8 +411,8 @@ _SPECS: list[TableSpec] = [
             (
                 "outcome",
                 STR,
-                "`ok`, `service_error`, `transport_error`, `malformed_response`, `malformed_call`; for a reconciliation "
-                "`reconciled` (counted at the end of the run) or `reconciled_after_crash` (calls in flight when a run died)",
+                "`ok`, `service_error`, `transport_error`, `malformed_response` (cut short), `unusable_response` (complete, unreadable), `malformed_call`; for a reconciliation "
+                "`reconciled` (counted at the end of the run) or `reconciled_after_crash` (calls in flight when a run died); `external_spending` (cost 0: another client of the account spent searches during the run)",
             ),
             ("error_code", I64, "`Error/@id` when the service refused"),
             ("error", STR, "error text (English), never credentials"),

@@ -42,6 +42,7 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections import OrderedDict, deque
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -186,6 +187,9 @@ class SandboxApp:
         self.summary_requests: deque[SummaryRequest] = deque(maxlen=summary_log)
         self._log_lock = threading.Lock()
         self._networks: frozenset[str] | None = None
+        #: (network, player) → a function rewriting that player's summary answer (body, format →
+        #: body) after it is charged: how tests serve a hostile or broken answer for one player.
+        self.answer_rewrites: dict[tuple[str, str], Callable[[bytes, str], bytes]] = {}
         base = "/api/{app}"
         self.asgi = Starlette(
             routes=[
@@ -251,6 +255,8 @@ class SandboxApp:
                 await asyncio.sleep(draw.delay_s)
             if draw.kind == "5xx":
                 return _html_error(draw.status)
+            if resource == "summary" and self.plan.in_outage():
+                return _html_error(503)
             if draw.kind == "drop":
                 return _DropResponse(fmt)
             parallel = self.faults.parallel
@@ -429,4 +435,6 @@ class SandboxApp:
         if fmt not in frag:
             frag[fmt] = fragment(frag["element"], fmt)
         self.accounts.charge(user, self.costs.summary)
-        return self._success(fmt, frag[fmt], user, languages)
+        body = self._success(fmt, frag[fmt], user, languages)
+        rewrite = self.answer_rewrites.get((network, name))
+        return body if rewrite is None else rewrite(body, fmt)

@@ -13,6 +13,8 @@ A fault spec is a comma-separated list of ``key=value``::
 ``parallel``   more than this many requests in flight for one account → error 101024
 ``jitter``     extra latency, uniform in [0, jitter] ms, on top of the server's latency
 ``slow_s``     the delay of a slow answer, in seconds
+``outage``     the first this many player-summary requests are answered HTTP 503 (a service
+               down for a while: how a client's later pass is tested deterministically)
 =============  ==========================================================================
 
 The shares are exclusive bands of one uniform draw per request, so they must sum to at most 1.
@@ -45,6 +47,7 @@ _KEYS = {
     "parallel": "parallel",
     "jitter": "jitter_ms",
     "slow_s": "slow_seconds",
+    "outage": "outage",
 }
 
 
@@ -64,6 +67,7 @@ class Faults:
     parallel: int | None = None
     jitter_ms: float = 0.0
     slow_seconds: float = 30.0
+    outage: int = 0
 
     def __post_init__(self) -> None:
         shares = (self.error_5xx, self.drop, self.truncate, self.slow, self.internal)
@@ -71,8 +75,8 @@ class Faults:
             raise FaultSpecError("fault shares must each be in [0, 1] and sum to at most 1")
         if self.parallel is not None and self.parallel < 1:
             raise FaultSpecError("parallel must be at least 1")
-        if self.jitter_ms < 0 or self.slow_seconds < 0:
-            raise FaultSpecError("jitter and slow_s must not be negative")
+        if self.jitter_ms < 0 or self.slow_seconds < 0 or self.outage < 0:
+            raise FaultSpecError("jitter, slow_s and outage must not be negative")
 
     @classmethod
     def parse(cls, spec: str | None) -> Faults:
@@ -92,7 +96,7 @@ class Faults:
                 known = ", ".join(_KEYS)
                 raise FaultSpecError(f"bad fault {part!r}: expected key=value with key one of {known}")
             try:
-                number: float | int = int(raw) if key == "parallel" else float(raw)
+                number: float | int = int(raw) if key in ("parallel", "outage") else float(raw)
             except ValueError:
                 raise FaultSpecError(f"bad fault value in {part!r}: not a number") from None
             values[_KEYS[key]] = number
@@ -130,6 +134,16 @@ class FaultPlan:
         self._rng = random.Random(seed)
         self._lock = threading.Lock()
         self.counts: dict[str, int] = {}
+        self._outage_left = faults.outage
+
+    def in_outage(self) -> bool:
+        """Whether this player-summary request falls in the outage (the first ``outage`` ones)."""
+        with self._lock:
+            if self._outage_left <= 0:
+                return False
+            self._outage_left -= 1
+            self.counts["outage"] = self.counts.get("outage", 0) + 1
+            return True
 
     def draw(self) -> FaultDraw:
         f = self.faults
