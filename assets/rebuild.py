@@ -8,7 +8,7 @@ this job in the UI.
 from dagster import OpExecutionContext, op
 
 from assets.partitions import WAREHOUSE_POOL
-from assets.report import night_of
+from assets.report import listing, night_of
 from assets.resource import TourneylakeResource
 from tourneylake.rebuild import rebuild
 
@@ -22,5 +22,9 @@ def rebuild_night(context: OpExecutionContext, tourneylake: TourneylakeResource)
     night = night_of(context)
     outcome = rebuild(tourneylake.settings(), [night])
     context.add_output_metadata(
-        {"rows": sum(outcome.rows.values()), **{f"rows_{name}": n for name, n in sorted(outcome.rows.items())}}
+        {
+            "rows": sum(outcome.rows.values()),
+            **{f"rows_{name}": n for name, n in sorted(outcome.rows.items())},
+            "answers_still_unusable": listing(outcome.unusable),
+        }
     )

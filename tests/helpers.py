@@ -46,6 +46,7 @@ def sandbox_settings(sandbox: Any, data_dir: Path, **overrides: Any) -> Settings
         max_attempts=2,
         retry_initial_wait_s=0.01,
         retry_max_wait_s=0.05,
+        retry_pass_wait_s=0.05,
     )
     values.update(overrides)
     return Settings(**values)

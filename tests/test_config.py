@@ -39,6 +39,12 @@ def test_environment_then_dotenv_then_flags(monkeypatch: pytest.MonkeyPatch, tmp
     [
         ("TOURNEYLAKE_CONCURRENCY", "lots", "TOURNEYLAKE_CONCURRENCY: Input should be a valid integer"),
         ("TOURNEYLAKE_CONCURRENCY", "100000", "TOURNEYLAKE_CONCURRENCY: Input should be less than or equal to 64"),
+        ("TOURNEYLAKE_TIMEOUT_S", "0", "TOURNEYLAKE_TIMEOUT_S: Input should be greater than or equal to 0.05"),
+        ("TOURNEYLAKE_TIMEOUT_S", "86400", "TOURNEYLAKE_TIMEOUT_S: Input should be less than or equal to 600"),
+        ("TOURNEYLAKE_MAX_ATTEMPTS", "1000", "TOURNEYLAKE_MAX_ATTEMPTS: Input should be less than or equal to 20"),
+        ("TOURNEYLAKE_RETRY_MAX_WAIT_S", "-1", "TOURNEYLAKE_RETRY_MAX_WAIT_S: Input should be greater than or equal to 0"),
+        ("TOURNEYLAKE_RETRY_PASS_WAIT_S", "3600", "TOURNEYLAKE_RETRY_PASS_WAIT_S: Input should be less than or equal to 600"),
+        ("TOURNEYLAKE_RETRY_WINDOW_S", "0", "TOURNEYLAKE_RETRY_WINDOW_S: Input should be greater than 0"),
         ("TOURNEYLAKE_FORMAT", "yaml", "TOURNEYLAKE_FORMAT: Input should be 'json' or 'xml'"),
         ("TOURNEYLAKE_RESERVE_SEARCHES", "-1", "TOURNEYLAKE_RESERVE_SEARCHES: Input should be greater than or equal to 0"),
         ("TOURNEYLAKE_SCHEDULE_CRON", "nightly", "TOURNEYLAKE_SCHEDULE_CRON: must be a cron expression"),

@@ -188,9 +188,11 @@ def test_an_answer_the_normaliser_refuses_fails_that_player_only_and_a_rebuild_r
     lake = Lake(settings.data_dir)
     assert [raw.key["player"] for raw in lake.iter_raw(NIGHT, calls.PLAYER_SUMMARY, status=UNUSABLE)] == [refused[1]]
 
-    monkeypatch.setattr(SummaryNormalizer, "add", real_add)  # the fix ships
     before = remaining(settings)
-    rebuild(settings, [NIGHT])
+    still = rebuild(settings, [NIGHT]).unusable
+    assert len(still) == 1 and refused[1] in still[0] and "Statistic/@id" in still[0]
+    monkeypatch.setattr(SummaryNormalizer, "add", real_add)  # the fix ships
+    assert rebuild(settings, [NIGHT]).unusable == []
     assert remaining(settings) == before  # no search
     assert len(_pairs_in_lake(settings)) == 4
     assert not list(lake.iter_raw(NIGHT, calls.PLAYER_SUMMARY, status=UNUSABLE))

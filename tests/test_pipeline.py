@@ -59,6 +59,7 @@ def make_settings(tmp_path: Path, sandbox):
             concurrency=4,
             retry_initial_wait_s=0.01,
             retry_max_wait_s=0.05,
+            retry_pass_wait_s=0.05,
         )
         base.update(overrides)
         return Settings(**base)  # type: ignore[arg-type]
@@ -297,6 +298,7 @@ def test_the_ledger_adds_up_to_the_services_count_even_with_faults(tmp_path: Pat
             timeout_s=0.5,
             retry_initial_wait_s=0.01,
             retry_max_wait_s=0.05,
+            retry_pass_wait_s=0.05,
             max_attempts=8,
             concurrency=2,
         )

@@ -327,6 +327,10 @@ def rebuild(
     console.print(table)
     if outcome.fresh_warehouse:
         console.print(f"warehouse rebuilt into a fresh file: {settings.warehouse_path}", highlight=False)
+    if outcome.unusable:
+        console.print(f"answers that still cannot be read ({len(outcome.unusable)}, kept in the lake):", highlight=False)
+        for line in outcome.unusable:
+            console.print(f"- {line}", highlight=False, markup=False)
 
 
 # ------------------------------------------------------------------------------------- query

@@ -45,6 +45,7 @@ class RebuildOutcome:
     rows: dict[str, int] = field(default_factory=dict)  # table → rows written over all nights
     warehouse_rows: dict[str, int] = field(default_factory=dict)
     fresh_warehouse: bool = False
+    unusable: list[str] = field(default_factory=list)  # answers that still cannot be read, with why
 
 
 def nights_in_lake(lake: Lake) -> list[date]:
@@ -52,8 +53,10 @@ def nights_in_lake(lake: Lake) -> list[date]:
     return sorted(set(lake.raw_dates()) | set(Ledger(lake).nights()))
 
 
-def rebuild_night(lake: Lake, night: date) -> dict[str, int]:
-    """Every table of one night from its raw answers; returns rows written per table."""
+def rebuild_night(lake: Lake, night: date, unusable: list[str] | None = None) -> dict[str, int]:
+    """Every table of one night from its raw answers; returns rows written per table. Answers
+    that still cannot be read are appended to ``unusable`` (they stay in the lake, marked)."""
+    unusable = [] if unusable is None else unusable
     settle_received(lake, night)
     rows: dict[str, int] = {}
     metadata = metadata_tables(lake, night)
@@ -67,7 +70,10 @@ def rebuild_night(lake: Lake, night: date) -> dict[str, int]:
             rows[table_name] = lake.write_table(table_name, night, found[0])
     with ExitStack() as stack:
         sink = SummarySink(lake, night, InForce(lake, night), stack)
-        if sink.add_stored():
+        stored = sink.add_stored()
+        for target, why in stored.unusable.items():
+            unusable.append(f"{night} {'/'.join(target[:2])}{f' [{target[2]}]' if target[2] else ''}: {why}")
+        if stored.done:
             sink.flush()
             for name in SUMMARY_TABLES:  # a table with no rows tonight has no partition
                 if name not in sink.rows:
@@ -92,7 +98,7 @@ def rebuild(settings: Settings, nights: Iterable[date] | None = None, *, warehou
         raise NothingToRebuild(f"the lake holds no raw answers for {', '.join(d.isoformat() for d in missing)}")
     outcome = RebuildOutcome(nights=wanted, fresh_warehouse=every and warehouse)
     for night in wanted:
-        for name, count in rebuild_night(lake, night).items():
+        for name, count in rebuild_night(lake, night, outcome.unusable).items():
             outcome.rows[name] = outcome.rows.get(name, 0) + count
         log.info("rebuilt night %s", night)
     if warehouse:
