@@ -85,6 +85,34 @@ def test_a_line_cut_by_a_kill_does_not_lose_the_rest(lake: Lake) -> None:
     assert Ledger(lake).spent(NIGHT) == 1
 
 
+def test_a_dead_runs_reconciliation_after_a_cut_line_is_kept_whole(lake: Lake) -> None:
+    writer = LedgerWriter(lake, NIGHT, "dying", remaining_before=50)
+    writer.record("k0", **row(run_id="dying"))
+    writer.sent("player_summary", "k1", 1)
+    writer._file.write(b'{"kind": "entry", "call": "k1", "co')  # the kill cuts this line
+    writer._file.close()
+    (dead,) = Ledger(lake).dead_runs()
+    Ledger(lake).close_dead_run(dead, row(run_id="dying", resource="unattributed", outcome="reconciled_after_crash", attempt=0))
+    # Appended after the cut line, the row would have been joined to it and lost.
+    assert [r["outcome"] for r in Ledger(lake).entries(NIGHT)] == ["ok", "reconciled_after_crash"]
+    assert Ledger(lake).spent(NIGHT) == 2
+
+
+def test_a_damaged_line_inside_a_ledger_file_is_one_line_naming_file_and_line(lake: Lake) -> None:
+    with LedgerWriter(lake, NIGHT, "r1", remaining_before=10) as writer:
+        writer.record("k1", **row())
+        writer.record("k2", **row())
+    path = next((Path(lake.root) / "_ledger").rglob("*.jsonl"))
+    lines = path.read_bytes().splitlines(keepends=True)
+    lines[1] = b'{"kind": "entry", garbage\n'
+    path.write_bytes(b"".join(lines))
+    with pytest.raises(LedgerError) as caught:
+        Ledger(lake).spent(NIGHT)
+    message = str(caught.value)
+    assert f"ledger file {path} line 2 is damaged" in message and "\n" not in message
+    assert path.read_bytes() == b"".join(lines)  # nothing rewritten or deleted
+
+
 def test_lines_are_flushed_as_written(lake: Lake) -> None:
     writer = LedgerWriter(lake, NIGHT, "r1", remaining_before=10)
     writer.record("k1", **row())

@@ -14,11 +14,13 @@ from typer.testing import CliRunner
 from tests.helpers import player_line, sandbox_settings, write_watchlist
 from tourneylake.cli import app
 from tourneylake.config import Settings
-from tourneylake.harvest import harvest_players, refresh_free_resource, refresh_metadata
+from tourneylake.harvest import harvest_players, last_harvested, refresh_free_resource, refresh_metadata
+from tourneylake.lake import Lake, LakeError
 from tourneylake.rebuild import NothingToRebuild, rebuild
 from tourneylake.sandbox import running_sandbox
 from tourneylake.session import Session
-from tourneylake.warehouse import Warehouse
+from tourneylake.state import StateStore
+from tourneylake.warehouse import Warehouse, WarehouseError
 from tourneylake.watchlist import load_watchlist
 
 pytestmark = pytest.mark.xdist_group("rebuild")
@@ -93,3 +95,41 @@ def test_one_night_rebuilds_only_that_night(harvested) -> None:
     outcome = rebuild(harvested, [NIGHTS[1]])
     assert outcome.nights == [NIGHTS[1]] and not outcome.fresh_warehouse
     assert outcome.rows["player_snapshots"] == 1 and outcome.rows["currencies"] > 0
+
+
+def test_a_damaged_warehouse_is_one_line_saying_how_to_rebuild_it(tmp_path: Path) -> None:
+    path = tmp_path / "warehouse.duckdb"
+    path.write_bytes(b"not a duckdb file at all" * 100)
+    with pytest.raises(WarehouseError) as caught:
+        Warehouse(path)
+    message = str(caught.value)
+    assert str(path) in message and "tourneylake rebuild --all" in message and "\n" not in message
+
+
+def test_a_damaged_partition_is_one_line_and_rebuilding_its_night_makes_it_again(harvested) -> None:
+    lake = Lake(harvested.data_dir)
+    (part,) = lake.partition_files("player_snapshots", NIGHTS[0])
+    good = Path(part).read_bytes()
+    raw_before = sorted(p.name for p in (lake.root / "_raw").rglob("*.json.gz"))
+    Path(part).write_bytes(good[:100])  # a disk that lost the file's end
+    with pytest.raises(LakeError) as caught:
+        last_harvested(lake, NIGHTS[1])  # what the next night's plan reads
+    message = str(caught.value)
+    assert f"{part} is damaged" in message and "tourneylake rebuild --date 2026-11-20" in message and "\n" not in message
+    with pytest.raises(LakeError) as caught, Warehouse(harvested.warehouse_path) as db:
+        db.load_night(lake, NIGHTS[0])  # what the night's warehouse load reads
+    assert str(caught.value).startswith(f"{part} is damaged (No magic bytes found at end of file): run `tourneylake rebuild")
+    assert invoke(harvested, "--date", "2026-11-20").exit_code == 0
+    assert last_harvested(lake, NIGHTS[1]) == {("PokerStars", "Borbas.Geri", "sng"): NIGHTS[0]}
+    assert sorted(p.name for p in (lake.root / "_raw").rglob("*.json.gz")) == raw_before  # nothing paid touched
+
+
+def test_a_damaged_state_file_is_one_line_naming_it(tmp_path: Path) -> None:
+    lake = Lake(tmp_path).claim("sandbox")
+    path = lake.root / "_state" / "nlq_cache.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(b"{not json")
+    with pytest.raises(LakeError) as caught:
+        StateStore(lake).read("nlq_cache")
+    assert f"state file {path} is damaged" in str(caught.value) and "move it aside" in str(caught.value)
+    assert path.read_bytes() == b"{not json"

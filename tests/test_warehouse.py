@@ -5,13 +5,12 @@ from __future__ import annotations
 from datetime import UTC, date, datetime
 from pathlib import Path
 
-import duckdb
 import orjson
 import pyarrow as pa
 import pytest
 
 from tourneylake import tree
-from tourneylake.lake import Lake
+from tourneylake.lake import Lake, LakeError
 from tourneylake.normalize import SCHEMAS, Rates, SummaryNormalizer, normalize_metadata, series_types, statistic_types
 from tourneylake.warehouse import LOAD_ORDER, Warehouse
 
@@ -169,7 +168,7 @@ def test_failed_load_rolls_back(lake: Lake, db: Warehouse, tmp_path: Path) -> No
     _write_night(lake, NIGHT2, rename="Never loaded")
     (part,) = lake.partition_files("tournaments", NIGHT2)
     Path(part).write_bytes(b"not parquet")
-    with pytest.raises(duckdb.Error):
+    with pytest.raises(LakeError, match=f"{part} is damaged .*tourneylake rebuild --date {NIGHT2}"):
         db.load_night(lake, NIGHT2)
     assert _snapshot(db) == before
 

@@ -24,8 +24,6 @@ from contextlib import ExitStack
 from dataclasses import dataclass, field
 from datetime import date
 
-import pyarrow.parquet as pq
-
 from tourneylake.api import ApiError, AsyncClient, CredentialsError, NotFoundError, QuotaError, UnusableResponse, calls
 from tourneylake.budget import Budget, Plan, Target, plan_night
 from tourneylake.errors import BudgetRefused, RunFailed
@@ -254,10 +252,10 @@ def last_harvested(lake: Lake, night: date) -> dict[tuple[str, str, str | None],
     for when in lake.partitions("player_snapshots"):
         if when >= night:
             break
-        for path in lake.partition_files("player_snapshots", when):
-            table = pq.read_table(path, columns=["network", "player", "filter_name"])
-            for network, player, filter_name in zip(*(table.column(c).to_pylist() for c in table.column_names), strict=True):
-                seen[(network, player, filter_name or None)] = when
+        table = lake.read_partition("player_snapshots", when, columns=["network", "player", "filter_name"])
+        columns = [table.column(c).to_pylist() for c in ("network", "player", "filter_name")] if table.num_rows else [[]] * 3
+        for network, player, filter_name in zip(*columns, strict=True):
+            seen[(network, player, filter_name or None)] = when
     return seen
 
 

@@ -339,6 +339,18 @@ class Lake:
         """A glob over every night of ``table`` (for DuckDB/pyarrow with hive partitioning)."""
         return str(self.table_dir(table) / f"{PARTITION}=*" / "*.parquet")
 
+    def read_partition(self, table: str, snapshot_date: date | str, columns: list[str] | None = None) -> pa.Table:
+        """One night of ``table`` (without ``snapshot_date``). A part that cannot be read is a
+        :class:`LakeError` naming the file and the rebuild that makes it again."""
+        day = _day(snapshot_date)
+        parts = []
+        for path in self.partition_files(table, day):
+            try:
+                parts.append(pq.read_table(path, columns=columns))
+            except (pa.ArrowException, OSError) as exc:
+                raise damaged_part(path, day, exc) from None
+        return pa.concat_tables(parts) if parts else pa.table({})
+
     def read_table(self, table: str, snapshot_date: date | str | None = None) -> pa.Table:
         """A table (one night or all) with ``snapshot_date`` restored: for tests and notebooks."""
         import pyarrow.dataset as ds
@@ -349,7 +361,10 @@ class Lake:
             files = self.partition_files(table, day)
             if not files:
                 continue
-            t = ds.dataset(files, format="parquet").to_table()
+            try:
+                t = ds.dataset(files, format="parquet").to_table()
+            except (pa.ArrowException, OSError) as exc:
+                raise damaged_part(files[0], day, exc) from None
             parts.append(t.append_column(PARTITION, pa.array([day] * t.num_rows, pa.date32())))
         if not parts:
             return pa.table({})
@@ -460,6 +475,15 @@ class PartitionWriter:
 
 # ---------------------------------------------------------------------- file helpers
 # (the only places that touch the file system: the seam for an fsspec root later)
+
+
+def damaged_part(path: str | Path, night: date, exc: BaseException) -> LakeError:
+    """The one-line error for a table part that cannot be read, with what to do about it."""
+    why = " ".join(str(exc).split()) or type(exc).__name__
+    return LakeError(
+        f"{path} is damaged ({why}): run `tourneylake rebuild --date {night}` to make that night's "
+        "tables again from its raw answers (no search)"
+    )
 
 
 def atomic_write(path: Path, data: bytes, *, fsync: bool) -> None:

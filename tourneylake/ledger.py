@@ -212,14 +212,20 @@ def _read_run(path: Path, night: date) -> RunLog:
     run_id = path.name.removeprefix("run-").split(".")[0]
     log = RunLog(path, night, run_id)
     pending: dict[tuple[Any, Any], dict[str, Any]] = {}
+    damaged: list[tuple[int, str]] = []
+    torn: set[int] = set()  # lines a killed process cut short (the rest still counts)
     with open(path, "rb") as handle:
-        for raw in handle:
+        for number, raw in enumerate(handle, start=1):
             if not raw.strip():
                 continue
             try:
                 line = orjson.loads(raw)
-            except orjson.JSONDecodeError:
-                continue  # a line cut by a killed process: the rest still counts
+            except orjson.JSONDecodeError as exc:
+                if not raw.endswith(b"\n"):
+                    torn.add(number)  # the last line, still being written or cut by a kill
+                else:
+                    damaged.append((number, str(exc)))
+                continue
             kind = line.get("kind")
             if kind == "run":
                 log.started_at = _time(line.get("started_at"))
@@ -231,6 +237,15 @@ def _read_run(path: Path, night: date) -> RunLog:
                 log.entries.append({name: line.get(name) for name in COLUMNS})
             elif kind == "closed":
                 log.closed = True
+                if isinstance(line.get("torn_line"), int):
+                    torn.add(line["torn_line"])
+    real = [(number, why) for number, why in damaged if number not in torn]
+    if real:
+        number, why = real[0]
+        raise LedgerError(
+            f"ledger file {path} line {number} is damaged ({why}): restore the file from a backup, or delete "
+            "that line if you accept that the ledger misses one row (the raw answers are untouched)"
+        )
     log.unanswered = list(pending.values())
     return log
 
@@ -337,10 +352,15 @@ class Ledger:
 
     def close_dead_run(self, run: RunLog, row: Mapping[str, Any] | None) -> None:
         """Append the reconciliation ``row`` (if any) to a dead run's file and close it."""
+        with open(run.path, "rb") as existing:
+            lines = existing.read().splitlines(keepends=True)
+        torn = len(lines) if lines and not lines[-1].endswith(b"\n") else None
         with open(run.path, "ab") as handle:
+            if torn is not None:  # end the line the kill cut, and say which it was
+                handle.write(b"\n")
             if row is not None:
                 handle.write(_dumps({"kind": "entry", "call": None, **{name: row.get(name) for name in COLUMNS}}))
-            handle.write(_dumps({"kind": "closed", "at": datetime.now(UTC), "reconciled": True}))
+            handle.write(_dumps({"kind": "closed", "at": datetime.now(UTC), "reconciled": True, "torn_line": torn}))
         os.replace(run.path, run.path.with_name(f"run-{run.run_id}.jsonl"))
 
 

@@ -13,7 +13,6 @@ from datetime import date
 from functools import cached_property
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from tourneylake.filters import ConstraintDefinition, FilterCatalog
 from tourneylake.lake import Lake
@@ -36,7 +35,7 @@ class InForce:
 
     def table(self, name: str) -> pa.Table | None:
         when = self.partition(name)
-        return pq.read_table(self.lake.partition_path(name, when)) if when is not None else None
+        return self.lake.read_partition(name, when) if when is not None else None
 
     @cached_property
     def currencies(self) -> pa.Table | None:

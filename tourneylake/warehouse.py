@@ -37,7 +37,7 @@ import duckdb
 import pyarrow as pa
 
 from tourneylake.errors import TourneylakeError
-from tourneylake.lake import Lake
+from tourneylake.lake import Lake, damaged_part
 from tourneylake.normalize.schemas import TABLES, TableSpec, duckdb_type
 from tourneylake.normalize.summary import SUMMARY_TABLES
 
@@ -118,6 +118,16 @@ def table_ddl(spec: TableSpec) -> str:
 
 
 @cache
+def _damaged_lake_part(table: str, day: date, exc: duckdb.Error) -> Exception:
+    """DuckDB's error about a part it cannot read, as the lake words it (file, then what to do)."""
+    text = str(exc).split("\nLINE ")[0]
+    named = re.search(r"'([^']+\.parquet)'", text)
+    why = text.replace(f" '{named.group(1)}'", "") if named else text
+    return damaged_part(
+        named.group(1) if named else f"a part of {table}", day, RuntimeError(why.removeprefix("Invalid Input Error: "))
+    )
+
+
 def _loads(table: str) -> dict[str, str]:
     spec = TABLES[table]
     names = {
@@ -204,7 +214,10 @@ class Warehouse:
             for table in wanted:
                 whole = TABLES[table].load == "whole"
                 files = lake.all_partition_files(table) if whole else lake.partition_files(table, day)
-                loaded[table] = self._load_table(table, day, files)
+                try:
+                    loaded[table] = self._load_table(table, day, files)
+                except (duckdb.IOException, duckdb.InvalidInputException) as exc:  # a lake part DuckDB cannot read
+                    raise _damaged_lake_part(table, day, exc) from None
             con.execute("COMMIT")
         except BaseException:
             con.execute("ROLLBACK")
