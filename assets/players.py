@@ -47,6 +47,7 @@ def player_summaries(context: AssetExecutionContext, tourneylake: TourneylakeRes
             "skipped": len(outcome.skipped),
             "failed": len(outcome.failed),
             "stopped_reason": outcome.stopped_reason or "none",
+            "concurrency_settled": outcome.concurrency,
             "rows": sum(outcome.rows.values()),
             "deferred_players": listing(target_lines(outcome.deferred)),
             "skipped_players": listing(target_lines(outcome.skipped)),

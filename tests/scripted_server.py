@@ -21,6 +21,7 @@ class Reply:
     body: bytes = b""
     delay_s: float = 0.0
     content_length: int | None = None  # lie about the length to cut the connection short
+    headers: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -69,6 +70,8 @@ class ScriptedServer:
                     self.send_header("Content-Type", "application/json")
                     length = reply.content_length if reply.content_length is not None else len(reply.body)
                     self.send_header("Content-Length", str(length))
+                    for name, value in reply.headers.items():
+                        self.send_header(name, value)
                     if reply.content_length is not None:
                         self.send_header("Connection", "close")
                     self.end_headers()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import logging
+from datetime import UTC, datetime, timedelta
 
 import orjson
 import pytest
@@ -12,6 +13,7 @@ import pytest
 from tourneylake.api import (
     USER_AGENT,
     AsyncClient,
+    Attempt,
     Client,
     CredentialsError,
     InternalServiceError,
@@ -24,6 +26,7 @@ from tourneylake.api import (
     UnusableResponse,
     encode_password,
 )
+from tourneylake.api.client import AdaptiveLimit, retry_after_seconds
 from tourneylake.config import Settings
 from tourneylake.tree import Element, to_json, to_xml
 
@@ -255,3 +258,58 @@ def test_metadata_hash_current_marker() -> None:
         response = client.metadata(hash="abc")
     assert server.received[0].query == {"hash": ["abc"]}
     assert response.metadata_is_current
+
+
+@pytest.mark.parametrize("status", [429, 503])
+def test_retry_after_is_honoured(status: int) -> None:
+    attempts: list[Attempt] = []
+    ok = Reply(body=orjson.dumps({"Response": {"@success": "true"}}))
+    with ScriptedServer().play(Reply(status=status, headers={"Retry-After": "1"}), ok) as server:
+        with Client(
+            settings(max_attempts=3, retry_initial_wait_s=0.01), base_url=server.base_url, on_attempt=attempts.append
+        ) as c:
+            c.countries()
+    first, second = attempts
+    assert "asked to retry after 1 s" in (first.error or "")
+    assert (second.started_at - first.started_at).total_seconds() >= 0.95  # not the 10 ms backoff
+
+
+def test_retry_after_reads_seconds_and_http_dates() -> None:
+    from email.utils import format_datetime
+
+    assert retry_after_seconds("120") == 120.0
+    assert retry_after_seconds(None) is None and retry_after_seconds("soon") is None
+    later = datetime.now(UTC) + timedelta(seconds=30)
+    assert 28 <= (retry_after_seconds(format_datetime(later, usegmt=True)) or 0) <= 30
+    assert retry_after_seconds("Wed, 21 Oct 2015 07:28:00 GMT") == 0.0  # a date already past
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_concurrency_halves_on_objection_then_recovers_to_what_the_account_allows() -> None:
+    clock = FakeClock()
+    limit = AdaptiveLimit(8, probe_after_s=5, clock=clock)
+
+    def tick(seconds: float) -> int:
+        clock.now += seconds
+        limit._probe()
+        return limit.limit
+
+    limit.refused(8)  # the account allows 3: 8 in flight is refused...
+    assert limit.limit == 4
+    limit.refused(8)  # ...an echo of the same level changes nothing
+    assert limit.limit == 4
+    limit.refused(4)  # ...and so is 4
+    assert (limit.limit, limit.ceiling) == (2, 3)
+    assert tick(1) == 2  # not before a quiet period
+    assert [tick(5) for _ in range(4)] == [3, 3, 3, 3]  # up by one, then held at the known ceiling
+    assert tick(5 * 30) == 4  # after thirty quiet periods the refused level is tried again
+    limit.refused(4)
+    assert (limit.limit, limit.ceiling) == (2, 3)
+    assert max(tick(5) for _ in range(40)) <= 8  # never above the configured maximum

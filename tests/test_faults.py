@@ -242,3 +242,18 @@ def test_another_client_draining_the_account_is_recorded_not_charged(sandbox, tm
     assert outcome.searches_spent == 3 == sum(int(r["cost"]) for r in rows)  # this run's own calls
     (external,) = [r for r in rows if r["outcome"] == EXTERNAL_SPENDING]
     assert external["cost"] == 0 and external["error"].startswith("5000 searches spent by another client")
+
+
+@pytest.mark.parametrize("allowed", [1, 2, 3])
+def test_concurrency_settles_at_what_the_account_allows_and_pays_nothing_twice(allowed: int, tmp_path: Path) -> None:
+    with running_sandbox(seed=3, today=NIGHT, latency_ms=10, faults=Faults(parallel=allowed)) as server:
+        roster = server.world.roster(60)
+        settings = _night(server, tmp_path, roster, concurrency=8, concurrency_probe_s=0.05, max_attempts=10)
+        before = remaining(settings)
+        outcome = _harvest(settings)
+        spent = before - remaining(settings)
+        refused = [r for r in ledger_rows(settings, NIGHT) if r["error_code"] == 101024]
+    assert outcome.fetched == 60 and not outcome.failed
+    assert spent == 60 == outcome.searches_spent  # each answer paid once; an objection costs nothing
+    assert refused and all(int(r["cost"]) == 0 for r in refused)
+    assert outcome.concurrency == allowed  # the level most requests were sent at

@@ -76,6 +76,12 @@ class Settings(BaseSettings):
     )
     reserve_searches: int = Field(0, ge=0, description="searches never spent: the account never goes below this")
     concurrency: int = Field(4, ge=1, le=64, description="parallel calls (the service polices parallel sessions: error 101024)")
+    concurrency_probe_s: float = Field(
+        10.0,
+        ge=0.01,
+        le=600,
+        description="after the service refused parallel sessions, quiet seconds before concurrency is raised by one again",
+    )
     timeout_s: float = Field(30.0, ge=0.05, le=600, description="per-request timeout, seconds")
     max_attempts: int = Field(5, ge=1, le=20, description="attempts per call (transient failures are retried with backoff)")
     retry_initial_wait_s: float = Field(0.5, ge=0, le=60, description="first backoff wait, seconds")

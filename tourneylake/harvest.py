@@ -148,6 +148,7 @@ class HarvestOutcome:
     not_anchored: dict[str, str] = field(default_factory=dict)  # filter name → why
     rows: dict[str, int] = field(default_factory=dict)
     stopped_reason: str | None = None
+    concurrency: int | None = None  # requests in flight the client settled at (see AdaptiveLimit)
 
 
 def target_lines(items: Iterable[tuple[Target, str]]) -> list[str]:
@@ -457,5 +458,6 @@ async def _fetch(
             failing = await fetcher.run([target for target, _ in failing])
         after = f" (failed again on the last pass, {settings.retry_pass_wait_s:g} s later)" if last_pass else ""
         outcome.failed.extend((target, why + after) for target, why in failing)
+        outcome.concurrency = client.concurrency
     if fetcher.crashed:
         raise fetcher.crashed[0]

@@ -3,7 +3,9 @@
 Both share one request builder and one response reader (:class:`_Protocol`); they differ only
 in how they wait. Each client owns one connection pool with explicit timeouts. Retries use
 tenacity (exponential backoff with jitter, bounded in attempts and total time) and only for
-errors marked ``retryable``: transport failures, 5xx, unreadable bodies, error 0 and 101024.
+errors marked ``retryable``: transport failures, 5xx and 429 (waiting at least what ``Retry-After``
+asks), bodies cut short, error 0 and 101024 (which also lowers the async client's concurrency:
+:class:`AdaptiveLimit`). A complete answer that cannot be read is never retried.
 
 Two hooks let a caller keep its promises:
 
@@ -20,12 +22,14 @@ Two hooks let a caller keep its promises:
 from __future__ import annotations
 
 import asyncio
+import email.utils
 import functools
 import hashlib
 import logging
 import re
 import ssl
 import time
+from collections import Counter
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -296,7 +300,11 @@ class _Protocol:
         if status in (404, 405):
             raise MalformedCallError(status, f"/api/…/{call.path}", resource=call.resource)
         if status >= 500 or status == 429:
-            raise TransportError(f"HTTP {status} from the service for {call.describe()}", resource=call.resource)
+            retry_after = retry_after_seconds(response.headers.get("retry-after"))
+            asked = f" (it asked to retry after {retry_after:g} s)" if retry_after is not None else ""
+            raise TransportError(
+                f"HTTP {status} from the service for {call.describe()}{asked}", resource=call.resource, retry_after=retry_after
+            )
         if status != 200:
             raise ApiError(f"unexpected HTTP {status} for {call.describe()}", resource=call.resource)
         body = response.content
@@ -390,14 +398,47 @@ class _Protocol:
         stop = tenacity.stop_after_attempt(s.max_attempts) | tenacity.stop_after_delay(s.retry_max_total_s)
         if self.retry_until is not None:
             stop = stop | _StopAt(self.retry_until)
+        backoff = tenacity.wait_exponential_jitter(
+            multiplier=s.retry_initial_wait_s, jitter=s.retry_initial_wait_s, max=s.retry_max_wait_s
+        )
         return dict(
             stop=stop,
-            wait=tenacity.wait_exponential_jitter(
-                multiplier=s.retry_initial_wait_s, jitter=s.retry_initial_wait_s, max=s.retry_max_wait_s
-            ),
+            wait=_HonourRetryAfter(backoff, s.retry_max_total_s),
             retry=tenacity.retry_if_exception(lambda e: isinstance(e, ApiError) and e.retryable),
             reraise=True,
         )
+
+
+def retry_after_seconds(value: str | None) -> float | None:
+    """A ``Retry-After`` header (delta-seconds or an HTTP date) as seconds from now, ``None`` when
+    absent or unreadable."""
+    if not value:
+        return None
+    value = value.strip()
+    if value.isdigit():
+        return float(value)
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    return max(0.0, (when - datetime.now(UTC)).total_seconds())
+
+
+class _HonourRetryAfter(tenacity.wait.wait_base):
+    """The backoff, or longer when the service said how long to wait (``Retry-After`` on a 429
+    or 503), at most ``longest`` seconds."""
+
+    def __init__(self, backoff: tenacity.wait.wait_base, longest: float) -> None:
+        self.backoff = backoff
+        self.longest = longest
+
+    def __call__(self, retry_state: tenacity.RetryCallState) -> float:
+        wait = self.backoff(retry_state)
+        error = retry_state.outcome.exception() if retry_state.outcome is not None else None
+        asked = getattr(error, "retry_after", None)
+        return max(wait, min(asked, self.longest)) if asked is not None else wait
 
 
 class _StopAt(tenacity.stop.stop_base):
@@ -501,30 +542,66 @@ class Client(_Resources):
         self.close()
 
 
-class _AdaptiveLimit:
-    """At most ``limit`` requests in flight; the limit halves (down to 1) each time the service
-    objects to parallel sessions (101024), so a client configured too eagerly settles at what
-    the account is allowed instead of burning its retries."""
+# A refused level is tried again after this many quiet probe periods (5 minutes at the default 10 s):
+# one free objection now and then, in case the account's allowance grew.
+CEILING_PROBE_PERIODS = 30
 
-    def __init__(self, limit: int) -> None:
-        self.limit = limit
+
+class AdaptiveLimit:
+    """At most ``limit`` requests in flight, adapted to what the account is allowed (AIMD).
+
+    When the service objects to parallel sessions (101024) the limit is halved (down to 1) and
+    the level that was refused becomes a ceiling; after ``probe_after_s`` without an objection it
+    rises by one, up to that ceiling. So a client configured for 8 against an account allowed 3
+    settles at 3 instead of staying at 1. The ceiling itself rises by one after a much longer
+    quiet spell (thirty probe periods), so an allowance that grew is found again; never above the
+    configured ``maximum``."""
+
+    def __init__(self, maximum: int, probe_after_s: float = 10.0, clock: Callable[[], float] = time.monotonic) -> None:
+        self.maximum = maximum
+        self.limit = maximum
+        self.ceiling = maximum
+        self.probe_after_s = probe_after_s
         self.in_flight = 0
-        self._changed = asyncio.Condition()
+        self.admitted: Counter[int] = Counter()  # requests admitted at each limit
+        self._clock = clock
+        self._changed_at = clock()
+        self._ceiling_at = self._changed_at
+        self._wakeup = asyncio.Condition()
 
     async def __aenter__(self) -> None:
-        async with self._changed:
-            await self._changed.wait_for(lambda: self.in_flight < self.limit)
+        async with self._wakeup:
+            self._probe()
+            await self._wakeup.wait_for(lambda: self.in_flight < self.limit)
             self.in_flight += 1
+            self.admitted[self.limit] += 1
 
     async def __aexit__(self, *exc: object) -> None:
-        async with self._changed:
+        async with self._wakeup:
             self.in_flight -= 1
-            self._changed.notify_all()
+            self._wakeup.notify_all()
 
-    def shrink(self) -> None:
-        if self.limit > 1:
-            self.limit = max(1, self.limit // 2)
-            log.warning("the service refused parallel sessions (101024): concurrency lowered to %d", self.limit)
+    def refused(self, at_limit: int) -> None:
+        """The service refused a request sent while the limit was ``at_limit`` (101024)."""
+        now = self._clock()
+        if at_limit <= self.limit:  # the first objection at this level (later ones are its echoes)
+            self.ceiling = max(1, min(self.ceiling, at_limit - 1))
+            self._ceiling_at = now
+            new = max(1, self.limit // 2)
+            if new < self.limit:
+                log.warning("the service refused parallel sessions (101024): concurrency lowered to %d", new)
+            self.limit = new
+        self._changed_at = now
+
+    def _probe(self) -> None:
+        now = self._clock()
+        if now - self._ceiling_at >= CEILING_PROBE_PERIODS * self.probe_after_s and self.ceiling < self.maximum:
+            self.ceiling += 1
+            self._ceiling_at = now
+        if self.limit < self.ceiling and now - self._changed_at >= self.probe_after_s:
+            self.limit += 1
+            self._changed_at = now
+            log.info("no objection to parallel sessions for %g s: concurrency raised to %d", self.probe_after_s, self.limit)
 
 
 class AsyncClient(_Resources):
@@ -549,7 +626,7 @@ class AsyncClient(_Resources):
         transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
         self.protocol = _Protocol(settings, base_url, on_body, on_attempt, before_attempt, retry_until)
-        self._slots = _AdaptiveLimit(settings.concurrency)
+        self._slots = AdaptiveLimit(settings.concurrency, settings.concurrency_probe_s)
         self._body_pool: ThreadPoolExecutor | None = None
         if on_body is not None:
             self._body_pool = ThreadPoolExecutor(max_workers=min(settings.concurrency, 4), thread_name_prefix="tourneylake-body")
@@ -571,6 +648,13 @@ class AsyncClient(_Resources):
     def remaining_searches(self) -> int | None:
         return self.protocol.remaining_searches
 
+    @property
+    def concurrency(self) -> int:
+        """The concurrency most requests were sent at (lower than configured when the service
+        objected to parallel sessions: see :class:`AdaptiveLimit`)."""
+        admitted = self._slots.admitted
+        return max(admitted, key=admitted.__getitem__) if admitted else self._slots.limit
+
     async def _request(self, method: str, url: str, **kwargs: Any) -> httpx.Response:
         lane = await self._lanes.get()
         try:
@@ -586,6 +670,7 @@ class AsyncClient(_Resources):
             with attempt:
                 number += 1
                 async with self._slots:
+                    at_limit = self._slots.limit
                     # The gate is asked once a slot is free, right before sending: a budget stop
                     # reaches every call still waiting for a slot.
                     method, url, params, headers = protocol.prepare(call, number)
@@ -603,7 +688,7 @@ class AsyncClient(_Resources):
                 try:
                     return protocol.finish(call, response, number, started, t0, body_saved=saved, status_hook=status_hook)
                 except LoggedInElsewhere:
-                    self._slots.shrink()
+                    self._slots.refused(at_limit)
                     raise
         raise AssertionError("unreachable")  # pragma: no cover
 

@@ -99,9 +99,14 @@ class MalformedCallError(ApiError):
 
 
 class TransportError(ApiError):
-    """The exchange itself failed: timeout, connection, HTTP 5xx or an unreadable body."""
+    """The exchange itself failed: timeout, connection, HTTP 5xx or 429, a body cut short.
+    ``retry_after``: the seconds the service asked us to wait (``Retry-After``), when it did."""
 
     retryable = True
+
+    def __init__(self, message: str, *, resource: str | None = None, retry_after: float | None = None) -> None:
+        super().__init__(message, resource=resource)
+        self.retry_after = retry_after
 
 
 class MalformedResponse(TransportError):
