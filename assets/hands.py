@@ -8,7 +8,7 @@ pays for hands nobody asked to analyse tonight.
 from dagster import AssetExecutionContext, MaterializeResult, asset
 
 from assets.partitions import SERVICE_POOL, nightly_partitions
-from assets.report import listing, night_of
+from assets.report import fails_cleanly, listing, night_of
 from assets.resource import TourneylakeResource
 from tourneylake.hands import analyze_inbox, hands_dir, inbox_dir
 
@@ -22,6 +22,7 @@ from tourneylake.hands import analyze_inbox, hands_dir, inbox_dir
     # is free for every hand already analysed.
     description="Analyses of the hand histories in inbox/hands/ (5 searches each, once per hand) → hands/<sha256>.json.",
 )
+@fails_cleanly
 def hand_analyses(context: AssetExecutionContext, tourneylake: TourneylakeResource) -> MaterializeResult:
     settings = tourneylake.settings()
     outcome = analyze_inbox(tourneylake.session(night_of(context)))

@@ -3,7 +3,7 @@
 from dagster import AssetCheckResult, AssetCheckSpec, AssetExecutionContext, MaterializeResult, MetadataValue, asset
 
 from assets.partitions import SERVICE_POOL, nightly_partitions
-from assets.report import listing, night_of
+from assets.report import fails_cleanly, listing, night_of
 from assets.resource import TourneylakeResource
 from tourneylake.harvest import harvest_players, target_lines
 
@@ -31,6 +31,7 @@ from tourneylake.harvest import harvest_players, target_lines
     ],
     description="Filtered player summaries of the watchlist, anchored to the night → player_* and tournament tables in the lake.",
 )
+@fails_cleanly
 def player_summaries(context: AssetExecutionContext, tourneylake: TourneylakeResource) -> MaterializeResult:
     settings = tourneylake.settings()
     outcome = harvest_players(tourneylake.session(night_of(context)), tourneylake.load_watchlist())

@@ -8,7 +8,7 @@ this job in the UI.
 from dagster import OpExecutionContext, op
 
 from assets.partitions import WAREHOUSE_POOL
-from assets.report import listing, night_of
+from assets.report import fails_cleanly, listing, night_of
 from assets.resource import TourneylakeResource
 from tourneylake.rebuild import rebuild
 
@@ -18,6 +18,7 @@ from tourneylake.rebuild import rebuild
     pool=WAREHOUSE_POOL,
     description="Re-normalise the night's tables from lake/_raw and reload it into the warehouse (no request).",
 )
+@fails_cleanly
 def rebuild_night(context: OpExecutionContext, tourneylake: TourneylakeResource) -> None:
     night = night_of(context)
     outcome = rebuild(tourneylake.settings(), [night])

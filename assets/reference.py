@@ -3,7 +3,7 @@
 from dagster import AssetExecutionContext, Backoff, MaterializeResult, RetryPolicy, asset
 
 from assets.partitions import SERVICE_POOL, nightly_partitions
-from assets.report import night_of
+from assets.report import fails_cleanly, night_of
 from assets.resource import TourneylakeResource
 from tourneylake.harvest import refresh_free_resource, refresh_metadata
 
@@ -21,6 +21,7 @@ FREE_CALL_RETRY = RetryPolicy(max_retries=2, delay=2, backoff=Backoff.EXPONENTIA
     retry_policy=FREE_CALL_RETRY,
     description="Service metadata for the night, fetched with our hash: downloaded only when it changed (rates refresh daily).",
 )
+@fails_cleanly
 def metadata(context: AssetExecutionContext, tourneylake: TourneylakeResource) -> MaterializeResult:
     outcome = refresh_metadata(tourneylake.session(night_of(context)))
     return MaterializeResult(
@@ -42,6 +43,7 @@ def metadata(context: AssetExecutionContext, tourneylake: TourneylakeResource) -
     retry_policy=FREE_CALL_RETRY,
     description="Countries the service recognises (free; once per night).",
 )
+@fails_cleanly
 def countries(context: AssetExecutionContext, tourneylake: TourneylakeResource) -> MaterializeResult:
     outcome = refresh_free_resource(tourneylake.session(night_of(context)), "countries")
     return MaterializeResult(
@@ -61,6 +63,7 @@ def countries(context: AssetExecutionContext, tourneylake: TourneylakeResource) 
     retry_policy=FREE_CALL_RETRY,
     description="Product news from What's New (free; once per night).",
 )
+@fails_cleanly
 def news(context: AssetExecutionContext, tourneylake: TourneylakeResource) -> MaterializeResult:
     outcome = refresh_free_resource(tourneylake.session(night_of(context)), "whats_new")
     return MaterializeResult(metadata={"rows": outcome.rows, "warnings": "; ".join(outcome.warnings) or "none"})

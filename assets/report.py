@@ -1,11 +1,18 @@
-"""Small helpers for materialisation metadata: the night of a run, listings."""
+"""Small helpers for the assets: the night of a run, listings, failures a retry cannot change."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import functools
+from collections.abc import Callable, Sequence
 from datetime import date
+from typing import Any, TypeVar
 
-from dagster import AssetExecutionContext, MetadataValue, OpExecutionContext
+from dagster import AssetExecutionContext, Failure, MetadataValue, OpExecutionContext
+
+from tourneylake.api import ApiError
+from tourneylake.errors import TourneylakeError
+
+F = TypeVar("F", bound=Callable[..., Any])
 
 LISTED = 50  # lines of a listing shown in the UI; the rest are counted
 
@@ -20,3 +27,23 @@ def listing(lines: Sequence[str]) -> MetadataValue:
     if len(lines) > LISTED:
         shown.append(f"- … and {len(lines) - LISTED} more")
     return MetadataValue.md("\n".join(shown) or "_none_")
+
+
+def fails_cleanly(body: F) -> F:
+    """An asset or op body whose deliberate failures end the step with one clear line.
+
+    Errors tourneylake raises on purpose that another try cannot change — wrong credentials, a
+    data directory of another source, a bad watchlist or setting, a damaged lake file, a quota
+    stop — become a :class:`dagster.Failure` that is never retried (the retry policy of the free
+    calls is for transient failures only). Transient service errors and bugs propagate as they are."""
+
+    @functools.wraps(body)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return body(*args, **kwargs)
+        except TourneylakeError as exc:
+            if isinstance(exc, ApiError) and exc.retryable:
+                raise
+            raise Failure(description=" ".join(str(exc).split()), allow_retries=False) from None
+
+    return wrapper  # type: ignore[return-value]

@@ -3,7 +3,7 @@
 from dagster import AssetCheckResult, AssetCheckSpec, AssetExecutionContext, MaterializeResult, asset
 
 from assets.partitions import WAREHOUSE_POOL, nightly_partitions
-from assets.report import night_of
+from assets.report import fails_cleanly, night_of
 from assets.resource import TourneylakeResource
 from tourneylake.lake import Lake
 
@@ -31,6 +31,7 @@ CHECKS = {
     ],
     description="Loads the night into $TOURNEYLAKE_DATA_DIR/warehouse.duckdb (delete-then-insert per night, tournaments merged).",
 )
+@fails_cleanly
 def warehouse(context: AssetExecutionContext, tourneylake: TourneylakeResource) -> MaterializeResult:
     night = night_of(context)
     lake = Lake(tourneylake.settings().data_dir)

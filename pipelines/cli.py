@@ -15,6 +15,7 @@ import typer
 from rich.table import Table
 
 from tourneylake.cli import Sandbox, app, console, ended_night, fail, reported, settings_from, setup_logging
+from tourneylake.watchlist import load_watchlist
 
 __all__ = ["PARTIAL", "app"]
 
@@ -106,6 +107,7 @@ def run(
     if not settings.watchlist.is_file():
         raise fail(f"watchlist {settings.watchlist} not found (set --watchlist or TOURNEYLAKE_WATCHLIST)")
     with reported():
+        load_watchlist(settings.watchlist)  # every mistake, with its line, before Dagster starts or anything is called
         from pipelines.nightly import run_night  # Dagster is imported only when a night runs
 
         report = run_night(settings, when)

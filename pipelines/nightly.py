@@ -23,7 +23,9 @@ from tourneylake.config import Settings
 
 log = logging.getLogger(__name__)
 
-QUIET_LOGS = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
+# Dagster's console logger stays quiet: the command line prints the run's outcome itself (one
+# line for a failure); the events, stack traces included, are in the instance for the UI.
+QUIET_LOGS = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}
 # Which process runs a night in-process, so that a later run can tell a dead one from a live one.
 HOST_TAG, PID_TAG = "tourneylake/host", "tourneylake/pid"
 

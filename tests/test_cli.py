@@ -221,3 +221,68 @@ def test_a_flag_fixes_a_bad_variable_for_run(tmp_path: Path) -> None:
     )  # fmt: skip
     assert result.returncode == 0, result.stderr[-2000:]
     assert "run ok" in result.stdout
+
+
+BAD_WATCHLIST = """filters:
+  a: "Class:SNG"
+players:
+  - {network: PokerStars, name: X, filters: [nope]}
+  - {network: PokerStars, filters: [a]}
+  - {network: PokerStars, name: Y, priority: high}
+"""
+
+
+@pytest.mark.parametrize(
+    ("case", "args", "env", "errors"),
+    [
+        (
+            "a watchlist with three mistakes",
+            ("run", "--sandbox", "--date", "2026-11-20", "--watchlist", "{tmp}/bad.yaml"),
+            {},
+            ["bad.yaml:4: filter 'nope' is not defined", "bad.yaml:5: player has no 'name'", "bad.yaml:6: priority must be"],
+        ),
+        (
+            "a wrong password",
+            ("run", "--sandbox", "--date", "2026-11-20", "--watchlist", "watchlist.yaml"),
+            {"TOURNEYLAKE_PASSWORD": "definitely-wrong"},
+            ["run failed: credentials refused by the service"],
+        ),
+        (
+            "a data directory of another source",
+            ("run", "--date", "2026-11-20", "--watchlist", "watchlist.yaml"),
+            {"TOURNEYLAKE_BASE_URL": "http://127.0.0.1:9"},
+            ["run failed: the data directory", "from source 'sandbox', not 'live:http://127.0.0.1:9'"],
+        ),
+        (
+            "a setting out of bounds",
+            ("budget",),
+            {"TOURNEYLAKE_CONCURRENCY": "100000"},
+            ["TOURNEYLAKE_CONCURRENCY: Input should be"],
+        ),
+        ("an impossible date", ("budget", "--date", "2026-13-01"), {}, ["--date must be a date YYYY-MM-DD, got '2026-13-01'"]),
+        ("a word for a date", ("sandbox", "--today", "yesterday"), {}, ["--today must be a date YYYY-MM-DD, got 'yesterday'"]),
+    ],
+    ids=lambda value: value if isinstance(value, str) and " " in value else "",
+)
+def test_bad_input_is_one_error_line_per_problem_and_no_traceback(
+    tmp_path: Path, case: str, args: tuple[str, ...], env: dict[str, str], errors: list[str]
+) -> None:
+    (tmp_path / "bad.yaml").write_text(BAD_WATCHLIST)
+    data = tmp_path / "data"
+    if "another source" in case:  # a lake the built-in sandbox filled, then pointed at another service
+        seeded = tourneylake("run", "--sandbox", "--date", "2026-11-20", "--data-dir", str(data), "--watchlist", "watchlist.yaml")
+        assert seeded.returncode == 0, seeded.stderr[-2000:]
+    result = (
+        tourneylake(*(a.format(tmp=tmp_path) for a in args), "--data-dir", str(data), env=clean_env(**env))
+        if args[0] != "sandbox"
+        else tourneylake(*args, env=clean_env(**env))
+    )
+    assert result.returncode == 1, (result.stdout[-1000:], result.stderr[-2000:])
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    error_lines = [line for line in lines if line.startswith("error:")]
+    assert len(error_lines) == (len(errors) if "watchlist" in case else 1), lines
+    for expected in errors:
+        assert any(expected in line for line in error_lines), (expected, lines)
+    assert "Traceback" not in result.stderr + result.stdout and "definitely-wrong" not in result.stderr + result.stdout
+    if "watchlist" in case:
+        assert not data.exists()  # found before Dagster started or anything was called

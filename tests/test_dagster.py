@@ -113,6 +113,21 @@ def test_reference_assets_materialise_and_metadata_is_cached_by_hash(sandbox, tm
     assert later.asset_materializations_for_node("metadata")[0].metadata["downloaded"].value is True
 
 
+def test_a_deliberate_failure_is_one_line_and_not_retried(sandbox, tmp_path: Path) -> None:
+    from tourneylake.lake import Lake
+
+    Lake(tmp_path).claim("live:https://elsewhere.example")  # a data directory of another source
+    resource = TourneylakeResource(base_url=sandbox.base_url, data_dir=str(tmp_path))
+    result = materialize([metadata], partition_key=NIGHT.isoformat(), resources={"tourneylake": resource}, raise_on_error=False)
+    assert not result.success
+    assert not [
+        e for e in result.all_events if e.event_type_value == "STEP_UP_FOR_RETRY"
+    ]  # the retry policy is for transient failures
+    (failure,) = [e for e in result.all_events if e.is_step_failure]
+    description = failure.step_failure_data.user_failure_data.description
+    assert description.startswith(f"the data directory {tmp_path} holds data from source") and "\n" not in description
+
+
 def test_an_asset_invoked_directly_with_build_asset_context(sandbox, tmp_path: Path) -> None:
     resource = TourneylakeResource(base_url=sandbox.base_url, data_dir=str(tmp_path))
     result = news(build_asset_context(partition_key=NIGHT.isoformat()), resource)

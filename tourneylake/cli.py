@@ -55,11 +55,15 @@ def one_line(exc: BaseException) -> str:
 
 @contextmanager
 def reported() -> Iterator[None]:
-    """Turn a :class:`TourneylakeError` into its reason on one line and exit status 1."""
+    """Turn a :class:`TourneylakeError` into its reason and exit status 1: one line per problem
+    (a watchlist with three mistakes says all three, each with its file and line)."""
     try:
         yield
     except TourneylakeError as exc:
-        raise fail(one_line(exc)) from None
+        problems = [" ".join(line.split()) for line in str(exc).splitlines() if line.strip()] or [type(exc).__name__]
+        for problem in problems[:-1]:
+            err.print(f"[bold red]error:[/] {problem}", highlight=False, soft_wrap=True)
+        raise fail(problems[-1]) from None
 
 
 def settings_from(sandbox: bool = False, **overrides: Any) -> Settings:
