@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, date, datetime
 from pathlib import Path
 
@@ -187,3 +188,27 @@ def test_read_only_and_reopen(lake: Lake, tmp_path: Path) -> None:
     with Warehouse(path, read_only=True) as db:
         assert db.table_counts()["tournaments"] == 8
         assert db.query("SELECT count(*) AS n FROM tournaments WHERE currency = ?", ["USD"]).to_pylist() == [{"n": 7}]
+
+
+def test_query_prints_full_precision_right_aligned_and_writes_csv_and_json(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from tourneylake.cli import app
+
+    with Warehouse(tmp_path / "warehouse.duckdb"):
+        pass  # an empty warehouse: the query below reads literals
+    sql = "SELECT * FROM (VALUES ('a', 0.917264::DOUBLE, 1234567, 1.50::DECIMAL(9,2)), ('b', 2.0, 3, NULL)) t(name, rate, n, usd)"
+
+    def run(*args: str) -> str:
+        result = CliRunner().invoke(app, ["query", sql, "--data-dir", str(tmp_path), *args])
+        assert result.exit_code == 0, result.output
+        return result.output
+
+    assert "0.917264" in run("--limit", "1") and "… and 1 more rows" in run("--limit", "1")
+    table = run()
+    assert "1,234,567" in table and re.search(r"│ {4,}3 │", table)  # numbers right-aligned: "        3", not "3        "
+    assert run("--csv").splitlines() == ['"name","rate","n","usd"', '"a",0.917264,1234567,1.50', '"b",2,3,']
+    assert [orjson.loads(line) for line in run("--json").splitlines()] == [
+        {"name": "a", "rate": 0.917264, "n": 1234567, "usd": 1.5},
+        {"name": "b", "rate": 2.0, "n": 3, "usd": None},
+    ]

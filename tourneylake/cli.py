@@ -13,9 +13,11 @@ import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, date, datetime, timedelta
+from decimal import Decimal
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
+import pyarrow as pa
 import typer
 from rich.console import Console
 from rich.logging import RichHandler
@@ -346,9 +348,15 @@ EXAMPLE = "example"
 def query(
     sql: Annotated[str, typer.Argument(help="SQL to run on the warehouse, or 'example'.")] = EXAMPLE,
     data_dir: DataDir = None,
-    limit: Annotated[int, typer.Option(help="Rows to show (the rest are counted).")] = 50,
+    limit: Annotated[
+        int | None, typer.Option(help="Rows to show (the rest are counted); default 50 in a table, all in CSV/JSON.")
+    ] = None,
+    as_csv: Annotated[bool, typer.Option("--csv", help="Write the answer as CSV (with a header) to standard output.")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Write the answer as JSON lines (one object per row).")] = False,
 ) -> None:
     """Run SQL on the warehouse and print the answer ('example' runs sql/examples/top_players_usd.sql)."""
+    if as_csv and as_json:
+        raise fail("--csv and --json: choose one")
     import duckdb
 
     from tourneylake.warehouse import Warehouse, sql_dir
@@ -359,7 +367,8 @@ def query(
         raise fail(f"no warehouse at {path}: run `tourneylake run` first")
     if sql == EXAMPLE:
         text = (sql_dir() / "examples" / "top_players_usd.sql").read_text()
-        console.print("[bold]Example:[/] players by profit in USD over every harvested tournament\n")
+        if not (as_csv or as_json):
+            console.print("[bold]Example:[/] players by profit in USD over every harvested tournament\n")
     else:
         text = sql
     with reported(), Warehouse(path, read_only=True) as db:
@@ -369,18 +378,42 @@ def query(
             raise fail(one_line(exc)) from None
     if result is None:
         return
-    table = Table(*result.column_names)
-    for row in result.slice(0, limit).to_pylist():
+    if as_csv or as_json:
+        _write_rows(result if limit is None else result.slice(0, limit), "csv" if as_csv else "json")
+        return
+    shown = 50 if limit is None else limit
+    table = Table()
+    for name, field in zip(result.column_names, result.schema, strict=True):
+        numeric = pa.types.is_integer(field.type) or pa.types.is_floating(field.type) or pa.types.is_decimal(field.type)
+        table.add_column(name, justify="right" if numeric else "left")
+    for row in result.slice(0, shown).to_pylist():
         table.add_row(*(_cell(v) for v in row.values()))
     console.print(table)
-    if result.num_rows > limit:
-        console.print(f"… and {result.num_rows - limit:,} more rows (--limit to show more)", highlight=False)
+    if result.num_rows > shown:
+        console.print(f"… and {result.num_rows - shown:,} more rows (--limit to show more)", highlight=False)
 
 
 def _cell(value: Any) -> str:
-    if isinstance(value, float):  # up to 6 decimals, never rounded to 2: 0.917264 stays 0.917264
-        return f"{value:,.6f}".rstrip("0").rstrip(".") if abs(value) < 1e15 else repr(value)
+    if isinstance(value, float | int) and not isinstance(value, bool):  # full precision: 0.917264 stays 0.917264
+        return format(value, ",")
     return "" if value is None else str(value)
+
+
+def _write_rows(result: Any, fmt: str) -> None:
+    """The whole answer, machine-readable, on standard output (nothing else is printed there)."""
+    if fmt == "csv":
+        import pyarrow.csv as pacsv
+
+        pacsv.write_csv(result, sys.stdout.buffer)
+    else:
+        import orjson
+
+        def plain(value: Any) -> Any:  # DECIMAL as a JSON number; dates and the rest as text
+            return float(value) if isinstance(value, Decimal) else str(value)
+
+        for row in result.to_pylist():
+            sys.stdout.buffer.write(orjson.dumps(row, default=plain, option=orjson.OPT_APPEND_NEWLINE))
+    sys.stdout.buffer.flush()
 
 
 __all__ = ["ConfigError", "app", "fail", "main", "one_line", "parse_night", "reported", "settings_from", "setup_logging"]
