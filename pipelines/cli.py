@@ -8,19 +8,59 @@ fast.
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 from rich.table import Table
 
-from tourneylake.cli import Sandbox, app, console, ended_night, fail, reported, settings_from, setup_logging
+from tourneylake.cli import Sandbox, app, console, ended_night, err, fail, reported, settings_from, setup_logging
+from tourneylake.progress import ProgressSnapshot, listening
 from tourneylake.watchlist import load_watchlist
 
 __all__ = ["PARTIAL", "app"]
 
 #: The exit status of a night that ran but could not fetch every pair (0 ok, 1 failed, 2 usage).
 PARTIAL = 3
+
+
+@contextmanager
+def progress_bar() -> Iterator[None]:
+    """On a terminal, a bar per stage (done/total, rate, time left, searches spent) instead of
+    the periodic progress lines; elsewhere (a pipe, a log file) the lines, unchanged."""
+    if not err.is_terminal:
+        yield
+        return
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+    columns = (
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("{task.fields[rate]:,.1f}/s"),
+        TimeRemainingColumn(),
+        TextColumn("{task.fields[searches]} searches"),
+    )
+    tasks: dict[str, Any] = {}
+    lines = logging.getLogger("tourneylake.progress")
+    level = lines.level
+    with Progress(*columns, console=err, transient=True) as bar:
+
+        def show(snapshot: ProgressSnapshot) -> None:
+            task = tasks.get(snapshot.stage)
+            if task is None:
+                task = tasks[snapshot.stage] = bar.add_task(snapshot.stage, total=snapshot.total, rate=0.0, searches=0)
+            bar.update(task, completed=snapshot.done, rate=snapshot.rate, searches=f"{snapshot.searches or 0:,}")
+
+        lines.setLevel(logging.WARNING)
+        try:
+            with listening(show):
+                yield
+        finally:
+            lines.setLevel(level)
 
 
 def print_run(report: Any) -> None:
@@ -32,19 +72,20 @@ def print_run(report: Any) -> None:
         table.add_column("rows loaded", justify="right")
         table.add_column("rows in warehouse", justify="right")
         for name in names:
-            table.add_row(name, str(warehouse.get(f"loaded_{name}", 0)), str(warehouse.get(f"total_{name}", "")))
+            table.add_row(name, f"{warehouse.get(f'loaded_{name}', 0):,}", f"{warehouse.get(f'total_{name}', 0):,}")
         console.print(table)
     players = report.assets.get("player_summaries", {})
     if players:
         console.print(
-            f"players fetched: {players.get('players_fetched', 0)}, "
-            f"reused from the lake: {players.get('players_reused_from_lake', 0)}, "
-            f"deferred: {players.get('deferred', 0)}, skipped: {players.get('skipped', 0)}, "
-            f"failed: {players.get('failed', 0)}",
+            f"players fetched: {players.get('players_fetched', 0):,}, "
+            f"reused from the lake: {players.get('players_reused_from_lake', 0):,}, "
+            f"deferred: {players.get('deferred', 0):,}, skipped: {players.get('skipped', 0):,}, "
+            f"failed: {players.get('failed', 0):,}",
             highlight=False,
         )
+        left = players.get("searches_left")
         console.print(
-            f"searches spent: {players.get('searches_spent', 0)}, searches left: {players.get('searches_left', 'unknown')}",
+            f"searches spent: {players.get('searches_spent', 0):,}, searches left: {'unknown' if left is None else f'{left:,}'}",
             highlight=False,
         )
         for key, title in (("deferred_players", "deferred to the next night"), ("skipped_players", "skipped")):
@@ -110,7 +151,8 @@ def run(
         load_watchlist(settings.watchlist)  # every mistake, with its line, before Dagster starts or anything is called
         from pipelines.nightly import run_night  # Dagster is imported only when a night runs
 
-        report = run_night(settings, when)
+        with progress_bar():
+            report = run_night(settings, when)
     print_run(report)
     if not report.success:
         raise fail(f"run failed: {report.failure}")

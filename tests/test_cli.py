@@ -33,6 +33,7 @@ def test_run_then_query(tmp_path: Path) -> None:
     run = tourneylake("run", "--sandbox", "--date", "2026-11-20", "--data-dir", str(tmp_path), "--watchlist", "watchlist.yaml")
     assert run.returncode == 0, run.stderr[-3000:]
     assert "searches spent: 13" in run.stdout and "run ok" in run.stdout
+    assert "summaries: 13/13 (" in run.stderr and "13 searches spent" in run.stderr  # progress, as plain lines off a terminal
     assert "tournaments" in run.stdout and "player_statistics" in run.stdout
     assert (tmp_path / "warehouse.duckdb").is_file()
 

@@ -331,3 +331,23 @@ def test_no_secret_reaches_a_persistent_dagster_instance(sandbox, make_settings,
     for path in stored:
         data = path.read_bytes()
         assert not any(s.encode() in data for s in secrets), path
+
+
+def test_the_shipped_instance_keeps_the_librarys_log_in_the_run(sandbox, make_settings, tmp_path: Path, monkeypatch) -> None:
+    """With the checked-in dagster.yaml, the plan and the progress lines are in the run's log (the UI shows them)."""
+    from dagster import DagsterInstance
+
+    home = tmp_path / "dagster_home"
+    home.mkdir()
+    (home / "dagster.yaml").write_text((Path(__file__).resolve().parent.parent / "dagster_home" / "dagster.yaml").read_text())
+    monkeypatch.setenv("DAGSTER_HOME", str(home))
+    sandbox.world.set_today(NIGHT1)
+    report = run_night(make_settings(), NIGHT1)
+    assert report.success, report.failure
+    instance = DagsterInstance.get()
+    try:
+        messages = [e.user_message for e in instance.all_logs(report.run_id)]
+    finally:
+        instance.dispose()
+    assert any(m.startswith(f"night {NIGHT1}: {TARGETS} to fetch") for m in messages)
+    assert any(m.startswith(f"summaries: {TARGETS}/{TARGETS} (") for m in messages)

@@ -39,6 +39,7 @@ from tourneylake.from_raw import (
 )
 from tourneylake.lake import Lake, LakeError
 from tourneylake.ledger import Ledger, LedgerWriter
+from tourneylake.progress import Tracker
 from tourneylake.session import Session, left_in_run
 from tourneylake.tree import MalformedPayload
 from tourneylake.watchlist import Watchlist
@@ -346,16 +347,27 @@ class _Fetcher:
     failed transiently (after the client's own retries) is handed back for a later pass."""
 
     def __init__(
-        self, session: Session, client: AsyncClient, budget: Budget, sink: SummarySink, outcome: HarvestOutcome, total: int
+        self,
+        session: Session,
+        client: AsyncClient,
+        budget: Budget,
+        sink: SummarySink,
+        outcome: HarvestOutcome,
+        ledger: LedgerWriter,
+        total: int,
     ) -> None:
         self.session = session
         self.client = client
         self.budget = budget
         self.sink = sink
         self.outcome = outcome
-        self.total = total
-        self.progress_every = max(1, total // 10)
+        self.ledger = ledger
+        self.progress = Tracker("summaries", total)
         self.crashed: list[Exception] = []
+
+    def settled(self, targets: int = 1) -> None:
+        """``targets`` have their outcome for the night (fetched, failed, deferred or skipped)."""
+        self.progress.advance(targets, searches=self.ledger.spent)
 
     async def run(self, targets: list[Target]) -> list[tuple[Target, str]]:
         """Fetch ``targets``; returns those that failed transiently, with why."""
@@ -367,9 +379,12 @@ class _Fetcher:
                 target = queue.popleft()
                 if self.budget.stopped_reason:
                     self.outcome.deferred.append((target, self.budget.stopped_reason))
+                    self.settled()
                     continue
                 why = await self.fetch(target)
-                if why is not None:
+                if why is None:
+                    self.settled()
+                else:
                     transient.append((target, why))
                 if self.crashed:
                     queue.clear()
@@ -427,8 +442,6 @@ class _Fetcher:
                 budget.stop(f"stopped: {type(exc).__name__} while normalising")
             return None
         outcome.fetched += 1
-        if outcome.fetched % self.progress_every == 0 or outcome.fetched == self.total:
-            log.info("fetched %d/%d summaries, %s searches left", outcome.fetched, self.total, budget.remaining)
         return None
 
 
@@ -441,7 +454,7 @@ async def _fetch(
     settings = session.settings
     retry_until = time.monotonic() + settings.retry_window_s
     async with session.async_client(retry_until=retry_until, **session.metering_hooks(budget, ledger)) as client:
-        fetcher = _Fetcher(session, client, budget, sink, outcome, len(plan.calls))
+        fetcher = _Fetcher(session, client, budget, sink, outcome, ledger, len(plan.calls))
         failing = await fetcher.run(list(plan.calls))
         last_pass = (
             bool(failing)
@@ -458,6 +471,8 @@ async def _fetch(
             failing = await fetcher.run([target for target, _ in failing])
         after = f" (failed again on the last pass, {settings.retry_pass_wait_s:g} s later)" if last_pass else ""
         outcome.failed.extend((target, why + after) for target, why in failing)
+        if failing:
+            fetcher.settled(len(failing))
         outcome.concurrency = client.concurrency
     if fetcher.crashed:
         raise fetcher.crashed[0]
