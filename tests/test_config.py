@@ -47,7 +47,8 @@ def test_environment_then_dotenv_then_flags(monkeypatch: pytest.MonkeyPatch, tmp
         ("TOURNEYLAKE_RETRY_WINDOW_S", "0", "TOURNEYLAKE_RETRY_WINDOW_S: Input should be greater than 0"),
         ("TOURNEYLAKE_FORMAT", "yaml", "TOURNEYLAKE_FORMAT: Input should be 'json' or 'xml'"),
         ("TOURNEYLAKE_RESERVE_SEARCHES", "-1", "TOURNEYLAKE_RESERVE_SEARCHES: Input should be greater than or equal to 0"),
-        ("TOURNEYLAKE_SCHEDULE_CRON", "nightly", "TOURNEYLAKE_SCHEDULE_CRON: must be a cron expression"),
+        ("TOURNEYLAKE_SCHEDULE_CRON", "nightly", "TOURNEYLAKE_SCHEDULE_CRON: must be a daily cron expression 'M H * * *'"),
+        ("TOURNEYLAKE_SCHEDULE_CRON", "0 3 * * 1", "TOURNEYLAKE_SCHEDULE_CRON: must be a daily cron expression"),
         ("TOURNEYLAKE_APPKEY", "NotLower", "TOURNEYLAKE_APPKEY: must be lowercase"),
     ],
 )

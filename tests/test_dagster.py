@@ -65,6 +65,12 @@ def test_the_schedule_asks_for_the_night_that_has_just_ended() -> None:
     )
     (request,) = schedule.evaluate_tick(context).run_requests
     assert request.partition_key == "2026-11-21"  # fired at 03:00 on the 22nd: the 21st is over
+    assert schedule.cron_schedule == "0 3 * * *" and schedule.execution_timezone == "UTC"
+
+
+def test_a_run_builds_its_resource_once_in_one_process() -> None:
+    for name in ("nightly", "hands", "rebuild"):
+        assert defs.resolve_job_def(name).executor_def.name == "in_process", name
 
 
 def test_the_code_location_loads_as_dagster_dev_would() -> None:

@@ -99,7 +99,7 @@ class Settings(BaseSettings):
         le=86400,
         description="time from the start of a harvest after which nothing is retried any more (the night must end), seconds",
     )
-    schedule_cron: str = Field("0 3 * * *", description="the nightly schedule (cron, UTC)")
+    schedule_cron: str = Field("0 3 * * *", description="the nightly schedule: a daily cron `M H * * *`, UTC")
 
     @field_validator("appkey")
     @classmethod
@@ -110,9 +110,12 @@ class Settings(BaseSettings):
 
     @field_validator("schedule_cron")
     @classmethod
-    def _five_fields(cls, value: str) -> str:
-        if len(value.split()) != 5:
-            raise ValueError("must be a cron expression of five fields, e.g. '0 3 * * *'")
+    def _daily(cls, value: str) -> str:
+        # Nights are daily partitions: the schedule fires once a day, at a minute and hour (UTC).
+        fields = value.split()
+        daily = len(fields) == 5 and fields[2:] == ["*", "*", "*"]
+        if not daily or not (fields[0].isdigit() and int(fields[0]) < 60 and fields[1].isdigit() and int(fields[1]) < 24):
+            raise ValueError("must be a daily cron expression 'M H * * *' (UTC), e.g. '0 3 * * *'")
         return value
 
     @property
