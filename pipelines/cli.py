@@ -64,15 +64,14 @@ def progress_bar() -> Iterator[None]:
 
 
 def print_run(report: Any) -> None:
-    warehouse = report.assets.get("warehouse", {})
-    names = sorted({k.split("_", 1)[1] for k in warehouse if k.startswith(("loaded_", "total_"))})
-    if names:
+    loaded = report.assets.get("warehouse", {}).get("tables")
+    if loaded is not None:
         table = Table(title=f"tourneylake — night of {report.night.isoformat()}")
         table.add_column("table")
         table.add_column("rows loaded", justify="right")
         table.add_column("rows in warehouse", justify="right")
-        for name in names:
-            table.add_row(name, f"{warehouse.get(f'loaded_{name}', 0):,}", f"{warehouse.get(f'total_{name}', 0):,}")
+        for record in sorted(loaded.records, key=lambda r: r.data["table"]):
+            table.add_row(record.data["table"], f"{record.data['loaded']:,}", f"{record.data['rows']:,}")
         console.print(table)
     players = report.assets.get("player_summaries", {})
     if players:

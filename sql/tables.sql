@@ -55,3 +55,10 @@ USING (
 ON @key_match
 WHEN MATCHED AND s.snapshot_date >= t.snapshot_date THEN UPDATE BY NAME
 WHEN NOT MATCHED THEN INSERT BY NAME;
+
+-- A relation (a view, say) as the catalog shows it: its rows and its columns. Bound by name.
+-- name: relation_rows
+SELECT count(*) FROM query_table($name);
+
+-- name: relation_columns
+SELECT column_name, data_type FROM information_schema.columns WHERE table_name = $name ORDER BY ordinal_position;

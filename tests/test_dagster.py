@@ -20,9 +20,11 @@ from dagster import (
 
 from assets.reference import countries, metadata, news
 from assets.resource import TourneylakeResource
+from assets.warehouse import VIEWS
 from pipelines.definitions import defs
 from tourneylake.config import SANDBOX_PASSWORD
 from tourneylake.sandbox import running_sandbox
+from tourneylake.warehouse import LOAD_ORDER
 
 pytestmark = [pytest.mark.xdist_group("dagster"), pytest.mark.slow]
 
@@ -39,15 +41,26 @@ def sandbox():
 def test_definitions_hold_the_assets_checks_jobs_and_schedule() -> None:
     graph = defs.resolve_asset_graph()
     keys = {key.to_user_string() for key in graph.get_all_asset_keys()}
-    assert keys == {"metadata", "countries", "news", "player_summaries", "warehouse", "hand_analyses"}
+    tables = {f"warehouse/{name}" for name in LOAD_ORDER} | {f"warehouse/{name}" for name in VIEWS}
+    assert keys == {"metadata", "countries", "news", "player_summaries", "warehouse", "hand_analyses"} | tables
+    assert len(LOAD_ORDER) == 16 and len(VIEWS) == 5
     checks = {(c.asset_key.to_user_string(), c.name) for c in graph.asset_check_keys}
     assert {
         ("player_summaries", "budget_respected"),
         ("player_summaries", "no_failed_players"),
-        ("warehouse", "tournaments_unique"),
-        ("warehouse", "entries_unique"),
-        ("warehouse", "stake_currencies_converted"),
+        ("warehouse/tournaments", "tournaments_unique"),
+        ("warehouse/tournament_entries", "entries_unique"),
+        ("warehouse/tournaments", "stake_currencies_converted"),
+        ("warehouse/player_snapshots", "night_snapshot_rows"),
     } <= checks
+    # Lineage: each table from the lake asset that writes it, each view from what it reads.
+    assert graph.get(AssetKey(["warehouse", "tournaments"])).parent_keys == {AssetKey("player_summaries")}
+    assert graph.get(AssetKey(["warehouse", "currencies"])).parent_keys == {AssetKey("metadata")}
+    assert (
+        AssetKey(["warehouse", "player_statistics"]) in graph.get(AssetKey(["warehouse", "latest_player_statistics"])).parent_keys
+    )
+    schema = graph.get(AssetKey(["warehouse", "tournaments"])).metadata["dagster/column_schema"]
+    assert {"network", "tournament_id", "snapshot_date"} <= {column.name for column in schema.columns}
     nightly = defs.resolve_job_def("nightly")
     assert {n.name for n in nightly.nodes_in_topological_order} >= {"metadata", "player_summaries", "warehouse"}
     assert "hand_analyses" not in {n.name for n in nightly.nodes_in_topological_order}  # opt-in

@@ -248,6 +248,13 @@ class Warehouse:
     def table_counts(self) -> dict[str, int]:
         return {name: _rows(self.connection.execute(_render("count_rows", TABLES[name]))) for name in LOAD_ORDER}
 
+    def describe(self, relation: str) -> tuple[int, list[tuple[str, str]]]:
+        """A table's or view's rows and its (column, type) pairs, as the catalog shows them."""
+        templates = _templates()
+        rows = _rows(self.connection.execute(templates["relation_rows"].template, {"name": relation}))
+        columns = self.connection.execute(templates["relation_columns"].template, {"name": relation}).fetchall()
+        return rows, [(str(name), str(kind)) for name, kind in columns]
+
     def check(self, name: str, params: Mapping[str, Any] | None = None) -> int:
         """Run ``sql/checks/<name>.sql``; its first value (violations, by convention)."""
         try:
