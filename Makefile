@@ -8,7 +8,7 @@ PYTEST_ARGS ?=
 # The Dagster instance (run history, schedules, the pools that serialise runs on one account).
 DAGSTER_HOME := $(CURDIR)/dagster_home
 
-.PHONY: run test test-fast lint format sync bench dagster clean
+.PHONY: run test test-fast lint format sync bench dagster notebook clean
 
 $(STAMP): pyproject.toml uv.lock
 	@$(UV) --version >/dev/null 2>&1 || $(PYTHON) -m pip install --quiet uv
@@ -17,8 +17,9 @@ $(STAMP): pyproject.toml uv.lock
 
 sync: $(STAMP)
 
+# The last three nights (one Dagster run each): enough history for every chart of the notebook.
 run: $(STAMP)
-	DAGSTER_HOME=$(DAGSTER_HOME) $(VENV)/bin/tourneylake run --sandbox --watchlist watchlist.yaml
+	DAGSTER_HOME=$(DAGSTER_HOME) $(VENV)/bin/tourneylake run --sandbox --watchlist watchlist.yaml --nights 3
 	$(VENV)/bin/tourneylake query example
 
 # pytest's exit code 5 (no tests collected) is non-zero, so it fails the target as it should.
@@ -40,6 +41,11 @@ format: $(STAMP)
 bench: $(STAMP)
 	$(UV) sync --locked --group bench
 	$(VENV)/bin/python -m benchmarks.run
+
+# JupyterLab (the `notebook` dependency group) on the analysis notebook, over ./data's warehouse.
+notebook: $(STAMP)
+	$(UV) sync --locked --group notebook
+	$(VENV)/bin/jupyter lab notebooks/analysis.ipynb
 
 dagster: $(STAMP)
 	DAGSTER_HOME=$(DAGSTER_HOME) $(VENV)/bin/dagster dev

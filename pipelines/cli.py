@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterator
 from contextlib import contextmanager
+from datetime import timedelta
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -18,6 +19,7 @@ import typer
 from rich.table import Table
 
 from tourneylake.cli import Sandbox, app, console, ended_night, err, fail, reported, settings_from, setup_logging
+from tourneylake.filters import FIRST_NIGHT
 from tourneylake.progress import ProgressSnapshot, listening
 from tourneylake.watchlist import load_watchlist
 
@@ -130,9 +132,13 @@ def run(
     ] = None,
     reserve: Annotated[int | None, typer.Option("--reserve", help="Searches never spent (TOURNEYLAKE_RESERVE_SEARCHES).")] = None,
     concurrency: Annotated[int | None, typer.Option("--concurrency", help="Parallel calls (TOURNEYLAKE_CONCURRENCY).")] = None,
+    nights: Annotated[
+        int,
+        typer.Option("--nights", min=1, max=366, help="Harvest the N nights ending with --date, oldest first (one run each)."),
+    ] = 1,
     verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
 ) -> None:
-    """Run one night through Dagster (the nightly job), then print what it did."""
+    """Run a night (or the last --nights N) through Dagster (the nightly job), then print what it did."""
     setup_logging(verbose)
     settings = settings_from(
         sandbox,
@@ -150,14 +156,21 @@ def run(
         load_watchlist(settings.watchlist)  # every mistake, with its line, before Dagster starts or anything is called
         from pipelines.nightly import run_night  # Dagster is imported only when a night runs
 
-        with progress_bar():
-            report = run_night(settings, when)
-    print_run(report)
-    if not report.success:
-        raise fail(f"run failed: {report.failure}")
-    failed = report.value("player_summaries", "failed", 0)
-    if failed:
-        raise fail(f"run partial: {failed} pair(s) failed (listed above); run the night again to retry them", PARTIAL)
+    first = when - timedelta(days=nights - 1)
+    if first < FIRST_NIGHT:
+        raise fail(f"the service's data starts on {FIRST_NIGHT}: --nights {nights} would start on {first}")
+    partial: list[str] = []
+    for day in (when - timedelta(days=back) for back in range(nights - 1, -1, -1)):
+        with reported(), progress_bar():
+            report = run_night(settings, day)
+        print_run(report)
+        if not report.success:
+            raise fail(f"run failed: {report.failure}" + (f" (night {day})" if nights > 1 else ""))
+        failed = report.value("player_summaries", "failed", 0)
+        if failed:
+            partial.append(f"{failed} pair(s) failed" + (f" on {day}" if nights > 1 else ""))
+    if partial:
+        raise fail(f"run partial: {'; '.join(partial)} (listed above); run the night again to retry them", PARTIAL)
 
 
 if __name__ == "__main__":  # pragma: no cover

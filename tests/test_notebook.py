@@ -38,7 +38,7 @@ filters:
 players:
   - {network: PokerStars, name: "Borbas.Geri", filters: [sng_30d]}
   - {network: iPoker, name: "Zoë O'Brien"}
-  - {network: PartyPoker, name: "mr. Müller"}
+  - {network: PartyPoker, name: "mr. Müller", priority: 1}
 """
 
 
@@ -81,6 +81,7 @@ def kernel_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 
 def execute(data_dir: Path, monkeypatch: pytest.MonkeyPatch) -> nbformat.NotebookNode:
     monkeypatch.setenv("TOURNEYLAKE_DATA_DIR", str(data_dir))  # inherited by the kernel
+    monkeypatch.setenv("TOURNEYLAKE_WATCHLIST", str(data_dir.parent / "watchlist.yaml"))
     notebook = nbformat.read(NOTEBOOK, as_version=4)
     client = NotebookClient(
         notebook,
@@ -124,6 +125,7 @@ def test_notebook_runs_on_a_two_night_warehouse(data_dir: Path, kernel_env: None
     assert "opened read-only" in text
     assert "Skipped" not in text, text
     assert "excluded** (currency without a USD rate)" in text
+    assert "**mr. Müller** on **PartyPoker**" in text  # the watchlist's first-priority player, not the first listed
 
 
 def test_notebook_explains_a_missing_warehouse(tmp_path: Path, kernel_env: None, monkeypatch: pytest.MonkeyPatch):
