@@ -47,8 +47,10 @@ notebook: $(STAMP)
 	$(UV) sync --locked --group notebook
 	$(VENV)/bin/jupyter lab notebooks/analysis.ipynb
 
+# workspace.yaml names the code location and its `defs`; the warning filter hides Dagster's
+# notice that `dagster dev` has a successor in the `dg` tool (which this project does not use).
 dagster: $(STAMP)
-	DAGSTER_HOME=$(DAGSTER_HOME) $(VENV)/bin/dagster dev
+	DAGSTER_HOME=$(DAGSTER_HOME) PYTHONWARNINGS='ignore:Function `dev_command` is superseded' $(VENV)/bin/dagster dev -w workspace.yaml
 
 clean:
 	rm -rf data

@@ -88,7 +88,7 @@ def test_a_run_builds_its_resource_once_in_one_process() -> None:
 
 def test_the_code_location_loads_as_dagster_dev_would() -> None:
     result = subprocess.run(
-        [sys.executable, "-m", "dagster", "definitions", "validate", "-w", "workspace.yaml"],
+        [sys.executable, "-m", "dagster", "definitions", "validate"],  # no arguments, as `dagster dev` finds it
         cwd=REPO,
         capture_output=True,
         text=True,
