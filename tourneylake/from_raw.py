@@ -46,6 +46,7 @@ UNREADABLE = (MalformedPayload, MalformedResponse, UnusableResponse)
 
 __all__ = [
     "FREE_RESOURCES",
+    "UNREADABLE",
     "MetadataTables",
     "StoredSummaries",
     "SummarySink",

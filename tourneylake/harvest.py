@@ -30,6 +30,7 @@ from tourneylake.errors import BudgetRefused, RunFailed
 from tourneylake.filters import FilterSyntaxError, filter_for_night
 from tourneylake.from_raw import (
     FREE_RESOURCES,
+    UNREADABLE,
     SummarySink,
     TargetKey,
     free_table,
@@ -37,7 +38,7 @@ from tourneylake.from_raw import (
     not_found_targets,
     settle_received,
 )
-from tourneylake.lake import Lake, LakeError
+from tourneylake.lake import UNUSABLE, Lake, LakeError
 from tourneylake.ledger import Ledger, LedgerWriter
 from tourneylake.progress import Tracker
 from tourneylake.session import Session, left_in_run
@@ -122,7 +123,16 @@ def refresh_free_resource(session: Session, resource: str) -> ReferenceOutcome:
     if called:
         with session.client() as client:
             remaining = client.send(call).remaining_searches
-    found = free_table(lake, night, resource)
+    try:
+        found = free_table(lake, night, resource)
+    except UNREADABLE as exc:
+        # Free, and not worth a night: keep it raw (marked), keep the table in force, say why.
+        path = lake.raw_path(night, resource, call.key)
+        if path.exists():
+            lake.settle_raw(path, UNUSABLE)
+        why = f"the {resource} answer cannot be read and is kept raw ({exc}); the last one read stays in force"
+        log.warning("night %s: %s", night, why)
+        return ReferenceOutcome(table_name, 0, [why], remaining, called)
     if found is None:
         raise LakeError(f"night {night}: the {resource} answer is not in the lake")
     table, warnings = found

@@ -188,7 +188,8 @@ class SandboxApp:
         self._log_lock = threading.Lock()
         self._networks: frozenset[str] | None = None
         #: (network, player) → a function rewriting that player's summary answer (body, format →
-        #: body) after it is charged: how tests serve a hostile or broken answer for one player.
+        #: body) after it is charged: how tests serve a hostile or broken answer for one player;
+        #: ("countries", "") and ("news", "") rewrite those free answers.
         self.answer_rewrites: dict[tuple[str, str], Callable[[bytes, str], bytes]] = {}
         base = "/api/{app}"
         self.asgi = Starlette(
@@ -298,7 +299,9 @@ class SandboxApp:
                 if crowded and user is not None:
                     raise _ServiceError(101024)
                 payload = catalog.countries_payload() if resource == "countries" else self._news(request)
-                return self._success(fmt, payload, user, languages)
+                body = self._success(fmt, payload, user, languages)
+                rewrite = self.answer_rewrites.get((resource, ""))
+                return body if rewrite is None else rewrite(body, fmt)
             user, code = self.accounts.authenticate(appname, username, password)
             if user is None:
                 raise _ServiceError(code)
