@@ -95,9 +95,10 @@ def test_constraint_accepts_a_list_and_stays_hashable() -> None:
         ("Type:O,", 7, "empty value in constraint 'Type'"),
         ("Type:", 5, "'Type' has no value after ':'"),
         ("Type", 4, "'Type' has no ':'"),
-        ("Class:SNG;", 10, "nothing after the last ';'"),
+        ("Class:SNG;;", 10, "empty constraint (two ';' in a row)"),  # only one trailing ';' is dropped
         ("Class:SNG;;Type:H", 10, "empty constraint"),
-        (";Class:SNG", 0, "empty constraint"),
+        (";Class:SNG", 0, "empty constraint before the first ';'"),
+        (";", 0, "empty constraint before the first ';'"),  # not a trailing ';' after a constraint
         ("Class SNG", 5, "after constraint name 'Class'"),
         ("Class:SNG; Type:H", 10, "must start with a letter"),
         ("9Class:SNG", 0, "must start with a letter"),
@@ -205,6 +206,13 @@ def test_generated_ranges_parse_or_fail_cleanly(low: str, high: str) -> None:
         ("-20~*", Range(Decimal(-20), None, None)),
         ("*", Range(None, None, None)),
         ("*~*", Range(None, None, None)),
+        # service-notes §4: a currency may prefix an open bound, and a cash range may end in R
+        ("GBP*~5R", Range(None, Decimal(5), "GBP", rebuys=True)),
+        ("USD*~5", Range(None, Decimal(5), "USD")),
+        ("USD2~10", Range(Decimal(2), Decimal(10), "USD")),
+        ("USD2~*R", Range(Decimal(2), None, "USD", rebuys=True)),
+        ("USD20R", Range(Decimal(20), Decimal(20), "USD", rebuys=True)),
+        ("GBP*", Range(None, None, "GBP")),
     ],
 )
 def test_parse_range(text: str, expected: Range) -> None:
@@ -226,7 +234,10 @@ def test_range_contains() -> None:
         ("USD1~EUR2", 5, "disagrees"),
         ("5~1", 0, "above high bound"),
         ("1~2~3", 3, "more than one '~'"),
-        ("USD*~5", 0, "bare '*'"),
+        ("USD1~EUR2R", 5, "disagrees"),
+        ("5~EUR", 2, "malformed high bound 'EUR'"),  # a currency's last letter is not the R suffix
+        ("R", 0, "malformed single bound"),
+        ("USD5RR", 0, "malformed single bound"),
         ("usd5", 0, "malformed single bound"),
         ("$5~10", 0, "malformed low bound"),
         ("1.~5", 0, "malformed low bound"),
@@ -370,7 +381,8 @@ def test_lenient_and_valid_filters_pass(catalog: FilterCatalog, text: str) -> No
             FilterProblem(
                 "Limit",
                 13,
-                "Limit: malformed high bound 'x': expected a number with an optional upper-case currency prefix (45, 1.50, USD2) or '*'",
+                "Limit: malformed high bound 'x': expected a number with an optional upper-case currency prefix "
+                "(45, 1.50, USD2) or '*' for an open end (GBP*)",
             ),
         ),
         ("Class:SNG;;", FilterProblem("", 10, "empty constraint (two ';' in a row)")),
@@ -760,7 +772,7 @@ def test_arguments_that_cannot_be() -> None:
     ("written", "position", "fragment"),
     [
         ("Type:O,,T", 7, "empty value"),
-        ("Class:SNG;", 10, "nothing after the last ';'"),
+        ("Class:SNG;;", 10, "two ';' in a row"),
         ("Class:SNG;Date:yesterday", 15, "Date: malformed date"),
         ("Date:0D", 5, "zero units"),
         ("Class:SNG;Date:2006", 15, "a year after 2006"),
@@ -911,3 +923,221 @@ def test_every_filter_is_sent_capped_at_the_night(constraints: list[Constraint],
     ]
     as_written = filter_for_night(written, night, anchor=False)
     assert as_written.sent == written and not as_written.anchored
+
+
+# ------------------------------------------------------------ the trailing ';' (service-notes §4)
+
+from tourneylake.filters import ConstraintDefinition, canonical_filter, parse_duration  # noqa: E402
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["Class:SCHEDULED,SNG;", "Type:H,NL;Class:SCHEDULED,SNG;", "TournamentName:Date:1Y;", "Date:30D;"],
+)
+def test_a_trailing_semicolon_is_accepted_and_dropped(catalog: FilterCatalog, text: str) -> None:
+    """Live clients send one: an empty last constraint is absent. It is dropped on format, so
+    the filter sent and keyed is the same as without it."""
+    without = text.removesuffix(";")
+    assert parse_filter(text) == parse_filter(without)
+    assert format_filter(parse_filter(text)) == without == canonical_filter(text) == canonical_filter(without)
+    assert catalog.problems(text) == []
+
+
+@pytest.mark.parametrize(("window", "anchor"), [("as_of", True), ("day", True), ("as_of", False)])
+def test_a_trailing_semicolon_is_never_sent(window: str, anchor: bool) -> None:
+    with_it = filter_for_night("Class:SNG;Date:30D;", NIGHT, window=window, anchor=anchor)  # type: ignore[arg-type]
+    without = filter_for_night("Class:SNG;Date:30D", NIGHT, window=window, anchor=anchor)  # type: ignore[arg-type]
+    assert with_it.sent == without.sent and not with_it.sent.endswith(";")
+    assert with_it.written == "Class:SNG;Date:30D;"  # as written is kept as written
+    assert with_it.notes == (*without.notes, "the trailing ';' (an empty last constraint) is dropped")
+    assert format_filter(parse_filter(with_it.sent)) == with_it.sent
+
+
+# ------------------------------------------------------------ the value grammar by type (service-notes §4)
+
+
+@pytest.mark.parametrize(
+    ("text", "seconds"),
+    [
+        ("30s~50m", (30, 3000)),
+        ("1h~*", (3600, None)),
+        ("45", (2700, 2700)),  # no unit: minutes
+        ("1.5h", (5400, 5400)),
+        ("*~90s", (None, 90)),
+        ("59m~1h", (3540, 3600)),
+    ],
+)
+def test_parse_duration_in_seconds(text: str, seconds: tuple[int | None, int | None]) -> None:
+    parsed = parse_duration(text)
+    assert (parsed.low, parsed.high) == tuple(None if s is None else Decimal(s) for s in seconds)
+    assert parsed.currency is None
+
+
+@pytest.mark.parametrize(
+    ("text", "position", "fragment"),
+    [
+        ("1h~30m", 0, "low bound 1h is above high bound 30m"),
+        ("30x", 0, "malformed single duration '30x'"),
+        ("30M", 0, "malformed single duration"),  # units are lower-case, as documented
+        ("USD5", 0, "malformed single duration"),
+        ("5~", 2, "empty high bound"),
+        ("-5", 0, "malformed single duration"),
+    ],
+)
+def test_duration_errors(text: str, position: int, fragment: str) -> None:
+    with pytest.raises(FilterSyntaxError) as info:
+        parse_duration(text)
+    assert fragment in info.value.reason and info.value.position == position
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # the forms service-notes §4 quotes from the manual (and the issue's list)
+        "Stake:USD2~10,GBP*~5R",
+        "Guarantee:USD10~100,GBP*~500",
+        "Prize!:GBP*~100",
+        "Stake:USD20",
+        "Duration:30s~50m",
+        "Duration!:1h~*",
+        "Entrants:5~*",
+        "Entrants!:*~4",
+        "DayOfWeek:TZ,Europe/London,Mo,Tu",
+        "DayOfWeek!:TZ,America/New_York,Sa,Su",
+        "Limit:Best,1~250",
+        "Limit:Worst,251~500",
+        "Limit:Last,1~8",
+        "PlayerClass:Fish,3~4;PlayerClass:Shark,0~0",
+        "Rebuys:2.5",
+        "Rakeback:25",
+        "ReEntries:2",
+        "TournamentName:Holdem",
+        "TournamentName:Step 3: Final",
+        "VersusPlayer:Tom,Tim",
+        "Saved:MyFilter",
+        # what the documentation is silent on is accepted (module docstring)
+        "Stake:USD2~*R;Rake:*~GBP1R;Overlay:USD1R",
+        "Entrants:2~6,45~180",
+        "Limit:First,1~8",
+        "Limit!:Last,1~8",
+    ],
+)
+def test_documented_forms_pass_recorded_metadata(catalog: FilterCatalog, text: str) -> None:
+    assert catalog.problems(text) == []
+    assert format_filter(parse_filter(text)) == text
+
+
+@pytest.fixture(scope="module")
+def later_catalog(catalog: FilterCatalog) -> FilterCatalog:
+    """The recorded metadata plus the constraints later editions publish (service-notes §4)."""
+    later = {
+        "HourOfDay": ConstraintDefinition("HourOfDay", "Range"),
+        "Position": ConstraintDefinition("Position", "Range"),
+        "EndDate": ConstraintDefinition("EndDate", "Date"),
+    }
+    return FilterCatalog({**catalog.constraints, **later}, catalog.currencies)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "HourOfDay:TZ,Europe/London,18~23",
+        "HourOfDay:22~23,0~2",
+        "HourOfDay:0~*",
+        "Position!:FT",
+        "Position:1~3",
+        "Position:FT,10~*",
+        "EndDate:30D",
+    ],
+)
+def test_later_editions_constraints_pass_when_metadata_publishes_them(
+    catalog: FilterCatalog, later_catalog: FilterCatalog, text: str
+) -> None:
+    assert later_catalog.problems(text) == []
+    [problem] = catalog.problems(text)  # the recorded (2019) metadata does not publish them
+    assert "which this metadata does not publish" in problem.message and problem.position == 0
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("Saved!:MyFilter", FilterProblem("Saved", 5, "Saved cannot be inverted: remove the '!' after Saved")),
+        ("Class:SNG;Saved!:A", FilterProblem("Saved", 15, "Saved cannot be inverted: remove the '!' after Saved")),
+        ("Entrants:5m", FilterProblem("Entrants", 9, "Entrants: only Duration takes a unit (s, m, h): '5m'")),
+        (
+            "Entrants:5R",
+            FilterProblem("Entrants", 10, "Entrants: 'R' (average buy-in including rebuys) only ends a cash range"),
+        ),
+        ("Rebuys:2R", FilterProblem("Rebuys", 8, "Rebuys: 'R' (average buy-in including rebuys) only ends a cash range")),
+        ("Duration:1h~30m", FilterProblem("Duration", 9, "Duration: low bound 1h is above high bound 30m")),
+        (
+            "Duration:USD5",
+            FilterProblem(
+                "Duration",
+                9,
+                "Duration: malformed single duration 'USD5': expected a number of "
+                "minutes, or of seconds, minutes or hours with the unit s, m or h "
+                "(90, 30s, 50m, 1.5h), or '*'",
+            ),
+        ),
+        ("Stake:USD2~10,XYZ*~5R", FilterProblem("Stake", 14, "currency XYZ is not one metadata lists")),
+        (
+            "Prize!:GBP*~EUR100",
+            FilterProblem("Prize", 12, "Prize: currency EUR of the high bound disagrees with GBP of the low bound"),
+        ),
+        (
+            "DayOfWeek:TZ,Europe/Londres,Mo",
+            FilterProblem("DayOfWeek", 13, "DayOfWeek: unknown time zone 'Europe/Londres' (did you mean 'Europe/London'?)"),
+        ),
+        (
+            "DayOfWeek:TZ,Mars/Olympus,Mo",
+            FilterProblem("DayOfWeek", 13, "DayOfWeek: unknown time zone 'Mars/Olympus' (an IANA name such as Europe/London)"),
+        ),
+        ("DayOfWeek:TZ,Europe/London", FilterProblem("DayOfWeek", 26, "DayOfWeek has no value after its time zone")),
+        ("DayOfWeek:TZ", FilterProblem("DayOfWeek", 12, "DayOfWeek: TZ needs a time zone after it (TZ,Europe/London,...)")),
+        ("DayOfWeek:Mo,TZ,UTC", FilterProblem("DayOfWeek", 13, "DayOfWeek: the time zone (TZ,<zone>) must come first")),
+        ("Class:TZ,Europe/London,SNG", FilterProblem("Class", 6, "Class takes no time zone (only DayOfWeek and HourOfDay do)")),
+        ("DayOfWeek:Monday", FilterProblem("DayOfWeek", 10, "'Monday' is not an option of DayOfWeek")),
+        ("Limit:Last,0~8", FilterProblem("Limit", 11, "Limit: 0 is not a position counted from 1")),
+        ("Limit:Best,1~2.5", FilterProblem("Limit", 13, "Limit: 2.5 is not a position counted from 1")),
+        ("Limit:1~100", FilterProblem("Limit", 6, "Limit: first the context (e.g. Limit:Last,1~8), then the range")),
+        ("Limit:Last", FilterProblem("Limit", 10, "Limit: a range of positions must follow the context (Limit:Last,1~8)")),
+        ("Limit:Last,1~8,9~10", FilterProblem("Limit", 15, "Limit takes a context and one range")),
+        ("Stat:10~*", FilterProblem("Stat", 5, "Stat: first the statistic (e.g. Stat:AvROI,10~*), then the range")),
+        (
+            "PlayerClass:Fish,USD3~4",
+            FilterProblem("PlayerClass", 17, "PlayerClass is not an amount of money: remove the currency USD"),
+        ),
+    ],
+)
+def test_forms_the_documentation_rules_out_say_what_and_where(catalog: FilterCatalog, text: str, expected: FilterProblem) -> None:
+    assert catalog.problems(text) == [expected]
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("HourOfDay:24", FilterProblem("HourOfDay", 10, "HourOfDay: 24 is not an hour of the day (0–23)")),
+        ("HourOfDay:TZ,UTC,18~24", FilterProblem("HourOfDay", 20, "HourOfDay: 24 is not an hour of the day (0–23)")),
+        ("HourOfDay:23~22", FilterProblem("HourOfDay", 10, "HourOfDay: low bound 23 is above high bound 22")),  # no wrap
+        ("Position:0~3", FilterProblem("Position", 9, "Position: 0 is not a position (from 1) or FT")),
+        ("Position:1~FT", FilterProblem("Position", 9, "Position: FT is a value of its own (Position:FT), not a bound")),
+        ("Position:GBP1", FilterProblem("Position", 9, "Position is not an amount of money: remove the currency GBP")),
+        ("EndDate:1Y,2D", FilterProblem("EndDate", 11, "EndDate takes exactly one value")),
+    ],
+)
+def test_later_editions_forms_say_what_and_where(later_catalog: FilterCatalog, text: str, expected: FilterProblem) -> None:
+    assert later_catalog.problems(text) == [expected]
+
+
+def test_integer_constraints_take_whole_numbers() -> None:
+    catalog = FilterCatalog({"Seats": ConstraintDefinition("Seats", "Integer")})
+    assert catalog.problems("Seats:2~9") == []
+    assert catalog.problems("Seats:2.5") == [FilterProblem("Seats", 6, "Seats: 2.5 is not a whole number")]
+
+
+def test_str_of_a_problem_names_position_and_constraint(catalog: FilterCatalog) -> None:
+    [problem] = catalog.problems("Class:SNG;Saved!:Mine")
+    assert str(problem) == "Saved cannot be inverted: remove the '!' after Saved at position 15 (constraint 'Saved')"
+    with pytest.raises(FilterValidationError, match=r"Saved cannot be inverted: remove the '!' after Saved at position 15"):
+        catalog.check("Class:SNG;Saved!:Mine")

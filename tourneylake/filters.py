@@ -4,21 +4,72 @@ A filter (service-reference §2.4, service-notes §4) is a string of constraints
 
     Type:O,OHL,T;Type!:SAT;Stake:USD2~*
 
-- constraints are separated by ``;``;
-- each is ``Name:value[,value...]``; ``Name!:values`` inverts it (NOT);
-- range values are ``low~high`` with ``*`` for an open end, optionally prefixed by a currency
-  (``USD2~*``, ``*~EUR10``), or a single value (``USD1.50``, ``45``);
-- a date is ``nY|nM|nW|nD|nH|nS`` (the last n units; a negative n means the next n), a year after
-  2006, or ``start~end`` in epoch seconds.
-
 Why we parse at all: every search is paid for, so a filter the service would reject must be caught
-here, before it costs anything. :func:`parse_filter` checks the syntax; :class:`FilterCatalog`
-checks names, options, ranges and currencies against the service's own metadata.
+here, before it costs anything; and a filter the service accepts must never be refused here, or a
+watchlist filter can never be harvested.
 
-Values are kept exactly as written (:attr:`Constraint.values` are raw strings), so
-``format_filter(parse_filter(s)) == s`` for every well-formed ``s``: a filter is an identity in
-the lake (snapshots are keyed by it) and must never be silently rewritten.
-:func:`parse_range` and :func:`parse_date` give the typed reading of a value when one is needed.
+**Syntax** (:func:`parse_filter`, the same for every constraint):
+
+- constraints are separated by ``;``; each is ``Name:value[,value...]``; ``Name!:values`` inverts
+  it (NOT); a name may repeat (``PlayerClass:Fish,3~4;PlayerClass:Shark,0~0``);
+- a constraint name is ``[A-Za-z][A-Za-z0-9_]*`` (case-sensitive); nothing, not even a space, sits
+  between the name, the optional ``!`` and the ``:``;
+- a value is any text but ``,``, ``;`` and control characters, never empty; it may contain ``:``
+  (``TournamentName:Date:1Y`` is one Text value) and white space, kept as written;
+- **a trailing ``;`` is accepted and dropped**: live clients send ``...;Class:SCHEDULED,SNG;``
+  (service-notes §4), so an empty *last* constraint is absent, not an error. Any other empty
+  constraint (``;Class:SNG``, ``Class:SNG;;``, ``;``) is an error.
+
+**Values by constraint type**, as metadata declares it (:class:`FilterCatalog`; the forms are those
+of the service's manual quoted in service-notes §4):
+
+- ``Multiselect``: option ids from metadata (``Type:H,NL,T``). ``DayOfWeek`` and ``HourOfDay`` may
+  start with a time zone, ``TZ,<IANA zone>,...`` (``DayOfWeek:TZ,Europe/London,Mo,Tu``).
+- ``Date``: exactly one value, ``nY|nM|nW|nD|nH|nS`` (the last n units; a negative n means the
+  next n), a year after 2006, or ``start~end`` in epoch seconds (:func:`parse_date`).
+- ``Range``: a single value or ``low~high``, ``*`` for an open end (``Entrants:5~*``).
+  ``Duration`` bounds may carry a unit ``s``, ``m`` or ``h``, none meaning minutes
+  (``Duration:30s~50m``; :func:`parse_duration`); ``HourOfDay`` takes whole hours 0–23 after an
+  optional time zone (``HourOfDay:TZ,Europe/London,18~23``); ``Position`` takes positions counted
+  from 1, or ``FT`` (final table). Any other Range takes plain numbers.
+- ``CashRange``: comma-separated ranges (:func:`parse_range`); a bound may carry an ISO currency
+  that metadata lists, an open one included (``Stake:USD2~10,GBP*~5R``), and a range may end in
+  ``R`` (average buy-in including rebuys).
+- ``Number``, ``Percentage``, ``Integer``: numbers or ranges of them (``Rebuys:2.5``,
+  ``Rakeback:25``; ``Integer`` whole numbers only).
+- ``Context,Range`` (``Limit:Last,1~8``): a context, then one range of positions counted from 1;
+  ``PlayerClass,Range``, ``Statistic,Range`` (``PlayerClass:Fish,3~4``, ``Stat:AvROI,10~*``): a
+  name, then at most one range of numbers.
+- ``Text``, ``PlayerList``, ``Flag``, ``Special`` and types we do not know: any value. ``Saved``
+  (``Saved:MyFilter``) can never be inverted.
+
+**Decisions where the documentation is silent or ambiguous.** The rule: refuse what the
+documentation rules out or what cannot be read at all; accept what it is silent on. A valid
+filter refused here can never be harvested, while an invalid one accepted costs one search and
+comes back as error 101012, which the harvest reports.
+
+- A cash bound may carry its currency on the low bound, the high bound or both (they must agree),
+  or none: the manual's examples always write one, but nothing says it is required (the sandbox
+  reads a range without one in USD).
+- ``R`` ends a range after a number or ``*`` (``USD2~*R`` too) and is accepted on every
+  ``CashRange`` constraint, as the manual states it for the type, not for ``Stake`` alone.
+- Several comma-separated ranges are accepted on every range constraint, meaning any of them (so
+  hours across midnight are ``HourOfDay:22~23,0~2``); a low bound above the high one is refused
+  (no wrap-around), comparing Duration bounds in seconds.
+- A time zone may only open ``DayOfWeek`` and ``HourOfDay`` (the only constraints documented with
+  one), and must be a zone of the IANA database (``zoneinfo``).
+- ``Limit``'s contexts are not published in metadata: any context is accepted (the manual shows
+  ``Best``, ``Worst`` and ``Last``), only its range is checked.
+- ``PlayerClass:Fish`` without a range is accepted (a class and no count), as is ``Saved`` with
+  any name: their values cannot be checked against metadata.
+
+**Round trip.** Values are kept exactly as written (:attr:`Constraint.values` are raw strings), so
+``format_filter(parse_filter(s)) == s`` for every accepted ``s`` that does not end in ``;``; for one
+that does, the result is ``s`` without that ``;``. :func:`canonical_filter` gives this form. A filter
+is an identity in the lake (snapshots are keyed by it), so it is never otherwise rewritten, and it
+is the canonical form that is sent and keyed: :func:`filter_for_night` sends it in every mode (with
+``anchor=False`` too, noting the dropped ``;``). :func:`parse_range`, :func:`parse_duration` and
+:func:`parse_date` give the typed reading of a value when one is needed.
 
 Filters for a night: a summary harvested for night N (a UTC date) must describe the tournaments
 started up to the end of N, whether it is fetched on day N or days later in a backfill.
@@ -29,14 +80,6 @@ clamped; a year or a range clipped), a filter without one gets ``Date:<2007-01-0
 and ``window="day"`` sends N's own UTC day instead. Its :class:`NightFilter` says what is sent,
 whether that is anchored (an inverted or upcoming Date, or ``anchor=False``, is sent as written),
 whether it selects nothing (spend no search), and why, in notes.
-
-Grammar decisions where the documentation is silent (strict, so round trips stay exact):
-
-- a constraint name is ``[A-Za-z][A-Za-z0-9_]*``; nothing (not even a space) may sit between the
-  name, the optional ``!`` and the ``:``;
-- values may contain any character but ``,`` ``;`` and control characters, and must not be empty
-  (so ``Type:O,,T``, ``Type:`` and a trailing ``;`` are errors, each with its position);
-- white space inside values is kept as written (``TournamentName:Sunday Million``).
 """
 
 from __future__ import annotations
@@ -44,17 +87,20 @@ from __future__ import annotations
 import calendar
 import difflib
 import re
-from collections.abc import Iterator, Mapping
+import zoneinfo
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 from decimal import Decimal
-from typing import Literal
+from functools import lru_cache
+from typing import Literal, TypeVar
 
 from tourneylake.errors import TourneylakeError
 from tourneylake.tree import Node
 
 __all__ = [
     "DATA_START",
+    "DURATION_UNIT_SECONDS",
     "FIRST_NIGHT",
     "Constraint",
     "ConstraintDefinition",
@@ -68,18 +114,22 @@ __all__ = [
     "NightFilterError",
     "Range",
     "Window",
+    "canonical_filter",
     "filter_for_night",
     "format_filter",
     "parse_date",
+    "parse_duration",
     "parse_filter",
     "parse_range",
 ]
 
 _NAME_RE = re.compile(r"[A-Za-z][A-Za-z0-9_]*")
 _CONTROL_RE = re.compile(r"[\x00-\x1f\x7f]")
-_BOUND_RE = re.compile(r"(?P<currency>[A-Z]{3})?(?P<number>[+-]?\d+(?:\.\d+)?)")
+_BOUND_RE = re.compile(r"(?P<currency>[A-Z]{3})?(?:(?P<number>[+-]?\d+(?:\.\d+)?)|(?P<open>\*))")
+_DURATION_BOUND_RE = re.compile(r"(?P<number>\d+(?:\.\d+)?)(?P<unit>[smh]?)")
 _RELATIVE_RE = re.compile(r"(?P<amount>-?\d+)(?P<unit>[YMWDHS])")
 _DIGITS_RE = re.compile(r"\d+")
+_ZONE_SHAPE_RE = re.compile(r"[A-Za-z][A-Za-z0-9_+-]*(?:/[A-Za-z0-9_+-]+)*")
 
 #: Seconds per relative-date unit. The service does not say how long its "month" and "year" are;
 #: we use 30 and 365 days. That is exact enough for what :meth:`DateSpec.bounds` is used for
@@ -93,8 +143,24 @@ UNIT_SECONDS: Mapping[str, int] = {
     "S": 1,
 }
 
+#: Seconds per unit of a ``Duration`` bound; a bound without a unit is in minutes (the manual).
+DURATION_UNIT_SECONDS: Mapping[str, int] = {"s": 1, "m": 60, "h": 3_600}
+
 #: The first year a ``Date:<year>`` may name (the documentation: "a year after 2006").
 FIRST_YEAR = 2007
+
+#: What opens a time-zone prefix, ``TZ,<IANA zone>,...``, and the constraints documented with one.
+TIME_ZONE_MARK = "TZ"
+_ZONED = frozenset({"DayOfWeek", "HourOfDay"})
+
+#: Constraints the manual says can never be inverted (``Saved!:MyFilter`` is refused).
+_NEVER_INVERTED = frozenset({"Saved"})
+
+#: The suffix of a cash range meaning "average buy-in including rebuys".
+REBUYS_SUFFIX = "R"
+
+#: A ``Position`` value meaning "at the final table".
+FINAL_TABLE = "FT"
 
 
 # ----------------------------------------------------------------------------------- errors
@@ -188,11 +254,13 @@ class Filter:
 
 @dataclass(frozen=True)
 class Range:
-    """A numeric range value: ``None`` for an open end (``*``); the currency of its bounds, if any."""
+    """A numeric range value: ``None`` for an open end (``*``); the currency of its bounds, if any;
+    ``rebuys`` when it ends in ``R`` (a cash range of average buy-ins including rebuys)."""
 
     low: Decimal | None
     high: Decimal | None
     currency: str | None
+    rebuys: bool = False
 
     def __contains__(self, amount: Decimal | int | float) -> bool:
         value = Decimal(str(amount))
@@ -269,10 +337,9 @@ def _parse_spans(text: str) -> list[_Span]:
         start = pos
         match = _NAME_RE.match(text, pos)
         if match is None:
-            if pos == size:
-                raise FilterSyntaxError("nothing after the last ';' (remove the trailing ';')", pos, text)
             if text[pos] == ";":
-                raise FilterSyntaxError("empty constraint (two ';' in a row)", pos, text)
+                where = "before the first ';'" if pos == 0 else "(two ';' in a row)"
+                raise FilterSyntaxError(f"empty constraint {where}", pos, text)
             if pos == 0 and text[pos] == ":":
                 raise FilterSyntaxError("missing constraint name before ':'", pos, text)
             raise FilterSyntaxError(
@@ -329,10 +396,15 @@ def _parse_spans(text: str) -> list[_Span]:
         if pos == size:
             return spans
         pos += 1  # the ';'
+        if pos == size:
+            # A trailing ';' (an empty last constraint): live clients send one; it selects nothing
+            # more or less, so it is absent rather than an error, and formatting drops it.
+            return spans
 
 
 def parse_filter(text: str) -> Filter:
-    """Parse a filter string; ``""`` is the empty (unfiltered) filter.
+    """Parse a filter string; ``""`` is the empty (unfiltered) filter. A trailing ``;`` is
+    accepted and dropped (see the module docstring).
 
     Raises :class:`FilterSyntaxError` (a ``ValueError``) with the position and a message saying
     what is wrong, e.g. ``empty value in constraint 'Type' (nothing after ',') at position 7``.
@@ -341,7 +413,8 @@ def parse_filter(text: str) -> Filter:
 
 
 def format_filter(f: Filter) -> str:
-    """Write a filter back as a string: the exact inverse of :func:`parse_filter`.
+    """Write a filter back as a string: the inverse of :func:`parse_filter` (which drops a
+    trailing ``;``, so this never writes one).
 
     Raises :class:`ValueError` for a constraint built by hand that could not be read back
     (a bad name, no values, an empty value, or one containing ``,`` ``;`` or a control
@@ -363,54 +436,107 @@ def format_filter(f: Filter) -> str:
     return ";".join(parts)
 
 
+def canonical_filter(text: str) -> str:
+    """The form of ``text`` that is sent and keyed: ``format_filter(parse_filter(text))``, which is
+    ``text`` itself, less a trailing ``;``. Raises :class:`FilterSyntaxError` like :func:`parse_filter`."""
+    return format_filter(parse_filter(text))
+
+
 # ----------------------------------------------------------------------------------- values
 
 
-def _parse_bound(text: str, offset: int, value: str, which: str) -> tuple[Decimal | None, str | None]:
-    if text == "*":
-        return None, None
-    if text == "":
-        raise FilterSyntaxError(f"empty {which} bound (write '*' for an open end)", offset, value)
-    if re.fullmatch(r"[A-Z]{3}\*", text):
-        raise FilterSyntaxError(f"an open {which} bound is a bare '*', without a currency", offset, value)
-    match = _BOUND_RE.fullmatch(text)
-    if match is None:
-        raise FilterSyntaxError(
-            f"malformed {which} bound {text!r}: expected a number with an optional upper-case "
-            "currency prefix (45, 1.50, USD2) or '*'",
-            offset,
-            value,
-        )
-    return Decimal(match.group("number")), match.group("currency")
-
-
-def parse_range(value: str) -> Range:
-    """Read a range value: ``low~high`` (``*`` = open end) or a single value meaning ``low == high``.
-
-    A currency prefix may sit on either bound or both (they must agree): ``USD2~*``,
-    ``*~EUR10``, ``USD1~USD5``, ``USD1.50``. Raises :class:`FilterSyntaxError` with the position
-    inside ``value``.
-    """
+def _split_range(value: str) -> list[tuple[str, int, str]]:
+    """The bounds of a range value as ``(text, offset, which)``: one ``single``, or ``low`` and
+    ``high`` around the ``~``."""
     if value == "":
         raise FilterSyntaxError("empty range", 0, value)
     tilde = value.find("~")
     if tilde < 0:
-        number, currency = _parse_bound(value, 0, value, "single")
-        return Range(number, number, currency)
+        return [(value, 0, "single")]
     second = value.find("~", tilde + 1)
     if second >= 0:
         raise FilterSyntaxError("more than one '~' in a range", second, value)
-    low, low_currency = _parse_bound(value[:tilde], 0, value, "low")
-    high, high_currency = _parse_bound(value[tilde + 1 :], tilde + 1, value, "high")
+    return [(value[:tilde], 0, "low"), (value[tilde + 1 :], tilde + 1, "high")]
+
+
+def _check_order(low: Decimal | None, high: Decimal | None, value: str, shown: tuple[str, str] | None = None) -> None:
+    if low is not None and high is not None and low > high:
+        low_text, high_text = shown or (str(low), str(high))
+        raise FilterSyntaxError(f"low bound {low_text} is above high bound {high_text}", 0, value)
+
+
+def _parse_bound(text: str, offset: int, value: str, which: str) -> tuple[Decimal | None, str | None]:
+    if text == "":
+        raise FilterSyntaxError(f"empty {which} bound (write '*' for an open end)", offset, value)
+    match = _BOUND_RE.fullmatch(text)
+    if match is None:
+        raise FilterSyntaxError(
+            f"malformed {which} bound {text!r}: expected a number with an optional upper-case "
+            "currency prefix (45, 1.50, USD2) or '*' for an open end (GBP*)",
+            offset,
+            value,
+        )
+    number = None if match.group("open") else Decimal(match.group("number"))
+    return number, match.group("currency")
+
+
+def parse_range(value: str) -> Range:
+    """Read a range value: ``low~high`` (``*`` = open end) or a single value meaning ``low == high``,
+    optionally ending in ``R`` (average buy-in including rebuys).
+
+    A currency prefix may sit on either bound or both (they must agree), an open one included:
+    ``USD2~*``, ``*~EUR10``, ``USD1~USD5``, ``USD1.50``, ``GBP*~5R``. Whether a constraint takes a
+    currency or ``R`` is :class:`FilterCatalog`'s business. Raises :class:`FilterSyntaxError` with
+    the position inside ``value``.
+    """
+    # R is the suffix only right after a number or '*', so a malformed '5~EUR' is not read as '5~EU' + R
+    rebuys = len(value) > 1 and value.endswith(REBUYS_SUFFIX) and (value[-2].isdigit() or value[-2] == "*")
+    body = value[:-1] if rebuys else value
+    parts = _split_range(body)
+    if body != value and len(body) == 0:
+        raise FilterSyntaxError(f"nothing before {REBUYS_SUFFIX!r}", 0, value)
+    read = [(*_parse_bound(text, offset, value, which), offset) for text, offset, which in parts]
+    if len(read) == 1:
+        number, currency, _ = read[0]
+        return Range(number, number, currency, rebuys)
+    (low, low_currency, _), (high, high_currency, high_offset) = read
     if low_currency and high_currency and low_currency != high_currency:
         raise FilterSyntaxError(
             f"currency {high_currency} of the high bound disagrees with {low_currency} of the low bound",
-            tilde + 1,
+            high_offset,
             value,
         )
-    if low is not None and high is not None and low > high:
-        raise FilterSyntaxError(f"low bound {low} is above high bound {high}", 0, value)
-    return Range(low, high, low_currency or high_currency)
+    _check_order(low, high, value)
+    return Range(low, high, low_currency or high_currency, rebuys)
+
+
+def parse_duration(value: str) -> Range:
+    """Read a ``Duration`` value into a :class:`Range` of **seconds**: a single value or
+    ``low~high`` (``*`` = open end), each bound a number with an optional unit ``s``, ``m`` or ``h``
+    and none meaning minutes: ``30s~50m`` is 30..3000 seconds, ``1h~*`` an hour or more, ``45``
+    45 minutes. Raises :class:`FilterSyntaxError` with the position inside ``value``."""
+    bounds: list[Decimal | None] = []
+    for text, offset, which in _split_range(value):
+        if text == "*":
+            bounds.append(None)
+            continue
+        if text == "":
+            raise FilterSyntaxError(f"empty {which} bound (write '*' for an open end)", offset, value)
+        match = _DURATION_BOUND_RE.fullmatch(text)
+        if match is None:
+            raise FilterSyntaxError(
+                f"malformed {which} duration {text!r}: expected a number of minutes, or of seconds, "
+                "minutes or hours with the unit s, m or h (90, 30s, 50m, 1.5h), or '*'",
+                offset,
+                value,
+            )
+        bounds.append(Decimal(match.group("number")) * DURATION_UNIT_SECONDS[match.group("unit") or "m"])
+    if len(bounds) == 1:
+        return Range(bounds[0], bounds[0], None)
+    low, high = bounds
+    tilde = value.find("~")
+    _check_order(low, high, value, (value[:tilde], value[tilde + 1 :]))
+    return Range(low, high, None)
 
 
 def parse_date(value: str) -> DateSpec:
@@ -450,6 +576,18 @@ def parse_date(value: str) -> DateSpec:
     )
 
 
+@lru_cache(maxsize=1)
+def _time_zones() -> frozenset[str]:
+    return frozenset(zoneinfo.available_timezones())
+
+
+def _is_time_zone(name: str) -> bool:
+    """Whether ``name`` is an IANA time zone. Without a time-zone database on this machine we
+    cannot tell, and a valid zone must never be refused: then only its shape is checked."""
+    zones = _time_zones()
+    return name in zones if zones else _ZONE_SHAPE_RE.fullmatch(name) is not None
+
+
 # ----------------------------------------------------------------------------------- metadata
 
 
@@ -467,30 +605,59 @@ class ConstraintDefinition:
         return tuple(part.strip() for part in self.type.split(",") if part.strip())
 
 
-_RANGE_TYPES = frozenset({"Range", "Number", "Percentage"})
+#: Types whose values are plain numbers or ranges of them (no currency, no ``R``).
+_NUMBER_TYPES = frozenset({"Number", "Percentage", "Integer"})
+
+#: Types whose values have a form of their own, so a stray ``TZ`` among them is a misplaced time
+#: zone; in a Text, a player list or a saved filter's name it is just a value.
+_TYPED_VALUES = frozenset({"Multiselect", "Date", "Range", "CashRange", *_NUMBER_TYPES})
+
+#: An example of the first value of each composite ``<Kind>,Range`` type, for messages.
+_COMPOSITE_EXAMPLES: Mapping[str, str] = {"Context": "Last,1~8", "PlayerClass": "Fish,3~4", "Statistic": "AvROI,10~*"}
+
+#: Constraints of later editions of the service (the manual, 2025) that older metadata lacks.
+_LATER_EDITIONS = frozenset({"EndDate", "HourOfDay", "Position"})
+
+_Values = list[tuple[str, int]]  # each value with its position in the filter text
+_Read = TypeVar("_Read")
 
 
-def _suggest(word: str, candidates: list[str] | tuple[str, ...]) -> str:
-    folded = {c.casefold(): c for c in candidates}
+def _suggest(word: str, candidates: list[str] | tuple[str, ...] | frozenset[str]) -> str:
+    ordered = sorted(candidates)
+    folded = {c.casefold(): c for c in ordered}
     if word.casefold() in folded:
         return f" (did you mean {folded[word.casefold()]!r}?)"
-    close = difflib.get_close_matches(word, candidates, n=1, cutoff=0.75)
+    close = difflib.get_close_matches(word, ordered, n=1, cutoff=0.75)
     return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+def _has_duration_unit(value: str) -> bool:
+    """A value that would be a well-formed Duration with a unit (``5m``, ``1h~*``)."""
+    try:
+        parse_duration(value)
+    except FilterSyntaxError:
+        return False
+    return any(ch in DURATION_UNIT_SECONDS for ch in value)
+
+
+def _is_range_like(value: str) -> bool:
+    """A value that reads as a range or a bare number (where a name was expected)."""
+    return "~" in value or value == "*" or _BOUND_RE.fullmatch(value) is not None
 
 
 @dataclass(frozen=True)
 class FilterCatalog:
     """What metadata says a filter may contain; checks filters before they cost a search.
 
-    Checked: the constraint name exists; Multiselect values are option ids; Date values parse;
-    Range/CashRange/Number/Percentage values are ranges (currency only on CashRange, and one
-    that metadata lists); a Date has exactly one value.
-
-    Lenient, because their value syntax is undocumented: Text, Special, PlayerList, Flag and any
-    type we do not know accept any value; the composite types (``Context,Range``,
-    ``PlayerClass,Range``, ``Statistic,Range``) accept any value, and only a value containing
-    ``~`` must be a well-formed range. A Multiselect without options in metadata, or metadata
-    without a currency list, is not checked for options or currencies.
+    Checked, by the type metadata declares for each constraint (the module docstring has the
+    forms): the constraint exists; Multiselect values are its option ids (a Multiselect without
+    options in metadata takes any); a time zone opens only ``DayOfWeek`` and ``HourOfDay`` and is
+    an IANA zone; a Date has exactly one well-formed value; ranges are well formed, low bound not
+    above high, with a currency (one that metadata lists, unless it lists none) and ``R`` only on
+    CashRange, units only on ``Duration``, whole hours 0–23 on ``HourOfDay``, positions from 1 (or
+    ``FT``) on ``Position`` and on a ``Context,Range``; a composite ``<Kind>,Range`` starts with its
+    name and has at most one range; ``Saved`` is never inverted. Text, PlayerList, Flag, Special
+    and types we do not know take any value.
     """
 
     constraints: Mapping[str, ConstraintDefinition]
@@ -551,10 +718,18 @@ class FilterCatalog:
         name = constraint.name
         definition = self.constraints.get(name)
         if definition is None:
-            hint = _suggest(name, sorted(self.constraints))
+            hint = _suggest(name, tuple(self.constraints))
+            if not hint and name in _LATER_EDITIONS:
+                hint = " (a constraint of later editions of the service, which this metadata does not publish)"
             return [FilterProblem(name, span.position, f"unknown constraint {name!r}{hint}")]
         found: list[FilterProblem] = []
-        values = list(zip(constraint.values, span.value_positions, strict=True))
+        if constraint.negated and name in _NEVER_INVERTED:
+            bang = span.position + len(name)
+            found.append(FilterProblem(name, bang, f"{name} cannot be inverted: remove the '!' after {name}"))
+        values: _Values = list(zip(constraint.values, span.value_positions, strict=True))
+        # a Text, a player or an option may well be "TZ": a time zone is looked for only where it cannot
+        if name in _ZONED or (definition.type in _TYPED_VALUES and TIME_ZONE_MARK not in definition.options):
+            values = self._time_zone_prefix(name, values, found)
         kinds = definition.kinds
         if definition.type == "Multiselect":
             if definition.options:
@@ -566,37 +741,161 @@ class FilterCatalog:
             if len(values) > 1:
                 found.append(FilterProblem(name, values[1][1], f"{name} takes exactly one value"))
             for value, position in values:
-                try:
-                    parse_date(value)
-                except FilterSyntaxError as exc:
-                    found.append(FilterProblem(name, position + exc.position, f"{name}: {exc.reason}"))
-        elif definition.type in _RANGE_TYPES or definition.type == "CashRange":
-            cash = definition.type == "CashRange"
+                self._read(name, value, position, parse_date, found)
+        elif definition.type == "Range":
             for value, position in values:
-                found.extend(self._range_problems(name, value, position, allow_currency=cash))
-        elif len(kinds) > 1 and "Range" in kinds:
+                found.extend(self._plain_range_problems(name, value, position))
+        elif definition.type == "CashRange":
             for value, position in values:
-                if "~" in value:
-                    found.extend(self._range_problems(name, value, position, allow_currency=True))
+                found.extend(self._cash_problems(name, value, position))
+        elif definition.type in _NUMBER_TYPES:
+            for value, position in values:
+                found.extend(self._number_problems(name, value, position, whole=definition.type == "Integer"))
+        elif len(kinds) == 2 and kinds[1] == "Range":
+            found.extend(self._composite_problems(name, kinds[0], values))
         return found
 
-    def _range_problems(self, name: str, value: str, position: int, *, allow_currency: bool) -> list[FilterProblem]:
+    @staticmethod
+    def _read(name: str, value: str, position: int, reader: Callable[[str], _Read], found: list[FilterProblem]) -> _Read | None:
+        """``reader(value)``, or ``None`` with the problem (its position in the filter) added."""
         try:
-            parsed = parse_range(value)
+            return reader(value)
         except FilterSyntaxError as exc:
-            return [FilterProblem(name, position + exc.position, f"{name}: {exc.reason}")]
-        if parsed.currency is None:
+            found.append(FilterProblem(name, position + exc.position, f"{name}: {exc.reason}"))
+            return None
+
+    @staticmethod
+    def _time_zone_prefix(name: str, values: _Values, found: list[FilterProblem]) -> _Values:
+        """The values after a leading ``TZ,<zone>`` (checked); a ``TZ`` anywhere else is a problem."""
+        for index, (value, position) in enumerate(values):
+            if value != TIME_ZONE_MARK or (index == 0 and name in _ZONED):
+                continue
+            if name not in _ZONED:
+                zoned = " and ".join(sorted(_ZONED))
+                found.append(FilterProblem(name, position, f"{name} takes no time zone (only {zoned} do)"))
+            else:
+                found.append(FilterProblem(name, position, f"{name}: the time zone (TZ,<zone>) must come first"))
+            return values[:index] + values[index + 2 :]
+        if name not in _ZONED or not values or values[0][0] != TIME_ZONE_MARK:
+            return values
+        if len(values) < 2:
+            position = values[0][1] + len(TIME_ZONE_MARK)
+            found.append(FilterProblem(name, position, f"{name}: TZ needs a time zone after it (TZ,Europe/London,...)"))
             return []
-        if not allow_currency:
-            return [FilterProblem(name, position, f"{name} is not an amount of money: remove the currency {parsed.currency}")]
-        if self.currencies and parsed.currency not in self.currencies:
-            return [
+        zone, zone_position = values[1]
+        if not _is_time_zone(zone):
+            hint = _suggest(zone, _time_zones()) or " (an IANA name such as Europe/London)"
+            found.append(FilterProblem(name, zone_position, f"{name}: unknown time zone {zone!r}{hint}"))
+        if len(values) == 2:
+            found.append(FilterProblem(name, zone_position + len(zone), f"{name} has no value after its time zone"))
+        return values[2:]
+
+    def _plain_range_problems(self, name: str, value: str, position: int) -> list[FilterProblem]:
+        found: list[FilterProblem] = []
+        if name == "Duration":
+            self._read(name, value, position, parse_duration, found)
+            return found
+        if name == "Position" and FINAL_TABLE in value:
+            if value != FINAL_TABLE:
+                found.append(
+                    FilterProblem(
+                        name, position, f"{name}: {FINAL_TABLE} is a value of its own ({name}:{FINAL_TABLE}), not a bound"
+                    )
+                )
+            return found
+        parsed = self._read(name, value, position, parse_range, found)
+        if parsed is None:
+            if _has_duration_unit(value):  # say what is really wrong, not "malformed bound"
+                found[-1] = FilterProblem(name, position, f"{name}: only Duration takes a unit (s, m, h): {value!r}")
+            return found
+        found.extend(self._no_money(name, value, position, parsed))
+        if name == "HourOfDay":
+            found.extend(self._whole_within(name, value, position, parsed, 0, 23, "an hour of the day"))
+        elif name == "Position":
+            found.extend(self._whole_within(name, value, position, parsed, 1, None, f"a position (from 1) or {FINAL_TABLE}"))
+        return found
+
+    def _number_problems(self, name: str, value: str, position: int, *, whole: bool) -> list[FilterProblem]:
+        found: list[FilterProblem] = []
+        parsed = self._read(name, value, position, parse_range, found)
+        if parsed is not None:
+            found.extend(self._no_money(name, value, position, parsed))
+            if whole:
+                found.extend(self._whole_within(name, value, position, parsed, None, None, "a whole number"))
+        return found
+
+    def _cash_problems(self, name: str, value: str, position: int) -> list[FilterProblem]:
+        found: list[FilterProblem] = []
+        parsed = self._read(name, value, position, parse_range, found)
+        if parsed is not None and parsed.currency is not None and self.currencies and parsed.currency not in self.currencies:
+            hint = _suggest(parsed.currency, self.currencies)
+            found.append(
+                FilterProblem(
+                    name, position + value.find(parsed.currency), f"currency {parsed.currency} is not one metadata lists{hint}"
+                )
+            )
+        return found
+
+    def _composite_problems(self, name: str, kind: str, values: _Values) -> list[FilterProblem]:
+        """``<Kind>,Range``: a name (a context, a player class, a statistic), then one range."""
+        found: list[FilterProblem] = []
+        first, first_position = values[0]
+        example = _COMPOSITE_EXAMPLES.get(kind, f"{kind},1~8")
+        if _is_range_like(first):
+            found.append(
+                FilterProblem(name, first_position, f"{name}: first the {kind.lower()} (e.g. {name}:{example}), then the range")
+            )
+            return found
+        if len(values) > 2:
+            found.append(FilterProblem(name, values[2][1], f"{name} takes a {kind.lower()} and one range"))
+        if len(values) < 2:
+            if kind == "Context":
+                end = first_position + len(first)
+                found.append(
+                    FilterProblem(name, end, f"{name}: a range of positions must follow the context ({name}:{first},1~8)")
+                )
+            return found
+        value, position = values[1]
+        parsed = self._read(name, value, position, parse_range, found)
+        if parsed is not None:
+            found.extend(self._no_money(name, value, position, parsed))
+            if kind == "Context":
+                found.extend(self._whole_within(name, value, position, parsed, 1, None, "a position counted from 1"))
+        return found
+
+    @staticmethod
+    def _no_money(name: str, value: str, position: int, parsed: Range) -> list[FilterProblem]:
+        found: list[FilterProblem] = []
+        if parsed.currency is not None:
+            found.append(
                 FilterProblem(
                     name,
                     position + value.find(parsed.currency),
-                    f"currency {parsed.currency} is not one metadata lists",
+                    f"{name} is not an amount of money: remove the currency {parsed.currency}",
                 )
-            ]
+            )
+        if parsed.rebuys:
+            found.append(
+                FilterProblem(
+                    name,
+                    position + len(value) - 1,
+                    f"{name}: {REBUYS_SUFFIX!r} (average buy-in including rebuys) only ends a cash range",
+                )
+            )
+        return found
+
+    @staticmethod
+    def _whole_within(
+        name: str, value: str, position: int, parsed: Range, lowest: int | None, highest: int | None, what: str
+    ) -> list[FilterProblem]:
+        tilde = value.find("~")
+        for bound, offset in ((parsed.low, 0), (parsed.high, tilde + 1 if tilde >= 0 else 0)):
+            if bound is None:
+                continue
+            whole = bound == bound.to_integral_value()
+            if not whole or (lowest is not None and bound < lowest) or (highest is not None and bound > highest):
+                span = f" ({lowest}–{highest})" if lowest is not None and highest is not None else ""
+                return [FilterProblem(name, position + offset, f"{name}: {bound} is not {what}{span}")]
         return []
 
 
@@ -716,6 +1015,8 @@ def _read_dates(expression: str) -> list[tuple[Constraint, DateSpec | None]]:
     return read
 
 
+_TRAILING_NOTE = "the trailing ';' (an empty last constraint) is dropped"
+
 _UNIT_WORDS: Mapping[str, str] = {"Y": "year", "M": "month", "W": "week", "D": "day", "H": "hour", "S": "second"}
 
 
@@ -767,6 +1068,9 @@ def filter_for_night(expression: str, night: date, *, window: Window = "as_of", 
 
     ``anchor=False`` (the watchlist's ``anchor: none``): sent exactly as written, not anchored.
 
+    In every mode a trailing ``;`` is dropped, with a note: what is sent is the canonical form
+    (:func:`canonical_filter`), so the same filter written with or without it is one request.
+
     Other constraints are kept byte for byte and in order. The result is a pure function of the
     arguments (a night re-harvested on any later day sends the identical filter), and ``sent``
     always parses and round-trips (``format_filter(parse_filter(sent)) == sent``).
@@ -791,9 +1095,13 @@ def filter_for_night(expression: str, night: date, *, window: Window = "as_of", 
     night_start = _midnight(night)
     night_end = night_start + _DAY_SECONDS - 1
 
+    # What is sent (and keyed) is the canonical form: a trailing ';' is dropped, in every mode.
+    trailing = (_TRAILING_NOTE,) if expression.endswith(";") else ()
+
     if not anchor:
         note = "sent as written (anchor: none): what it selects moves with the day it is fetched on"
-        return NightFilter(expression, expression, False, False, (note,))
+        as_written = format_filter(Filter(tuple(constraint for constraint, _ in read)))
+        return NightFilter(expression, as_written, False, False, (note, *trailing))
 
     if window == "day":
         day = Constraint(_DATE, False, (f"{night_start}~{night_end}",))
@@ -801,7 +1109,7 @@ def filter_for_night(expression: str, night: date, *, window: Window = "as_of", 
         kept = [constraint for constraint, spec in read if spec is None]
         what = f"replaces {', '.join(removed)}" if removed else "appended"
         note = f"the per-day window {day} ({label}, UTC) {what}"
-        return NightFilter(expression, format_filter(Filter((*kept, day))), True, False, (note,))
+        return NightFilter(expression, format_filter(Filter((*kept, day))), True, False, (note, *trailing))
 
     constraints: list[Constraint] = []
     notes: list[str] = []
@@ -839,4 +1147,4 @@ def filter_for_night(expression: str, night: date, *, window: Window = "as_of", 
         everything = Constraint(_DATE, False, (f"{DATA_START}~{night_end}",))
         constraints.append(everything)
         notes.append(f"no Date: {everything} appended (every tournament started up to the end of {label}, UTC)")
-    return NightFilter(expression, format_filter(Filter(tuple(constraints))), anchored, nothing, tuple(notes))
+    return NightFilter(expression, format_filter(Filter(tuple(constraints))), anchored, nothing, (*notes, *trailing))
