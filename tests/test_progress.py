@@ -26,9 +26,9 @@ def test_listeners_see_every_step_and_the_log_only_some(caplog: pytest.LogCaptur
     with caplog.at_level(logging.INFO, logger="tourneylake.progress"), listening(lambda s: seen.append(s.done)):
         for spent in range(1, 51):
             tracker.advance(searches=spent)
+        lines = [r.getMessage() for r in caplog.records if r.name == "tourneylake.progress"]
     tracker.advance()  # after the block: no listener any more
     assert seen == list(range(1, 51))
-    lines = [r.getMessage() for r in caplog.records if r.name == "tourneylake.progress"]
     assert len(lines) == 1 and lines[0].startswith("summaries: 50/50 (") and lines[0].endswith("50 searches spent")
 
 
