@@ -18,13 +18,14 @@ from __future__ import annotations
 from datetime import date
 from pathlib import Path
 
+import orjson
 import pyarrow.parquet as pq
 import pytest
 
 from tests.helpers import ledger_rows, player_line, remaining, sandbox_settings, write_watchlist
 from tourneylake.api import calls
 from tourneylake.errors import RunFailed
-from tourneylake.harvest import UNUSABLE_ANSWER, harvest_players, refresh_metadata
+from tourneylake.harvest import UNUSABLE_ANSWER, harvest_players, refresh_free_resource, refresh_metadata
 from tourneylake.lake import UNUSABLE, Lake
 from tourneylake.ledger import EXTERNAL_SPENDING
 from tourneylake.rebuild import rebuild
@@ -257,3 +258,71 @@ def test_concurrency_settles_at_what_the_account_allows_and_pays_nothing_twice(a
     assert spent == 60 == outcome.searches_spent  # each answer paid once; an objection costs nothing
     assert refused and all(int(r["cost"]) == 0 for r in refused)
     assert outcome.concurrency == allowed  # the level most requests were sent at
+
+
+def _first_dict_with(node, key: str):
+    """The first object (depth first) holding ``key``, in a parsed JSON answer."""
+    if isinstance(node, dict):
+        if key in node:
+            return node
+        children = node.values()
+    elif isinstance(node, list):
+        children = node
+    else:
+        return None
+    return next((found for child in children if (found := _first_dict_with(child, key)) is not None), None)
+
+
+def _rewrite_json(change):
+    def rewrite(body: bytes, fmt: str) -> bytes:
+        assert fmt == "json"
+        document = orjson.loads(body)
+        change(document)
+        return orjson.dumps(document)
+
+    return rewrite
+
+
+def _nested(key: str, depth: int) -> bytes:
+    """``{"key": {"key": ... ""}}``, ``depth`` levels: deeper than JSON libraries write."""
+    return (f'{{"{key}": ' * depth + '""' + "}" * depth).encode()
+
+
+NESTED = "@@nested@@"
+
+
+def _rewrite_json_nested(change, key: str, depth: int):
+    """A rewrite that applies ``change`` (which places :data:`NESTED`), then swaps in the nesting."""
+    plain = _rewrite_json(change)
+    return lambda body, fmt: plain(body, fmt).replace(f'"{NESTED}"'.encode(), _nested(key, depth), 1)
+
+
+def test_hostile_answers_fail_their_player_only_and_never_the_night(sandbox, tmp_path: Path) -> None:
+    """The issue's four shapes: a summary nested 2,000 deep, a Statistic whose @id is an object, a
+    news item whose @date has 20 digits, a country record nested 300 deep."""
+    roster = sandbox.world.roster(5)
+    deep, odd_id = roster[0], roster[1]
+    sandbox.app.answer_rewrites[deep] = _rewrite_json_nested(lambda d: d["Response"].update(Deep=NESTED), "Deep", 2_000)
+    sandbox.app.answer_rewrites[odd_id] = _rewrite_json(lambda d: _first_dict_with(d, "Statistic").update(
+        Statistic={"@id": {"not": "a string"}, "$": "1"}))  # fmt: skip
+    sandbox.app.answer_rewrites[("news", "")] = _rewrite_json(lambda d: _first_dict_with(d, "@date").update({"@date": "9" * 20}))
+    sandbox.app.answer_rewrites[("countries", "")] = _rewrite_json_nested(
+        lambda d: _first_dict_with(d, "@code").update(Nested=NESTED), "Country", 300
+    )
+    settings = _night(sandbox, tmp_path, roster)
+    before = remaining(settings)
+    session = Session.open(settings, settings.base_url, NIGHT)
+    refresh_metadata(session)
+    news = refresh_free_resource(session, "whats_new")
+    countries = refresh_free_resource(session, "countries")
+    outcome = harvest_players(session, load_watchlist(settings.watchlist))
+
+    failed = {(t.network, t.player): why for t, why in outcome.failed}
+    assert set(failed) == {deep, odd_id} and all(why.startswith(UNUSABLE_ANSWER) for why in failed.values())
+    assert outcome.fetched == 3 and len(_pairs_in_lake(settings)) == 3  # the others are loaded
+    assert remaining(settings) == before - 5  # each answer paid once, the bad ones too
+    lake = Lake(settings.data_dir)
+    kept = {raw.key["player"] for raw in lake.iter_raw(NIGHT, calls.PLAYER_SUMMARY, status=UNUSABLE)}
+    assert kept == {deep[1], odd_id[1]}  # kept raw, marked
+    for reference in (news, countries):  # free answers: a warning, or a row without the bad value
+        assert reference.rows > 0 or reference.warnings, reference

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import logging
 import math
 from datetime import UTC, date, datetime
 from pathlib import Path
@@ -436,3 +437,154 @@ def test_json_numbers_and_nulls_read_like_strings(rated_metadata: tree.Node, sum
     got = normalize_one(rated_metadata, tree.parse(orjson.dumps(raw), "json"))
     for name, table in expected.items():
         assert got[name].equals(table), name
+
+
+# ---------------------------------------------------------------------------- hostile and broken input
+
+
+def _player(raw: dict) -> dict:
+    return raw["Response"]["PlayerResponse"]["PlayerView"]["Player"]
+
+
+def _node(raw: dict) -> tree.Node:
+    return tree.parse(orjson.dumps(raw), "json")
+
+
+def test_an_object_as_statistic_id_is_refused_by_add_not_flush(metadata: tree.Node, summary_body: bytes) -> None:
+    raw = orjson.loads(summary_body)
+    _player(raw)["Statistics"]["Statistic"][3]["@id"] = {"id": "BODY-TEXT"}
+    n = normalizer(metadata)
+    with pytest.raises(
+        tree.MalformedPayload, match=r"^Response/PlayerResponse/PlayerView/Player/Statistics/Statistic\[3\]/@id: an object"
+    ):
+        n.add(_node(raw), network="PokerStars", player="x")
+    assert n.pending == 0
+    assert all(t.num_rows == 0 for t in n.flush().values())
+
+
+def _break_statistic(player: dict) -> None:
+    player["Statistics"]["Statistic"][-1]["@id"] = {"x": "1"}
+
+
+def _break_dataset_value(player: dict) -> None:
+    player["Statistics"]["StatisticalDataSet"][-1]["Data"][-1]["Y"][-1]["$"] = ["1"]
+
+
+def _break_event(player: dict) -> None:
+    player["Statistics"]["Timeline"]["Event"][-1]["@date"] = {"x": "1"}
+
+
+def _break_last_entry(player: dict) -> None:
+    player["RecentTournaments"]["Tournament"][-1]["TournamentEntry"]["@position"] = ["7"]
+
+
+@pytest.mark.parametrize("break_it", [_break_statistic, _break_dataset_value, _break_event, _break_last_entry])
+def test_a_failed_add_leaves_the_batch_as_it_was(metadata: tree.Node, summary_body: bytes, break_it) -> None:
+    """good, bad, good: the batch equals the two good ones alone. The bad one shares the second
+    good one's tournaments and breaks only in its last element, so a key it had already
+    counted as seen would drop the second one's tournaments."""
+    first = orjson.loads(summary_body)
+    second = orjson.loads(summary_body)
+    for t in _player(second)["RecentTournaments"]["Tournament"]:
+        t["@id"] += "-2"  # new tournaments for the night
+    bad = copy.deepcopy(second)
+    break_it(_player(bad))
+
+    batch = normalizer(metadata)
+    batch.add(_node(first), network="PokerStars", player="first", fetched_at=FETCHED)
+    with pytest.raises(tree.MalformedPayload):
+        batch.add(_node(bad), network="PokerStars", player="second", fetched_at=FETCHED)
+    batch.add(_node(second), network="PokerStars", player="second", fetched_at=FETCHED)
+    alone = normalizer(metadata)
+    alone.add(_node(first), network="PokerStars", player="first", fetched_at=FETCHED)
+    alone.add(_node(second), network="PokerStars", player="second", fetched_at=FETCHED)
+
+    got, expected = batch.flush(), alone.flush()
+    for name, table in expected.items():
+        assert got[name].equals(table), name
+    assert got["player_snapshots"].column("player").to_pylist() == ["first", "second"]
+    assert got["tournaments"].num_rows == 16 and got["tournament_entries"].num_rows == 16
+
+
+def test_out_of_range_values_are_null_with_a_warning(
+    rated_metadata: tree.Node, summary_body: bytes, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A value that parses but fits no column is NULL, with a logged warning: never a wrong
+    value (an infinity, a wrapped integer, a rounded one), never a failed batch."""
+    raw = orjson.loads(summary_body)
+    player = _player(raw)
+    player["@lastActivity"] = "-" + "9" * 20
+    tournaments = player["RecentTournaments"]["Tournament"]
+    tournaments[0]["@date"] = "1" * 20
+    tournaments[1]["@stake"] = "1e400"
+    tournaments[2]["@duration"] = "9007199254740993"  # beyond a double's integers: must stay exact
+    tournaments[3]["@duration"] = "x"  # ... while a neighbour sends the column down the slow path
+    tournaments[4]["@totalEntrants"] = "3000000000"  # beyond int32
+    statistics = {s["@id"]: s for s in player["Statistics"]["Statistic"]}
+    statistics["Profit"]["$"] = "1e400"
+    statistics["FirstGameDate"]["$"] = "253402300800"  # one second after 9999-12-31
+    player["Statistics"]["Timeline"]["Event"][0]["@date"] = "9" * 30
+    with caplog.at_level(logging.WARNING, logger="tourneylake.normalize"):
+        tables = normalize_one(rated_metadata, _node(raw))
+
+    (snapshot,) = tables["player_snapshots"].to_pylist()
+    assert snapshot["last_activity_at"] is None
+    rows = {r["tournament_id"]: r for r in tables["tournaments"].to_pylist()}
+    t0, t1, t2, t3, t4 = (rows[t["@id"]] for t in tournaments[:5])
+    assert t0["started_at"] is None and t1["started_at"] is not None
+    assert t1["stake"] is None and t1["buy_in"] is None and t1["stake_usd"] is None and t1["rake"] is not None
+    assert t2["duration_s"] == 9007199254740993 and t3["duration_s"] is None
+    assert t4["total_entrants"] is None
+    stats = {r["statistic"]: r for r in tables["player_statistics"].to_pylist()}
+    assert (
+        stats["Profit"]["value"] == "1e400" and stats["Profit"]["value_number"] is None and stats["Profit"]["value_usd"] is None
+    )
+    assert stats["FirstGameDate"]["value_time"] is None
+    assert tables["player_timeline"].column("event_at")[0].as_py() is None
+    for column in (
+        "player_snapshots.last_activity_at",
+        "tournaments.started_at",
+        "tournaments.stake",
+        "tournaments.total_entrants",
+        "player_statistics.value_number",
+        "player_statistics.value_time",
+        "player_timeline.event_at",
+    ):
+        assert f"{column}: 1 value(s)" in caplog.text, column
+
+
+def test_news_dates_out_of_range_are_null_with_a_warning() -> None:
+    items = [
+        {"@id": "1", "@date": "1" * 20},
+        {"@id": "2", "@date": "1e400"},
+        {"@id": "3", "@date": "-inf"},
+        {"@id": "4", "@date": "1515000000"},
+        {"@id": "5", "@date": "2018-01-03T17:20:00Z"},
+    ]
+    table, warnings = normalize_news(_response("WhatsNewResponse", {"NewsItem": items}), NIGHT)
+    assert table.column("published_at").to_pylist() == [None, None, None, *[datetime.fromtimestamp(1515000000, UTC)] * 2]
+    assert orjson.loads(table.column("raw_json")[0].as_py())["@date"] == "1" * 20
+    assert warnings == ["news: 3 date(s) outside the years 1-9999; published_at left NULL (kept in raw_json)"]
+
+
+def test_countries_nested_300_deep_are_refused() -> None:
+    body = b'{"Response": {"@success": "true", "CountriesResponse": {"Country": [{"@code": "HU", "Sub": '
+    body += b'{"A": ' * 300 + b'""' + b"}" * 300 + b"}]}}}"
+    with pytest.raises(tree.TooDeeplyNested, match=r"^Response/CountriesResponse: containers nested more than 128 deep"):
+        normalize_countries(tree.parse(body, "json"), NIGHT)
+
+
+def test_reference_records_with_an_object_as_attribute_are_refused() -> None:
+    node = _response("CountriesResponse", {"Country": [{"@code": "HU"}, {"@code": {"x": "BODY-TEXT"}}]})
+    with pytest.raises(tree.ContainerWhereValueExpected, match=r"^Response/CountriesResponse/…/Country\[1\]/@code") as caught:
+        normalize_countries(node, NIGHT)
+    assert "BODY-TEXT" not in str(caught.value)
+
+
+def test_metadata_with_an_object_as_attribute_is_refused(rated_metadata: tree.Node) -> None:
+    raw = copy.deepcopy(rated_metadata.raw)
+    raw["MetadataResponse"]["Currencies"]["Currency"][1]["@rate"] = {"x": "0.9"}
+    node = tree.Node("Response", raw)
+    for read in (lambda: normalize_metadata(node, NIGHT), lambda: Rates.from_response(node)):
+        with pytest.raises(tree.ContainerWhereValueExpected, match=r"^Response/MetadataResponse/Currencies/Currency/@rate"):
+            read()

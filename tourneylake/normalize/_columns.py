@@ -3,12 +3,16 @@
 The hot loops only collect the served strings into Python lists; conversion to numbers and
 times happens here, once per column, with Arrow's vectorised casts. A value that does not parse
 (an empty string, a JSON number where a string was expected, garbage) falls back to a per-value
-path that yields NULL for it instead of failing the batch.
+path that yields NULL for it instead of failing the batch. A number that parses but lies out
+of range (an integer beyond its column, a float beyond a double, an epoch beyond the year 9999)
+is NULL too, with a logged warning: never a wrong value, never a failed batch.
 """
 
 from __future__ import annotations
 
+import logging
 import math
+import re
 from collections.abc import Iterable, Sequence
 from datetime import UTC, date, datetime
 from typing import Any
@@ -18,9 +22,16 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from tourneylake.normalize.schemas import STR_MAP, TS
+from tourneylake.tree import MalformedPayload, check_nesting
+
+log = logging.getLogger("tourneylake.normalize")
 
 _F64 = pa.float64()
 _I64 = pa.int64()
+# Epoch seconds a time column keeps: the years 1 to 9999, what Python's datetime (and so
+# every reader of the lake) can represent. Outside: NULL with a warning.
+MIN_EPOCH_S = -62_135_596_800  # 0001-01-01T00:00:00Z
+MAX_EPOCH_S = 253_402_300_799  # 9999-12-31T23:59:59Z
 
 
 def text(value: Any) -> str | None:
@@ -52,6 +63,20 @@ def str_array(values: Sequence[Any]) -> pa.Array:
         return pa.array([text(v) for v in values], pa.string())
 
 
+def _out_of_range(column: str | None, count: int, what: str) -> None:
+    if count:
+        log.warning("%s: %d value(s) %s read as NULL", column or "a column", count, what)
+
+
+def finite(values: pa.Array) -> pa.Array:
+    """Floats with every infinity and NaN (a number beyond a double, or an overflowing sum)
+    turned NULL."""
+    ok = pc.is_finite(values)
+    if pc.all(ok).as_py() is False:
+        return pc.if_else(ok, values, pa.scalar(None, values.type))
+    return values
+
+
 def _to_float(value: Any) -> float | None:
     if value is None or isinstance(value, bool):
         return None
@@ -75,8 +100,9 @@ _NUMBER_RE = r"^[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?$"
 _INT_RE = r"^[-+]?\d+$"
 
 
-def float_array(values: Sequence[Any] | pa.Array) -> pa.Array:
-    """Decimal strings → float64; anything that is not a plain number → NULL.
+def float_array(values: Sequence[Any] | pa.Array, column: str | None = None) -> pa.Array:
+    """Decimal strings → float64; anything that is not a plain number → NULL, and so is a
+    number beyond a double ("1e400": the cast would give infinity).
 
     Data sets mix numbers with lists ("USD0,USD0.44,...") in one column, so unparseable values
     are masked out with one vectorised regex instead of failing the cast."""
@@ -85,10 +111,26 @@ def float_array(values: Sequence[Any] | pa.Array) -> pa.Array:
     except (pa.ArrowInvalid, pa.ArrowTypeError):
         return pa.array([_to_float(v) for v in values], _F64)  # non-string scalars: rare
     ok = pc.match_substring_regex(strings, _NUMBER_RE)
-    return pc.if_else(ok, strings, pa.scalar(None, pa.string())).cast(_F64)
+    numbers = pc.if_else(ok, strings, pa.scalar(None, pa.string())).cast(_F64)
+    checked = finite(numbers)
+    if checked is not numbers:
+        _out_of_range(column, checked.null_count - numbers.null_count, "beyond a double")
+    return checked
+
+
+_INT_TEXT = re.compile(r"[-+]?\d+")
 
 
 def _to_int(value: Any) -> int | None:
+    """A served value as an integer: an integer string or number exactly (a float would round
+    one beyond 2**53), any other number truncated; else ``None``."""
+    if type(value) is int:
+        return value
+    if type(value) is str and _INT_TEXT.fullmatch(value.strip()):
+        try:
+            return int(value)
+        except ValueError:  # more than 4,300 digits: Python refuses, and no column holds it
+            return None
     number = _to_float(value)
     if number is None:
         return None
@@ -98,8 +140,15 @@ def _to_int(value: Any) -> int | None:
         return None
 
 
-def int_array(values: Sequence[Any] | pa.Array, dtype: pa.DataType = _I64) -> pa.Array:
-    """Integer strings → int; anything else that is a number is truncated; else NULL."""
+def int_array(
+    values: Sequence[Any] | pa.Array,
+    dtype: pa.DataType = _I64,
+    column: str | None = None,
+    *,
+    bounds: tuple[int, int] | None = None,
+) -> pa.Array:
+    """Integer strings → int; anything else that is a number is truncated; else NULL. A number
+    beyond ``dtype`` (or ``bounds``) is NULL, with a warning."""
     try:
         strings = _strings(values)
         if pc.all(pc.match_substring_regex(strings, _INT_RE)).as_py() is not False:
@@ -107,13 +156,27 @@ def int_array(values: Sequence[Any] | pa.Array, dtype: pa.DataType = _I64) -> pa
     except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):
         pass
     out = [_to_int(v) for v in _pylist(values)]
-    lo, hi = (-(2**31), 2**31 - 1) if dtype == pa.int32() else (-(2**63), 2**63 - 1)
-    return pa.array([v if v is None or lo <= v <= hi else None for v in out], dtype)
+    lo, hi = bounds or ((-(2**31), 2**31 - 1) if dtype == pa.int32() else (-(2**63), 2**63 - 1))
+    kept = [v if v is None or lo <= v <= hi else None for v in out]
+    _out_of_range(column, sum(1 for v in out if v is not None) - sum(1 for v in kept if v is not None), "out of range")
+    return pa.array(kept, dtype)
 
 
-def time_array(values: Sequence[Any] | pa.Array) -> pa.Array:
-    """Epoch seconds (strings) → timestamp[s, UTC]."""
-    return int_array(values).cast(TS)
+def time_array(values: Sequence[Any] | pa.Array, column: str | None = None) -> pa.Array:
+    """Epoch seconds (strings) → timestamp[s, UTC]; outside the years 1–9999 → NULL, with a
+    warning."""
+    seconds = int_array(values, column=column, bounds=(MIN_EPOCH_S, MAX_EPOCH_S))
+    in_range = pc.and_(pc.greater_equal(seconds, MIN_EPOCH_S), pc.less_equal(seconds, MAX_EPOCH_S))
+    if pc.all(in_range).as_py() is False:
+        kept = pc.if_else(in_range, seconds, pa.scalar(None, _I64))
+        _out_of_range(column, kept.null_count - seconds.null_count, "outside the years 1-9999")
+        seconds = kept
+    return seconds.cast(TS)
+
+
+def epoch_in_range(seconds: float) -> bool:
+    """Whether epoch seconds lie in the years 1–9999 (see ``time_array``)."""
+    return MIN_EPOCH_S <= seconds <= MAX_EPOCH_S
 
 
 def bool_array(values: Sequence[Any]) -> pa.Array:
@@ -152,8 +215,14 @@ def attributes(raw: Any) -> dict[str, str]:
     return {k[1:]: t for k, v in raw.items() if k[:1] == "@" and (t := text(v)) is not None}
 
 
-def dumps(raw: Any) -> str:
-    return orjson.dumps(raw, option=orjson.OPT_SORT_KEYS).decode()
+def dumps(raw: Any, path: str = "a record") -> str:
+    """A raw subtree as JSON text (``raw_json`` columns). Its nesting is checked first: orjson
+    stops at 255 levels with a ``TypeError``, and an XML body could never be that deep."""
+    check_nesting(raw, path)
+    try:
+        return orjson.dumps(raw, option=orjson.OPT_SORT_KEYS).decode()
+    except orjson.JSONEncodeError as exc:  # a value JSON cannot hold (a tree not read by `tree`)
+        raise MalformedPayload(f"{path}: cannot be written back as JSON ({type(exc).__name__})") from None
 
 
 def epoch_seconds(value: datetime | int | float | str | None) -> int | None:
@@ -209,8 +278,8 @@ def dict_runs(values: Sequence[Any], counts: Sequence[int] | pa.Array) -> pa.Dic
 
 
 def usd(amount: pa.Array, rate: pa.Array) -> pa.Array:
-    """amount / rate, NULL where either is NULL (reference §2.3)."""
-    return pc.divide(amount, rate)
+    """amount / rate, NULL where either is NULL (reference §2.3) or the quotient overflows."""
+    return finite(pc.divide(amount, rate))
 
 
 def rate_missing(amounts: Iterable[pa.Array], rate: pa.Array) -> pa.Array:

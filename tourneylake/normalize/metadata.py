@@ -3,6 +3,11 @@
 Only ``Currency/@rate`` is documented (reference §2.3); the rest of the shape comes from the
 recorded real response (service-notes §3). Every group is optional: a missing group gives an
 empty table, a lone child given as a bare object reads like a list of one.
+
+Everything is read through :class:`~tourneylake.tree.Node`, so structural garbage (an object
+where an attribute's value must be, nesting beyond any real answer) raises
+:class:`~tourneylake.tree.MalformedPayload` naming the element; a rate that is no finite
+positive number is unknown (NULL), never a wrong conversion.
 """
 
 from __future__ import annotations
@@ -17,7 +22,7 @@ import pyarrow as pa
 
 from tourneylake.normalize import _columns as C
 from tourneylake.normalize.schemas import SCHEMAS
-from tourneylake.tree import MalformedPayload, Node
+from tourneylake.tree import MalformedPayload, Node, check_value, element_path
 
 __all__ = [
     "Rates",
@@ -190,13 +195,15 @@ def _networks(payload: Node, snapshot_date: date) -> pa.Table:
         for key, value in raw.items():
             if key in _NETWORK_KNOWN:
                 continue
+            if key[:1] == "@":
+                check_value(value, f"{n.path}/{element_path([key])}")
             t = C.text(value)
             if t is not None:
                 extra[key.lstrip("@")] = t
         cols["extra"].append(extra)
     schema = SCHEMAS["networks"]
     arrays: dict[str, Any] = dict(cols)
-    arrays["tracked_games_count"] = C.int_array(cols["tracked_games_count"])
+    arrays["tracked_games_count"] = C.int_array(cols["tracked_games_count"], column="networks.tracked_games_count")
     arrays["skins"] = pa.array(cols["skins"], schema.field("skins").type)
     arrays["extra"] = C.map_array(cols["extra"])
     return _table("networks", arrays, len(rows), snapshot_date)

@@ -16,6 +16,13 @@ flag splitting, and columns that are constant for a whole summary (network, play
 currency) are expanded from one value per summary with a ``take``. A caller must not mutate a
 response's tree between :meth:`~SummaryNormalizer.add` and :meth:`~SummaryNormalizer.flush`.
 
+Broken payloads: :meth:`~SummaryNormalizer.add` checks each payload before it keeps anything
+(every attribute and text it keeps must be a value, not an object or a list) and raises only
+:class:`~tourneylake.tree.MalformedPayload`, leaving the batch exactly as it was; so
+:meth:`~SummaryNormalizer.flush` never fails because of one player's answer. A value that
+parses but is out of range (an epoch beyond the year 9999, a number beyond a double or its
+integer column) is NULL at flush, with a logged warning.
+
 Shape (service-notes §2)::
 
     Response/PlayerResponse/PlayerView
@@ -34,6 +41,7 @@ A repeatable child may come as a list, as a bare object (when alone) or as ``""`
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from datetime import date, datetime
 from itertools import chain
 from operator import methodcaller
@@ -46,7 +54,7 @@ import pyarrow.compute as pc
 from tourneylake.normalize import _columns as C
 from tourneylake.normalize.metadata import Rates
 from tourneylake.normalize.schemas import SCHEMAS, STR_MAP
-from tourneylake.tree import MalformedPayload, Node
+from tourneylake.tree import MalformedPayload, Node, check_value, element_path
 
 __all__ = ["SUMMARY_TABLES", "SummaryNormalizer"]
 
@@ -132,10 +140,104 @@ def _first(value: Any) -> dict[str, Any] | None:
 
 
 def _s(value: Any) -> str | None:
-    """A served attribute as a string; ``""`` counts as absent."""
+    """A served attribute as a string; ``""`` counts as absent. At flush only: by then
+    :meth:`SummaryNormalizer.add` has checked that every kept attribute is a value."""
     if value is None or value == "":
         return None
     return value if type(value) is str else C.text(value)
+
+
+# Element paths named in the messages of MalformedPayload.
+_P_VIEW = "Response/PlayerResponse/PlayerView"
+_P_PLAYER = _P_VIEW + "/Player"
+_P_STATS = _P_PLAYER + "/Statistics"
+_P_SET = _P_STATS + "/StatisticalDataSet"
+_P_TOURNAMENT = _P_PLAYER + "/RecentTournaments/Tournament"
+_CONTAINERS = frozenset({dict, list})
+
+
+def _value(value: Any, where: str) -> str | None:
+    """A served attribute as a string (``""`` is absent); an object or a list is garbage."""
+    if value is None or value == "":
+        return None
+    if type(value) is str:
+        return value
+    check_value(value, where)
+    return C.text(value)
+
+
+def _element_text(value: Any, where: str) -> str | None:
+    """A text element's text: ``"x"``, or ``{"@a": ..., "$": "x"}`` when it has attributes."""
+    if type(value) is list:
+        value = value[0] if value else None
+    if type(value) is dict:
+        return _value(value.get("$"), where + "/$")
+    return _value(value, where)
+
+
+def _check_values(raws: list[dict[str, Any]], where: str) -> None:
+    """Every attribute and text of these raw elements is a value. One pass over the types in C
+    first (a summary keeps ~350 of them); the element and attribute are looked for only when
+    an object or a list is among them (it may still be a child element, which is allowed)."""
+    if _CONTAINERS.isdisjoint(map(type, chain.from_iterable(map(dict.values, raws)))):
+        return
+    for index, raw in enumerate(raws):
+        _check_attributes(raw, f"{where}[{index}]")
+
+
+def _check_attributes(raw: dict[str, Any], where: str) -> None:
+    for key, value in raw.items():
+        if (type(value) is dict or type(value) is list) and (key[:1] == "@" or key == "$"):
+            check_value(value, f"{where}/{element_path([key])}")
+
+
+def _entries(tournament: dict[str, Any]) -> list[Any]:
+    entries = tournament.get("TournamentEntry")
+    return [entries] if type(entries) is dict else C.items(entries)
+
+
+def _check_tournaments(tournaments: list[Any]) -> None:
+    """Every attribute of the tournaments and their entries is a value. As in `_check_values`
+    one pass over the types in C first, where a tournament's one expected container is its
+    TournamentEntry; the precise search (and the path) only when there is another."""
+    kept = [t for t in tournaments if type(t) is dict]
+    types = list(map(type, chain.from_iterable(map(dict.values, kept))))
+    entries = [t.get("TournamentEntry") for t in kept]
+    expected = sum(1 for e in entries if type(e) is dict or type(e) is list)
+    flat = [e for t in kept for e in _entries(t) if type(e) is dict]
+    if types.count(dict) + types.count(list) == expected and _CONTAINERS.isdisjoint(
+        map(type, chain.from_iterable(map(dict.values, flat)))
+    ):
+        return
+    for index, t in enumerate(tournaments):
+        if type(t) is dict:
+            _check_attributes(t, f"{_P_TOURNAMENT}[{index}]")
+            for e in _entries(t):
+                if type(e) is dict:
+                    _check_attributes(e, f"{_P_TOURNAMENT}[{index}]/TournamentEntry")
+
+
+def _value_strings(values: list[Any], where: str) -> pa.Array:
+    """Served values as a string column; an object or a list among them is garbage."""
+    try:
+        return pa.array(values, _STR)
+    except (pa.ArrowInvalid, pa.ArrowTypeError):
+        for value in values:
+            check_value(value, where)
+        return C.str_array(values)
+
+
+# Columns of one summary's data set points, converted at add (see `_ds_chunks`), with the
+# element path of each for messages.
+_DS_PATHS = (
+    _P_SET + "/@id",
+    None,
+    _P_SET + "/Data/@x",
+    _P_SET + "/Data/@z",
+    None,
+    _P_SET + "/Data/Y/@id",
+    _P_SET + "/Data/Y/$",
+)
 
 
 def _fields(raws: list[dict[str, Any]], struct: pa.StructType) -> dict[str, Any]:
@@ -227,6 +329,24 @@ def _read_set_tolerant(datas: list[Any]) -> _SetColumns:
         zs.append(d.get("@z"))
         runs.append(len(ys))
     return series, values, xs, zs, runs
+
+
+@dataclass(slots=True)
+class _Tournaments:
+    """One summary's recent tournaments and entries, read and checked, not yet kept."""
+
+    count: int = 0
+    seen: set[tuple[str, str]] = field(default_factory=set)
+    seen_entries: set[tuple[str, str, str]] = field(default_factory=set)
+    keys: list[tuple[str, str]] = field(default_factory=list)
+    raws: list[dict[str, Any]] = field(default_factory=list)
+    extras: list[dict[str, str]] = field(default_factory=list)
+    entry_keys: list[tuple[str, str, str]] = field(default_factory=list)
+    entry_raws: list[dict[str, Any]] = field(default_factory=list)
+    entry_tournaments: list[dict[str, Any]] = field(default_factory=list)
+
+
+_NO_TOURNAMENTS = _Tournaments()  # never mutated: `add` only reads it
 
 
 class SummaryNormalizer:
@@ -330,69 +450,94 @@ class SummaryNormalizer:
         window: str = "as_of",
         anchored: bool = False,
     ) -> None:
-        """Append one player-summary response (the ``Response`` root, success only)."""
-        root = response.raw if type(response.raw) is dict else {}
+        """Append one player-summary response (the ``Response`` root, success only).
+
+        Raises :class:`~tourneylake.tree.MalformedPayload` for an answer that is no summary
+        or holds structural garbage, and then keeps nothing of it: everything is read and
+        checked first and appended only at the end, so the batch is exactly as before the call.
+        """
         if response.name != "Response":
-            raise MalformedPayload(f"expected the Response root, got {response.name!r}")
-        if str(root.get("@success", "true")).lower() == "false":
+            raise MalformedPayload(f"expected the Response root, got {element_path([response.name])!r}")
+        root = response.raw if type(response.raw) is dict else {}
+        success = _value(root.get("@success"), "Response/@success")
+        if success is not None and success.lower() == "false":
             raise MalformedPayload("an error response is not a player summary (normalise only successful calls)")
         payload = _first(root.get("PlayerResponse"))
         view = _first(payload.get("PlayerView")) if payload else None
         p = _first(view.get("Player")) if view else None
         stats = _first(p.get("Statistics")) if p else None
-        currency = _s(stats.get("@displayCurrency")) if stats else None
-        filter_name = filter_name or ""
-
-        snap = self._snap
-        snap["network"].append(network)
-        snap["player"].append(player)
-        snap["filter_name"].append(filter_name)
-        snap["filter_expression"].append(filter_expression or "")
-        snap["filter_sent"].append(filter_expression or "" if filter_sent is None else filter_sent)
-        snap["filter_window"].append(window)
-        snap["anchored"].append(anchored)
-        snap["served_filter"].append(_s(view.get("Filter")) if view else None)
-        snap["found"].append(p is not None)
-        snap["served_name"].append(_s(p.get("@name")) if p else None)
-        snap["country"].append(_s(p.get("@country")) if p else None)
-        snap["country_name"].append(_s(p.get("@countryName")) if p else None)
-        snap["last_activity_at"].append(_s(p.get("@lastActivity")) if p else None)
-        snap["display_currency"].append(currency)
-        snap["display_usd_rate"].append(self.rates.rate(currency))
-        snap["server_time"].append(_s(root.get("@timestamp")))
-        snap["metadata_hash"].append(_s(root.get("@metadataHash")))
-        snap["fetched_at"].append(C.epoch_seconds(fetched_at))
-
-        n_stats = n_sets = n_events = 0
-        if stats is not None:
-            n_stats = self._add_statistics(stats)
-            n_sets = self._add_datasets(stats)
-            n_events = self._add_timeline(stats)
-        snap["statistic_count"].append(n_stats)
-        self._stat_runs.append(n_stats)
-        self._set_runs.append(n_sets)
-        self._event_runs.append(n_events)
-
+        currency = _value(stats.get("@displayCurrency"), _P_STATS + "/@displayCurrency") if stats else None
+        snapshot = {
+            "network": network,
+            "player": player,
+            "filter_name": filter_name or "",
+            "filter_expression": filter_expression or "",
+            "filter_sent": filter_expression or "" if filter_sent is None else filter_sent,
+            "filter_window": window,
+            "anchored": anchored,
+            "served_filter": _element_text(view.get("Filter"), _P_VIEW + "/Filter") if view else None,
+            "found": p is not None,
+            "served_name": _value(p.get("@name"), _P_PLAYER + "/@name") if p else None,
+            "country": _value(p.get("@country"), _P_PLAYER + "/@country") if p else None,
+            "country_name": _value(p.get("@countryName"), _P_PLAYER + "/@countryName") if p else None,
+            "last_activity_at": _value(p.get("@lastActivity"), _P_PLAYER + "/@lastActivity") if p else None,
+            "display_currency": currency,
+            "display_usd_rate": self.rates.rate(currency),
+            "server_time": _value(root.get("@timestamp"), "Response/@timestamp"),
+            "metadata_hash": _value(root.get("@metadataHash"), "Response/@metadataHash"),
+            "fetched_at": C.epoch_seconds(fetched_at),
+        }
+        statistics = self._read_statistics(stats) if stats is not None else []
+        datasets = self._read_datasets(stats) if stats is not None else None
+        events = self._read_timeline(stats) if stats is not None else []
         recent = _first(p.get("RecentTournaments")) if p else None
-        n_tournaments = self._add_tournaments(recent, network, player) if recent else 0
-        snap["tournament_count"].append(n_tournaments)
+        tournaments = self._read_tournaments(recent, network, player) if recent else _NO_TOURNAMENTS
 
-    def _add_statistics(self, stats: dict[str, Any]) -> int:
+        # Nothing above touched the batch; from here on nothing raises.
+        n_sets = 0
+        if datasets is not None:
+            n_sets = len(datasets[5])
+            for chunks, column in zip(self._ds_chunks, datasets, strict=True):
+                chunks.append(column)
+        snapshot["statistic_count"] = len(statistics)
+        snapshot["tournament_count"] = tournaments.count
+        snap = self._snap
+        for key, value in snapshot.items():
+            snap[key].append(value)
+        self._st_raw += statistics
+        self._stat_runs.append(len(statistics))
+        self._set_runs.append(n_sets)
+        self._ev_raw += events
+        self._event_runs.append(len(events))
+        self._seen_tournaments |= tournaments.seen
+        self._seen_entries |= tournaments.seen_entries
+        self._t_keys += tournaments.keys
+        self._t_raw += tournaments.raws
+        self._t_extra += tournaments.extras
+        self._e_keys += tournaments.entry_keys
+        self._e_raw += tournaments.entry_raws
+        self._e_t += tournaments.entry_tournaments
+
+    @staticmethod
+    def _read_statistics(stats: dict[str, Any]) -> list[dict[str, Any]]:
         found = C.items(stats.get("Statistic"))
         for s in found:
             if type(s) is not dict:
                 found = [s for s in found if type(s) is dict]
                 break
-        self._st_raw += found
-        return len(found)
+        _check_values(found, _P_STATS + "/Statistic")
+        return found
 
-    def _add_datasets(self, stats: dict[str, Any]) -> int:
-        # The hottest loop: a summary holds ~650 data points and ~1,600 values. Per value only
-        # the series id and the value are collected; data set id / x / z once per set or point
-        # with a repeat count; types are looked up vectorised at flush. The fast path indexes the
-        # JSON lists directly (plain loops beat map/methodcaller on 3.11); a set with any odd
-        # shape (a lone Y as a bare object in XML, a Y without a value, ...) is re-read with the
-        # tolerant path, with the same result.
+    @staticmethod
+    def _read_datasets(stats: dict[str, Any]) -> list[pa.Array] | None:
+        """This summary's data set columns (see ``_ds_chunks``), or ``None`` when it has none.
+
+        The hottest loop: a summary holds ~650 data points and ~1,600 values. Per value only
+        the series id and the value are collected; data set id / x / z once per set or point
+        with a repeat count; types are looked up vectorised at flush. The fast path indexes the
+        JSON lists directly (plain loops beat map/methodcaller on 3.11); a set with any odd
+        shape (a lone Y as a bare object in XML, a Y without a value, ...) is re-read with the
+        tolerant path, with the same result."""
         ids: list[Any] = []
         id_runs: list[int] = []
         xs: list[Any] = []
@@ -417,50 +562,56 @@ class SummaryNormalizer:
                 point_runs += p_runs
                 ids.append(ds.get("@id"))
                 id_runs.append(len(p_series))
-        n = len(series)
-        if n:
-            for chunks, column, dtype in zip(
-                self._ds_chunks, (ids, id_runs, xs, zs, point_runs, series, values), _DS_TYPES, strict=True
-            ):
-                chunks.append(C.str_array(column) if dtype == _STR else pa.array(column, dtype))
-        return n
+        if not series:
+            return None
+        # Converted per summary (strings checked to be values on the way), all before any is kept.
+        return [
+            _value_strings(column, where) if dtype == _STR else pa.array(column, dtype)
+            for column, dtype, where in zip((ids, id_runs, xs, zs, point_runs, series, values), _DS_TYPES, _DS_PATHS, strict=True)
+        ]
 
-    def _add_timeline(self, stats: dict[str, Any]) -> int:
+    @staticmethod
+    def _read_timeline(stats: dict[str, Any]) -> list[dict[str, Any]]:
         timeline = _first(stats.get("Timeline"))
         if timeline is None:
-            return 0
+            return []
         events = C.items(timeline.get("Event"))
         for e in events:
             if type(e) is not dict:
                 events = [e for e in events if type(e) is dict]
                 break
-        self._ev_raw += events  # every column (and the attributes map) is built at flush
-        return len(events)
+        _check_values(events, _P_STATS + "/Timeline/Event")
+        return events  # every column (and the attributes map) is built at flush
 
-    def _add_tournaments(self, recent: dict[str, Any], network: str, player: str) -> int:
+    def _read_tournaments(self, recent: dict[str, Any], network: str, player: str) -> _Tournaments:
         # Only the keys (for the night's dedup) are read here; the attributes are converted
-        # from the raw dicts at flush.
+        # from the raw dicts at flush. Keys new to the night are collected in `out.seen` and
+        # join the normaliser's own sets only once the whole payload has been read.
         seen_t, seen_e = self._seen_tournaments, self._seen_entries
-        t_keys, t_raw, t_extra = self._t_keys.append, self._t_raw.append, self._t_extra.append
-        e_keys, e_raw, e_t = self._e_keys.append, self._e_raw.append, self._e_t.append
+        out = _Tournaments()
+        new_t, new_e = out.seen, out.seen_entries
+        t_keys, t_raw, t_extra = out.keys.append, out.raws.append, out.extras.append
+        e_keys, e_raw, e_t = out.entry_keys.append, out.entry_raws.append, out.entry_tournaments.append
         folded = player.casefold()
         known = _TOURNAMENT_KEYS.issuperset
         n = 0
-        for t in C.items(recent.get("Tournament")):
+        tournaments = C.items(recent.get("Tournament"))
+        _check_tournaments(tournaments)
+        for index, t in enumerate(tournaments):
             if type(t) is not dict:
                 continue
             n += 1
             tid = t.get("@id")
             if type(tid) is not str or not tid:
-                tid = _s(tid)
+                tid = _value(tid, f"{_P_TOURNAMENT}[{index}]/@id")
                 if tid is None:
                     continue  # no key: nothing to attach it to
             net = t.get("@network")
             if type(net) is not str or not net:
-                net = _s(net) or network
+                net = _value(net, f"{_P_TOURNAMENT}[{index}]/@network") or network
             key = (net, tid)
-            if key not in seen_t:
-                seen_t.add(key)
+            if key not in seen_t and key not in new_t:
+                new_t.add(key)
                 t_keys(key)
                 t_raw(t)
                 t_extra(
@@ -468,22 +619,22 @@ class SummaryNormalizer:
                     if known(t)
                     else {k[1:]: C.text(v) for k, v in sorted(t.items()) if k[:1] == "@" and k not in _TOURNAMENT_ATTRS}
                 )
-            entries = t.get("TournamentEntry")
-            for e in (entries,) if type(entries) is dict else C.items(entries):
+            for e in _entries(t):
                 if type(e) is not dict:
                     continue
                 served = e.get("@playerName")
                 if type(served) is not str or not served:
-                    served = _s(served)
+                    served = _value(served, f"{_P_TOURNAMENT}[{index}]/TournamentEntry/@playerName")
                 who = player if served is None or served.casefold() == folded else served
                 ekey = (net, tid, who)
-                if ekey in seen_e:
+                if ekey in seen_e or ekey in new_e:
                     continue
-                seen_e.add(ekey)
+                new_e.add(ekey)
                 e_keys(ekey)
                 e_raw(e)
                 e_t(t)
-        return n
+        out.count = n
+        return out
 
     # ------------------------------------------------------------------ flush
     def flush(self) -> dict[str, pa.Table]:
@@ -524,12 +675,12 @@ class SummaryNormalizer:
             "found": pa.array(s["found"], pa.bool_()),
             "country": C.str_array(s["country"]),
             "country_name": C.str_array(s["country_name"]),
-            "last_activity_at": C.time_array(s["last_activity_at"]),
+            "last_activity_at": C.time_array(s["last_activity_at"], "player_snapshots.last_activity_at"),
             "display_currency": C.str_array(s["display_currency"]),
             "display_usd_rate": pa.array(s["display_usd_rate"], _F64),
             "statistic_count": pa.array(s["statistic_count"], _I32),
             "tournament_count": pa.array(s["tournament_count"], _I32),
-            "server_time": C.time_array(s["server_time"]),
+            "server_time": C.time_array(s["server_time"], "player_snapshots.server_time"),
             "metadata_hash": C.str_array(s["metadata_hash"]),
             "fetched_at": pa.array(s["fetched_at"], pa.int64()).cast(schema.field("fetched_at").type),
         }
@@ -550,8 +701,8 @@ class SummaryNormalizer:
         }
 
     @staticmethod
-    def _typed_values(typ: pa.Array, values: pa.Array, rate: pa.Array) -> dict[str, pa.Array]:
-        number = C.float_array(values)
+    def _typed_values(typ: pa.Array, values: pa.Array, rate: pa.Array, table: str) -> dict[str, pa.Array]:
+        number = C.float_array(values, f"{table}.value_number")
         is_string = pc.fill_null(pc.equal(typ, "String"), False)
         number = pc.if_else(is_string, pa.scalar(None, _F64), number)
         is_money = pc.fill_null(pc.equal(typ, "Currency"), False)
@@ -572,8 +723,8 @@ class SummaryNormalizer:
             names = pa.array(list(types), _STR)
             typ = pa.array(list(types.values()), _STR).take(pc.index_in(ids, value_set=names))
         else:
-            typ = pa.array([types.get(sid) for sid in ids], _STR)
-            ids = C.str_array(ids)
+            ids = C.str_array(ids)  # JSON numbers read like their string spelling
+            typ = pa.array([types.get(sid) for sid in ids.to_pylist()], _STR)
         typ = typ.dictionary_encode()
         if isinstance(raw_values, pa.Array):
             values = pc.if_else(pc.equal(raw_values, ""), pa.scalar(None, _STR), raw_values)
@@ -583,7 +734,7 @@ class SummaryNormalizer:
             authorized = pc.invert(pc.equal(pc.utf8_lower(auth), "false")).fill_null(True)
         else:
             authorized = pa.array([a is None or str(a).lower() != "false" for a in auth], pa.bool_())
-        typed = self._typed_values(typ, values, keys["_rate"])
+        typed = self._typed_values(typ, values, keys["_rate"], "player_statistics")
         schema = SCHEMAS["player_statistics"]
         time_values = pc.if_else(typed["_is_time"], values, pa.scalar(None, _STR))
         cols = {
@@ -592,7 +743,7 @@ class SummaryNormalizer:
             "statistic": ids,
             "type": typ,
             "value": values,
-            "value_time": C.time_array(time_values),
+            "value_time": C.time_array(time_values, "player_statistics.value_time"),
             "authorized": authorized,
         }
         return pa.Table.from_arrays([cols[f.name] for f in schema], schema=schema)
@@ -609,7 +760,7 @@ class SummaryNormalizer:
         table = pa.array([self._type_code.get((d, s)) for d in dataset.dictionary.to_pylist() for s in self._series_names], _I32)
         combined = pc.add(pc.multiply(dataset.indices, width), pc.index_in(series, value_set=self._series_name_set))
         typ = pa.DictionaryArray.from_arrays(table.take(combined), self._series_type_names)
-        typed = self._typed_values(typ, values, keys["_rate"])
+        typed = self._typed_values(typ, values, keys["_rate"], "player_datasets")
         schema = SCHEMAS["player_datasets"]
         cols = {
             **keys,
@@ -632,7 +783,7 @@ class SummaryNormalizer:
         col = {name: ev[key] for name, key in _EVENT_COLUMNS.items()}
         schema = SCHEMAS["player_timeline"]
         currency = _str(col["currency"])
-        prize = C.float_array(col["prize"])
+        prize = C.float_array(col["prize"], "player_timeline.prize")
         rate = self._rate_col(currency)
         prize_usd = C.usd(prize, rate)
         cols = {
@@ -642,17 +793,17 @@ class SummaryNormalizer:
             "filter_name": self._per_player("filter_name", runs),
             "event_id": _str(col["event_id"]),
             "category": _str(col["category"]),
-            "event_at": C.time_array(col["event_at"]),
+            "event_at": C.time_array(col["event_at"], "player_timeline.event_at"),
             "code": _str(col["code"]),
             "name": _str(col["name"]),
             "description": _str(col["description"]),
-            "points": C.int_array(col["points"], _I32),
-            "priority": C.int_array(col["priority"], _I32),
+            "points": C.int_array(col["points"], _I32, "player_timeline.points"),
+            "priority": C.int_array(col["priority"], _I32, "player_timeline.priority"),
             "is_negative": _bools(col["is_negative"]),
             "game_id": _str(col["game_id"]),
             "tournament_name": _str(col["tournament_name"]),
-            "position": C.int_array(col["position"], _I32),
-            "entrants": C.int_array(col["entrants"], _I32),
+            "position": C.int_array(col["position"], _I32, "player_timeline.position"),
+            "entrants": C.int_array(col["entrants"], _I32, "player_timeline.entrants"),
             "currency": currency,
             "prize": prize,
             "prize_usd": prize_usd,
@@ -680,7 +831,7 @@ class SummaryNormalizer:
         currency = _blank_null(t["@currency"])
         rate = self._rate_col(currency)
         money = {
-            k: C.float_array(t[a])
+            k: C.float_array(t[a], f"tournaments.{k}")
             for k, a in (
                 ("stake", "@stake"),
                 ("rake", "@rake"),
@@ -689,20 +840,20 @@ class SummaryNormalizer:
                 ("overlay", "@overlay"),
             )
         }
-        buy_in = pc.add(money["stake"], money["rake"])
+        buy_in = C.finite(pc.add(money["stake"], money["rake"]))  # two huge amounts overflow
         cols: dict[str, pa.Array] = {
             "snapshot_date": self._date_col(n),
             "network": C.str_array(nets),
             "tournament_id": C.str_array(ids),
             "name": _str(t["@name"]),
-            "started_at": C.time_array(t["@date"]),
-            "duration_s": C.int_array(t["@duration"]),
+            "started_at": C.time_array(t["@date"], "tournaments.started_at"),
+            "duration_s": C.int_array(t["@duration"], column="tournaments.duration_s"),
             "currency": currency,
             "buy_in": buy_in,
             "buy_in_usd": C.usd(buy_in, rate),
-            "re_entries": C.int_array(t["@reEntries"], _I32),
-            "total_entrants": C.int_array(t["@totalEntrants"], _I32),
-            "players_per_table": C.int_array(t["@playersPerTable"], _I32),
+            "re_entries": C.int_array(t["@reEntries"], _I32, "tournaments.re_entries"),
+            "total_entrants": C.int_array(t["@totalEntrants"], _I32, "tournaments.total_entrants"),
+            "players_per_table": C.int_array(t["@playersPerTable"], _I32, "tournaments.players_per_table"),
             "game": _str(t["@game"]),
             "game_class": _str(t["@gameClass"]),
             "structure": _str(t["@structure"]),
@@ -725,21 +876,21 @@ class SummaryNormalizer:
         t = _fields(self._e_t, _ET_STRUCT)
         currency = _blank_null(t["@currency"])
         rate = self._rate_col(currency)
-        prize = C.float_array(e["@prize"])
-        stake = C.float_array(t["@stake"])
-        rake = C.float_array(t["@rake"])
+        prize = C.float_array(e["@prize"], "tournament_entries.prize")
+        stake = C.float_array(t["@stake"], "tournament_entries.stake")
+        rake = C.float_array(t["@rake"], "tournament_entries.rake")
         # A player who did not cash has no @prize: their result is −(stake + rake).
-        profit = pc.subtract(pc.subtract(prize.fill_null(0.0), stake), rake)
+        profit = C.finite(pc.subtract(pc.subtract(prize.fill_null(0.0), stake), rake))
         cols = {
             "snapshot_date": self._date_col(n),
             "network": C.str_array(nets),
             "tournament_id": C.str_array(ids),
             "player": C.str_array(players),
-            "position": C.int_array(e["@position"], _I32),
+            "position": C.int_array(e["@position"], _I32, "tournament_entries.position"),
             "cashed": pc.fill_null(pc.greater(prize, 0.0), False),
             "prize": prize,
             "prize_usd": C.usd(prize, rate),
-            "multientries": C.int_array(e["@multientries"], _I32),
+            "multientries": C.int_array(e["@multientries"], _I32, "tournament_entries.multientries"),
             "currency": currency,
             "stake": stake,
             "rake": rake,
