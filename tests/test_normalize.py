@@ -18,6 +18,7 @@ from tourneylake.normalize import (
     TABLES,
     Rates,
     SummaryNormalizer,
+    axis_types,
     normalize_countries,
     normalize_metadata,
     normalize_news,
@@ -56,7 +57,7 @@ def rated_metadata() -> tree.Node:
 
 
 def normalizer(meta: tree.Node) -> SummaryNormalizer:
-    return SummaryNormalizer(NIGHT, Rates.from_response(meta), statistic_types(meta), series_types(meta))
+    return SummaryNormalizer(NIGHT, Rates.from_response(meta), statistic_types(meta), series_types(meta), axis_types(meta))
 
 
 def normalize_one(meta: tree.Node, node: tree.Node, **kw) -> dict[str, pa.Table]:
@@ -216,6 +217,17 @@ def test_datasets_and_timeline(metadata: tree.Node, summary_body: bytes) -> None
     assert len(prizes) == 13 and prizes[0]["game_id"] == "582610452" and prizes[0]["prize"] == pytest.approx(16.79)
     assert prizes[0]["prize_usd"] == pytest.approx(16.79)
     assert dict(events[0]["attributes"])["code"] == "2d"
+
+
+def test_dataset_axes_are_typed_by_metadata_and_kept_as_served(metadata: tree.Node, summary_body: bytes) -> None:
+    rows = normalize_one(metadata, tree.parse(summary_body, "json"))["player_datasets"].to_pylist()
+    month = next(r for r in rows if r["dataset"] == "ByMonth")  # xAxisType Timestamp: epoch seconds
+    assert month["x"] == "1341100800" and month["x_time"] == datetime(2012, 7, 1, tzinfo=UTC) and month["x_number"] is None
+    hour = next(r for r in rows if r["dataset"] == "ByHourOfWeek" and r["x"] == "13")  # Number
+    assert hour["x_number"] == 13.0 and hour["x_time"] is None
+    stake = next(r for r in rows if r["dataset"] == "ByStake")  # String: only the value as served
+    assert stake["x"] == "USD0.91" and stake["x_time"] is None and stake["x_number"] is None
+    assert all(r["x"] is not None for r in rows)
 
 
 def test_usd_conversion_with_rates(rated_metadata: tree.Node, summary_body: bytes) -> None:

@@ -208,7 +208,9 @@ class SummarySink:
         self.night = night
         self.stack = stack
         self.batch_size = batch_size
-        self.normalizer = SummaryNormalizer(night, in_force.rates, in_force.statistic_types, in_force.series_types)
+        self.normalizer = SummaryNormalizer(
+            night, in_force.rates, in_force.statistic_types, in_force.series_types, in_force.axis_types
+        )
         self.writers: dict[str, PartitionWriter] = {}
         self.pending = 0
         self.rows: dict[str, int] = {}

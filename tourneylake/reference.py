@@ -16,7 +16,7 @@ import pyarrow as pa
 
 from tourneylake.filters import ConstraintDefinition, FilterCatalog
 from tourneylake.lake import Lake
-from tourneylake.normalize.metadata import Rates, series_types, statistic_types
+from tourneylake.normalize.metadata import Rates, axis_types, series_types, statistic_types
 
 __all__ = ["InForce"]
 
@@ -62,6 +62,11 @@ class InForce:
     def series_types(self) -> dict[tuple[str, str], str]:
         table = self.table("dataset_definitions")
         return series_types(table) if table is not None else {}
+
+    @cached_property
+    def axis_types(self) -> dict[str, str]:
+        table = self.table("dataset_definitions")
+        return axis_types(table) if table is not None else {}
 
     @cached_property
     def filter_catalog(self) -> FilterCatalog | None:

@@ -7,7 +7,7 @@
 Nothing here performs I/O or imports Dagster: feed it :class:`tourneylake.tree.Node` responses.
 """
 
-from tourneylake.normalize.metadata import Rates, normalize_metadata, series_types, statistic_types
+from tourneylake.normalize.metadata import Rates, axis_types, normalize_metadata, series_types, statistic_types
 from tourneylake.normalize.reference import NormalizeResult, normalize_countries, normalize_news
 from tourneylake.normalize.schemas import SCHEMAS, TABLES, TableSpec, tables_markdown
 from tourneylake.normalize.summary import SUMMARY_TABLES, SummaryNormalizer
@@ -20,6 +20,7 @@ __all__ = [
     "Rates",
     "SummaryNormalizer",
     "TableSpec",
+    "axis_types",
     "normalize_countries",
     "normalize_metadata",
     "normalize_news",

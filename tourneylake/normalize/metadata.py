@@ -330,6 +330,14 @@ def statistic_types(source: Node | pa.Table, scope: str = "player") -> dict[str,
     return {sid: stype for d in (group.all(stat_name) if group else []) if (sid := d.attr("id")) and (stype := d.attr("type"))}
 
 
+def axis_types(source: Node | pa.Table, scope: str = "player") -> dict[str, str]:
+    """Data set id → its x axis type (``Timestamp``, ``Number``, ``String``...), from a metadata
+    response or ``dataset_definitions``."""
+    table = source if isinstance(source, pa.Table) else _definitions(metadata_payload(source), date(1970, 1, 1))[1]
+    rows = table.select(["scope", "dataset", "x_axis_type"]).to_pylist()
+    return {r["dataset"]: r["x_axis_type"] for r in rows if r["scope"] == scope and r["dataset"] and r["x_axis_type"]}
+
+
 def series_types(source: Node | pa.Table, scope: str = "player") -> dict[tuple[str, str], str]:
     """(data set id, series id) → type, from a metadata response or ``dataset_definitions``."""
     if isinstance(source, pa.Table):

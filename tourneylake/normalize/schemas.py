@@ -280,6 +280,8 @@ _SPECS: list[TableSpec] = [
             *_summary_key(DSTR),
             ("dataset", DSTR, "data set id (e.g. `ByStake`, `ByMonth`)"),
             ("x", STR, "x value as served (a stake like `USD0.91`, an epoch month, a filter string, ...)"),
+            ("x_time", TS, "`x` of a data set whose x axis metadata types `Timestamp` (epoch seconds), else NULL"),
+            ("x_number", F64, "`x` of a data set whose x axis metadata types `Number`, else NULL"),
             ("z", STR, "z value for two-dimensional sets (`@z`), else NULL"),
             ("series", STR, "series id (`Y/@id`)"),
             ("type", DSTR, "series type from metadata data set definitions; NULL when unknown"),

@@ -365,11 +365,13 @@ class SummaryNormalizer:
         rates: Rates,
         statistic_types: Mapping[str, str],
         series_types: Mapping[tuple[str, str], str] | None = None,
+        axis_types: Mapping[str, str] | None = None,
     ) -> None:
         self.snapshot_date = C.as_date(snapshot_date)
         self.rates = rates
         self.statistic_types = dict(statistic_types)
         self.series_types = dict(series_types or {})
+        self.axis_types = dict(axis_types or {})
         # (data set, series) types for a vectorised lookup at flush: series names → codes, and
         # type codes per (data set, series code)
         names = sorted(set(self.series_types.values()))
@@ -762,11 +764,14 @@ class SummaryNormalizer:
         typ = pa.DictionaryArray.from_arrays(table.take(combined), self._series_type_names)
         typed = self._typed_values(typ, values, keys["_rate"], "player_datasets")
         schema = SCHEMAS["player_datasets"]
+        x = C.runs(xs, point_runs, _STR)
+        axis = pa.array([self.axis_types.get(d) for d in dataset.dictionary.to_pylist()], _STR).take(dataset.indices)
         cols = {
             **keys,
             **typed,
+            **_typed_axis(x, axis),
             "dataset": dataset,
-            "x": C.runs(xs, point_runs, _STR),
+            "x": x,
             "z": C.runs(zs, point_runs, _STR),
             "series": series,
             "type": typ,
@@ -900,6 +905,24 @@ class SummaryNormalizer:
             "usd_rate_missing": C.rate_missing([prize, stake, rake, profit], rate),
         }
         return pa.Table.from_arrays([cols[f.name] for f in schema], schema=schema)
+
+
+# An x value as the service writes a Timestamp axis (epoch seconds) or a Number axis.
+_EPOCH = r"^-?[0-9]{1,11}$"
+_NUMBER = r"^-?[0-9]+(\.[0-9]+)?$"
+
+
+def _typed_axis(x: pa.Array, axis: pa.Array) -> dict[str, pa.Array]:
+    """``x`` read by its data set's axis type from metadata: ``x_time`` for a Timestamp axis,
+    ``x_number`` for a Number axis; NULL elsewhere, or when the value is not one (``x`` keeps it)."""
+    x = x.cast(_STR)
+    epoch = pc.and_(pc.equal(axis, "Timestamp"), pc.match_substring_regex(x, _EPOCH))
+    number = pc.and_(pc.equal(axis, "Number"), pc.match_substring_regex(x, _NUMBER))
+    seconds = pc.if_else(epoch, x, pa.scalar(None, _STR)).cast(pa.int64())
+    return {
+        "x_time": seconds.cast(pa.timestamp("s", tz="UTC")),
+        "x_number": pc.if_else(number, x, pa.scalar(None, _STR)).cast(pa.float64()),
+    }
 
 
 def _flat_attributes(raws: list[dict[str, Any]]) -> tuple[pa.Array, pa.Array, np.ndarray] | None:
