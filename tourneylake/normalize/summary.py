@@ -765,11 +765,10 @@ class SummaryNormalizer:
         typed = self._typed_values(typ, values, keys["_rate"], "player_datasets")
         schema = SCHEMAS["player_datasets"]
         x = C.runs(xs, point_runs, _STR)
-        axis = pa.array([self.axis_types.get(d) for d in dataset.dictionary.to_pylist()], _STR).take(dataset.indices)
         cols = {
             **keys,
             **typed,
-            **_typed_axis(x, axis),
+            **_typed_axis(x, dataset, self.axis_types),
             "dataset": dataset,
             "x": x,
             "z": C.runs(zs, point_runs, _STR),
@@ -912,16 +911,25 @@ _EPOCH = r"^-?[0-9]{1,11}$"
 _NUMBER = r"^-?[0-9]+(\.[0-9]+)?$"
 
 
-def _typed_axis(x: pa.Array, axis: pa.Array) -> dict[str, pa.Array]:
+def _typed_axis(x: pa.Array, dataset: pa.DictionaryArray, axis_types: Mapping[str, str]) -> dict[str, pa.Array]:
     """``x`` read by its data set's axis type from metadata: ``x_time`` for a Timestamp axis,
-    ``x_number`` for a Number axis; NULL elsewhere, or when the value is not one (``x`` keeps it)."""
-    x = x.cast(_STR)
-    epoch = pc.and_(pc.equal(axis, "Timestamp"), pc.match_substring_regex(x, _EPOCH))
-    number = pc.and_(pc.equal(axis, "Number"), pc.match_substring_regex(x, _NUMBER))
-    seconds = pc.if_else(epoch, x, pa.scalar(None, _STR)).cast(pa.int64())
+    ``x_number`` for a Number axis; NULL elsewhere, or when the value is not one (``x`` keeps it).
+
+    Each distinct x value is read once (a batch repeats the same hours, months and stakes for
+    every series and player), and the axis type once per data set."""
+    values = pc.dictionary_encode(x.cast(_STR))
+    distinct = values.dictionary
+    null = pa.scalar(None, _STR)
+    seconds = pc.if_else(pc.match_substring_regex(distinct, _EPOCH), distinct, null).cast(pa.int64())
+    numbers = pc.if_else(pc.match_substring_regex(distinct, _NUMBER), distinct, null).cast(pa.float64())
+    names = dataset.dictionary.to_pylist()
+
+    def rows_of(kind: str) -> pa.Array:  # per row: is this row's data set's x axis of ``kind``?
+        return pa.array([axis_types.get(name) == kind for name in names], pa.bool_()).take(dataset.indices)
+
     return {
-        "x_time": seconds.cast(pa.timestamp("s", tz="UTC")),
-        "x_number": pc.if_else(number, x, pa.scalar(None, _STR)).cast(pa.float64()),
+        "x_time": pc.if_else(rows_of("Timestamp"), seconds.take(values.indices), None).cast(pa.timestamp("s", tz="UTC")),
+        "x_number": pc.if_else(rows_of("Number"), numbers.take(values.indices), None),
     }
 
 
