@@ -58,6 +58,7 @@ __all__ = [
     "stored_targets",
     "summary_labels",
     "target_key",
+    "target_name",
 ]
 
 log = logging.getLogger(__name__)
@@ -193,10 +194,16 @@ class StoredSummaries:
     unusable: dict[TargetKey, str] = field(default_factory=dict)
 
 
+def target_name(target: TargetKey) -> str:
+    """A target as people read it: ``network/player`` and ``[filter]`` when filtered (as
+    :class:`tourneylake.budget.Target` prints itself)."""
+    network, player, filter_name = target
+    return f"{network}/{player}" + (f" [{filter_name}]" if filter_name else "")
+
+
 def summary_name(key: dict[str, str]) -> str:
-    """A summary's target as people read it: ``network/player`` and ``[filter]`` when filtered."""
-    name = key.get("filter_name")
-    return f"{key['network']}/{key['player']}" + (f" [{name}]" if name else "")
+    """A summary's target as people read it, from its raw key."""
+    return target_name(target_key(key))
 
 
 class SummarySink:

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from tourneylake.config import Settings
 from tourneylake.errors import TourneylakeError
-from tourneylake.from_raw import FREE_RESOURCES, SummarySink, free_table, metadata_tables, settle_received
+from tourneylake.from_raw import FREE_RESOURCES, SummarySink, free_table, metadata_tables, settle_received, target_name
 from tourneylake.lake import Lake
 from tourneylake.ledger import Ledger
 from tourneylake.normalize.summary import SUMMARY_TABLES
@@ -72,7 +72,7 @@ def rebuild_night(lake: Lake, night: date, unusable: list[str] | None = None) ->
         sink = SummarySink(lake, night, InForce(lake, night), stack)
         stored = sink.add_stored()
         for target, why in stored.unusable.items():
-            unusable.append(f"{night} {'/'.join(target[:2])}{f' [{target[2]}]' if target[2] else ''}: {why}")
+            unusable.append(f"{night} {target_name(target)}: {why}")
         if stored.done:
             sink.flush()
             for name in SUMMARY_TABLES:  # a table with no rows tonight has no partition
