@@ -13,3 +13,8 @@ nightly_partitions = DailyPartitionsDefinition(start_date=FIRST_NIGHT.isoformat(
 SERVICE_POOL = "tourneylake_service"
 # The warehouse load: one DuckDB file, one writer at a time.
 WAREHOUSE_POOL = "tourneylake_warehouse"
+
+
+def account_pool(account: str) -> str:
+    """The pool of one account's harvests (several accounts fetch side by side, each alone)."""
+    return f"{SERVICE_POOL}_{account}"

@@ -1,40 +1,52 @@
-"""Player summaries: the metered harvest, planned within the night's budget."""
+"""Player summaries: the metered harvest, planned within the night's budget.
 
-from dagster import AssetCheckResult, AssetCheckSpec, AssetExecutionContext, MaterializeResult, MetadataValue, asset
+With one account (the settings'), ``player_summaries`` fetches and normalises the night in one
+step. With several ``accounts:`` in the watchlist, :func:`account_assets` makes one
+``player_summaries/<account>`` asset per account — its share of the players, its budget, its
+ledger rows and its own pool, so one account's night can be re-run or backfilled alone and the
+accounts fetch side by side under a multiprocess executor — and ``player_summaries`` makes the
+night's tables once from every account's raw answers (free).
+"""
 
-from assets.partitions import SERVICE_POOL, nightly_partitions
+from collections.abc import Sequence
+
+from dagster import (
+    AssetCheckResult,
+    AssetCheckSpec,
+    AssetExecutionContext,
+    AssetKey,
+    AssetsDefinition,
+    MaterializeResult,
+    MetadataValue,
+    asset,
+)
+
+from assets.partitions import SERVICE_POOL, account_pool, nightly_partitions
 from assets.report import fails_cleanly, listing, night_of
 from assets.resource import TourneylakeResource
-from tourneylake.harvest import harvest_players, target_lines
+from tourneylake.config import Settings
+from tourneylake.harvest import HarvestOutcome, harvest_account, harvest_players, target_lines
+from tourneylake.rebuild import player_tables
 
 
-@asset(
-    group_name="players",
-    kinds={"python", "parquet"},
-    partitions_def=nightly_partitions,
-    pool=SERVICE_POOL,
-    deps=["metadata"],
-    # No retry policy: the harvest already retries each call, and re-running a night is free
-    # for what was paid; a wrong password or an exhausted quota must not be hammered again.
-    check_specs=[
+def _checks(asset_key: str | AssetKey) -> list[AssetCheckSpec]:
+    return [
         AssetCheckSpec(
             "budget_respected",
-            asset="player_summaries",
+            asset=asset_key,
             description="Searches spent stay within the run cap and above the reserve.",
         ),
         AssetCheckSpec(
             "no_failed_players",
-            asset="player_summaries",
+            asset=asset_key,
             description="Every planned (player, filter) pair was harvested or deferred, none failed: a failed one makes "
             "the night partial (`tourneylake run` exits 3); a re-run of the night retries it.",
         ),
-    ],
-    description="Filtered player summaries of the watchlist, anchored to the night → player_* and tournament tables in the lake.",
-)
-@fails_cleanly
-def player_summaries(context: AssetExecutionContext, tourneylake: TourneylakeResource) -> MaterializeResult:
-    settings = tourneylake.settings()
-    outcome = harvest_players(tourneylake.session(night_of(context)), tourneylake.load_watchlist())
+    ]
+
+
+def _harvest_result(settings: Settings, outcome: HarvestOutcome) -> MaterializeResult:
+    """What a harvest did, as metadata and the two checks."""
     cap_ok = settings.max_searches_per_run is None or outcome.searches_spent <= settings.max_searches_per_run
     reserve_ok = outcome.remaining_searches is None or outcome.remaining_searches >= settings.reserve_searches
     return MaterializeResult(
@@ -68,3 +80,71 @@ def player_summaries(context: AssetExecutionContext, tourneylake: TourneylakeRes
             ),
         ],
     )
+
+
+@asset(
+    group_name="players",
+    kinds={"python", "parquet"},
+    partitions_def=nightly_partitions,
+    pool=SERVICE_POOL,
+    deps=["metadata"],
+    # No retry policy: the harvest already retries each call, and re-running a night is free
+    # for what was paid; a wrong password or an exhausted quota must not be hammered again.
+    check_specs=_checks("player_summaries"),
+    description="Filtered player summaries of the watchlist, anchored to the night → player_* and tournament tables in the lake.",
+)
+@fails_cleanly
+def player_summaries(context: AssetExecutionContext, tourneylake: TourneylakeResource) -> MaterializeResult:
+    outcome = harvest_players(tourneylake.session(night_of(context)), tourneylake.load_watchlist())
+    return _harvest_result(tourneylake.settings(), outcome)
+
+
+def account_assets(accounts: Sequence[str]) -> list[AssetsDefinition]:
+    """One harvest asset per account, and ``player_summaries`` over all of them (see the module
+    docstring). Used instead of :func:`player_summaries` when the watchlist lists accounts."""
+    harvests = [_account_harvest(name) for name in accounts]
+
+    @asset(
+        name="player_summaries",
+        group_name="players",
+        kinds={"python", "parquet"},
+        partitions_def=nightly_partitions,
+        deps=[harvest.key for harvest in harvests],
+        description="The night's player_* and tournament tables, made once from every account's raw answers (no search).",
+    )
+    @fails_cleanly
+    def player_summaries_of_accounts(context: AssetExecutionContext, tourneylake: TourneylakeResource) -> MaterializeResult:
+        unusable: list[str] = []
+        rows = player_tables(tourneylake.lake(), night_of(context), unusable)
+        return MaterializeResult(
+            metadata={
+                "rows": sum(rows.values()),
+                "tables": MetadataValue.json(rows),
+                "unusable": len(unusable),
+                "unusable_answers": listing(unusable),
+            }
+        )
+
+    return [*harvests, player_summaries_of_accounts]
+
+
+def _account_harvest(account: str) -> AssetsDefinition:
+    key = AssetKey(["player_summaries", account])
+
+    @asset(
+        key=key,
+        group_name="players",
+        kinds={"python"},
+        partitions_def=nightly_partitions,
+        pool=account_pool(account),
+        deps=["metadata"],
+        check_specs=_checks(key),
+        description=f"Account {account!r}'s share of the watchlist, fetched within its own budget into the raw store "
+        "and the ledger.",
+    )
+    @fails_cleanly
+    def harvest(context: AssetExecutionContext, tourneylake: TourneylakeResource) -> MaterializeResult:
+        session = tourneylake.account_session(night_of(context), account)
+        return _harvest_result(session.settings, harvest_account(session, tourneylake.load_watchlist()))
+
+    return harvest

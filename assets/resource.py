@@ -26,7 +26,9 @@ from typing import Any, Literal
 from dagster import ConfigurableResource, EnvVar, InitResourceContext
 from pydantic import Field, PrivateAttr, SecretStr, create_model
 
+from tourneylake.accounts import account_settings
 from tourneylake.config import ENV_PREFIX, ConfigError, Settings, load_settings
+from tourneylake.lake import Lake
 from tourneylake.service import connect
 from tourneylake.session import Session
 from tourneylake.warehouse import Warehouse
@@ -101,6 +103,9 @@ class _ServiceResource(ConfigurableResource):
 
     def _base_url(self, night: date) -> str:
         if self._endpoint is None:
+            # Before the run's first call: a lake at a URL needs TOURNEYLAKE_WAREHOUSE, and a run
+            # launched from the UI must say so before it pays for a search, not at its last step.
+            _ = self.settings().warehouse_path
             self._stack = ExitStack()
             self._endpoint = self._stack.enter_context(connect(self.settings(), today=night, seed=self.sandbox_seed))
         elif self._endpoint.sandbox is not None:
@@ -109,6 +114,18 @@ class _ServiceResource(ConfigurableResource):
 
     def session(self, night: date) -> Session:
         return Session.open(self.settings(), self._base_url(night), night)
+
+    def account_session(self, night: date, account: str) -> Session:
+        """A session with one watchlist account's credentials and limits (its ledger rows carry
+        its name); the service (or the built-in sandbox) is the run's."""
+        definition = next((a for a in self.load_watchlist().accounts if a.name == account), None)
+        if definition is None:
+            raise ConfigError(f"account {account!r} is no longer in the watchlist's accounts: reload the code location")
+        settings = account_settings(self.settings(), definition)
+        return Session.open(settings, self._base_url(night), night, account=account)
+
+    def lake(self) -> Lake:
+        return Lake(self.settings().data_dir)
 
     def load_watchlist(self) -> Watchlist:
         return load_watchlist(self.settings().watchlist)

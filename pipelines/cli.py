@@ -18,6 +18,7 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
+from tourneylake.accounts import account_settings
 from tourneylake.cli import Sandbox, app, console, ended_night, err, fail, reported, settings_from, setup_logging
 from tourneylake.filters import FIRST_NIGHT
 from tourneylake.progress import ProgressSnapshot, listening
@@ -65,6 +66,24 @@ def progress_bar() -> Iterator[None]:
             lines.setLevel(level)
 
 
+_SUMMED = ("players_fetched", "players_reused_from_lake", "deferred", "skipped", "failed", "searches_spent")
+
+
+def harvest_of(report: Any) -> dict[str, Any]:
+    """What the night's harvest did: ``player_summaries``'s metadata, or with several accounts
+    the sum of their ``player_summaries/<account>`` assets (failed pairs named with their
+    account, searches left per account)."""
+    accounts = {key.split("/", 1)[1]: meta for key, meta in report.assets.items() if key.startswith("player_summaries/")}
+    if not accounts:
+        return report.assets.get("player_summaries", {})
+    merged: dict[str, Any] = {key: sum(meta.get(key) or 0 for meta in accounts.values()) for key in _SUMMED}
+    merged["failed_pairs"] = [f"{name}: {line}" for name, meta in accounts.items() for line in meta.get("failed_pairs") or []]
+    merged["searches_left_by_account"] = {name: meta.get("searches_left") for name, meta in accounts.items()}
+    unusable = report.assets.get("player_summaries", {}).get("unusable", 0)
+    merged["failed"] += unusable  # answers paid but unreadable: listed by `tourneylake rebuild`
+    return merged
+
+
 def print_run(report: Any) -> None:
     loaded = report.assets.get("warehouse", {}).get("tables")
     if loaded is not None:
@@ -75,7 +94,7 @@ def print_run(report: Any) -> None:
         for record in sorted(loaded.records, key=lambda r: r.data["table"]):
             table.add_row(record.data["table"], f"{record.data['loaded']:,}", f"{record.data['rows']:,}")
         console.print(table)
-    players = report.assets.get("player_summaries", {})
+    players = harvest_of(report)
     if players:
         console.print(
             f"players fetched: {players.get('players_fetched', 0):,}, "
@@ -84,11 +103,12 @@ def print_run(report: Any) -> None:
             f"failed: {players.get('failed', 0):,}",
             highlight=False,
         )
+        by_account = players.get("searches_left_by_account")
         left = players.get("searches_left")
-        console.print(
-            f"searches spent: {players.get('searches_spent', 0):,}, searches left: {'unknown' if left is None else f'{left:,}'}",
-            highlight=False,
-        )
+        shown = "unknown" if left is None else f"{left:,}"
+        if by_account is not None:
+            shown = ", ".join(f"{name} {'unknown' if n is None else f'{n:,}'}" for name, n in by_account.items())
+        console.print(f"searches spent: {players.get('searches_spent', 0):,}, searches left: {shown}", highlight=False)
         for key, title in (("deferred_players", "deferred to the next night"), ("skipped_players", "skipped")):
             listed = players.get(key)
             if listed and listed != "_none_":
@@ -125,7 +145,9 @@ def run(
     ] = None,
     sandbox: Sandbox = False,
     watchlist: Annotated[Path | None, typer.Option("--watchlist", help="Watchlist YAML (TOURNEYLAKE_WATCHLIST).")] = None,
-    data_dir: Annotated[Path | None, typer.Option("--data-dir", help="Data directory (TOURNEYLAKE_DATA_DIR).")] = None,
+    data_dir: Annotated[
+        str | None, typer.Option("--data-dir", help="Data directory or fsspec URL (TOURNEYLAKE_DATA_DIR).")
+    ] = None,
     fmt: Annotated[str | None, typer.Option("--format", help="json or xml (TOURNEYLAKE_FORMAT).")] = None,
     max_searches: Annotated[
         int | None, typer.Option("--max-searches", help="Cap for this run (TOURNEYLAKE_MAX_SEARCHES_PER_RUN).")
@@ -153,7 +175,10 @@ def run(
     if not settings.watchlist.is_file():
         raise fail(f"watchlist {settings.watchlist} not found (set --watchlist or TOURNEYLAKE_WATCHLIST)")
     with reported():
-        load_watchlist(settings.watchlist)  # every mistake, with its line, before Dagster starts or anything is called
+        listed = load_watchlist(settings.watchlist)  # every mistake, with its line, before Dagster starts or anything is called
+        for account in listed.accounts:  # and every account's credentials are where it says
+            account_settings(settings, account)
+        _ = settings.warehouse_path  # a lake at a URL needs TOURNEYLAKE_WAREHOUSE: said before any search
         from pipelines.nightly import run_night  # Dagster is imported only when a night runs
 
     first = when - timedelta(days=nights - 1)
@@ -166,7 +191,7 @@ def run(
         print_run(report)
         if not report.success:
             raise fail(f"run failed: {report.failure}" + (f" (night {day})" if nights > 1 else ""))
-        failed = report.value("player_summaries", "failed", 0)
+        failed = harvest_of(report).get("failed", 0)
         if failed:
             partial.append(f"{failed} pair(s) failed" + (f" on {day}" if nights > 1 else ""))
     if partial:

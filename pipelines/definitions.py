@@ -5,33 +5,62 @@ from __future__ import annotations
 from typing import Any
 
 from dagster import (
+    AssetKey,
     AssetSelection,
     Definitions,
+    ExecutorDefinition,
     build_schedule_from_partitioned_job,
     define_asset_job,
     in_process_executor,
     job,
     load_assets_from_modules,
+    multi_or_in_process_executor,
 )
 
 from assets import hands, players, reference, warehouse
 from assets.partitions import nightly_partitions
+from assets.players import account_assets
 from assets.rebuild import rebuild_night
 from assets.resource import TourneylakeResource
-from tourneylake.config import load_settings
+from tourneylake.config import Settings, load_settings
 
 ALL_ASSETS = load_assets_from_modules([reference, players, warehouse, hands])
 
-# In-process: one night's steps share one process, so the resource and the built-in sandbox are
-# set up once per run (under the multiprocess executor each step built its own: a one-night run
-# from the UI took 85 s instead of 12 s). The steps are sequential anyway (each waits for the
-# one before, and the service pool allows one at a time); the parallelism is inside the harvest.
-nightly_job = define_asset_job(
-    "nightly",
-    selection=AssetSelection.groups("reference", "players", "warehouse"),
-    executor_def=in_process_executor,
-    description="One night: metadata, countries and news, player summaries within budget, then the warehouse.",
-)
+
+def assets_for(accounts: list[str] | None = None) -> list[Any]:
+    """Every asset: with several accounts, one harvest asset per account and the tables made
+    from all of them in place of the one-account ``player_summaries`` (see ``assets.players``)."""
+    if not accounts:
+        return list(ALL_ASSETS)
+    single = AssetKey("player_summaries")
+    return [a for a in ALL_ASSETS if single not in a.keys] + account_assets(accounts)
+
+
+# In-process by default: one night's steps share one process, so the resource and the built-in
+# sandbox are set up once per run (under the multiprocess executor each step builds its own: a
+# one-night run from the UI took 85 s instead of 12 s). With one account the steps are
+# sequential anyway (each waits for the one before); the parallelism is inside the harvest.
+# With several accounts, the multiprocess executor fetches them side by side (each account's
+# harvest is its own step, in its own pool): choose it in the launchpad or in run config
+# (`execution: {config: {multiprocess: {max_concurrent: 4}}}`), or run on Celery, Docker or
+# Kubernetes executors (README, "Beyond one machine").
+IN_PROCESS = {"execution": {"config": {"in_process": {}}}}
+
+
+def nightly(executor: ExecutorDefinition | None = None) -> Any:
+    """The nightly job: in-process by default (multiprocess on request), or on ``executor``
+    (a deployment's: ``celery_executor``, ``docker_executor``, ``k8s_job_executor``), configured
+    by the deployment's own run config."""
+    return define_asset_job(
+        "nightly",
+        selection=AssetSelection.groups("reference", "players", "warehouse"),
+        executor_def=executor or multi_or_in_process_executor,
+        config=None if executor else IN_PROCESS,
+        description="One night: metadata, countries and news, player summaries within budget, then the warehouse.",
+    )
+
+
+nightly_job = nightly()
 
 # Opt-in: hand analyses cost 5 searches each, so they run only when this job is launched.
 hands_job = define_asset_job(
@@ -51,22 +80,31 @@ def rebuild() -> None:
     rebuild_night()
 
 
-def nightly_schedule(cron: str) -> Any:
+def nightly_schedule(cron: str, job: Any = nightly_job) -> Any:
     """The nightly schedule at ``cron`` (a daily ``M H * * *`` in UTC: the setting
     ``TOURNEYLAKE_SCHEDULE_CRON``), built from the partitioned job: each tick asks for the last
     partition that has ended — the night that has just ended — and the UI shows the partition set."""
     minute, hour = (int(field) for field in cron.split()[:2])
     return build_schedule_from_partitioned_job(
-        nightly_job, name="nightly_schedule", minute_of_hour=minute, hour_of_day=hour,
+        job, name="nightly_schedule", minute_of_hour=minute, hour_of_day=hour,
         description="Harvest the night that has just ended (the UTC day before the tick).",
     )  # fmt: skip
 
 
-def build_definitions(resource: TourneylakeResource, schedule_cron: str) -> Definitions:
+def build_definitions(
+    resource: TourneylakeResource,
+    schedule_cron: str,
+    accounts: list[str] | None = None,
+    *,
+    executor: ExecutorDefinition | None = None,
+) -> Definitions:
+    """Everything Dagster loads. ``accounts``: the watchlist's (see :func:`assets_for`);
+    ``executor``: the nightly job's, for a deployment beyond one machine (README)."""
+    job = nightly(executor) if executor else nightly_job
     return Definitions(
-        assets=ALL_ASSETS,
-        jobs=[nightly_job, hands_job, rebuild],
-        schedules=[nightly_schedule(schedule_cron)],
+        assets=assets_for(accounts),
+        jobs=[job, hands_job, rebuild],
+        schedules=[nightly_schedule(schedule_cron, job)],
         resources={"tourneylake": resource},
     )
 
@@ -75,5 +113,15 @@ def __getattr__(name: str) -> Definitions:
     """``defs`` (what ``dagster dev`` loads, see workspace.yaml), built on first use from the
     environment: importing this module reads no setting, so ``tourneylake run``'s flags win."""
     if name == "defs":
-        return build_definitions(TourneylakeResource.from_env(), load_settings().schedule_cron)
+        settings = load_settings()
+        return build_definitions(TourneylakeResource.from_env(), settings.schedule_cron, watchlist_accounts(settings))
     raise AttributeError(name)
+
+
+def watchlist_accounts(settings: Settings) -> list[str]:
+    """The names of the watchlist's accounts (none: the settings' one account)."""
+    from tourneylake.watchlist import load_watchlist
+
+    if not settings.watchlist.is_file():
+        return []
+    return [account.name for account in load_watchlist(settings.watchlist).accounts]

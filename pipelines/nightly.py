@@ -18,7 +18,7 @@ from dagster import DagsterInstance
 
 from assets.partitions import SERVICE_POOL, WAREHOUSE_POOL
 from assets.resource import TourneylakeResource
-from pipelines.definitions import build_definitions
+from pipelines.definitions import build_definitions, watchlist_accounts
 from tourneylake.config import Settings
 
 log = logging.getLogger(__name__)
@@ -84,7 +84,9 @@ def _root_message(error: Any) -> str:
 
 def run_night(settings: Settings, night: date, *, sandbox_seed: int = 7) -> RunReport:
     definitions = build_definitions(
-        TourneylakeResource.from_settings(settings, sandbox_seed=sandbox_seed), settings.schedule_cron
+        TourneylakeResource.from_settings(settings, sandbox_seed=sandbox_seed),
+        settings.schedule_cron,
+        watchlist_accounts(settings),
     )
     job = definitions.resolve_job_def("nightly")
     started = time.perf_counter()

@@ -82,8 +82,15 @@ def test_the_schedule_asks_for_the_night_that_has_just_ended() -> None:
 
 
 def test_a_run_builds_its_resource_once_in_one_process() -> None:
-    for name in ("nightly", "hands", "rebuild"):
+    for name in ("hands", "rebuild"):
         assert defs.resolve_job_def(name).executor_def.name == "in_process", name
+    # The nightly job runs in-process unless run config asks for multiprocess (tests/test_executors.py).
+    nightly = defs.resolve_job_def("nightly")
+    assert nightly.executor_def.name == "multi_or_in_process_executor"
+    # (every partition's run config — what the schedule and the UI launch — says in-process)
+    assert nightly.partitioned_config.get_run_config_for_partition_key("2026-11-20") == {
+        "execution": {"config": {"in_process": {}}}
+    }
 
 
 def test_the_code_location_loads_as_dagster_dev_would() -> None:

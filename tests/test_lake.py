@@ -194,3 +194,15 @@ def test_the_lake_lock_makes_processes_take_turns(tmp_path: Path) -> None:
     with lake.lock("harvest"):
         assert mark.read_text() == "done"  # we got the lock only once the holder let it go
     assert holder.wait(timeout=30) == 0
+
+
+def test_a_local_lake_stays_a_directory_of_renamed_files(tmp_path: Path) -> None:
+    # Local paths (and file:// URLs) keep write-then-rename: no commit markers, no segments.
+    lake = Lake(str(tmp_path)).claim("sandbox")
+    assert lake.local and lake.root == tmp_path / "lake" and lake.filesystem is None
+    lake.write_table("t", "2026-11-20", pa.table({"n": [1, 2]}))
+    lake.write_table("t", "2026-11-20", pa.table({"n": [3]}))
+    folder = tmp_path / "lake" / "t" / "snapshot_date=2026-11-20"
+    assert sorted(p.name for p in folder.iterdir()) == ["part-00000.parquet"]
+    assert not list((tmp_path / "lake").rglob("_commit.json")) and not list((tmp_path / "lake" / "_tmp").iterdir())
+    assert Lake(f"file://{tmp_path}").read_partition("t", "2026-11-20").column("n").to_pylist() == [3]

@@ -158,3 +158,30 @@ def test_a_starting_run_is_never_seen_unlocked(lake: Lake) -> None:
     assert Ledger(lake).dead_runs() == []
     writer.record("k", **row(run_id="new"))
     writer.close()
+
+
+def test_runs_carry_their_accounts_name_and_readings_filter_by_it(lake: Lake) -> None:
+    with LedgerWriter(lake, NIGHT, "a1", remaining_before=10, account="alice") as writer:
+        writer.record("k1", **row(run_id="a1"))
+    with LedgerWriter(lake, NIGHT, "b1", remaining_before=20, account="bob") as writer:
+        writer.record("k2", **row(run_id="b1", cost=2))
+    with LedgerWriter(lake, NIGHT, "n1", remaining_before=30) as writer:  # no account named: NULL
+        writer.record("k3", **row(run_id="n1", cost=4))
+    header = orjson.loads(next((Path(lake.root) / "_ledger").rglob("run-a1.jsonl")).read_bytes().splitlines()[0])
+    assert header["account"] == "alice" and "password" not in str(header)
+    ledger = Ledger(lake)
+    assert [run.account for run in ledger.runs(NIGHT)] == ["alice", "bob", None]
+    assert [run.run_id for run in ledger.runs(NIGHT, account="bob")] == ["b1"]
+    assert ledger.spent(NIGHT) == 7 and ledger.spent(NIGHT, account="alice") == 1
+    assert ledger.spend_per_night(account="bob") == {NIGHT: (2, 1)} and ledger.spend_per_night(account="carol") == {}
+    since = datetime(2026, 11, 20, tzinfo=UTC)
+    assert ledger.spent_since(since, except_run="a1") == 6 and ledger.spent_since(since, except_run="a1", account="bob") == 2
+    assert ledger.table(NIGHT).column("account").to_pylist() == ["alice", "bob", None]
+
+    dying = LedgerWriter(lake, NIGHT, "b2", remaining_before=18, account="bob")
+    dying.sent("player_summary", "k9", 1)
+    dying._file.close()  # killed
+    assert ledger.dead_runs(account="alice") == [] and [r.run_id for r in ledger.dead_runs(account="bob")] == ["b2"]
+    (dead,) = ledger.dead_runs()
+    ledger.close_dead_run(dead, row(run_id="b2", resource="unattributed", outcome="reconciled_after_crash", attempt=0))
+    assert ledger.spent(NIGHT, account="bob") == 3  # the reconciliation is booked to the dead run's account

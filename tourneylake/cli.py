@@ -39,7 +39,7 @@ app.add_typer(hand_app, name="hand")
 console = Console() if sys.stdout.isatty() else Console(width=140)
 err = Console(stderr=True) if sys.stderr.isatty() else Console(stderr=True, width=140)
 
-DataDir = Annotated[Path | None, typer.Option("--data-dir", help="Data directory (TOURNEYLAKE_DATA_DIR).")]
+DataDir = Annotated[str | None, typer.Option("--data-dir", help="Data directory or fsspec URL (TOURNEYLAKE_DATA_DIR).")]
 Sandbox = Annotated[bool, typer.Option("--sandbox", help="Use the built-in sandbox whatever TOURNEYLAKE_BASE_URL says.")]
 Night = Annotated[str | None, typer.Option("--date", help="The night, YYYY-MM-DD (default: today, UTC).")]
 

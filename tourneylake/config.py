@@ -14,12 +14,13 @@ be logged, printed in a traceback or shown by Dagster without leaking.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import Field, SecretStr, ValidationError, field_validator
+from pydantic import BeforeValidator, Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from tourneylake.errors import ConfigError
+from tourneylake.storage import check_location, is_url, shown
 
 __all__ = [
     "ENV_PREFIX",
@@ -37,6 +38,24 @@ SANDBOX_APPNAME = "demo"
 SANDBOX_APPKEY = "sandboxkey2026"
 SANDBOX_USERNAME = "analyst@example.com"
 SANDBOX_PASSWORD = "correct-horse-battery"
+
+
+def _data_dir(value: Any) -> Any:
+    """A local path (``file://`` URLs included) is a :class:`Path`; any other fsspec URL
+    (``s3://bucket/prefix``…) stays text, checked (known protocol, no credentials in it) but not
+    reached."""
+    if isinstance(value, str) and is_url(value.strip()):
+        value = check_location(value.strip())
+        if value.lower().startswith("file://"):
+            from fsspec.implementations.local import LocalFileSystem
+
+            return Path(LocalFileSystem._strip_protocol(value))
+        return value
+    return Path(value) if isinstance(value, str) else value
+
+
+#: A local directory (a Path) or an fsspec filesystem URL (a str).
+DataDir = Annotated[Path | str, BeforeValidator(_data_dir)]
 
 
 class Settings(BaseSettings):
@@ -68,9 +87,18 @@ class Settings(BaseSettings):
     credentials_in: Literal["headers", "query"] = Field(
         "headers", description="where the credentials go: HTTP headers or query parameters"
     )
-    data_dir: Path = Field(Path("data"), description="the lake (`lake/`) and the warehouse (`warehouse.duckdb`)")
+    data_dir: DataDir = Field(
+        Path("data"),
+        description="the lake (`lake/`) and the warehouse (`warehouse.duckdb`): a local directory, or an fsspec URL "
+        "(`s3://bucket/prefix`, `gs://…`, `memory://…`) whose credentials come from that store's usual environment "
+        "(`AWS_*` for s3); with a URL the warehouse file and the hands stay local: set `TOURNEYLAKE_WAREHOUSE`",
+    )
     watchlist: Path = Field(Path("watchlist.yaml"), description="the watchlist: players and named filters to harvest")
-    warehouse: Path | None = Field(None, description="the DuckDB warehouse file; unset: `warehouse.duckdb` in the data directory")
+    warehouse: Path | None = Field(
+        None,
+        description="the DuckDB warehouse file (always local); unset: `warehouse.duckdb` in the data directory "
+        "(required when the data directory is a URL); hand analyses are kept beside it then",
+    )
     max_searches_per_run: int | None = Field(
         None, ge=0, description="cap on searches per night (re-runs of a night share it); empty = unlimited"
     )
@@ -130,8 +158,29 @@ class Settings(BaseSettings):
         return "live:" + self.base_url.rstrip("/")
 
     @property
+    def lake_is_remote(self) -> bool:
+        """The lake is at an fsspec URL (an object store; ``file://`` URLs are local paths)."""
+        return isinstance(self.data_dir, str)
+
+    @property
+    def local_dir(self) -> Path:
+        """Where local files go: the data directory, or (lake at a URL) the warehouse's folder."""
+        if isinstance(self.data_dir, Path):
+            return self.data_dir
+        return self.warehouse_path.parent
+
+    @property
     def warehouse_path(self) -> Path:
-        return self.warehouse or self.data_dir / "warehouse.duckdb"
+        """The DuckDB file: always local. A lake at a URL has no local directory to default to,
+        so ``TOURNEYLAKE_WAREHOUSE`` must be set (a one-line :class:`ConfigError` says so)."""
+        if self.warehouse is not None:
+            return self.warehouse
+        if isinstance(self.data_dir, str):
+            raise ConfigError(
+                f"{ENV_PREFIX}WAREHOUSE: must be set when {ENV_PREFIX}DATA_DIR is a URL ({shown(self.data_dir)}): "
+                "the DuckDB file stays local, e.g. TOURNEYLAKE_WAREHOUSE=./warehouse.duckdb"
+            )
+        return self.data_dir / "warehouse.duckdb"
 
     def with_overrides(self, **overrides: Any) -> Settings:
         """A validated copy with the given (non-None) values."""
@@ -158,6 +207,9 @@ def _one_line(exc: ValidationError) -> str:
     for error in exc.errors():
         field = str(error["loc"][0]) if error["loc"] else "?"
         message = str(error["msg"]).removeprefix("Value error, ")
-        shown = "" if field in ("appkey", "password") else f" (got {error.get('input')!r})"
-        problems.append(f"{ENV_PREFIX}{field.upper()}: {message}{shown}")
+        value = error.get("input")
+        if field == "data_dir" and isinstance(value, str):
+            value = shown(value)  # never a user:password@ part
+        got = "" if field in ("appkey", "password") else f" (got {value!r})"
+        problems.append(f"{ENV_PREFIX}{field.upper()}: {message}{got}")
     return "; ".join(problems)

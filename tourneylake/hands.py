@@ -1,6 +1,7 @@
 """Hand analysis: 5 searches a hand, subscribers only, and never twice for the same hand.
 
-An analysis is kept under ``$TOURNEYLAKE_DATA_DIR/hands/<sha256>[.<lang>].json``: a hand already
+An analysis is kept under ``$TOURNEYLAKE_DATA_DIR/hands/<sha256>[.<lang>].json`` (hands stay local:
+with a lake at a URL, beside the warehouse file instead): a hand already
 analysed (same bytes, same language) is answered from there for free. :func:`analyze_hand`
 serves ``tourneylake hand analyze FILE``; :func:`analyze_inbox` the opt-in ``hand_analyses``
 asset, which analyses every file dropped into ``inbox/hands/`` within the run's budget. Each
@@ -46,11 +47,12 @@ class HandAnalysisRefused(ApiError):
 
 
 def hands_dir(settings: Settings) -> Path:
-    return Path(settings.data_dir) / HANDS_DIR
+    """Local always: in the data directory, or beside the warehouse file when the lake is at a URL."""
+    return settings.local_dir / HANDS_DIR
 
 
 def inbox_dir(settings: Settings) -> Path:
-    return Path(settings.data_dir) / INBOX_DIR
+    return settings.local_dir / INBOX_DIR
 
 
 def hand_record_path(settings: Settings, sha256: str, lang: str | None) -> Path:

@@ -31,12 +31,15 @@ from tourneylake.filters import FilterSyntaxError, filter_for_night
 from tourneylake.from_raw import (
     FREE_RESOURCES,
     UNREADABLE,
+    StoredSummaries,
     SummarySink,
     TargetKey,
     free_table,
     metadata_tables,
     not_found_targets,
     settle_received,
+    stored_targets,
+    unusable_targets,
 )
 from tourneylake.lake import UNUSABLE, Lake, LakeError
 from tourneylake.ledger import Ledger, LedgerWriter
@@ -49,6 +52,7 @@ __all__ = [
     "HarvestOutcome",
     "MetadataOutcome",
     "ReferenceOutcome",
+    "harvest_account",
     "harvest_players",
     "last_harvested",
     "refresh_free_resource",
@@ -280,11 +284,61 @@ def harvest_players(session: Session, watchlist: Watchlist, *, batch_size: int =
         return _harvest(session, watchlist, batch_size)
 
 
-def _harvest(session: Session, watchlist: Watchlist, batch_size: int) -> HarvestOutcome:
+def harvest_account(session: Session, watchlist: Watchlist) -> HarvestOutcome:
+    """One account's share of a watchlist with several ``accounts:`` (``session.account``, its
+    settings from :func:`tourneylake.accounts.account_settings`): planned within that account's
+    budget and fetched into the raw store and the ledger, under the account's own lock, so the
+    accounts of a night run side by side. The night's tables are made once from every account's
+    answers by :func:`tourneylake.rebuild.player_tables` (no account writes a partition another
+    is writing). Wrong credentials fail the account's pairs instead of raising: one account's bad
+    password or exhausted quota never stops the others."""
+    from tourneylake.accounts import share_of
+
+    assert session.account is not None, "harvest_account needs a session opened for an account"
+    share = share_of(watchlist, session.account)
+    with session.lake.lock(f"harvest-{session.account}"):
+        return _harvest(session, share, 0, keep_tables=False)
+
+
+class _RawOnly:
+    """The sink of one account's harvest among several: answers stay in the raw store (saved by
+    the client before they are parsed); the tables are made later from all of them."""
+
+    def __init__(self, lake: Lake, night: date) -> None:
+        self.lake, self.night = lake, night
+        self.rows: dict[str, int] = {}
+
+    def add_stored(self) -> StoredSummaries:
+        unusable = dict.fromkeys(unusable_targets(self.lake, self.night), "kept raw, cannot be read")
+        return StoredSummaries(stored_targets(self.lake, self.night), unusable)
+
+    def add(self, *_: object) -> None:
+        """Nothing to do: the answer is in the raw store."""
+
+    def reject(self, *_: object) -> None:
+        """Never called: :meth:`add` reads nothing."""
+
+    def flush(self) -> None:
+        """Nothing held."""
+
+
+def _harvest(session: Session, watchlist: Watchlist, batch_size: int, *, keep_tables: bool = True) -> HarvestOutcome:
     lake, night, settings = session.lake, session.night, session.settings
     outcome = HarvestOutcome(night)
-    settle_received(lake, night)
-    remaining = session.read_remaining()
+    with ExitStack() as settling:
+        if not keep_tables:  # accounts of one night run side by side: one settles at a time
+            settling.enter_context(lake.lock("settle"))
+        settle_received(lake, night)
+    try:
+        remaining = session.read_remaining()
+    except RunFailed as exc:
+        if keep_tables:
+            raise
+        # One account among several: its pairs fail, the others' harvests go on.
+        for player, name in watchlist.targets():
+            outcome.failed.append((Target(player.network, player.name, name, None, player.priority), str(exc)))
+        log.error("account %s: %s (its %d pair(s) failed)", session.account, exc, len(outcome.failed))
+        return outcome
     for earlier, booked in session.reconcile_dead_runs(remaining).items():
         outcome.reconciled += booked
         if earlier != night:  # the warehouse reloads every night's ledger partition
@@ -296,7 +350,7 @@ def _harvest(session: Session, watchlist: Watchlist, batch_size: int) -> Harvest
     failure: Exception | None = None  # raised once tonight's work is kept
     with session.ledger(remaining) as ledger, ExitStack() as stack:
         in_force = session.in_force()
-        sink = SummarySink(lake, night, in_force, stack, batch_size)
+        sink = SummarySink(lake, night, in_force, stack, batch_size) if keep_tables else _RawOnly(lake, night)
         stored = sink.add_stored()
         outcome.reused = len(stored.done)
         not_found = not_found_targets(lake, night)  # paid once tonight: never asked again
@@ -339,9 +393,10 @@ def _harvest(session: Session, watchlist: Watchlist, batch_size: int) -> Harvest
         outcome.searches_spent = ledger.spent
         outcome.remaining_searches = budget.remaining
         outcome.stopped_reason = budget.stopped_reason
-    lake.write_table("search_ledger", night, Ledger(lake).table(night))
+    if keep_tables:
+        lake.write_table("search_ledger", night, Ledger(lake).table(night))
     fatal = next((reason for _, reason in outcome.failed if reason.startswith("credentials:")), None)
-    if fatal:
+    if fatal and keep_tables:  # one account among several fails its pairs only
         raise RunFailed(fatal)
     if failure is not None:
         raise failure
@@ -361,7 +416,7 @@ class _Fetcher:
         session: Session,
         client: AsyncClient,
         budget: Budget,
-        sink: SummarySink,
+        sink: SummarySink | _RawOnly,
         outcome: HarvestOutcome,
         ledger: LedgerWriter,
         total: int,
@@ -456,7 +511,7 @@ class _Fetcher:
 
 
 async def _fetch(
-    session: Session, plan: Plan, budget: Budget, sink: SummarySink, outcome: HarvestOutcome, ledger: LedgerWriter
+    session: Session, plan: Plan, budget: Budget, sink: SummarySink | _RawOnly, outcome: HarvestOutcome, ledger: LedgerWriter
 ) -> None:
     """Fetch the plan. What failed transiently gets one more pass at the end of the harvest,
     after a pause (a service in trouble for a minute must not cost a player), within the run's

@@ -34,13 +34,33 @@ Layout::
   a temporary directory and, on success, replace the night's partition with two renames (the old
   one is moved aside first and deleted last), so a failed run never loses the previous data.
   ``snapshot_date`` is the hive partition: it is not stored inside the files.
+
+**The lake on object storage.** ``data_dir`` may be an fsspec URL (``s3://bucket/prefix``,
+``gs://…``, ``memory://…``; ``tourneylake.storage``). Local directories (and ``file://``) keep
+everything above exactly: write-then-rename, fsync, ``flock``. Any other store is treated as an
+object store — a PUT is atomic (an object is whole or absent), a rename is a copy then a delete,
+there are no locks — and the promises are kept so:
+
+* a raw body, a state document and ``_source.json`` are each one PUT (never seen half-written);
+  settling a raw body copies it to its new name and then deletes the old one: a kill in between
+  leaves both, the same bytes, and the next run settles the ``received`` one again (harmless);
+* a partition is committed by a **marker**: parts are written straight into the night's folder
+  under a fresh generation (``part-<generation>-NNNNN.parquet``), then
+  ``<table>/snapshot_date=D/_commit.json`` (one PUT, the commit point) lists that generation's
+  parts; readers (:meth:`Lake.partitions`, :meth:`Lake.partition_files`, the warehouse) see only
+  the parts the marker lists, so a writer killed at any point leaves the previous partition (or
+  none) visible and its stray parts are deleted by the next commit of that night. Dropping a
+  night deletes its marker first. ``_tmp/`` is not used;
+* :meth:`Lake.lock` is a no-op: one writer per lake per night (Dagster's pools serialise runs,
+  see ``dagster_home/dagster.yaml``) is the rule, as is one reader never racing a writer's
+  clean-up of the parts it replaced;
+* the ledger cannot append: see ``ledger.py``.
 """
 
 from __future__ import annotations
 
 import base64
 import contextlib
-import fcntl
 import gzip
 import hashlib
 import logging
@@ -60,6 +80,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from tourneylake.errors import TourneylakeError
+from tourneylake.storage import AnyPath, StorePath, location, remove_tree, replace
+from tourneylake.storage import atomic_write as atomic_write
+from tourneylake.storage import fsync_dir as _fsync_dir
 
 __all__ = [
     "Lake",
@@ -74,6 +97,8 @@ log = logging.getLogger(__name__)
 PARTITION = "snapshot_date"
 RAW_DIR = "_raw"
 TMP_DIR = "_tmp"
+#: On an object store, the marker that commits a partition (lists its parts).
+COMMIT_FILE = "_commit.json"
 SOURCE_FILE = "_source.json"
 # Key fields that look like credentials: refused so a secret can never reach the lake.
 _CREDENTIAL_KEY = re.compile(r"pass|pwd|user.?name|secret|token|app.?key|api.?key|credential|auth", re.IGNORECASE)
@@ -108,7 +133,7 @@ class RawResponse:
     body: bytes
     status: str
     snapshot_date: date
-    path: Path
+    path: AnyPath
 
 
 def _day(value: date | str) -> date:
@@ -137,7 +162,7 @@ def key_digest(key: Mapping[str, str]) -> str:
     return hashlib.sha256(canonical).hexdigest()[:32]
 
 
-def _status_of(path: Path) -> str:
+def _status_of(path: AnyPath) -> str:
     """``<digest>.json.gz`` is an accepted answer; ``<digest>.<token>.<status>.json.gz`` is not."""
     parts = path.name[: -len(".json.gz")].split(".")
     return OK if len(parts) == 1 else parts[-1]
@@ -148,8 +173,10 @@ class Lake:
     :meth:`claim` before writing data of a source."""
 
     def __init__(self, data_dir: str | os.PathLike[str], *, fsync: bool = True) -> None:
-        self.data_dir = Path(data_dir)
-        self.root = self.data_dir / "lake"
+        self.data_dir: AnyPath = location(data_dir)  # a Path, or a StorePath for a URL
+        self.root: AnyPath = self.data_dir / "lake"
+        #: A local directory (renames, fsync, flock), else an object store (see the docstring).
+        self.local = isinstance(self.root, Path)
         # fsync makes a paid response survive a power loss, not only a crash of this process;
         # it costs ~1 ms per raw file on local SSD, nothing next to a network call.
         self.fsync = fsync
@@ -191,11 +218,11 @@ class Lake:
         return self
 
     # ------------------------------------------------------------------ raw responses
-    def _raw_folder(self, snapshot_date: date | str, resource: str) -> Path:
+    def _raw_folder(self, snapshot_date: date | str, resource: str) -> AnyPath:
         day = _day(snapshot_date)
         return self.root / RAW_DIR / f"{PARTITION}={day.isoformat()}" / _check_name("resource", resource)
 
-    def raw_path(self, snapshot_date: date | str, resource: str, key: Mapping[str, str]) -> Path:
+    def raw_path(self, snapshot_date: date | str, resource: str, key: Mapping[str, str]) -> AnyPath:
         """Where the accepted answer to this request is (or would be)."""
         return self._raw_folder(snapshot_date, resource) / f"{key_digest(key)}.json.gz"
 
@@ -207,7 +234,7 @@ class Lake:
         body: bytes,
         fmt: str,
         fetched_at: datetime | int | float,
-    ) -> Path:
+    ) -> AnyPath:
         """Store one body, as received, before anything else touches it; returns its path, to
         be :meth:`settle_raw`-d once its envelope has been read."""
         bad = [k for k in key if _CREDENTIAL_KEY.search(str(k))]
@@ -235,7 +262,7 @@ class Lake:
         atomic_write(path, data, fsync=self.fsync)
         return path
 
-    def settle_raw(self, path: Path, status: str) -> Path:
+    def settle_raw(self, path: AnyPath, status: str) -> AnyPath:
         """Name a received body by its status (see the module docstring); returns the new path.
         The rename needs no fsync: if it is lost, the body stays ``received`` and is read again.
         A body another process already settled (the same bytes, so the same status) is left as is."""
@@ -247,25 +274,19 @@ class Lake:
         target = path.with_name(f"{digest}.json.gz" if status == OK else f"{digest}.{token}.{status}.json.gz")
         if target != path:
             with contextlib.suppress(FileNotFoundError):
-                os.replace(path, target)
+                replace(path, target)
         return target
 
     @contextlib.contextmanager
     def lock(self, name: str) -> Iterator[None]:
         """An exclusive lock on this lake, between processes (``_state/<name>.lock``, ``flock``:
-        the kernel drops it when its holder dies). Waits for the holder to finish."""
-        path = self.root / "_state" / f"{_check_name('lock', name)}.lock"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with open(path, "a") as handle:
-            try:
-                fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                log.info("another process holds %s: waiting for it to finish", path)
-                fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
-            try:
-                yield
-            finally:
-                fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+        the kernel drops it when its holder dies). Waits for the holder to finish. On an object
+        store there is no lock: it does nothing (one writer per lake per night, see the module
+        docstring)."""
+        from tourneylake.storage import lock
+
+        with lock(self.root / "_state" / f"{_check_name('lock', name)}.lock"):
+            yield
 
     def has_raw(self, snapshot_date: date | str, resource: str, key: Mapping[str, str]) -> bool:
         """Whether an accepted answer to this request is stored."""
@@ -284,12 +305,12 @@ class Lake:
         for path in self.raw_paths(snapshot_date, resource, status=status):
             yield read_raw_file(path)
 
-    def raw_paths(self, snapshot_date: date | str, resource: str | None = None, *, status: str | None = OK) -> list[Path]:
+    def raw_paths(self, snapshot_date: date | str, resource: str | None = None, *, status: str | None = OK) -> list[AnyPath]:
         night = self.root / RAW_DIR / f"{PARTITION}={_day(snapshot_date).isoformat()}"
         if not night.is_dir():
             return []
         folders = [night / _check_name("resource", resource)] if resource else sorted(p for p in night.iterdir() if p.is_dir())
-        out: list[Path] = []
+        out: list[AnyPath] = []
         for folder in folders:
             if folder.is_dir():
                 out.extend(p for p in sorted(folder.glob("*.json.gz")) if status is None or _status_of(p) == status)
@@ -299,10 +320,10 @@ class Lake:
         return _partition_dates(self.root / RAW_DIR)
 
     # ------------------------------------------------------------------ tables
-    def table_dir(self, table: str) -> Path:
+    def table_dir(self, table: str) -> AnyPath:
         return self.root / _check_name("table", table)
 
-    def partition_path(self, table: str, snapshot_date: date | str) -> Path:
+    def partition_path(self, table: str, snapshot_date: date | str) -> AnyPath:
         return self.table_dir(table) / f"{PARTITION}={_day(snapshot_date).isoformat()}"
 
     def partition_writer(self, table: str, snapshot_date: date | str) -> PartitionWriter:
@@ -325,6 +346,9 @@ class Lake:
         return sorted(p.name for p in self.root.iterdir() if p.is_dir() and not p.name.startswith(("_", ".")))
 
     def partitions(self, table: str) -> list[date]:
+        """The nights ``table`` has a (committed) partition of."""
+        if not self.local:
+            return _committed_dates(self.table_dir(table))
         return _partition_dates(self.table_dir(table))
 
     def all_partition_files(self, table: str) -> list[str]:
@@ -332,11 +356,30 @@ class Lake:
         return [f for day in self.partitions(table) for f in self.partition_files(table, day)]
 
     def partition_files(self, table: str, snapshot_date: date | str) -> list[str]:
+        """The night's parts of ``table`` (full URLs on an object store: the parts its commit
+        marker lists, never an uncommitted writer's)."""
         folder = self.partition_path(table, snapshot_date)
+        if not self.local:
+            committed = _read_commit(folder / COMMIT_FILE)
+            return [str(folder / name) for name in committed] if committed is not None else []
         return [str(p) for p in sorted(folder.glob("part-*.parquet"))] if folder.is_dir() else []
 
+    @property
+    def filesystem(self) -> Any:
+        """The fsspec filesystem of a lake on an object store (``None`` for a local lake)."""
+        return self.root.fs if isinstance(self.root, StorePath) else None
+
+    def _fs_path(self, file: str) -> str:
+        """A part's path as pyarrow wants it with :attr:`filesystem` (no protocol)."""
+        return str(self.filesystem._strip_protocol(file)) if self.filesystem is not None else file
+
     def table_glob(self, table: str) -> str:
-        """A glob over every night of ``table`` (for DuckDB/pyarrow with hive partitioning)."""
+        """A glob over every night of ``table`` (for DuckDB/pyarrow with hive partitioning).
+        Local lakes only: on an object store a glob would see uncommitted parts."""
+        if not self.local:
+            raise LakeError(
+                f"{self!r} is on an object store: read its tables through partition_files (a glob sees uncommitted parts)"
+            )
         return str(self.table_dir(table) / f"{PARTITION}=*" / "*.parquet")
 
     def read_partition(self, table: str, snapshot_date: date | str, columns: list[str] | None = None) -> pa.Table:
@@ -346,7 +389,7 @@ class Lake:
         parts = []
         for path in self.partition_files(table, day):
             try:
-                parts.append(pq.read_table(path, columns=columns))
+                parts.append(pq.read_table(self._fs_path(path), columns=columns, filesystem=self.filesystem))
             except (pa.ArrowException, OSError) as exc:
                 raise damaged_part(path, day, exc) from None
         return pa.concat_tables(parts) if parts else pa.table({})
@@ -362,7 +405,7 @@ class Lake:
             if not files:
                 continue
             try:
-                t = ds.dataset(files, format="parquet").to_table()
+                t = ds.dataset([self._fs_path(f) for f in files], format="parquet", filesystem=self.filesystem).to_table()
             except (pa.ArrowException, OSError) as exc:
                 raise damaged_part(files[0], day, exc) from None
             parts.append(t.append_column(PARTITION, pa.array([day] * t.num_rows, pa.date32())))
@@ -383,12 +426,12 @@ class Lake:
         aside: Path | None = None
         if target.exists():
             aside = self.root / TMP_DIR / f"{uuid.uuid4().hex}.old"
-            os.replace(target, aside)
+            os.replace(target, aside)  # type: ignore[arg-type]
         try:
-            os.replace(staged, target)
+            os.replace(staged, target)  # type: ignore[arg-type]
         except BaseException:
             if aside is not None:
-                os.replace(aside, target)
+                os.replace(aside, target)  # type: ignore[arg-type]
             raise
         if self.fsync:
             _fsync_dir(target.parent)
@@ -403,6 +446,8 @@ class PartitionWriter:
     memory stays flat). All parts must share a schema. An exception inside the ``with`` block
     discards the new parts and leaves the previous partition untouched. A writer that wrote
     nothing at all removes the night's partition (the night has no rows for this table).
+    On an object store the parts go straight into the night's folder under a new generation and
+    the commit marker makes them the partition (see the module docstring).
     """
 
     def __init__(self, lake: Lake, table: str, snapshot_date: date) -> None:
@@ -412,10 +457,16 @@ class PartitionWriter:
         self.rows = 0
         self.parts = 0
         self._schema: pa.Schema | None = None
-        self._staged: Path | None = None
+        self._staged: AnyPath | None = None
+        self._names: list[str] = []  # object store: this generation's parts
+        self._generation = ""
 
     def __enter__(self) -> PartitionWriter:
-        self._staged = self.lake._tmp_dir()
+        if self.lake.local:
+            self._staged = self.lake._tmp_dir()
+        else:
+            self._staged = self.lake.partition_path(self.table, self.snapshot_date)
+            self._generation = uuid.uuid4().hex[:12]
         return self
 
     def write(self, data: pa.Table | pa.RecordBatch) -> None:
@@ -432,6 +483,15 @@ class PartitionWriter:
                 data = data.cast(self._schema)
             except (pa.ArrowInvalid, ValueError) as exc:
                 raise LakeError(f"{self.table}: part schema differs from the first part's: {exc}") from None
+        if not self.lake.local:
+            name = f"part-{self._generation}-{self.parts:05d}.parquet"
+            sink = pa.BufferOutputStream()
+            pq.write_table(data, sink, compression="zstd", write_statistics=True)
+            (self._staged / name).write_bytes(sink.getvalue().to_pybytes())  # one PUT: whole or absent
+            self._names.append(name)
+            self.parts += 1
+            self.rows += data.num_rows
+            return
         path = self._staged / f"part-{self.parts:05d}.parquet"
         # A part is whole or absent: a write that fails half-way leaves no file to commit.
         partial = path.with_name(f".{path.name}.tmp")
@@ -453,6 +513,9 @@ class PartitionWriter:
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
         staged, self._staged = self._staged, None
         assert staged is not None
+        if isinstance(staged, StorePath):
+            self._commit(staged, failed=exc_type is not None)
+            return
         if exc_type is not None:
             shutil.rmtree(staged, ignore_errors=True)
             return
@@ -472,9 +535,33 @@ class PartitionWriter:
             shutil.rmtree(staged, ignore_errors=True)
             raise
 
+    def _commit(self, folder: StorePath, *, failed: bool) -> None:
+        """Object store: the marker (one PUT) makes this generation the partition; then every
+        other object of the folder (the replaced generation, a killed writer's) is deleted."""
+        marker = folder / COMMIT_FILE
+        if failed:
+            for name in self._names:
+                (folder / name).unlink(missing_ok=True)
+            return
+        if self.parts == 0:
+            marker.unlink(missing_ok=True)  # the night is gone for readers from here on
+            remove_tree(folder)
+            return
+        content = {
+            "parts": self._names,
+            "rows": self.rows,
+            "generation": self._generation,
+            "committed_at": datetime.now(UTC).isoformat(timespec="seconds"),
+        }
+        marker.write_bytes(orjson.dumps(content, option=orjson.OPT_INDENT_2))
+        keep = {*self._names, COMMIT_FILE}
+        for stale in folder.iterdir():
+            if stale.name not in keep:
+                remove_tree(stale) if stale.is_dir() else stale.unlink(missing_ok=True)
+
 
 # ---------------------------------------------------------------------- file helpers
-# (the only places that touch the file system: the seam for an fsspec root later)
+# (``tourneylake.storage`` holds the operations that differ between a disk and an object store)
 
 
 def damaged_part(path: str | Path, night: date, exc: BaseException) -> LakeError:
@@ -486,38 +573,7 @@ def damaged_part(path: str | Path, night: date, exc: BaseException) -> LakeError
     )
 
 
-def atomic_write(path: Path, data: bytes, *, fsync: bool) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
-    try:
-        with open(tmp, "wb") as handle:
-            handle.write(data)
-            if fsync:
-                handle.flush()
-                os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            tmp.unlink()
-        raise
-    if fsync:
-        _fsync_dir(path.parent)
-
-
-def _fsync_dir(path: Path) -> None:
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
-
-
-def read_raw_file(path: Path) -> RawResponse:
+def read_raw_file(path: AnyPath) -> RawResponse:
     """One stored body; a damaged file is a :class:`LakeError` naming it (nothing is deleted)."""
     try:
         envelope: dict[str, Any] = orjson.loads(gzip.decompress(path.read_bytes()))
@@ -539,7 +595,30 @@ def read_raw_file(path: Path) -> RawResponse:
     )
 
 
-def _partition_dates(folder: Path) -> list[date]:
+def _read_commit(marker: AnyPath) -> list[str] | None:
+    """The parts an object-store partition's commit marker lists (``None``: no partition)."""
+    try:
+        content = orjson.loads(marker.read_bytes())
+    except FileNotFoundError:
+        return None
+    except orjson.JSONDecodeError as exc:
+        raise LakeError(f"commit marker {marker} is damaged ({exc}): run `tourneylake rebuild` for that night") from None
+    parts = content.get("parts") if isinstance(content, dict) else None
+    if not isinstance(parts, list) or not all(isinstance(p, str) and p.startswith("part-") and "/" not in p for p in parts):
+        raise LakeError(f"commit marker {marker} lists no parts: run `tourneylake rebuild` for that night")
+    return parts
+
+
+def _committed_dates(folder: AnyPath) -> list[date]:
+    """Object store: the nights of a table folder that have a commit marker."""
+    out = []
+    for marker in folder.glob(f"{PARTITION}=*/{COMMIT_FILE}"):
+        with contextlib.suppress(ValueError):
+            out.append(date.fromisoformat(marker.parent.name.split("=", 1)[1]))
+    return sorted(out)
+
+
+def _partition_dates(folder: AnyPath) -> list[date]:
     if not folder.is_dir():
         return []
     out = []

@@ -22,20 +22,42 @@ Ctrl-C or a SIGTERM — with calls announced but never answered is *not* closed:
 whose calls may have been charged unanswered, for the next run to reconcile
 (``Session.reconcile_dead_runs``); :func:`unexplained_charges` is the arithmetic both
 reconciliations use.
+
+A writer made with ``account=`` (the account's *name*, never its secret) writes it in the header
+and in every row (the ``account`` column); the reader's ``runs``, ``spent``, ``spent_since``,
+``dead_runs`` and ``spend_per_night`` take ``account=`` to count one account's runs only.
+
+**On an object store** (a lake at an ``s3://``… URL, see ``lake.py``) nothing can be appended
+to, renamed atomically or locked, so a run is a folder of segments instead of one file: every
+write — the header with the first line, then each line, as each is flushed locally — is its own
+small object ``run-<id>.open/<seq>.jsonl`` (one PUT, whole or absent), so the write-ahead promise
+is the same (a ``sent`` line is stored before the call goes out) and a segment is never torn. We
+chose a segment per write over group commit: the ledger's writes are already serialised by its
+lock, a PUT is a few milliseconds next to a metered call, and nothing is ever buffered unsaved.
+Closing writes the ``closed`` segment, then the whole run as one object ``run-<id>.jsonl`` (the
+same name as a closed local file), then deletes the folder; a folder with such a sibling is only
+its leftover. The reader concatenates a run's segments in order, so dead runs and torn lines are
+found as before. There is no ``flock``: a run is *held* while a writer of this process has it
+open, or while the process its header names (``host``, ``pid``) is alive on this host; the
+one-writer rule (one writer per account and night: Dagster's pools serialise runs) makes an open
+run of another host a dead one — pass ``account=`` to :meth:`Ledger.dead_runs` when accounts
+harvest side by side.
 """
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
+import io
 import logging
 import os
+import socket
 import threading
 import uuid
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
-from pathlib import Path
 from typing import IO, Any
 
 import orjson
@@ -44,6 +66,7 @@ import pyarrow as pa
 from tourneylake.errors import TourneylakeError
 from tourneylake.lake import PARTITION, Lake
 from tourneylake.normalize.schemas import TABLES
+from tourneylake.storage import AnyPath, StorePath, atomic_write, remove_tree
 
 __all__ = [
     "COLUMNS",
@@ -76,8 +99,14 @@ class LedgerError(TourneylakeError, ValueError):
     """A ledger row that does not fit the schema, or a ledger file that cannot be read."""
 
 
-def _night_dir(lake: Lake, night: date) -> Path:
-    return Path(lake.root) / LEDGER_DIR / f"{PARTITION}={night.isoformat()}"
+#: Object store: the runs this process is writing (its stand-in for the local ``flock``).
+_LIVE: set[str] = set()
+_LIVE_LOCK = threading.Lock()
+OPEN_SUFFIX = ".open"  # object store: ``run-<id>.open/`` holds an open run's segments
+
+
+def _night_dir(lake: Lake, night: date) -> AnyPath:
+    return lake.root / LEDGER_DIR / f"{PARTITION}={night.isoformat()}"
 
 
 def _dumps(line: Mapping[str, Any]) -> bytes:
@@ -88,22 +117,27 @@ class LedgerWriter:
     """Append-only log of one run for one night. Thread-safe. Use as a context manager (or call
     :meth:`close`): the file is created on the first line, with the run header."""
 
-    def __init__(self, lake: Lake, night: date, run_id: str, *, remaining_before: int | None) -> None:
+    def __init__(self, lake: Lake, night: date, run_id: str, *, remaining_before: int | None, account: str | None = None) -> None:
         self.directory = _night_dir(lake, night)
         self.night = night
         self.run_id = run_id
         self.remaining_before = remaining_before
+        self.account = account  # the account's name (never its secret), or None
+        self._remote = not lake.local
+        self._segments = 0  # object store: segments written
+        self._done = False  # object store: closed (or left open for the next run)
+        self._written: list[bytes] = []  # object store: the run's lines, for the closed object
         self.started_at = datetime.now(UTC)
         self._lock = threading.Lock()
         self._file: IO[bytes] | None = None
-        self._path: Path | None = None
+        self._path: AnyPath | None = None
         self.spent = 0
         self.attempts = 0
         self._unanswered: dict[tuple[str | None, int], str] = {}  # (call, attempt) → resource, while in flight
         self._transport_failures: Counter[str] = Counter()  # resources of attempts with no answer read
 
     @property
-    def path(self) -> Path | None:
+    def path(self) -> AnyPath | None:
         return self._path
 
     @property
@@ -111,7 +145,36 @@ class LedgerWriter:
         """Resources of the calls the service may have charged that no row books."""
         return _uncertain(self._unanswered.values(), self._transport_failures)
 
+    def _header(self) -> dict[str, Any]:
+        header = {
+            "kind": "run",
+            "run_id": self.run_id,
+            "started_at": self.started_at,
+            "remaining_before": self.remaining_before,
+            "pid": os.getpid(),
+        }
+        if self.account is not None:
+            header["account"] = self.account
+        if self._remote:  # no flock there: the host and pid tell a live writer from a dead one
+            header["host"] = socket.gethostname()
+        return header
+
+    def _write_segment(self, line: Mapping[str, Any]) -> None:
+        """Object store: one object per write (see the module docstring)."""
+        data = _dumps(line)
+        if self._path is None:
+            self._path = self.directory / f"run-{self.run_id}{OPEN_SUFFIX}"
+            with _LIVE_LOCK:
+                _LIVE.add(str(self._path))
+            data = _dumps(self._header()) + data
+        atomic_write(self._path / f"{self._segments:08d}.jsonl", data, fsync=True)
+        self._segments += 1
+        self._written.append(data)
+
     def _write(self, line: Mapping[str, Any]) -> None:
+        if self._remote:
+            self._write_segment(line)
+            return
         if self._file is None:
             self.directory.mkdir(parents=True, exist_ok=True)
             # Locked before it is visible: a reconciler never mistakes a starting run for a dead one.
@@ -121,14 +184,7 @@ class LedgerWriter:
             self._path = self.directory / f"run-{self.run_id}.open.jsonl"
             os.replace(staging, self._path)
             self._file = handle
-            header = {
-                "kind": "run",
-                "run_id": self.run_id,
-                "started_at": self.started_at,
-                "remaining_before": self.remaining_before,
-                "pid": os.getpid(),
-            }
-            handle.write(_dumps(header))
+            handle.write(_dumps(self._header()))
         self._file.write(_dumps(line))
         self._file.flush()
 
@@ -145,6 +201,8 @@ class LedgerWriter:
         if unknown or missing:
             raise LedgerError(f"ledger row: unknown columns {sorted(unknown)}, missing {sorted(missing)}")
         line = {"kind": "entry", "call": call_key, **{name: row.get(name) for name in COLUMNS}}
+        if line.get("account") is None:
+            line["account"] = self.account
         with self._lock:
             self._write(line)
             self._unanswered.pop((call_key, row.get("attempt")), None)
@@ -157,6 +215,9 @@ class LedgerWriter:
         """Mark the run closed and release the file (its name loses ``.open``) — unless calls
         are still unanswered: then the file stays ``.open`` for the next run to reconcile."""
         with self._lock:
+            if self._remote:
+                self._close_segments()
+                return
             if self._file is None:
                 return
             if self._unanswered:
@@ -177,6 +238,22 @@ class LedgerWriter:
             self._file.close()  # releases the flock
             self._file = None
 
+    def _close_segments(self) -> None:
+        if not isinstance(self._path, StorePath) or self._done:
+            return  # nothing written, or already closed
+        self._done = True
+        with _LIVE_LOCK:
+            _LIVE.discard(str(self._path))
+        if self._unanswered:
+            log.warning(
+                "run %s ends with %d call(s) sent and never answered: the next run reconciles them",
+                self.run_id,
+                len(self._unanswered),
+            )
+            return
+        self._write_segment({"kind": "closed", "at": datetime.now(UTC), "spent": self.spent})
+        self._path = _compact(self._path, b"".join(self._written))
+
     def __enter__(self) -> LedgerWriter:
         return self
 
@@ -188,11 +265,14 @@ class LedgerWriter:
 class RunLog:
     """One run's lines, as read back."""
 
-    path: Path
+    path: AnyPath
     night: date
     run_id: str
     started_at: datetime | None = None
     remaining_before: int | None = None
+    account: str | None = None
+    pid: int | None = None
+    host: str | None = None
     entries: list[dict[str, Any]] = field(default_factory=list)
     unanswered: list[dict[str, Any]] = field(default_factory=list)  # ``sent`` with no entry after
     closed: bool = False
@@ -208,13 +288,35 @@ class RunLog:
         return _uncertain((str(line.get("resource")) for line in self.unanswered), failures)
 
 
-def _read_run(path: Path, night: date) -> RunLog:
+def _segments(folder: StorePath) -> list[StorePath]:
+    return [p for p in folder.glob("*.jsonl") if p.name[: -len(".jsonl")].isdigit()]
+
+
+def _compact(folder: StorePath, data: bytes) -> StorePath:
+    """Object store: a closed run's lines as one object ``run-<id>.jsonl``; its folder goes."""
+    closed = folder.with_name(folder.name.removesuffix(OPEN_SUFFIX) + ".jsonl")
+    atomic_write(closed, data, fsync=True)
+    remove_tree(folder)
+    return closed
+
+
+def _run_bytes(path: AnyPath) -> IO[bytes]:
+    """A run's lines: its file, or (object store, open run) its segments in order."""
+    if isinstance(path, StorePath):
+        if path.name.endswith(OPEN_SUFFIX):
+            found = path.cat_many(_segments(path))
+            return io.BytesIO(b"".join(found[p] for p in sorted(found)))
+        return io.BytesIO(path.read_bytes())
+    return open(path, "rb")
+
+
+def _read_run(path: AnyPath, night: date) -> RunLog:
     run_id = path.name.removeprefix("run-").split(".")[0]
     log = RunLog(path, night, run_id)
     pending: dict[tuple[Any, Any], dict[str, Any]] = {}
     damaged: list[tuple[int, str]] = []
     torn: set[int] = set()  # lines a killed process cut short (the rest still counts)
-    with open(path, "rb") as handle:
+    with _run_bytes(path) as handle:
         for number, raw in enumerate(handle, start=1):
             if not raw.strip():
                 continue
@@ -230,11 +332,17 @@ def _read_run(path: Path, night: date) -> RunLog:
             if kind == "run":
                 log.started_at = _time(line.get("started_at"))
                 log.remaining_before = line.get("remaining_before")
+                log.account = line.get("account")
+                log.pid = line.get("pid") if isinstance(line.get("pid"), int) else None
+                log.host = line.get("host")
             elif kind == "sent":
                 pending[(line.get("call"), line.get("attempt"))] = line
             elif kind == "entry":
                 pending.pop((line.get("call"), line.get("attempt")), None)
-                log.entries.append({name: line.get(name) for name in COLUMNS})
+                entry = {name: line.get(name) for name in COLUMNS}
+                if entry.get("account") is None:
+                    entry["account"] = log.account
+                log.entries.append(entry)
             elif kind == "closed":
                 log.closed = True
                 if isinstance(line.get("torn_line"), int):
@@ -260,7 +368,25 @@ def _time(value: Any) -> datetime | None:
     return datetime.fromisoformat(value).astimezone(UTC) if isinstance(value, str) else None
 
 
-def _held(path: Path) -> bool:
+def _held_remotely(run: RunLog) -> bool:
+    """Object store: a writer of this process has the run open, or its writer is another
+    process of this host that is still alive. A run of another host counts as dead (the
+    one-writer rule, see the module docstring)."""
+    with _LIVE_LOCK:
+        if str(run.path) in _LIVE:
+            return True
+    if run.host != socket.gethostname() or run.pid is None or run.pid == os.getpid():
+        return False
+    try:
+        os.kill(run.pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # alive, another user's
+    return True
+
+
+def _held(path: AnyPath) -> bool:
     """Whether a live process holds the run's file (its writer has the flock)."""
     try:
         with open(path, "rb") as handle:
@@ -275,11 +401,12 @@ def _held(path: Path) -> bool:
 
 
 class Ledger:
-    """Reads the ledger of a lake (every run, every night)."""
+    """Reads the ledger of a lake (every run, every night). ``account=`` (a name) narrows a
+    reading to that account's runs; ``None`` counts every account."""
 
     def __init__(self, lake: Lake) -> None:
         self.lake = lake
-        self.base = Path(lake.root) / LEDGER_DIR
+        self.base = lake.root / LEDGER_DIR
 
     def nights(self) -> list[date]:
         if not self.base.is_dir():
@@ -287,31 +414,63 @@ class Ledger:
         prefix = PARTITION + "="
         return sorted(date.fromisoformat(p.name[len(prefix) :]) for p in self.base.glob(prefix + "*") if p.is_dir())
 
-    def runs(self, night: date) -> list[RunLog]:
-        directory = _night_dir(self.lake, night)
-        if not directory.is_dir():
-            return []
-        return [_read_run(path, night) for path in sorted(directory.glob("run-*.jsonl"))]
+    def _run_paths(self, directory: AnyPath) -> list[AnyPath]:
+        """A night's runs: its ``run-*.jsonl`` files and (object store) its open runs' folders."""
+        if not isinstance(directory, StorePath):
+            return sorted(directory.glob("run-*.jsonl")) if directory.is_dir() else []
+        entries = [p for p in directory.iterdir() if p.name.startswith("run-")]
+        closed = {p.name.removesuffix(".jsonl") for p in entries if p.is_file() and p.name.endswith(".jsonl")}
+        folders = [
+            p for p in entries if p.is_dir() and p.name.endswith(OPEN_SUFFIX) and p.name.removesuffix(OPEN_SUFFIX) not in closed
+        ]
+        return sorted([p for p in entries if p.is_file() and p.name.endswith(".jsonl")] + folders)
 
-    def entries(self, night: date) -> Iterator[dict[str, Any]]:
-        """Every row of one night, all runs, in file order."""
-        for run in self.runs(night):
+    def _all_remote_runs(self) -> list[StorePath]:
+        """Object store: every night's runs from one recursive listing (not one per night)."""
+        assert isinstance(self.base, StorePath)
+        fs = self.base.fs
+        with contextlib.suppress(FileNotFoundError):
+            fs.invalidate_cache(self.base.path)
+        try:
+            found = fs.find(self.base.path, detail=True)
+        except FileNotFoundError:
+            return []
+        closed: dict[str, StorePath] = {}
+        folders: dict[str, StorePath] = {}
+        for name, info in found.items():
+            parts = name.rsplit("/", 3)
+            if len(parts) == 4 and parts[1].startswith(PARTITION + "=") and parts[2].endswith(OPEN_SUFFIX):
+                folder = f"{parts[0]}/{parts[1]}/{parts[2]}"
+                folders.setdefault(folder, StorePath(fs, folder, {"type": "directory"}))
+            elif parts[-1].startswith("run-") and parts[-1].endswith(".jsonl") and parts[-2].startswith(PARTITION + "="):
+                closed[name.removesuffix(".jsonl")] = StorePath(fs, name, info)
+        live = [p for key, p in folders.items() if key.removesuffix(OPEN_SUFFIX) not in closed]
+        return sorted([*closed.values(), *live])
+
+    def runs(self, night: date, *, account: str | None = None) -> list[RunLog]:
+        runs = [_read_run(path, night) for path in self._run_paths(_night_dir(self.lake, night))]
+        return [run for run in runs if account is None or run.account == account]
+
+    def entries(self, night: date, *, account: str | None = None) -> Iterator[dict[str, Any]]:
+        """Every row of one night, all runs (or one account's), in file order."""
+        for run in self.runs(night, account=account):
             yield from run.entries
 
-    def spent(self, night: date, *, only: str | None = None, excluding: str | None = None) -> int:
+    def spent(self, night: date, *, only: str | None = None, excluding: str | None = None, account: str | None = None) -> int:
         """Searches the ledger records for a night (of one resource, or all but one)."""
         return sum(
             int(row.get("cost") or 0)
-            for row in self.entries(night)
+            for row in self.entries(night, account=account)
             if (only is None or row.get("resource") == only) and (excluding is None or row.get("resource") != excluding)
         )
 
-    def spend_per_night(self) -> dict[date, tuple[int, int]]:
+    def spend_per_night(self, *, account: str | None = None) -> dict[date, tuple[int, int]]:
         """(searches, rows) per night."""
         out = {}
         for night in self.nights():
-            rows = list(self.entries(night))
-            out[night] = (sum(int(row.get("cost") or 0) for row in rows), len(rows))
+            rows = list(self.entries(night, account=account))
+            if rows or account is None:
+                out[night] = (sum(int(row.get("cost") or 0) for row in rows), len(rows))
         return out
 
     def table(self, night: date) -> pa.Table:
@@ -324,27 +483,43 @@ class Ledger:
         except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
             raise LedgerError(f"the ledger of {night} holds a row that does not fit the schema: {exc}") from None
 
-    def dead_runs(self) -> list[RunLog]:
+    def _open_paths(self) -> list[AnyPath]:
+        if not isinstance(self.base, StorePath):
+            return sorted(self.base.glob(f"{PARTITION}=*/run-*.open.jsonl"))
+        return [p for p in self._all_remote_runs() if p.name.endswith(OPEN_SUFFIX)]
+
+    def dead_runs(self, *, account: str | None = None) -> list[RunLog]:
         """Runs whose file is still open but held by no process: they died mid-run."""
         if not self.base.is_dir():
             return []
         dead = []
-        for path in sorted(self.base.glob(f"{PARTITION}=*/run-*.open.jsonl")):
-            if not _held(path):
+        for path in self._open_paths():
+            if isinstance(path, StorePath) or not _held(path):
                 night = date.fromisoformat(path.parent.name.split("=", 1)[1])
-                dead.append(_read_run(path, night))
+                run = _read_run(path, night)
+                if isinstance(path, StorePath) and _held_remotely(run):
+                    continue
+                if account is None or run.account == account:
+                    dead.append(run)
         return dead
 
-    def spent_since(self, moment: datetime, *, except_run: str) -> int:
+    def spent_since(self, moment: datetime, *, except_run: str, account: str | None = None) -> int:
         """Searches other runs recorded after ``moment`` (files untouched since are skipped)."""
         if not self.base.is_dir():
             return 0
         total = 0
-        for path in self.base.glob(f"{PARTITION}=*/run-*.jsonl"):
-            if path.stat().st_mtime < moment.timestamp() or path.name.startswith(f"run-{except_run}."):
+        if isinstance(self.base, StorePath):
+            paths = list(self._all_remote_runs())
+        else:
+            paths = list(self.base.glob(f"{PARTITION}=*/run-*.jsonl"))
+        for path in paths:
+            if path.name.startswith(f"run-{except_run}.") or _untouched_since(path, moment):
                 continue
             night = date.fromisoformat(path.parent.name.split("=", 1)[1])
-            for row in _read_run(path, night).entries:
+            run = _read_run(path, night)
+            if account is not None and run.account != account:
+                continue
+            for row in run.entries:
                 called = _time(row.get("called_at"))
                 if called is not None and called >= moment:
                     total += int(row.get("cost") or 0)
@@ -352,16 +527,41 @@ class Ledger:
 
     def close_dead_run(self, run: RunLog, row: Mapping[str, Any] | None) -> None:
         """Append the reconciliation ``row`` (if any) to a dead run's file and close it."""
+        entry = None
+        if row is not None:
+            entry = {"kind": "entry", "call": None, **{name: row.get(name) for name in COLUMNS}}
+            if entry.get("account") is None:
+                entry["account"] = run.account
+        if isinstance(run.path, StorePath):  # segments: never torn; one more, then the closed object
+            with _run_bytes(run.path) as handle:
+                data = handle.read()
+            tail = (_dumps(entry) if entry is not None else b"") + _dumps(
+                {"kind": "closed", "at": datetime.now(UTC), "reconciled": True, "torn_line": None}
+            )
+            atomic_write(run.path / f"{len(_segments(run.path)):08d}.jsonl", tail, fsync=True)
+            _compact(run.path, data + tail)
+            return
         with open(run.path, "rb") as existing:
             lines = existing.read().splitlines(keepends=True)
         torn = len(lines) if lines and not lines[-1].endswith(b"\n") else None
         with open(run.path, "ab") as handle:
             if torn is not None:  # end the line the kill cut, and say which it was
                 handle.write(b"\n")
-            if row is not None:
-                handle.write(_dumps({"kind": "entry", "call": None, **{name: row.get(name) for name in COLUMNS}}))
+            if entry is not None:
+                handle.write(_dumps(entry))
             handle.write(_dumps({"kind": "closed", "at": datetime.now(UTC), "reconciled": True, "torn_line": torn}))
         os.replace(run.path, run.path.with_name(f"run-{run.run_id}.jsonl"))
+
+
+def _untouched_since(path: AnyPath, moment: datetime) -> bool:
+    """Whether a run's file was last written before ``moment`` (an open object-store run's
+    folder is always read: it has no one date)."""
+    if isinstance(path, StorePath):
+        if path.name.endswith(OPEN_SUFFIX):
+            return False
+        when = path.modified()
+        return when is not None and when < moment
+    return path.stat().st_mtime < moment.timestamp()
 
 
 def unexplained_charges(*, before: int | None, after: int | None, recorded: int, others: int, uncertain_cost: int) -> int:

@@ -30,7 +30,7 @@ from tourneylake.normalize.summary import SUMMARY_TABLES
 from tourneylake.reference import InForce
 from tourneylake.warehouse import Warehouse
 
-__all__ = ["RebuildOutcome", "nights_in_lake", "rebuild", "rebuild_night"]
+__all__ = ["RebuildOutcome", "nights_in_lake", "player_tables", "rebuild", "rebuild_night"]
 
 log = logging.getLogger(__name__)
 
@@ -68,6 +68,16 @@ def rebuild_night(lake: Lake, night: date, unusable: list[str] | None = None) ->
         if found is not None:
             table_name = FREE_RESOURCES[resource][0]
             rows[table_name] = lake.write_table(table_name, night, found[0])
+    rows.update(player_tables(lake, night, unusable))
+    return rows
+
+
+def player_tables(lake: Lake, night: date, unusable: list[str] | None = None) -> dict[str, int]:
+    """The night's six summary tables and its ``search_ledger`` export from the raw answers and
+    the ledger (what several accounts' harvests make together, and part of every rebuild);
+    returns rows written per table. Answers that cannot be read go to ``unusable``."""
+    unusable = [] if unusable is None else unusable
+    rows: dict[str, int] = {}
     with ExitStack() as stack:
         sink = SummarySink(lake, night, InForce(lake, night), stack)
         stored = sink.add_stored()

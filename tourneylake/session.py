@@ -84,15 +84,20 @@ class Session:
     writable: bool = True
     run_id: str = field(default_factory=new_run_id)
     costs: CostModel = field(default_factory=CostModel)
+    #: The watchlist account whose settings these are (``None``: the settings' one account). Its
+    #: ledger rows carry the name, and its spending and reconciliations count its own runs only.
+    account: str | None = None
 
     @classmethod
-    def open(cls, settings: Settings, base_url: str, night: date, *, writable: bool = True) -> Session:
+    def open(
+        cls, settings: Settings, base_url: str, night: date, *, writable: bool = True, account: str | None = None
+    ) -> Session:
         """A session on the settings' lake; ``writable`` claims it for the settings' source
         (a read-only session writes nothing, not even raw bodies of free calls)."""
         lake = Lake(settings.data_dir)
         if writable:
             lake.claim(settings.source)
-        return cls(settings, base_url, night, lake, writable)
+        return cls(settings, base_url, night, lake, writable, account=account)
 
     @property
     def state(self) -> StateStore:
@@ -140,7 +145,7 @@ class Session:
 
     # ------------------------------------------------------------------ the ledger
     def ledger(self, remaining_before: int | None) -> LedgerWriter:
-        return LedgerWriter(self.lake, self.night, self.run_id, remaining_before=remaining_before)
+        return LedgerWriter(self.lake, self.night, self.run_id, remaining_before=remaining_before, account=self.account)
 
     @contextmanager
     def metered(self, *, spent_before: int = 0) -> Iterator[tuple[Budget, LedgerWriter]]:
@@ -168,7 +173,7 @@ class Session:
             self.lake.write_table("search_ledger", self.night, table)
 
     def spent_tonight(self, *, only: str | None = None, excluding: str | None = None) -> int:
-        return Ledger(self.lake).spent(self.night, only=only, excluding=excluding)
+        return Ledger(self.lake).spent(self.night, only=only, excluding=excluding, account=self.account)
 
     def metering_hooks(self, budget: Budget | None, ledger: LedgerWriter) -> dict[str, Callable[..., None]]:
         """``before_attempt``: the budget's permission, then the write-ahead line;
@@ -227,7 +232,7 @@ class Session:
         if ledger.remaining_before is None or not ledger.attempts:
             return 0
         after = self.read_remaining()
-        others = Ledger(self.lake).spent_since(ledger.started_at, except_run=self.run_id)
+        others = Ledger(self.lake).spent_since(ledger.started_at, except_run=self.run_id, account=self.account)
         extra = unexplained_charges(
             before=ledger.remaining_before, after=after, recorded=ledger.spent, others=others,
             uncertain_cost=self._uncertain_cost(ledger.uncertain),
@@ -254,13 +259,13 @@ class Session:
         Call it holding the lake's ``harvest`` lock (two reconcilers must not close one run).
         With no reading now, nothing is closed: a later run, with a reading, reconciles them."""
         book = Ledger(self.lake)
-        dead = book.dead_runs()
+        dead = book.dead_runs(account=self.account)
         if dead and remaining_now is None:
             log.warning("%d run(s) ended with calls unanswered; no reading of the searches left now: reconciled later", len(dead))
             return {}
         booked: dict[date, int] = {}
         for run in dead:
-            others = book.spent_since(run.started_at, except_run=run.run_id) if run.started_at else 0
+            others = book.spent_since(run.started_at, except_run=run.run_id, account=self.account) if run.started_at else 0
             extra = unexplained_charges(
                 before=run.remaining_before, after=remaining_now, recorded=run.spent, others=others,
                 uncertain_cost=self._uncertain_cost(run.uncertain),

@@ -1,9 +1,9 @@
 """Small JSON documents beside the lake (``lake/_state/<name>.json``): the natural-language filter
-cache, for one. Written atomically; a damaged document is a one-line error naming the file."""
+cache, for one. Written atomically (on an object store: one PUT); a damaged document is a
+one-line error naming the file."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import orjson
@@ -18,7 +18,7 @@ class StateStore:
 
     def __init__(self, lake: Lake) -> None:
         self.lake = lake
-        self.directory = Path(lake.root) / STATE_DIR
+        self.directory = lake.root / STATE_DIR  # a Path, or a StorePath on an object store
 
     def read(self, name: str) -> dict[str, Any]:
         path = self.directory / f"{name}.json"

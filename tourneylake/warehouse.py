@@ -20,6 +20,11 @@ transaction, so a failure leaves the warehouse as it was:
 
 Loading the same night twice leaves every table identical. Opening a warehouse written by an
 older version adds the columns the catalogue has gained (``ALTER TABLE ... ADD COLUMN``).
+
+A lake on an object store (``s3://…``, see ``lake.py``) is read by the same statements: the
+lake's fsspec filesystem is registered with DuckDB (``register_filesystem``; the httpfs
+extension is not needed) and ``$files`` holds the parts' URLs its commit markers list. The file
+itself is always local.
 """
 
 from __future__ import annotations
@@ -168,6 +173,7 @@ class Warehouse:
                 "it can be rebuilt from the lake at no cost: move it aside and run `tourneylake rebuild --all`"
             ) from None
         self.connection.execute("SET TimeZone = 'UTC'")
+        self._registered: set[str] = set()
         self._sql = _plain_sql(str(sql_dir()))
         if not read_only:
             self.apply_schema()
@@ -208,6 +214,7 @@ class Warehouse:
             raise WarehouseError(f"no such warehouse tables: {sorted(unknown)}")
         wanted = [t for t in LOAD_ORDER if tables is None or t in tables]
         con = self.connection
+        self._register(lake)
         loaded: dict[str, int] = {}
         con.execute("BEGIN TRANSACTION")
         try:
@@ -223,6 +230,20 @@ class Warehouse:
             con.execute("ROLLBACK")
             raise
         return loaded
+
+    def _register(self, lake: Lake) -> None:
+        """Let DuckDB read the lake's URLs through its fsspec filesystem (object stores only)."""
+        fs = lake.filesystem
+        if fs is None:
+            return
+        protocols = {fs.protocol} if isinstance(fs.protocol, str) else set(fs.protocol)
+        if protocols & self._registered:
+            return
+        try:
+            self.connection.register_filesystem(fs)
+        except (duckdb.Error, ValueError) as exc:
+            raise WarehouseError(f"cannot read the lake {lake!r} from DuckDB: {' '.join(str(exc).split())}") from None
+        self._registered |= protocols
 
     def _load_table(self, table: str, day: date, files: list[str]) -> int:
         con = self.connection

@@ -10,10 +10,13 @@
     players:
       - {network: PokerStars, name: "Some Player", filters: [sng_30d], priority: 1}
       - {network: "888Poker(ES-PT)", name: "José María"}      # no filters: harvested unfiltered
+    accounts:                                                  # optional: several accounts share the players
+      - {name: main, username: coach@example.com, password_env: TL_MAIN_PASSWORD, max_searches_per_run: 500}
+      - {name: spare, username: spare@example.com, password_env: TL_SPARE_PASSWORD, concurrency: 2}
 
 Rules (each broken rule is a :class:`WatchlistError` naming the file and line):
 
-- Top-level keys are ``filters`` and ``players``; both optional. Unknown keys are errors (a typo
+- Top-level keys are ``filters``, ``players`` and ``accounts``; all optional. Unknown keys are errors (a typo
   must not silently drop half the watchlist).
 - A filter is a filter string (checked with :func:`~tourneylake.filters.parse_filter`; metadata
   checks happen later, in the planner), a mapping ``{filter: "...", window: ..., anchor: ...}``,
@@ -35,6 +38,12 @@ Rules (each broken rule is a :class:`WatchlistError` naming the file and line):
   filters, and only the user knows which is meant. Players are the same when network and name
   match after Unicode NFC normalisation and case folding, because a duplicate must never cost
   two searches. The same filter twice in one player's list is an error for the same reason.
+- ``accounts`` (optional; absent = the settings' one account) lists service accounts that share
+  the players between them (:mod:`tourneylake.accounts`): each has a ``name`` (a filter-name-like
+  word: it names ledger rows, Dagster assets and pools), a ``username``, ``password_env`` (the
+  name of the environment variable holding its password: never the password itself), and
+  optionally ``appname``, ``appkey_env``, ``max_searches_per_run``, ``reserve_searches`` and
+  ``concurrency`` (default: the settings' values).
 """
 
 from __future__ import annotations
@@ -54,6 +63,7 @@ from tourneylake.filters import FilterSyntaxError, parse_filter
 
 __all__ = [
     "DEFAULT_PRIORITY",
+    "AccountDef",
     "FilterDef",
     "WatchedPlayer",
     "Watchlist",
@@ -78,10 +88,15 @@ _INT_TAG = "tag:yaml.org,2002:int"
 # without libyaml falls back to the pure-Python parser.
 _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
-_TOP_KEYS = ("filters", "players")
+_TOP_KEYS = ("filters", "players", "accounts")
 _FILTER_KEYS = ("filter", "question", "timezone", "locale", "window", "anchor")
 _CHOICES = {"window": ("as_of", "day"), "anchor": ("night", "none")}
 _PLAYER_KEYS = ("network", "name", "filters", "priority")
+_ACCOUNT_KEYS = (
+    "name", "username", "password_env", "appname", "appkey_env", "max_searches_per_run", "reserve_searches", "concurrency",
+)  # fmt: skip
+_ENV_NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_ACCOUNT_LIMITS = {"max_searches_per_run": (0, None), "reserve_searches": (0, None), "concurrency": (1, 64)}
 
 
 class WatchlistError(TourneylakeError, ValueError):
@@ -132,13 +147,31 @@ class WatchedPlayer:
         return player_key(self.network, self.name)
 
 
+@dataclass(frozen=True)
+class AccountDef:
+    """A service account that takes a share of the players: its credentials are named here
+    (the password by the environment variable that holds it), its limits default to the
+    settings'. See :mod:`tourneylake.accounts`."""
+
+    name: str
+    username: str
+    password_env: str
+    appname: str | None = None
+    appkey_env: str | None = None
+    max_searches_per_run: int | None = None
+    reserve_searches: int | None = None
+    concurrency: int | None = None
+    line: int | None = field(default=None, compare=False)
+
+
 @dataclass
 class Watchlist:
-    """A validated watchlist: filters by name, players in file order."""
+    """A validated watchlist: filters by name, players in file order, accounts (if several)."""
 
     filters: dict[str, FilterDef] = field(default_factory=dict)
     players: list[WatchedPlayer] = field(default_factory=list)
     source: str = "<watchlist>"
+    accounts: list[AccountDef] = field(default_factory=list)
 
     def targets(self) -> list[tuple[WatchedPlayer, str | None]]:
         """Every (player, filter name) pair to harvest, ``None`` for unfiltered: players in file
@@ -270,6 +303,8 @@ class _Reader:
         for key, value in self.mapping(root, _TOP_KEYS, "watchlist"):
             if key == "filters":
                 watchlist.filters = self.read_filters(value)
+            elif key == "accounts":
+                watchlist.accounts = self.read_accounts(value)
             else:
                 players_node = value
         if players_node is not None:
@@ -470,3 +505,58 @@ class _Reader:
         shown = _kind(node)
         self.problem(node, f"priority must be a whole number (lower = more important), not {shown}")
         return DEFAULT_PRIORITY
+
+    def read_accounts(self, node: Node) -> list[AccountDef]:
+        accounts: list[AccountDef] = []
+        if _is_null(node):
+            return accounts
+        if not isinstance(node, SequenceNode):
+            self.problem(node, "'accounts' must be a list of {name: ..., username: ..., password_env: ...} entries")
+            return accounts
+        seen: dict[str, int] = {}
+        for item in node.value:
+            account = self.read_account(item)
+            if account is None:
+                continue
+            if account.name in seen:
+                self.problem(item, f"account {account.name!r} is listed twice (first on line {seen[account.name]})")
+                continue
+            seen[account.name] = _line(item)
+            accounts.append(account)
+        return accounts
+
+    def read_account(self, node: Node) -> AccountDef | None:
+        if not isinstance(node, MappingNode):
+            self.problem(
+                node, f"an account is a mapping like {{name: main, username: ..., password_env: ...}}, not {_kind(node)}"
+            )
+            return None
+        before = len(self.problems)
+        values: dict[str, str | int | None] = {}
+        for key, value in self.mapping(node, _ACCOUNT_KEYS, "account"):
+            if key in _ACCOUNT_LIMITS:
+                values[key] = self.read_limit(value, f"account {key}", *_ACCOUNT_LIMITS[key])
+                continue
+            text = self.text(value, f"account {key}", required=True)
+            if text is None:
+                continue
+            if key == "name" and not _FILTER_NAME_RE.fullmatch(text):
+                self.problem(value, f"account name {text!r} must be letters, digits, '_', '.' or '-' (it names assets and pools)")
+            elif key.endswith("_env") and not _ENV_NAME_RE.fullmatch(text):
+                self.problem(value, f"account {key} must name an environment variable (e.g. TL_MAIN_PASSWORD), not {text!r}")
+            values[key] = text
+        missing = [repr(required) for required in ("name", "username", "password_env") if required not in values]
+        if missing and len(self.problems) == before:  # an empty or invalid value already has its own problem
+            self.problem(node, f"account has no {', '.join(missing)}")
+        if len(self.problems) > before:
+            return None
+        return AccountDef(**values, line=_line(node))  # type: ignore[arg-type]
+
+    def read_limit(self, node: Node, what: str, least: int, most: int | None) -> int | None:
+        if isinstance(node, ScalarNode) and node.tag == _INT_TAG and _INT_RE.fullmatch(node.value):
+            number = int(node.value)
+            if number >= least and (most is None or number <= most):
+                return number
+        bounds = f"from {least} to {most}" if most is not None else f"{least} or more"
+        self.problem(node, f"{what} must be a whole number {bounds}, not {_kind(node)}")
+        return None

@@ -419,6 +419,7 @@ _SPECS: list[TableSpec] = [
             ("error_code", I64, "`Error/@id` when the service refused"),
             ("error", STR, "error text (English), never credentials"),
             ("duration_ms", F64, "wall time of the attempt"),
+            ("account", STR, "the account's name (never its secret) when the run named one; NULL otherwise"),
         ),
     ),
 ]
