@@ -4,17 +4,30 @@
 hands back Arrow tables on :meth:`~SummaryNormalizer.flush`, which also clears the batch, so a
 caller writing a lake part every N players keeps memory flat however long the watchlist.
 
-Speed matters (a benchmark holds normalising to within 2x of merely parsing the payloads): the
-loops below read the JSON-mapping dicts (``Node.raw``) directly. Statistics, timeline events,
-tournaments and entries are only *referenced* (their raw dicts are kept, plus the dedup keys);
-at flush Arrow's converter turns each list of dicts into columns in one call (a struct
-conversion, or flat key / value arrays for the events' attribute maps), falling back to reading
-the dicts in Python when a value is not a string. Data sets are collected per summary into
-Arrow chunks. Everything else happens once per column at flush time with Arrow's vectorised
-kernels: string → number/time casts, USD division via a rate column looked up per currency,
-flag splitting, and columns that are constant for a whole summary (network, player, filter,
-currency) are expanded from one value per summary with a ``take``. A caller must not mutate a
-response's tree between :meth:`~SummaryNormalizer.add` and :meth:`~SummaryNormalizer.flush`.
+Speed matters (a benchmark compares normalising with merely parsing the payloads). Two ways
+to read a summary, with the same tables, warnings and errors (``tests/test_normalize_fast.py``):
+
+- the fast path (the default): the summary's skeleton and its recent tournaments are converted
+  to typed structs in compiled code (:mod:`._fast`, ``msgspec.convert`` of the parsed tree),
+  which also proves them clean (every attribute a string, every element where it belongs), so
+  the tournaments' keys and columns are taken with ``map`` and comprehensions, unchecked;
+- the tree path: any summary the structs refuse (a number where a string is expected, an
+  object where a value is, an attribute that goes to ``extra``, ...) and every error.
+
+Statistics, data sets and timeline events are read from the JSON-mapping dicts (``Node.raw``)
+on both paths: checked with one pass over the value types in C, collected with plain loops or
+``map``. Statistic, tournament and entry attributes are kept as one Python list per column,
+timeline events as their raw dicts, data sets as Arrow chunks converted per summary; at flush
+Arrow converts each column in one call (falling back to Python when a value is not a string).
+Everything else happens once per column at flush time with Arrow's vectorised kernels: string
+→ number/time casts, USD division via a rate column looked up per currency, flag splitting, and
+columns that are constant for a whole summary (network, player, filter, currency) are expanded
+from one value per summary with a ``take``. A caller must not mutate a response's tree between
+:meth:`~SummaryNormalizer.add` and :meth:`~SummaryNormalizer.flush`.
+
+The night's dedup keys (tournaments and entries are kept once a night, across flushes) are
+64-bit hashes in a sorted array (:mod:`._seen`): 8 bytes a key, so memory stays flat as the
+watchlist grows.
 
 Broken payloads: :meth:`~SummaryNormalizer.add` checks each payload before it keeps anything
 (every attribute and text it keeps must be a value, not an object or a list) and raises only
@@ -44,7 +57,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import date, datetime
 from itertools import chain
-from operator import methodcaller
+from operator import attrgetter, methodcaller
 from typing import Any
 
 import numpy as np
@@ -52,6 +65,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from tourneylake.normalize import _columns as C
+from tourneylake.normalize import _fast as F
+from tourneylake.normalize._seen import SeenKeys
 from tourneylake.normalize.metadata import Rates
 from tourneylake.normalize.schemas import SCHEMAS, STR_MAP
 from tourneylake.tree import MalformedPayload, Node, check_value, element_path
@@ -78,6 +93,7 @@ _get_text = methodcaller("get", "$")
 _F64 = pa.float64()
 _STR = pa.string()
 _I32 = pa.int32()
+_I64 = pa.int64()
 
 # Tournament attributes with a column of their own; the rest go to `extra`.
 _TOURNAMENT_ATTRS = frozenset(
@@ -130,6 +146,48 @@ _EVENT_COLUMNS = {
     "url": "@url",
 }
 _EV_STRUCT = pa.struct([(a, pa.string()) for a in _EVENT_COLUMNS.values()])
+
+# The attributes each long table keeps, by their served names, and how to read each from a raw
+# dict (tree path, index 0) or from a struct (fast path, index 1: `_fast` names them without
+# the "@", and "$" is `value`).
+_T_COLS = tuple(_T_STRUCT.names)
+_E_COLS = tuple(_E_STRUCT.names)
+_ET_COLS = tuple(_ET_STRUCT.names)
+_ST_COLS = tuple(_ST_STRUCT.names)
+
+
+def _getters(names: tuple[str, ...]) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
+    struct_names = ["value" if n == "$" else n[1:] for n in names]
+    return tuple(methodcaller("get", n) for n in names), tuple(attrgetter(n) for n in struct_names)
+
+
+_T_GET = _getters(_T_COLS)
+_E_GET = _getters(_E_COLS)
+_ET_GET = _getters(_ET_COLS)
+_ST_GET = _getters(_ST_COLS)
+_NO_STATISTICS: tuple[tuple[Any, ...], ...] = ((), (), ())
+_SNAPSHOT_KEYS = (
+    "network",
+    "player",
+    "filter_name",
+    "filter_expression",
+    "filter_sent",
+    "filter_window",
+    "anchored",
+    "served_filter",
+    "served_name",
+    "found",
+    "country",
+    "country_name",
+    "last_activity_at",
+    "display_currency",
+    "display_usd_rate",
+    "statistic_count",
+    "tournament_count",
+    "server_time",
+    "metadata_hash",
+    "fetched_at",
+)
 
 
 def _first(value: Any) -> dict[str, Any] | None:
@@ -217,30 +275,7 @@ def _check_tournaments(tournaments: list[Any]) -> None:
                     _check_attributes(e, f"{_P_TOURNAMENT}[{index}]/TournamentEntry")
 
 
-def _value_strings(values: list[Any], where: str) -> pa.Array:
-    """Served values as a string column; an object or a list among them is garbage."""
-    try:
-        return pa.array(values, _STR)
-    except (pa.ArrowInvalid, pa.ArrowTypeError):
-        for value in values:
-            check_value(value, where)
-        return C.str_array(values)
-
-
-# Columns of one summary's data set points, converted at add (see `_ds_chunks`), with the
-# element path of each for messages.
-_DS_PATHS = (
-    _P_SET + "/@id",
-    None,
-    _P_SET + "/Data/@x",
-    _P_SET + "/Data/@z",
-    None,
-    _P_SET + "/Data/Y/@id",
-    _P_SET + "/Data/Y/$",
-)
-
-
-def _fields(raws: list[dict[str, Any]], struct: pa.StructType) -> dict[str, Any]:
+def _struct_fields(raws: list[dict[str, Any]], struct: pa.StructType) -> dict[str, Any]:
     """The attributes named by ``struct`` of every raw dict: one Arrow conversion (string
     fields), or, when some value is not a string, Python lists of the served values."""
     try:
@@ -248,6 +283,15 @@ def _fields(raws: list[dict[str, Any]], struct: pa.StructType) -> dict[str, Any]
         return {struct.field(i).name: arr.field(i) for i in range(struct.num_fields)}
     except _CONVERT_ERRORS:
         return {struct.field(i).name: [r.get(struct.field(i).name) for r in raws] for i in range(struct.num_fields)}
+
+
+def _fields(columns: dict[str, list[Any]]) -> dict[str, Any]:
+    """Served attribute columns as string arrays or, when some value in any of them is not a
+    string, all as the Python lists (as `_struct_fields` does for one element kind)."""
+    try:
+        return {name: pa.array(values, _STR) for name, values in columns.items()}
+    except _CONVERT_ERRORS:
+        return dict(columns)
 
 
 def _str(values: Any) -> pa.Array:
@@ -291,6 +335,9 @@ def _bools(values: Any) -> pa.Array:
 
 
 _SetColumns = tuple[list[Any], list[Any], list[Any], list[Any], list[int]]
+# What one summary's reading gives `add`: served snapshot values, statistic columns, data set
+# columns, timeline events, tournaments.
+_Parts = tuple[dict[str, Any], Any, list[pa.Array] | None, list[dict[str, Any]], "_Tournaments"]
 
 
 def _read_set_fast(datas: list[Any]) -> _SetColumns:
@@ -331,19 +378,107 @@ def _read_set_tolerant(datas: list[Any]) -> _SetColumns:
     return series, values, xs, zs, runs
 
 
+# The element path of each data set column (see `_ds_chunks`), for messages; None: counts.
+_DS_PATHS = (
+    _P_SET + "/@id",
+    None,
+    _P_SET + "/Data/@x",
+    _P_SET + "/Data/@z",
+    None,
+    _P_SET + "/Data/Y/@id",
+    _P_SET + "/Data/Y/$",
+)
+
+
+def _ds_columns(*columns: list[Any]) -> list[Any] | None:
+    """One summary's data set columns as Arrow arrays (strings checked to be values on the
+    way: an object or a list among them is garbage), or ``None`` when it has no values.
+    Converted now, while the summary's strings are still in the CPU's caches: at flush the
+    same conversion costs more (measured), though it would save the calls' fixed cost."""
+    if not columns[5]:
+        return None
+    return [
+        _value_strings(column, where) if where is not None else pa.array(column, _I64)
+        for column, where in zip(columns, _DS_PATHS, strict=True)
+    ]
+
+
+def _value_strings(values: list[Any], where: str) -> pa.Array:
+    """Served values as a string column; an object or a list among them is garbage."""
+    try:
+        return pa.array(values, _STR)
+    except (pa.ArrowInvalid, pa.ArrowTypeError):
+        for value in values:
+            check_value(value, where)
+        return C.str_array(values)
+
+
+def _ds_column(chunks: list[pa.Array], dtype: pa.DataType) -> pa.Array:
+    return pa.concat_arrays(chunks) if chunks else pa.array([], dtype)
+
+
+_t_id = attrgetter("id")
+_t_entry = attrgetter("TournamentEntry")
+_e_name = attrgetter("player_name")
+_ENTRY_ONLY = {F.Entry}
+
+
+def _new_keys(keys: list[Any], seen: SeenKeys, new: set[int]) -> list[int] | None:
+    """Indexes of the keys that are new to the night (the first of each; their hashes added to
+    ``new``), or ``None`` when all of them are (the usual case, without a Python loop)."""
+    if not keys:
+        return None
+    hashes = list(map(hash, keys))
+    unseen = seen.unseen_before(hashes)
+    batch = seen.batch
+    if all(unseen) and batch.isdisjoint(hashes):
+        new.update(hashes)
+        if len(new) == len(hashes):
+            return None
+        new.clear()  # a key repeats within the summary: the loop below keeps the first
+    keep = []
+    for index, (h, is_unseen) in enumerate(zip(hashes, unseen, strict=True)):
+        if is_unseen and h not in batch and h not in new:
+            new.add(h)
+            keep.append(index)
+    return keep
+
+
+def _raw_statistics(root: dict[str, Any]) -> dict[str, Any]:
+    """The Statistics element of a summary the fast path accepted, as a raw dict (the structs
+    said it is there; the same steps as the tree path's)."""
+    payload = _first(root.get("PlayerResponse"))
+    view = _first(payload.get("PlayerView")) if payload else None
+    p = _first(view.get("Player")) if view else None
+    stats = _first(p.get("Statistics")) if p else None
+    assert stats is not None
+    return stats
+
+
+def _empty_maps(n: int) -> pa.Array:
+    """``C.map_array`` of ``n`` empty dicts."""
+    offsets = pa.array(np.zeros(n + 1, dtype=np.int32))
+    return pa.MapArray.from_arrays(offsets, pa.array([], _STR), pa.array([], _STR), type=STR_MAP)
+
+
 @dataclass(slots=True)
 class _Tournaments:
-    """One summary's recent tournaments and entries, read and checked, not yet kept."""
+    """One summary's recent tournaments and entries, read and checked, not yet kept.
+
+    ``raws`` / ``entry_raws`` / ``entry_tournaments`` are the kept elements: raw dicts (tree
+    path) or structs (fast path, ``fast``); their columns are taken when the summary is kept.
+    ``seen`` / ``seen_entries``: hashes of the keys new to the night (see `_seen`)."""
 
     count: int = 0
-    seen: set[tuple[str, str]] = field(default_factory=set)
-    seen_entries: set[tuple[str, str, str]] = field(default_factory=set)
+    fast: bool = False
+    seen: set[int] = field(default_factory=set)
+    seen_entries: set[int] = field(default_factory=set)
     keys: list[tuple[str, str]] = field(default_factory=list)
-    raws: list[dict[str, Any]] = field(default_factory=list)
+    raws: list[Any] = field(default_factory=list)
     extras: list[dict[str, str]] = field(default_factory=list)
     entry_keys: list[tuple[str, str, str]] = field(default_factory=list)
-    entry_raws: list[dict[str, Any]] = field(default_factory=list)
-    entry_tournaments: list[dict[str, Any]] = field(default_factory=list)
+    entry_raws: list[Any] = field(default_factory=list)
+    entry_tournaments: list[Any] = field(default_factory=list)
 
 
 _NO_TOURNAMENTS = _Tournaments()  # never mutated: `add` only reads it
@@ -357,6 +492,11 @@ class SummaryNormalizer:
     series get a USD value too. Tournaments and entries are deduplicated across every flush of
     this normaliser (several watched players share tournaments; a player may be harvested with
     several filters), so the parts of one night never repeat a key.
+
+    Two ways to read a summary, with the same result: the fast path (``fast=True``, the
+    default) converts the tree to typed structs in compiled code (:mod:`._fast`) and reads
+    those; a summary whose shape the structs refuse is read the tree way, which also decides
+    every error. :attr:`fast_reads` / :attr:`tree_reads` count the summaries read each way.
     """
 
     def __init__(
@@ -366,12 +506,17 @@ class SummaryNormalizer:
         statistic_types: Mapping[str, str],
         series_types: Mapping[tuple[str, str], str] | None = None,
         axis_types: Mapping[str, str] | None = None,
+        *,
+        fast: bool = True,
     ) -> None:
         self.snapshot_date = C.as_date(snapshot_date)
         self.rates = rates
         self.statistic_types = dict(statistic_types)
         self.series_types = dict(series_types or {})
         self.axis_types = dict(axis_types or {})
+        self.fast = fast
+        self.fast_reads = 0
+        self.tree_reads = 0
         # (data set, series) types for a vectorised lookup at flush: series names → codes, and
         # type codes per (data set, series code)
         names = sorted(set(self.series_types.values()))
@@ -379,59 +524,36 @@ class SummaryNormalizer:
         self._type_code = {k: names.index(t) for k, t in self.series_types.items()}
         self._series_names = sorted({s for _, s in self.series_types})
         self._series_name_set = pa.array(self._series_names, _STR)
-        self._seen_tournaments: set[tuple[str, str]] = set()
-        self._seen_entries: set[tuple[str, str, str]] = set()
+        # The night's keys, as 64-bit hashes (see `_seen`): 8 bytes a key, not a tuple.
+        self._seen_tournaments = SeenKeys()
+        self._seen_entries = SeenKeys()
         self._reset()
 
     # ------------------------------------------------------------------ batch state
     def _reset(self) -> None:
         # one entry per summary (player_snapshots, and run values for the long tables)
-        self._snap: dict[str, list[Any]] = {
-            k: []
-            for k in [
-                "network",
-                "player",
-                "filter_name",
-                "filter_expression",
-                "filter_sent",
-                "filter_window",
-                "anchored",
-                "served_filter",
-                "served_name",
-                "found",
-                "country",
-                "country_name",
-                "last_activity_at",
-                "display_currency",
-                "display_usd_rate",
-                "statistic_count",
-                "tournament_count",
-                "server_time",
-                "metadata_hash",
-                "fetched_at",
-            ]
-        }
+        self._snap: dict[str, list[Any]] = {k: [] for k in _SNAPSHOT_KEYS}
         self._stat_runs: list[int] = []
         self._set_runs: list[int] = []
         self._event_runs: list[int] = []
-        # player_statistics rows
-        self._st_raw: list[dict[str, Any]] = []  # the raw Statistic dicts, converted at flush
-        # player_datasets rows
+        # player_statistics rows: the served @id / $ / @authorized, converted at flush
+        self._st_cols: dict[str, list[Any]] = {k: [] for k in _ST_COLS}
         # player_datasets: one Arrow chunk per summary for each of (data set ids, their row
         # counts, x, z, data point row counts, series, value). Converting each summary's ~1,600
         # values at once keeps millions of small Python strings from piling up until flush
         # (they made the cyclic GC, not the parsing, the dominant cost).
-        self._ds_chunks: list[list[pa.Array]] = [[] for _ in range(7)]
+        self._ds_chunks: list[list[Any]] = [[] for _ in range(7)]
         # player_timeline rows: the raw Event dicts, converted at flush
         self._ev_raw: list[dict[str, Any]] = []
-        # tournaments rows: keys, the raw Tournament dicts (converted at flush) and `extra`
+        # tournaments rows: keys, the served attributes (converted at flush) and `extra`
         self._t_keys: list[tuple[str, str]] = []  # (network, tournament id)
-        self._t_raw: list[dict[str, Any]] = []
+        self._t_cols: dict[str, list[Any]] = {k: [] for k in _T_COLS}
         self._t_extra: list[dict[str, str]] = []
-        # tournament_entries rows: keys, the raw TournamentEntry dicts and their tournaments
+        self._t_extras = 0  # how many of them are not empty
+        # tournament_entries rows: keys, the entries' attributes and their tournaments'
         self._e_keys: list[tuple[str, str, str]] = []  # (network, tournament id, player)
-        self._e_raw: list[dict[str, Any]] = []
-        self._e_t: list[dict[str, Any]] = []
+        self._e_cols: dict[str, list[Any]] = {k: [] for k in _E_COLS}
+        self._et_cols: dict[str, list[Any]] = {k: [] for k in _ET_COLS}
 
     @property
     def pending(self) -> int:
@@ -460,6 +582,67 @@ class SummaryNormalizer:
         """
         if response.name != "Response":
             raise MalformedPayload(f"expected the Response root, got {element_path([response.name])!r}")
+        summary = F.read(response.raw) if self.fast else None
+        if summary is not None and summary.success is not None and summary.success.lower() == "false":
+            summary = None  # refused the tree way, with its message
+        if summary is not None:
+            served, statistics, datasets, events, tournaments = self._read_fast(summary, response.raw, network, player)
+            self.fast_reads += 1
+        else:
+            served, statistics, datasets, events, tournaments = self._read_tree(response, network, player)
+            self.tree_reads += 1
+        snapshot = {
+            "network": network,
+            "player": player,
+            "filter_name": filter_name or "",
+            "filter_expression": filter_expression or "",
+            "filter_sent": filter_expression or "" if filter_sent is None else filter_sent,
+            "filter_window": window,
+            "anchored": anchored,
+            **served,
+            "display_usd_rate": self.rates.rate(served["display_currency"]),
+            "fetched_at": C.epoch_seconds(fetched_at),
+        }
+
+        # Nothing above touched the batch; from here on nothing raises.
+        n_sets = 0
+        if datasets is not None:
+            n_sets = len(datasets[5])
+            for chunks, column in zip(self._ds_chunks, datasets, strict=True):
+                chunks.append(column)
+        n_stats = len(statistics[0])
+        snapshot["statistic_count"] = n_stats
+        snapshot["tournament_count"] = tournaments.count
+        snap = self._snap
+        for key, value in snapshot.items():
+            snap[key].append(value)
+        for col, values in zip(self._st_cols.values(), statistics, strict=True):
+            col += values
+        self._stat_runs.append(n_stats)
+        self._set_runs.append(n_sets)
+        self._ev_raw += events
+        self._event_runs.append(len(events))
+        if tournaments.count:
+            self._keep_tournaments(tournaments)
+
+    def _keep_tournaments(self, tournaments: _Tournaments) -> None:
+        self._seen_tournaments.add(tournaments.seen)
+        self._seen_entries.add(tournaments.seen_entries)
+        self._t_keys += tournaments.keys
+        self._t_extra += tournaments.extras
+        self._t_extras += sum(1 for e in tournaments.extras if e)
+        self._e_keys += tournaments.entry_keys
+        fast = tournaments.fast
+        for cols, getters, raws in (
+            (self._t_cols, _T_GET, tournaments.raws),
+            (self._e_cols, _E_GET, tournaments.entry_raws),
+            (self._et_cols, _ET_GET, tournaments.entry_tournaments),
+        ):
+            for col, getter in zip(cols.values(), getters[fast], strict=True):
+                col += map(getter, raws)
+
+    # ------------------------------------------------------------------ the tree path
+    def _read_tree(self, response: Node, network: str, player: str) -> _Parts:
         root = response.raw if type(response.raw) is dict else {}
         success = _value(root.get("@success"), "Response/@success")
         if success is not None and success.lower() == "false":
@@ -469,14 +652,7 @@ class SummaryNormalizer:
         p = _first(view.get("Player")) if view else None
         stats = _first(p.get("Statistics")) if p else None
         currency = _value(stats.get("@displayCurrency"), _P_STATS + "/@displayCurrency") if stats else None
-        snapshot = {
-            "network": network,
-            "player": player,
-            "filter_name": filter_name or "",
-            "filter_expression": filter_expression or "",
-            "filter_sent": filter_expression or "" if filter_sent is None else filter_sent,
-            "filter_window": window,
-            "anchored": anchored,
+        served = {  # in this order: the first garbage found names the error
             "served_filter": _element_text(view.get("Filter"), _P_VIEW + "/Filter") if view else None,
             "found": p is not None,
             "served_name": _value(p.get("@name"), _P_PLAYER + "/@name") if p else None,
@@ -484,51 +660,25 @@ class SummaryNormalizer:
             "country_name": _value(p.get("@countryName"), _P_PLAYER + "/@countryName") if p else None,
             "last_activity_at": _value(p.get("@lastActivity"), _P_PLAYER + "/@lastActivity") if p else None,
             "display_currency": currency,
-            "display_usd_rate": self.rates.rate(currency),
             "server_time": _value(root.get("@timestamp"), "Response/@timestamp"),
             "metadata_hash": _value(root.get("@metadataHash"), "Response/@metadataHash"),
-            "fetched_at": C.epoch_seconds(fetched_at),
         }
-        statistics = self._read_statistics(stats) if stats is not None else []
+        statistics = self._read_statistics(stats) if stats is not None else _NO_STATISTICS
         datasets = self._read_datasets(stats) if stats is not None else None
         events = self._read_timeline(stats) if stats is not None else []
         recent = _first(p.get("RecentTournaments")) if p else None
         tournaments = self._read_tournaments(recent, network, player) if recent else _NO_TOURNAMENTS
-
-        # Nothing above touched the batch; from here on nothing raises.
-        n_sets = 0
-        if datasets is not None:
-            n_sets = len(datasets[5])
-            for chunks, column in zip(self._ds_chunks, datasets, strict=True):
-                chunks.append(column)
-        snapshot["statistic_count"] = len(statistics)
-        snapshot["tournament_count"] = tournaments.count
-        snap = self._snap
-        for key, value in snapshot.items():
-            snap[key].append(value)
-        self._st_raw += statistics
-        self._stat_runs.append(len(statistics))
-        self._set_runs.append(n_sets)
-        self._ev_raw += events
-        self._event_runs.append(len(events))
-        self._seen_tournaments |= tournaments.seen
-        self._seen_entries |= tournaments.seen_entries
-        self._t_keys += tournaments.keys
-        self._t_raw += tournaments.raws
-        self._t_extra += tournaments.extras
-        self._e_keys += tournaments.entry_keys
-        self._e_raw += tournaments.entry_raws
-        self._e_t += tournaments.entry_tournaments
+        return served, statistics, datasets, events, tournaments
 
     @staticmethod
-    def _read_statistics(stats: dict[str, Any]) -> list[dict[str, Any]]:
+    def _read_statistics(stats: dict[str, Any]) -> list[list[Any]]:
         found = C.items(stats.get("Statistic"))
         for s in found:
             if type(s) is not dict:
                 found = [s for s in found if type(s) is dict]
                 break
         _check_values(found, _P_STATS + "/Statistic")
-        return found
+        return [list(map(getter, found)) for getter in _ST_GET[False]]
 
     @staticmethod
     def _read_datasets(stats: dict[str, Any]) -> list[pa.Array] | None:
@@ -564,13 +714,7 @@ class SummaryNormalizer:
                 point_runs += p_runs
                 ids.append(ds.get("@id"))
                 id_runs.append(len(p_series))
-        if not series:
-            return None
-        # Converted per summary (strings checked to be values on the way), all before any is kept.
-        return [
-            _value_strings(column, where) if dtype == _STR else pa.array(column, dtype)
-            for column, dtype, where in zip((ids, id_runs, xs, zs, point_runs, series, values), _DS_TYPES, _DS_PATHS, strict=True)
-        ]
+        return _ds_columns(ids, id_runs, xs, zs, point_runs, series, values)
 
     @staticmethod
     def _read_timeline(stats: dict[str, Any]) -> list[dict[str, Any]]:
@@ -589,14 +733,13 @@ class SummaryNormalizer:
         # Only the keys (for the night's dedup) are read here; the attributes are converted
         # from the raw dicts at flush. Keys new to the night are collected in `out.seen` and
         # join the normaliser's own sets only once the whole payload has been read.
-        seen_t, seen_e = self._seen_tournaments, self._seen_entries
-        out = _Tournaments()
-        new_t, new_e = out.seen, out.seen_entries
-        t_keys, t_raw, t_extra = out.keys.append, out.raws.append, out.extras.append
-        e_keys, e_raw, e_t = out.entry_keys.append, out.entry_raws.append, out.entry_tournaments.append
         folded = player.casefold()
-        known = _TOURNAMENT_KEYS.issuperset
         n = 0
+        keys: list[tuple[str, str]] = []
+        raws: list[dict[str, Any]] = []
+        entry_keys: list[tuple[str, str, str]] = []
+        entry_raws: list[dict[str, Any]] = []
+        entry_ts: list[dict[str, Any]] = []
         tournaments = C.items(recent.get("Tournament"))
         _check_tournaments(tournaments)
         for index, t in enumerate(tournaments):
@@ -611,16 +754,8 @@ class SummaryNormalizer:
             net = t.get("@network")
             if type(net) is not str or not net:
                 net = _value(net, f"{_P_TOURNAMENT}[{index}]/@network") or network
-            key = (net, tid)
-            if key not in seen_t and key not in new_t:
-                new_t.add(key)
-                t_keys(key)
-                t_raw(t)
-                t_extra(
-                    _NO_EXTRA
-                    if known(t)
-                    else {k[1:]: C.text(v) for k, v in sorted(t.items()) if k[:1] == "@" and k not in _TOURNAMENT_ATTRS}
-                )
+            keys.append((net, tid))
+            raws.append(t)
             for e in _entries(t):
                 if type(e) is not dict:
                     continue
@@ -628,14 +763,101 @@ class SummaryNormalizer:
                 if type(served) is not str or not served:
                     served = _value(served, f"{_P_TOURNAMENT}[{index}]/TournamentEntry/@playerName")
                 who = player if served is None or served.casefold() == folded else served
-                ekey = (net, tid, who)
-                if ekey in seen_e or ekey in new_e:
-                    continue
-                new_e.add(ekey)
-                e_keys(ekey)
-                e_raw(e)
-                e_t(t)
+                entry_keys.append((net, tid, who))
+                entry_raws.append(e)
+                entry_ts.append(t)
+        out = self._dedup(keys, raws, entry_keys, entry_raws, entry_ts, fast=False)
+        known = _TOURNAMENT_KEYS.issuperset
+        out.extras = [
+            _NO_EXTRA
+            if known(t)
+            else {k[1:]: C.text(v) for k, v in sorted(t.items()) if k[:1] == "@" and k not in _TOURNAMENT_ATTRS}
+            for t in out.raws
+        ]
         out.count = n
+        return out
+
+    def _dedup(
+        self, keys: list[Any], raws: list[Any], entry_keys: list[Any], entry_raws: list[Any], entry_ts: list[Any], *, fast: bool
+    ) -> _Tournaments:
+        """The tournaments and entries whose keys are new to the night, in order (the first of
+        a key wins); ``entry_ts`` are the entries' tournaments."""
+        out = _Tournaments(fast=fast)
+        keep = _new_keys(keys, self._seen_tournaments, out.seen)
+        out.keys, out.raws = (keys, raws) if keep is None else ([keys[i] for i in keep], [raws[i] for i in keep])
+        keep = _new_keys(entry_keys, self._seen_entries, out.seen_entries)
+        if keep is None:
+            out.entry_keys, out.entry_raws, out.entry_tournaments = entry_keys, entry_raws, entry_ts
+        else:
+            out.entry_keys = [entry_keys[i] for i in keep]
+            out.entry_raws = [entry_raws[i] for i in keep]
+            out.entry_tournaments = [entry_ts[i] for i in keep]
+        if fast:
+            out.extras = [_NO_EXTRA] * len(out.raws)
+        return out
+
+    # ------------------------------------------------------------------ the fast path
+    def _read_fast(self, summary: F.Summary, root: dict[str, Any], network: str, player: str) -> _Parts:
+        """The tree path's reading of a summary whose shape the structs accepted (see
+        :mod:`._fast`): every value is a string or null, every element where it belongs, so
+        nothing here can fail and no check is needed.
+
+        Statistics, data sets and timeline events are not in the structs: the tree path reads
+        them from the raw dicts about as fast as anything could (one pass over the types in C
+        to check them, plain loops or ``map`` to collect them), where a struct per value would
+        cost more. So they are read from the raw tree ``root`` by the tree path's own readers,
+        in the tree path's order: their errors are its errors. What the structs save is the
+        tree path's Python walk over the tournaments and their checks."""
+        first, items = F.first, F.items
+        payload = first(summary.PlayerResponse)
+        view = first(payload.PlayerView) if payload is not None else None
+        p = first(view.Player) if view is not None else None
+        stats = first(p.Statistics) if p is not None else None
+        served = {
+            "served_filter": (view.Filter or None) if view is not None else None,
+            "served_name": (p.name or None) if p is not None else None,
+            "found": p is not None,
+            "country": (p.country or None) if p is not None else None,
+            "country_name": (p.country_name or None) if p is not None else None,
+            "last_activity_at": (p.last_activity or None) if p is not None else None,
+            "display_currency": (stats.display_currency or None) if stats is not None else None,
+            "server_time": summary.timestamp or None,
+            "metadata_hash": summary.metadata_hash or None,
+        }
+        if stats is None:
+            statistics, datasets, events = _NO_STATISTICS, None, []
+        else:  # the tree path's readers, on the raw Statistics element (see above)
+            raw = _raw_statistics(root)
+            statistics = self._read_statistics(raw)
+            datasets = self._read_datasets(raw)
+            events = self._read_timeline(raw)
+        recent = first(p.RecentTournaments) if p is not None else None
+        tournaments = _NO_TOURNAMENTS if recent is None else self._fast_tournaments(items(recent.Tournament), network, player)
+        return served, statistics, datasets, events, tournaments
+
+    def _fast_tournaments(self, tournaments: list[Any], network: str, player: str) -> _Tournaments:
+        """`_read_tournaments` on structs: the keys with comprehensions, and one entry per
+        tournament (the usual shape: a bare TournamentEntry) without a Python loop."""
+        ts = tournaments if all(map(_t_id, tournaments)) else [t for t in tournaments if t.id]
+        keys = list(zip([t.network or network for t in ts], map(_t_id, ts), strict=True))
+        folded = player.casefold()
+        entries = list(map(_t_entry, ts))
+        if ts and set(map(type, entries)) == _ENTRY_ONLY:
+            served = map(_e_name, entries)
+            who = [player if not s or s.casefold() == folded else s for s in served]
+            entry_keys = [(net, tid, w) for (net, tid), w in zip(keys, who, strict=True)]
+            entry_ts = ts
+        else:
+            entry_keys, entries, entry_ts = [], [], []
+            items = F.items
+            for (net, tid), t in zip(keys, ts, strict=True):
+                for e in items(t.TournamentEntry):
+                    s = e.player_name
+                    entry_keys.append((net, tid, player if not s or s.casefold() == folded else s))
+                    entries.append(e)
+                    entry_ts.append(t)
+        out = self._dedup(keys, ts, entry_keys, entries, entry_ts, fast=True)
+        out.count = len(tournaments)
         return out
 
     # ------------------------------------------------------------------ flush
@@ -651,6 +873,8 @@ class SummaryNormalizer:
                 "tournament_entries": self._entries_table(),
             }
         finally:
+            self._seen_tournaments.commit()
+            self._seen_entries.commit()
             self._reset()
 
     def _date_col(self, n: int) -> pa.Array:
@@ -718,7 +942,7 @@ class SummaryNormalizer:
 
     def _statistics_table(self) -> pa.Table:
         keys = self._long_keys(self._stat_runs)
-        f = _fields(self._st_raw, _ST_STRUCT)
+        f = _fields(self._st_cols)
         ids, raw_values, auth = f["@id"], f["$"], f["@authorized"]
         types = self.statistic_types
         if isinstance(ids, pa.Array):
@@ -753,8 +977,7 @@ class SummaryNormalizer:
     def _datasets_table(self) -> pa.Table:
         keys = self._long_keys(self._set_runs)
         ids, id_runs, xs, zs, point_runs, series, values = (
-            pa.concat_arrays(chunks) if chunks else pa.array([], dtype)
-            for chunks, dtype in zip(self._ds_chunks, _DS_TYPES, strict=True)
+            _ds_column(chunks, dtype) for chunks, dtype in zip(self._ds_chunks, _DS_TYPES, strict=True)
         )
         dataset = C.dict_runs(ids.to_pylist(), id_runs)
         # type code of (data set, series): a small table over (data set code × series code)
@@ -783,7 +1006,7 @@ class SummaryNormalizer:
         raws = self._ev_raw
         n = sum(runs)
         flat = _flat_attributes(raws) if raws else None
-        ev = _pick(flat, list(_EVENT_COLUMNS.values())) if flat is not None else _fields(raws, _EV_STRUCT)
+        ev = _pick(flat, list(_EVENT_COLUMNS.values())) if flat is not None else _struct_fields(raws, _EV_STRUCT)
         col = {name: ev[key] for name, key in _EVENT_COLUMNS.items()}
         schema = SCHEMAS["player_timeline"]
         currency = _str(col["currency"])
@@ -831,7 +1054,7 @@ class SummaryNormalizer:
         n = len(self._t_keys)
         nets, ids = zip(*self._t_keys, strict=True) if n else ((), ())
         schema = SCHEMAS["tournaments"]
-        t = _fields(self._t_raw, _T_STRUCT)
+        t = _fields(self._t_cols)
         currency = _blank_null(t["@currency"])
         rate = self._rate_col(currency)
         money = {
@@ -865,7 +1088,7 @@ class SummaryNormalizer:
             "state": _str(t["@state"]),
             "usd_rate": rate,
             "usd_rate_missing": C.rate_missing(money.values(), rate),
-            "extra": C.map_array(self._t_extra),
+            "extra": C.map_array(self._t_extra) if self._t_extras else _empty_maps(n),
         }
         for k, amount in money.items():
             cols[k] = amount
@@ -876,8 +1099,8 @@ class SummaryNormalizer:
         n = len(self._e_keys)
         nets, ids, players = zip(*self._e_keys, strict=True) if n else ((), (), ())
         schema = SCHEMAS["tournament_entries"]
-        e = _fields(self._e_raw, _E_STRUCT)
-        t = _fields(self._e_t, _ET_STRUCT)
+        e = _fields(self._e_cols)
+        t = _fields(self._et_cols)
         currency = _blank_null(t["@currency"])
         rate = self._rate_col(currency)
         prize = C.float_array(e["@prize"], "tournament_entries.prize")
