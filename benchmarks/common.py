@@ -21,7 +21,7 @@ import tempfile
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import date
+from datetime import date, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -246,3 +246,169 @@ def scratch(prefix: str = "tourneylake-bench-") -> Iterator[Path]:
         yield path
     finally:
         shutil.rmtree(path, ignore_errors=True)
+
+
+# ------------------------------------------------------------------------- the bench server
+
+
+NIGHT = TODAY - timedelta(days=1)  # the night the bench server's answers describe
+
+
+class BenchServer:
+    """:mod:`benchmarks.bench_server` in a child process: precomputed answers, latency by timer.
+
+    Renders ``players`` summaries (``distinct`` of them through the sandbox) before it listens;
+    ``latency_ms`` can be changed between runs with :meth:`set_latency`."""
+
+    def __init__(self, players: int, latency_ms: float, *, distinct: int = 2000, log: Path | None = None) -> None:
+        self.players = players
+        self.distinct = min(distinct, players)
+        self.latency_ms = latency_ms
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.base_url = ""
+        self.banner = ""
+        self._log = log
+
+    def start(self, timeout: float = 600.0) -> BenchServer:
+        cmd = [
+            sys.executable,
+            "-m",
+            "benchmarks.bench_server",
+            "--players",
+            str(self.players),
+            "--distinct",
+            str(self.distinct),
+            "--latency-ms",
+            str(self.latency_ms),
+            "--today",
+            TODAY.isoformat(),
+            "--seed",
+            str(SEED),
+        ]
+        err = open(self._log, "ab") if self._log else subprocess.DEVNULL  # noqa: SIM115
+        self.proc = subprocess.Popen(
+            cmd, stdout=subprocess.PIPE, stderr=err, stdin=subprocess.DEVNULL, cwd=ROOT, start_new_session=True
+        )
+        assert self.proc.stdout is not None
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            line = self.proc.stdout.readline().decode()
+            if line.startswith("listening "):
+                self.banner = line.strip()
+                self.base_url = line.split()[1]
+                return self
+            if not line and self.proc.poll() is not None:
+                raise RuntimeError(f"the bench server exited with {self.proc.returncode}")
+        self.stop()
+        raise RuntimeError("the bench server did not start in time")
+
+    def control(self, what: str, **params: Any) -> dict[str, Any]:
+        r = httpx.get(f"{self.base_url}/_bench/{what}", params=params, timeout=10)
+        r.raise_for_status()
+        return orjson.loads(r.content)
+
+    def reset(self) -> None:
+        self.control("reset")
+
+    def set_latency(self, ms: float) -> None:
+        self.control("latency", ms=ms)
+        self.latency_ms = ms
+
+    def stats(self) -> dict[str, Any]:
+        return self.control("stats")
+
+    def stop(self) -> None:
+        proc, self.proc = self.proc, None
+        if proc is None or proc.poll() is not None:
+            return
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(proc.pid, signal.SIGKILL)
+            proc.wait(5)
+
+    def __enter__(self) -> BenchServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+@dataclass
+class Measured:
+    """A child process measured from spawn to exit: wall seconds, CPU and peak RSS (``ru_maxrss``
+    from ``wait4``: the child's own high-water mark; its floor is this process's RSS at the
+    spawn, ~100 MB, well below what is measured)."""
+
+    seconds: float
+    user_s: float
+    sys_s: float
+    peak_rss_mb: float
+    returncode: int
+    started_at: float  # time.time() at the spawn
+    ended_at: float
+    stdout: str
+    stderr: str
+
+
+def measure(cmd: list[str], *, env: dict[str, str] | None = None, cwd: Path = ROOT, timeout: float = 900) -> Measured:
+    """Run ``cmd`` to its exit; its output goes to temporary files (no pipe to drain)."""
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        started_at = time.time()
+        t0 = time.perf_counter()
+        proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=out, stderr=err, stdin=subprocess.DEVNULL, start_new_session=True)
+        deadline = t0 + timeout
+        while True:
+            pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+            if pid:
+                break
+            if time.perf_counter() > deadline:
+                os.kill(proc.pid, signal.SIGKILL)
+                pid, status, usage = os.wait4(proc.pid, 0)
+                break
+            time.sleep(0.005)
+        seconds = time.perf_counter() - t0
+        ended_at = time.time()
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0)
+        err.seek(0)
+        return Measured(
+            seconds,
+            usage.ru_utime,
+            usage.ru_stime,
+            usage.ru_maxrss / 1024,
+            proc.returncode,
+            started_at,
+            ended_at,
+            out.read().decode(errors="replace"),
+            err.read().decode(errors="replace"),
+        )
+
+
+def write_watchlist(path: Path, players: list[tuple[str, str]]) -> Path:
+    lines = ["players:"]
+    for network, name in players:
+        lines.append(f"  - {{network: {orjson.dumps(network).decode()}, name: {orjson.dumps(name).decode()}}}")
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def run_env(base_url: str, data_dir: Path, watchlist: Path, dagster_home: Path, concurrency: int, **extra: str) -> dict[str, str]:
+    """The environment of one ``tourneylake run`` against ``base_url`` (demo credentials: the defaults)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("TOURNEYLAKE_", "DAGSTER_"))}
+    dagster_home.mkdir(parents=True, exist_ok=True)
+    instance = ROOT / "dagster_home" / "dagster.yaml"  # the project's instance settings (pools, no telemetry)
+    if instance.is_file():
+        shutil.copyfile(instance, dagster_home / "dagster.yaml")
+    env.update(
+        TOURNEYLAKE_BASE_URL=base_url,
+        TOURNEYLAKE_DATA_DIR=str(data_dir),
+        TOURNEYLAKE_WATCHLIST=str(watchlist),
+        TOURNEYLAKE_CONCURRENCY=str(concurrency),
+        DAGSTER_HOME=str(dagster_home),
+    )
+    env.update(extra)
+    return env

@@ -33,7 +33,9 @@ def configure_env(workers: int, normalize_workers: int) -> None:
     os.environ.setdefault("RUNTIME__LOG_LEVEL", "WARNING")
 
 
-def run(base_url: str, players: list[tuple[str, str]], workdir: Path, destination: str, workers: int) -> dict[str, Any]:
+def run(
+    base_url: str, players: list[tuple[str, str]], workdir: Path, destination: str, workers: int, filter: str = ""
+) -> dict[str, Any]:
     import dlt
     from dlt.sources.rest_api import rest_api_source
 
@@ -58,6 +60,7 @@ def run(base_url: str, players: list[tuple[str, str]], workdir: Path, destinatio
                         "params": {
                             "network": {"type": "resolve", "resource": "roster", "field": "network"},
                             "player": {"type": "resolve", "resource": "roster", "field": "player"},
+                            **({"filter": filter} if filter else {}),
                         },
                         "paginator": "single_page",
                         "data_selector": "$",
@@ -110,12 +113,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workers", type=int, default=4)
     parser.add_argument("--normalize-workers", type=int, default=1)
     parser.add_argument("--workdir", required=True)
+    parser.add_argument("--filter", default="", help="the filter query parameter (the one tourneylake sends)")
     args = parser.parse_args(argv)
     configure_env(args.workers, args.normalize_workers)
     from benchmarks.common import roster
 
     players = roster(args.players)
-    result = run(args.base_url, players, Path(args.workdir), args.destination, args.workers)
+    result = run(args.base_url, players, Path(args.workdir), args.destination, args.workers, args.filter)
     result["normalize_workers"] = args.normalize_workers
     sys.stdout.write(orjson.dumps(result).decode() + "\n")
     return 0

@@ -313,3 +313,45 @@ def test_concurrency_halves_on_objection_then_recovers_to_what_the_account_allow
     limit.refused(4)
     assert (limit.limit, limit.ceiling) == (2, 3)
     assert max(tick(5) for _ in range(40)) <= 8  # never above the configured maximum
+
+
+@pytest.mark.parametrize(
+    ("env", "backend"),
+    [
+        ({}, "aiohttp"),
+        ({"HTTP_PROXY": "http://proxy.invalid:3128"}, "httpcore"),  # httpx honours the proxy
+        ({"HTTP_PROXY": "http://proxy.invalid:3128", "NO_PROXY": "127.0.0.1"}, "aiohttp"),
+        ({"TOURNEYLAKE_HTTP_BACKEND": "httpcore"}, "httpcore"),
+    ],
+)
+def test_async_client_sends_with_aiohttp_unless_a_proxy_or_httpcore_is_asked_for(
+    monkeypatch: pytest.MonkeyPatch, env: dict[str, str], backend: str
+) -> None:
+    for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "all_proxy", "no_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.delenv("TOURNEYLAKE_HTTP_BACKEND", raising=False)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+
+    async def build() -> str:
+        async with AsyncClient(settings(base_url="http://127.0.0.1:9")) as client:
+            return client.backend
+
+    assert asyncio.run(build()) == backend
+
+
+@pytest.mark.parametrize("backend", ["aiohttp", "httpcore"])
+def test_async_client_reads_a_gzipped_answer_once(monkeypatch: pytest.MonkeyPatch, backend: str) -> None:
+    import gzip
+
+    monkeypatch.setenv("TOURNEYLAKE_HTTP_BACKEND", backend)
+    body = summary_body()
+
+    async def fetch(base_url: str) -> bytes:
+        async with AsyncClient(settings(), base_url=base_url) as client:
+            assert client.backend == backend
+            return (await client.player_summary("PokerStars", "p")).body
+
+    reply = Reply(body=gzip.compress(body), headers={"Content-Encoding": "gzip"})
+    with ScriptedServer(default=reply) as server:
+        assert asyncio.run(fetch(server.base_url)) == body

@@ -17,6 +17,13 @@ Two hooks let a caller keep its promises:
 - ``on_attempt`` receives an :class:`Attempt` for every try (outcome, searches left, duration),
   which the pipeline writes to the search ledger; ``before_attempt`` may raise to refuse a try
   (the budget guard).
+
+The async client sends with aiohttp (one session, a connection per slot; :class:`_AiohttpLane`),
+answering with ``httpx.Response`` objects and raising httpx's exceptions, so everything above it
+is the same as with httpx's own transport, which is used when a transport is given (tests), when
+the environment names a proxy, or with ``TOURNEYLAKE_HTTP_BACKEND=httpcore`` (a benchmarking
+knob; ``httpx-aiohttp`` compares httpx over ``httpx_aiohttp.AiohttpTransport``). The figures are
+in benchmarks/RESULTS.md.
 """
 
 from __future__ import annotations
@@ -25,7 +32,9 @@ import asyncio
 import email.utils
 import functools
 import hashlib
+import importlib.util
 import logging
+import os
 import re
 import ssl
 import time
@@ -604,6 +613,109 @@ class AdaptiveLimit:
             log.info("no objection to parallel sessions for %g s: concurrency raised to %d", self.probe_after_s, self.limit)
 
 
+#: ``aiohttp`` (the default: aiohttp directly, see :class:`_AiohttpLane`), ``httpx-aiohttp``
+#: (httpx over ``httpx_aiohttp.AiohttpTransport``, when installed) or ``httpcore`` (httpx's own).
+HTTP_BACKEND_ENV = "TOURNEYLAKE_HTTP_BACKEND"
+
+
+def _env_proxy_for(url: str) -> bool:
+    """Whether the environment names a proxy for ``url`` (httpx honours it; the aiohttp lane,
+    which does not look at the environment per request, then stands aside)."""
+    import urllib.request
+
+    proxies = urllib.request.getproxies()
+    scheme, _, rest = url.partition("://")
+    host = rest.split("/", 1)[0].rsplit(":", 1)[0]
+    return bool(proxies.get(scheme) or proxies.get("all")) and not urllib.request.proxy_bypass(host)
+
+
+class _AiohttpLane:
+    """What :class:`AsyncClient` needs of an httpx client (``request`` giving an ``httpx.Response``
+    with the whole body, ``aclose``), done with one ``aiohttp.ClientSession`` whose pool holds a
+    connection per slot. httpx's own machinery (URL parsing and merging, models, the transport
+    layers) cost about as much CPU per request as aiohttp's whole exchange; this skips it. Every
+    failure arrives as the ``httpx`` exception the httpcore transport would raise, so the
+    protocol's handling (what is retried, the messages) is the same."""
+
+    def __init__(self, protocol: _Protocol, connections: int) -> None:
+        self.headers = protocol.headers()
+        self.connections = connections
+        t = protocol.settings.timeout_s
+        self.timeouts = (min(10.0, t), t)
+        self.session: Any = None
+
+    def _open(self) -> Any:
+        import aiohttp
+
+        connect, read = self.timeouts
+        connector = aiohttp.TCPConnector(limit=self.connections, ssl=_tls_context(), keepalive_timeout=5.0)
+        # trust_env=False: aiohttp would read the proxy variables on every request (~0.6 ms);
+        # the client uses httpx instead when they name a proxy (see _env_proxy_for).
+        return aiohttp.ClientSession(
+            connector=connector,
+            headers=self.headers,
+            timeout=aiohttp.ClientTimeout(total=None, connect=read, sock_connect=connect, sock_read=read),
+            trust_env=False,
+            auto_decompress=True,
+        )
+
+    async def request(
+        self, method: str, url: str, *, params: dict[str, str], headers: dict[str, str], content: bytes | None
+    ) -> httpx.Response:
+        import aiohttp
+
+        if self.session is None:
+            self.session = self._open()  # inside the running loop, on first use
+        try:
+            async with self.session.request(
+                method, url, params=params, headers=headers, data=content, allow_redirects=False
+            ) as response:
+                body = await response.read()
+                # aiohttp has decoded a gzip/deflate body already: httpx must not decode it again.
+                headers = [(k, v) for k, v in response.raw_headers if k.lower() != b"content-encoding"]
+                return httpx.Response(response.status, headers=headers, content=body)
+        except aiohttp.ConnectionTimeoutError as exc:
+            raise httpx.ConnectTimeout(_described(exc)) from None
+        except TimeoutError as exc:
+            raise httpx.ReadTimeout(_described(exc)) from None
+        except aiohttp.ClientConnectorError as exc:
+            raise httpx.ConnectError(_described(exc)) from None
+        except aiohttp.ServerDisconnectedError as exc:
+            raise httpx.RemoteProtocolError(_described(exc)) from None
+        except (aiohttp.ClientError, OSError) as exc:  # a body cut short, a reset, a bad status line
+            raise httpx.ReadError(_described(exc)) from None
+
+    async def aclose(self) -> None:
+        if self.session is not None:
+            await self.session.close()
+
+
+_QUERY = re.compile(r"\?[^\s'\"]*")
+
+
+def _described(exc: BaseException) -> str:
+    """An aiohttp failure in one line, without any query string (credentials may travel in
+    one: TOURNEYLAKE_CREDENTIALS_IN=query), and without chaining the original, which holds the
+    request's URL."""
+    return _QUERY.sub("?…", f"{type(exc).__name__}: {exc}")
+
+
+def _httpx_aiohttp_transport(connections: int) -> httpx.AsyncBaseTransport | None:
+    """httpx over ``httpx-aiohttp``'s transport (for comparison: ``TOURNEYLAKE_HTTP_BACKEND=httpx-aiohttp``)."""
+    try:
+        import aiohttp
+        from httpx_aiohttp import AiohttpTransport
+    except ImportError:
+        return None
+    context = _tls_context()
+
+    def session() -> aiohttp.ClientSession:
+        connector = aiohttp.TCPConnector(limit=connections, ssl=context, keepalive_timeout=5.0)
+        return aiohttp.ClientSession(connector=connector, trust_env=False)
+
+    return AiohttpTransport(client=session, verify=context)
+
+
 class AsyncClient(_Resources):
     """Asynchronous client; at most ``settings.concurrency`` requests in flight at once (the
     service polices parallel sessions per account: error 101024).
@@ -630,17 +742,26 @@ class AsyncClient(_Resources):
         self._body_pool: ThreadPoolExecutor | None = None
         if on_body is not None:
             self._body_pool = ThreadPoolExecutor(max_workers=min(settings.concurrency, 4), thread_name_prefix="tourneylake-body")
-        # One single-connection httpx client per slot ("lanes"): httpcore's pool checks every
-        # idle connection with a poll() on each request, a cost that grows with the pool; a lane
-        # only ever looks at its own connection (2,000 summaries at 16 slots: 17 s -> 9-11 s).
-        lanes = 1 if transport is not None else settings.concurrency
-        self._lanes: asyncio.Queue[httpx.AsyncClient] = asyncio.Queue()
-        self._all_lanes = [
-            httpx.AsyncClient(
-                **self.protocol.http_options(settings.concurrency if transport is not None else 1), transport=transport
-            )
-            for _ in range(lanes)
-        ]
+        # aiohttp (one session, a connection per slot) unless a transport is given (tests), the
+        # environment names a proxy, or TOURNEYLAKE_HTTP_BACKEND says otherwise. httpcore: one
+        # single-connection httpx client per slot ("lanes"): httpcore's pool checks every idle
+        # connection with a poll() on each request, a cost that grows with the pool; a lane only
+        # ever looks at its own connection (2,000 summaries at 16 slots: 17 s -> 9-11 s).
+        backend = os.environ.get(HTTP_BACKEND_ENV, "aiohttp") if transport is None else "transport"
+        if backend == "aiohttp" and (importlib.util.find_spec("aiohttp") is None or _env_proxy_for(self.protocol.base_url)):
+            backend = "httpcore"
+        if backend == "httpx-aiohttp":
+            transport = _httpx_aiohttp_transport(settings.concurrency)
+            backend = "httpcore" if transport is None else backend
+        self.backend = backend
+        self._lanes: asyncio.Queue[Any] = asyncio.Queue()
+        self._all_lanes: list[Any]
+        if backend == "aiohttp":
+            self._all_lanes = [_AiohttpLane(self.protocol, settings.concurrency)]
+        elif backend == "httpcore":
+            self._all_lanes = [httpx.AsyncClient(**self.protocol.http_options(1)) for _ in range(settings.concurrency)]
+        else:
+            self._all_lanes = [httpx.AsyncClient(**self.protocol.http_options(settings.concurrency), transport=transport)]
         for lane in self._all_lanes:
             self._lanes.put_nowait(lane)
 
@@ -656,6 +777,8 @@ class AsyncClient(_Resources):
         return max(admitted, key=admitted.__getitem__) if admitted else self._slots.limit
 
     async def _request(self, method: str, url: str, **kwargs: Any) -> httpx.Response:
+        if len(self._all_lanes) == 1:  # one client whose pool holds every slot's connection: shared
+            return await self._all_lanes[0].request(method, url, **kwargs)
         lane = await self._lanes.get()
         try:
             return await lane.request(method, url, **kwargs)
