@@ -139,8 +139,8 @@ def _account_harvest(account: str) -> AssetsDefinition:
         pool=account_pool(account),
         deps=["metadata"],
         check_specs=_checks(key),
-        description=f"Account {account!r}'s share of the watchlist, fetched within its own budget into the raw store "
-        "and the ledger.",
+        description=f"The players assigned to account `{account}`, fetched within its own budget and pool into the raw "
+        "store and the ledger.",
     )
     @fails_cleanly
     def harvest(context: AssetExecutionContext, tourneylake: TourneylakeResource) -> MaterializeResult:
