@@ -186,3 +186,27 @@ def test_three_accounts_share_a_night_each_within_its_own_budget(sandbox, tmp_pa
     snapshots = lake.read_table("player_snapshots", NIGHT)
     fetched = set(zip(snapshots.column("network").to_pylist(), snapshots.column("player").to_pylist(), strict=True))
     assert shares["healthy"] | shares["locked"] <= fetched and len(fetched & shares["tiny"]) == 3
+
+
+def test_the_budget_is_planned_per_account_without_a_search(sandbox, tmp_path: Path, monkeypatch) -> None:
+    from tourneylake.adhoc import budget_reports
+
+    monkeypatch.setenv("TL_HEALTHY_PW", "healthy-pw")
+    monkeypatch.setenv("TL_TINY_PW", "tiny-pw")
+    monkeypatch.setenv("TL_LOCKED_PW", "a-wrong-password")
+    settings = sandbox_settings(sandbox, tmp_path)
+    roster = sandbox.world.roster(30)
+    write_watchlist(settings, ACCOUNTS + "players:\n" + "\n".join(player_line(n, p) for n, p in roster) + "\n")
+    watchlist = parse_watchlist(settings.watchlist.read_text())
+    shares = {a.name: len(share_of(watchlist, a.name).players) for a in watchlist.accounts}
+    before = {user: sandbox.app.accounts.remaining(user) for user in ("healthy@example.com", "tiny@example.com")}
+
+    reports = {report.account: report for report in budget_reports(settings, NIGHT)}
+
+    assert set(reports) == {"healthy", "tiny", "locked"}
+    assert len(reports["healthy"].planned) == shares["healthy"]
+    # its own cap (3), or its own searches left if fewer (the night's test above may have spent some)
+    assert len(reports["tiny"].planned) == min(3, shares["tiny"], reports["tiny"].remaining)
+    assert len(reports["tiny"].deferred) == shares["tiny"] - len(reports["tiny"].planned)
+    assert reports["locked"].remaining is None and "credentials" in (reports["locked"].remaining_note or "")
+    assert {user: sandbox.app.accounts.remaining(user) for user in before} == before  # free

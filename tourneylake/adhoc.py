@@ -18,6 +18,7 @@ import logging
 from dataclasses import dataclass, field
 from datetime import date
 
+from tourneylake.accounts import account_settings, share_of
 from tourneylake.api import ApiError, Client
 from tourneylake.budget import Target
 from tourneylake.config import Settings
@@ -29,13 +30,14 @@ from tourneylake.lake import Lake
 from tourneylake.ledger import Ledger
 from tourneylake.reference import InForce
 from tourneylake.session import Session, connected, left_in_run, today
-from tourneylake.watchlist import WatchlistError, load_watchlist
+from tourneylake.watchlist import AccountDef, WatchlistError, load_watchlist
 
 __all__ = [
     "BudgetReport",
     "InvalidConvertedFilter",
     "ask",
     "budget_report",
+    "budget_reports",
     "check_filter",
 ]
 
@@ -71,6 +73,7 @@ class BudgetReport:
     unconverted: list[str] = field(default_factory=list)
     spend_per_night: dict[date, tuple[int, int]] = field(default_factory=dict)  # night → (searches, metered calls)
     notes: list[str] = field(default_factory=list)
+    account: str | None = None  # the watchlist account this plan is for (None: the settings' one)
 
     def needs_conversion(self, target: Target) -> bool:
         return target.filter_name is not None and target.filter_name in self.unconverted
@@ -79,15 +82,36 @@ class BudgetReport:
 def budget_report(settings: Settings, night: date) -> BudgetReport:
     """Searches left, the night's plan, the deferred and the skipped with why, and the spend
     per night. Costs nothing: the only call is the free Countries resource."""
+    return budget_reports(settings, night)[0]
+
+
+def budget_reports(settings: Settings, night: date) -> list[BudgetReport]:
+    """:func:`budget_report` for the settings' account, or one per account when the watchlist
+    lists several (each with its share of the players, its limits and its own ledger)."""
+    accounts = _accounts(settings)
     with connected(settings, night, writable=False) as session:
-        remaining_note: str | None = None
-        try:
-            remaining = session.read_remaining()
-            if remaining is None:
-                remaining_note = "the service did not report the account's RemainingSearches"
-        except TourneylakeError as exc:
-            remaining, remaining_note = None, f"could not ask the service: {exc}"
-        return _report(session, remaining, remaining_note)
+        if not accounts:
+            return [_report(session, *_remaining(session))]
+        reports = []
+        for account in accounts:
+            own = Session.open(account_settings(settings, account), session.base_url, night, writable=False, account=account.name)
+            reports.append(_report(own, *_remaining(own)))
+        return reports
+
+
+def _accounts(settings: Settings) -> list[AccountDef]:
+    try:
+        return load_watchlist(settings.watchlist).accounts if settings.watchlist.is_file() else []
+    except WatchlistError:
+        return []  # the report says why the watchlist cannot be used
+
+
+def _remaining(session: Session) -> tuple[int | None, str | None]:
+    try:
+        remaining = session.read_remaining()
+    except TourneylakeError as exc:
+        return None, f"could not ask the service: {exc}"
+    return remaining, None if remaining is not None else "the service did not report the account's RemainingSearches"
 
 
 def _report(session: Session, remaining: int | None, remaining_note: str | None) -> BudgetReport:
@@ -105,7 +129,8 @@ def _report(session: Session, remaining: int | None, remaining_note: str | None)
         cap_left=cap_left,
         affordable=None,
         costs=session.costs.snapshot(),
-        spend_per_night=Ledger(lake).spend_per_night(),
+        spend_per_night=Ledger(lake).spend_per_night(account=session.account),
+        account=session.account,
     )
     in_force = session.in_force()
     watchlist = None
@@ -114,6 +139,8 @@ def _report(session: Session, remaining: int | None, remaining_note: str | None)
     else:
         try:
             watchlist = load_watchlist(settings.watchlist)
+            if session.account is not None:
+                watchlist = share_of(watchlist, session.account)
         except WatchlistError as exc:
             report.notes.append("watchlist not usable: " + " | ".join(str(exc).splitlines()))
     if in_force.filter_catalog is None:

@@ -166,7 +166,8 @@ def _plan_row(report: Any, target: Any) -> str:
 
 
 def print_budget(report: Any) -> None:
-    console.print(f"[bold]Budget for the night of {report.night.isoformat()}[/] ({report.source})", highlight=False)
+    whose = f", account {report.account}" if report.account else ""
+    console.print(f"[bold]Budget for the night of {report.night.isoformat()}[/] ({report.source}{whose})", highlight=False)
     if report.remaining is None:
         console.print(f"Searches left now: [yellow]unknown[/] ({report.remaining_note or 'not reported'})", highlight=False)
     else:
@@ -221,11 +222,12 @@ def budget(
     night: Night = None,
 ) -> None:
     """Searches left, tonight's plan, what would be deferred and why, and the spend per night (free)."""
-    from tourneylake.adhoc import budget_report
+    from tourneylake.adhoc import budget_reports
 
     settings = settings_from(sandbox, data_dir=data_dir, watchlist=watchlist)
     when = parse_night(night)
-    print_budget(call(lambda: budget_report(settings, when)))
+    for report in call(lambda: budget_reports(settings, when)):  # one per account when the watchlist lists several
+        print_budget(report)
 
 
 # ------------------------------------------------------------------------------------ filter
