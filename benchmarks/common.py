@@ -51,6 +51,32 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def stop_process(proc: subprocess.Popen[Any] | None) -> None:
+    """Stop a server process this harness started, by its pid: SIGTERM, then SIGKILL."""
+    if proc is None or proc.poll() is not None:
+        return
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(proc.pid, signal.SIGTERM)
+    try:
+        proc.wait(10)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(5)
+
+
+def sandbox_bodies(players: int) -> tuple[list[tuple[str, str, bytes]], Any]:
+    """``players`` sandbox summaries as served (network, player, body), and the night's
+    reference data in force (rates and metadata types) the normaliser needs."""
+    import httpx
+
+    names = roster(players)
+    with SandboxProcess(players, 0.0) as sandbox, scratch() as tmp:
+        with httpx.Client(base_url=sandbox.base_url, headers=headers("json"), timeout=60) as client:
+            bodies = [(n, p, client.get(summary_path(n, p)).content) for n, p in names]
+        return bodies, prepare_night(sandbox.base_url, tmp / "d").in_force()
+
+
 class SandboxProcess:
     """``tourneylake sandbox`` in a child process on 127.0.0.1; killed by pid on exit."""
 
@@ -104,16 +130,7 @@ class SandboxProcess:
 
     def stop(self) -> None:
         proc, self.proc = self.proc, None
-        if proc is None or proc.poll() is not None:
-            return
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(proc.pid, signal.SIGKILL)
-            proc.wait(5)
+        stop_process(proc)
 
     def cpu_seconds(self) -> float | None:
         """User+system CPU of the server process so far (Linux /proc)."""
@@ -319,16 +336,7 @@ class BenchServer:
 
     def stop(self) -> None:
         proc, self.proc = self.proc, None
-        if proc is None or proc.poll() is not None:
-            return
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(proc.pid, signal.SIGKILL)
-            proc.wait(5)
+        stop_process(proc)
 
     def __enter__(self) -> BenchServer:
         return self.start()

@@ -30,7 +30,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from benchmarks.common import ROOT, TODAY, SandboxProcess, headers, prepare_night, roster, scratch, summary_path
+from benchmarks.common import ROOT, TODAY, sandbox_bodies
 
 RECORDED = ROOT / "tests" / "data" / "recorded" / "player-summary.json"
 BATCH = 500
@@ -51,14 +51,8 @@ def _normalizer_class(baseline: str | None) -> Any:
 
 def fetch(players: int, path: Path) -> None:
     """Sandbox summaries and tonight's metadata types, pickled to ``path``."""
-    import httpx
-
-    names = roster(players)
-    with SandboxProcess(players, 0.0) as sandbox, scratch() as tmp:
-        with httpx.Client(base_url=sandbox.base_url, headers=headers("json"), timeout=60) as client:
-            bodies = [(n, p, client.get(summary_path(n, p)).content) for n, p in names]
-        in_force = prepare_night(sandbox.base_url, tmp / "d").in_force()
-        meta = (in_force.rates, in_force.statistic_types, in_force.series_types, in_force.axis_types)
+    bodies, in_force = sandbox_bodies(players)
+    meta = (in_force.rates, in_force.statistic_types, in_force.series_types, in_force.axis_types)
     path.write_bytes(pickle.dumps({"bodies": bodies, "meta": meta}))
 
 

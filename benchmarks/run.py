@@ -45,11 +45,10 @@ from benchmarks.common import (
     ROOT,
     TODAY,
     BenchServer,
-    SandboxProcess,
     measure,
-    prepare_night,
     roster,
     run_env,
+    sandbox_bodies,
     scratch,
     write_watchlist,
 )
@@ -354,16 +353,8 @@ def _normalise_figures(
 
 
 def bench_normalise(players: int, repeats: int) -> Result:
-    import httpx
-
-    from benchmarks.common import headers, summary_path
-
-    names = roster(players)
-    with SandboxProcess(players, 0.0) as sandbox, scratch() as tmp:
-        with httpx.Client(base_url=sandbox.base_url, headers=headers("json"), timeout=60) as client:
-            bodies = [(n, p, client.get(summary_path(n, p)).content) for n, p in names]
-        in_force = prepare_night(sandbox.base_url, tmp / "d").in_force()
-        rates, stat_types, set_types = in_force.rates, in_force.statistic_types, in_force.series_types
+    bodies, in_force = sandbox_bodies(players)
+    rates, stat_types, set_types = in_force.rates, in_force.statistic_types, in_force.series_types
     sandbox_fig = _normalise_figures(bodies, rates, stat_types, set_types, repeats)
     recorded = RECORDED.read_bytes()
     recorded_fig = _normalise_figures(

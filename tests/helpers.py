@@ -10,9 +10,13 @@ import orjson
 
 from tourneylake.api import Client
 from tourneylake.config import Settings
+from tourneylake.harvest import HarvestOutcome, harvest_players, refresh_free_resource, refresh_metadata
 from tourneylake.lake import Lake
 from tourneylake.ledger import Ledger
 from tourneylake.sandbox import DEMO
+from tourneylake.session import Session
+from tourneylake.warehouse import Warehouse
+from tourneylake.watchlist import load_watchlist
 
 HAND = """PokerStars Hand #1234567890: Tournament #42, $10+$1 USD Hold'em No Limit - Level I (10/20)
 Table '42 1' 9-max Seat #1 is the button
@@ -74,3 +78,21 @@ def write_watchlist(settings: Settings, text: str) -> None:
 def player_line(network: str, name: str, filters: str = "[]") -> str:
     """One watchlist player entry (names JSON-quoted: they hold dots, quotes and accents)."""
     return f"  - {{network: {orjson.dumps(network).decode()}, name: {orjson.dumps(name).decode()}, filters: {filters}}}"
+
+
+def harvest_nights(server: Any, settings: Settings, nights: list[date]) -> list[HarvestOutcome]:
+    """One player with one filter harvested on each night in turn (metadata, countries, the
+    summary) from a running sandbox, each night loaded into the settings' warehouse."""
+    write_watchlist(
+        settings, "filters:\n  sng: 'Class:SNG'\nplayers:\n" + player_line("PokerStars", "Borbas.Geri", "[sng]") + "\n"
+    )
+    outcomes = []
+    for night in nights:
+        server.world.set_today(night)
+        session = Session.open(settings, server.base_url, night)
+        refresh_metadata(session)
+        refresh_free_resource(session, "countries")
+        outcomes.append(harvest_players(session, load_watchlist(settings.watchlist)))
+        with Warehouse(settings.warehouse_path) as db:
+            db.load_night(session.lake, night)
+    return outcomes

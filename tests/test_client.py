@@ -26,7 +26,7 @@ from tourneylake.api import (
     UnusableResponse,
     encode_password,
 )
-from tourneylake.api.client import AdaptiveLimit, retry_after_seconds
+from tourneylake.api.client import AdaptiveLimit, _described, retry_after_seconds
 from tourneylake.config import Settings
 from tourneylake.tree import Element, to_json, to_xml
 
@@ -355,3 +355,27 @@ def test_async_client_reads_a_gzipped_answer_once(monkeypatch: pytest.MonkeyPatc
     reply = Reply(body=gzip.compress(body), headers={"Content-Encoding": "gzip"})
     with ScriptedServer(default=reply) as server:
         assert asyncio.run(fetch(server.base_url)) == body
+
+
+@pytest.mark.parametrize("backend", ["aiohttp", "httpcore"])
+def test_a_transport_failure_with_credentials_in_the_query_never_shows_them(
+    monkeypatch: pytest.MonkeyPatch, backend: str
+) -> None:
+    monkeypatch.setenv("TOURNEYLAKE_HTTP_BACKEND", backend)
+
+    async def fetch(base_url: str) -> None:
+        async with AsyncClient(settings(credentials_in="query", max_attempts=1), base_url=base_url) as client:
+            await client.player_summary("PokerStars", "p")
+
+    cut_short = Reply(body=summary_body(), content_length=len(summary_body()) + 500)
+    with ScriptedServer(default=cut_short) as server, pytest.raises(TransportError) as caught:
+        asyncio.run(fetch(server.base_url))
+    chain, error = [], caught.value
+    while error is not None:  # the error, and everything it was raised from or during
+        chain.append(f"{type(error).__name__}: {error} {error.args!r}")
+        error = error.__cause__ or error.__context__
+    shown = "\n".join(chain)
+    assert encode_password(PASSWORD, APPKEY) not in shown and "Password=" not in shown, shown
+    # A message that names the request's URL loses its query string.
+    assert "?…" in _described(ValueError("400, url='http://h/api/demo/x?Username=u&Password=p'"))
+    assert "Password" not in _described(ValueError("url='http://h/x?Password=p'"))

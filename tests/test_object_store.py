@@ -22,19 +22,16 @@ import pyarrow as pa
 import pytest
 from typer.testing import CliRunner
 
-from tests.helpers import player_line, sandbox_settings, write_watchlist
+from tests.helpers import harvest_nights, player_line, sandbox_settings
 from tourneylake.cli import app
 from tourneylake.config import ConfigError, load_settings
-from tourneylake.harvest import harvest_players, refresh_free_resource, refresh_metadata
 from tourneylake.lake import Lake, LakeError
 from tourneylake.ledger import Ledger, LedgerWriter
 from tourneylake.rebuild import rebuild
 from tourneylake.sandbox import running_sandbox
-from tourneylake.session import Session
 from tourneylake.state import StateStore
 from tourneylake.storage import StorePath
 from tourneylake.warehouse import Warehouse
-from tourneylake.watchlist import load_watchlist
 
 NIGHT = date(2026, 11, 20)
 NIGHTS = [date(2026, 11, 20), date(2026, 11, 21)]
@@ -291,17 +288,7 @@ def test_two_nights_on_s3_rebuilt_and_read_by_another_process(s3: str, tmp_path:
     warehouse = tmp_path / "warehouse.duckdb"
     with running_sandbox(seed=4, today=NIGHTS[0]) as server:
         settings = sandbox_settings(server, tmp_path, warehouse=warehouse).with_overrides(data_dir=s3)
-        write_watchlist(
-            settings, "filters:\n  sng: 'Class:SNG'\nplayers:\n" + player_line("PokerStars", "Borbas.Geri", "[sng]") + "\n"
-        )
-        for night in NIGHTS:
-            server.world.set_today(night)
-            session = Session.open(settings, server.base_url, night)
-            refresh_metadata(session)
-            refresh_free_resource(session, "countries")
-            assert harvest_players(session, load_watchlist(settings.watchlist)).searches_spent == 1
-            with Warehouse(warehouse) as db:
-                db.load_night(session.lake, night)
+        assert [outcome.searches_spent for outcome in harvest_nights(server, settings, NIGHTS)] == [1, 1]
     lake = Lake(s3)
     assert lake.partitions("player_statistics") == NIGHTS and lake.source == settings.source
     assert Ledger(lake).spend_per_night() == dict.fromkeys(NIGHTS, (1, 1))

@@ -11,17 +11,15 @@ import duckdb
 import pytest
 from typer.testing import CliRunner
 
-from tests.helpers import player_line, sandbox_settings, write_watchlist
+from tests.helpers import harvest_nights, sandbox_settings
 from tourneylake.cli import app
 from tourneylake.config import Settings
-from tourneylake.harvest import harvest_players, last_harvested, refresh_free_resource, refresh_metadata
+from tourneylake.harvest import last_harvested
 from tourneylake.lake import Lake, LakeError
 from tourneylake.rebuild import NothingToRebuild, rebuild
 from tourneylake.sandbox import running_sandbox
-from tourneylake.session import Session
 from tourneylake.state import StateStore
 from tourneylake.warehouse import Warehouse, WarehouseError
-from tourneylake.watchlist import load_watchlist
 
 pytestmark = pytest.mark.xdist_group("rebuild")
 
@@ -34,17 +32,7 @@ def harvested(tmp_path_factory: pytest.TempPathFactory):
     data = tmp_path_factory.mktemp("rebuild")
     with running_sandbox(seed=4, today=NIGHTS[0]) as server:
         settings = sandbox_settings(server, data)
-        write_watchlist(
-            settings, "filters:\n  sng: 'Class:SNG'\nplayers:\n" + player_line("PokerStars", "Borbas.Geri", "[sng]") + "\n"
-        )
-        for night in NIGHTS:
-            server.world.set_today(night)
-            session = Session.open(settings, server.base_url, night)
-            refresh_metadata(session)
-            refresh_free_resource(session, "countries")
-            harvest_players(session, load_watchlist(settings.watchlist))
-            with Warehouse(settings.warehouse_path) as db:
-                db.load_night(session.lake, night)
+        harvest_nights(server, settings, NIGHTS)
     return settings
 
 

@@ -297,7 +297,7 @@ def harvest_account(session: Session, watchlist: Watchlist) -> HarvestOutcome:
     assert session.account is not None, "harvest_account needs a session opened for an account"
     share = share_of(watchlist, session.account)
     with session.lake.lock(f"harvest-{session.account}"):
-        return _harvest(session, share, 0, keep_tables=False)
+        return _harvest(session, share, batch_size=0, keep_tables=False)  # no batches: nothing is normalised here
 
 
 class _RawOnly:

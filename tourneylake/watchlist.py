@@ -202,17 +202,16 @@ def load_watchlist(path: str | Path) -> Watchlist:
     """Read and validate a watchlist file; :class:`WatchlistError` names the line of each problem.
 
     A run reads the file several times (the CLI checks it before Dagster starts, the definitions
-    read its accounts, the harvest its players): while the file is unchanged (same size and
-    modification time) it is parsed once per process (2,000 players: ~0.1 s each time)."""
+    read its accounts, the harvest its players): while its text is unchanged it is parsed once
+    per process (2,000 players: ~0.1 s each time); each caller gets its own copy."""
     path = Path(path)
     try:
-        stat = path.stat()
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise WatchlistError([(None, "watchlist file not found")], str(path)) from None
     except UnicodeDecodeError as exc:
         raise WatchlistError([(None, f"watchlist is not UTF-8 text: {exc}")], str(path)) from None
-    key = (str(path.resolve()), stat.st_mtime_ns, stat.st_size, hash(text))
+    key = (str(path), text)
     if _PARSED.get("key") != key:
         _PARSED.clear()
         _PARSED.update(key=key, watchlist=parse_watchlist(text, source=str(path)))

@@ -96,30 +96,7 @@ _I32 = pa.int32()
 _I64 = pa.int64()
 
 # Tournament attributes with a column of their own; the rest go to `extra`.
-_TOURNAMENT_ATTRS = frozenset(
-    "@" + a
-    for a in [
-        "id",
-        "network",
-        "name",
-        "date",
-        "duration",
-        "currency",
-        "stake",
-        "rake",
-        "prizePool",
-        "guarantee",
-        "overlay",
-        "reEntries",
-        "totalEntrants",
-        "playersPerTable",
-        "game",
-        "gameClass",
-        "structure",
-        "flags",
-        "state",
-    ]
-)
+_TOURNAMENT_ATTRS = frozenset("@" + a for a in F.TOURNAMENT_ATTRS)  # one list, shared with the fast path
 _TOURNAMENT_KEYS = _TOURNAMENT_ATTRS | {"TournamentEntry"}
 _T_STRUCT = pa.struct([(a, pa.string()) for a in sorted(_TOURNAMENT_ATTRS)])
 _E_STRUCT = pa.struct([(a, pa.string()) for a in ("@position", "@prize", "@multientries")])
