@@ -68,6 +68,7 @@ import os
 import re
 import shutil
 import uuid
+import zlib
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
@@ -312,7 +313,14 @@ class Lake:
         folders = [night / _check_name("resource", resource)] if resource else sorted(p for p in night.iterdir() if p.is_dir())
         out: list[AnyPath] = []
         for folder in folders:
-            if folder.is_dir():
+            if not folder.is_dir():
+                continue
+            if isinstance(folder, Path):
+                # A night holds thousands of bodies: their names listed and sorted as strings (in one
+                # folder the order pathlib's comparison gives), not globbed and sorted as Paths.
+                paths = [folder / n for n in sorted(n for n in os.listdir(folder) if n.endswith(".json.gz"))]
+                out.extend(p for p in paths if status is None or _status_of(p) == status)
+            else:
                 out.extend(p for p in sorted(folder.glob("*.json.gz")) if status is None or _status_of(p) == status)
         return out
 
@@ -576,7 +584,7 @@ def damaged_part(path: str | Path, night: date, exc: BaseException) -> LakeError
 def read_raw_file(path: AnyPath) -> RawResponse:
     """One stored body; a damaged file is a :class:`LakeError` naming it (nothing is deleted)."""
     try:
-        envelope: dict[str, Any] = orjson.loads(gzip.decompress(path.read_bytes()))
+        envelope: dict[str, Any] = orjson.loads(_gunzip(path.read_bytes()))
     except (OSError, EOFError, orjson.JSONDecodeError) as exc:
         raise LakeError(
             f"raw body {path} is damaged ({exc}); it is kept as is: move it aside to fetch that answer again"
@@ -593,6 +601,18 @@ def read_raw_file(path: AnyPath) -> RawResponse:
         snapshot_date=date.fromisoformat(envelope["snapshot_date"]),
         path=path,
     )
+
+
+def _gunzip(data: bytes) -> bytes:
+    """``gzip.decompress``: one member (what the lake writes) by zlib directly, which checks its
+    CRC and length without gzip's Python header parsing; anything else (several members,
+    padding, damage) by ``gzip.decompress`` itself, for its result or its exception."""
+    with contextlib.suppress(zlib.error):
+        reader = zlib.decompressobj(31)  # 16 + MAX_WBITS: a gzip header and trailer
+        out = reader.decompress(data)
+        if reader.eof and not reader.unused_data:
+            return out
+    return gzip.decompress(data)
 
 
 def _read_commit(marker: AnyPath) -> list[str] | None:

@@ -82,7 +82,6 @@ SUMMARY_TABLES = (
     "tournament_entries",
 )
 
-_DS_TYPES = (pa.string(), pa.int64(), pa.string(), pa.string(), pa.int64(), pa.string(), pa.string())
 _DICT = frozenset({dict})
 _LIST = frozenset({list})
 _get_y = methodcaller("get", "Y")
@@ -314,7 +313,7 @@ def _bools(values: Any) -> pa.Array:
 _SetColumns = tuple[list[Any], list[Any], list[Any], list[Any], list[int]]
 # What one summary's reading gives `add`: served snapshot values, statistic columns, data set
 # columns, timeline events, tournaments.
-_Parts = tuple[dict[str, Any], Any, list[pa.Array] | None, list[dict[str, Any]], "_Tournaments"]
+_Parts = tuple[dict[str, Any], Any, "_DataSets | None", list[dict[str, Any]], "_Tournaments"]
 
 
 def _read_set_fast(datas: list[Any]) -> _SetColumns:
@@ -355,29 +354,55 @@ def _read_set_tolerant(datas: list[Any]) -> _SetColumns:
     return series, values, xs, zs, runs
 
 
-# The element path of each data set column (see `_ds_chunks`), for messages; None: counts.
+# The element path of each data set string column (see `_DataSets`), for messages.
 _DS_PATHS = (
     _P_SET + "/@id",
-    None,
     _P_SET + "/Data/@x",
     _P_SET + "/Data/@z",
-    None,
     _P_SET + "/Data/Y/@id",
     _P_SET + "/Data/Y/$",
 )
 
 
-def _ds_columns(*columns: list[Any]) -> list[Any] | None:
-    """One summary's data set columns as Arrow arrays (strings checked to be values on the
-    way: an object or a list among them is garbage), or ``None`` when it has no values.
-    Converted now, while the summary's strings are still in the CPU's caches: at flush the
-    same conversion costs more (measured), though it would save the calls' fixed cost."""
-    if not columns[5]:
+@dataclass(slots=True)
+class _DataSets:
+    """One summary's data sets: its string columns (data set ids, x, z, series, values) one
+    after the other in one Arrow array, and the counts that cut it (``id_runs``: values per
+    data set, ``point_runs``: values per data point)."""
+
+    strings: pa.Array
+    id_runs: list[int]
+    point_runs: list[int]
+
+    @property
+    def values(self) -> int:
+        return (len(self.strings) - len(self.id_runs) - 2 * len(self.point_runs)) // 2
+
+
+def _ds_columns(
+    ids: list[Any], id_runs: list[int], xs: list[Any], zs: list[Any], point_runs: list[int], series: list[Any], values: list[Any]
+) -> _DataSets | None:
+    """One summary's data set columns (strings checked to be values on the way: an object or a
+    list among them is garbage), or ``None`` when it has no values. Converted now, while the
+    summary's strings are still in the CPU's caches (at flush the same conversion costs more,
+    measured), in one Arrow call: a call's fixed cost is paid once a summary, not per column."""
+    if not series:
         return None
-    return [
-        _value_strings(column, where) if where is not None else pa.array(column, _I64)
-        for column, where in zip(columns, _DS_PATHS, strict=True)
-    ]
+    try:
+        strings = pa.array(ids + xs + zs + series + values, _STR)
+    except (pa.ArrowInvalid, pa.ArrowTypeError):  # the first column with garbage names it
+        columns = (ids, xs, zs, series, values)
+        strings = pa.concat_arrays([_value_strings(c, w) for c, w in zip(columns, _DS_PATHS, strict=True)])
+    return _DataSets(strings, id_runs, point_runs)
+
+
+def _gather(strings: pa.Array, starts: np.ndarray, lens: np.ndarray) -> pa.Array:
+    """The slices ``[starts[i], starts[i] + lens[i])`` of ``strings``, one after the other."""
+    total = int(lens.sum())
+    if not total:
+        return pa.array([], _STR)
+    shift = starts - (np.cumsum(lens) - lens)
+    return strings.take(pa.array(np.repeat(shift, lens) + np.arange(total, dtype=np.int64)))
 
 
 def _value_strings(values: list[Any], where: str) -> pa.Array:
@@ -388,10 +413,6 @@ def _value_strings(values: list[Any], where: str) -> pa.Array:
         for value in values:
             check_value(value, where)
         return C.str_array(values)
-
-
-def _ds_column(chunks: list[pa.Array], dtype: pa.DataType) -> pa.Array:
-    return pa.concat_arrays(chunks) if chunks else pa.array([], dtype)
 
 
 _t_id = attrgetter("id")
@@ -515,11 +536,14 @@ class SummaryNormalizer:
         self._event_runs: list[int] = []
         # player_statistics rows: the served @id / $ / @authorized, converted at flush
         self._st_cols: dict[str, list[Any]] = {k: [] for k in _ST_COLS}
-        # player_datasets: one Arrow chunk per summary for each of (data set ids, their row
-        # counts, x, z, data point row counts, series, value). Converting each summary's ~1,600
-        # values at once keeps millions of small Python strings from piling up until flush
-        # (they made the cyclic GC, not the parsing, the dominant cost).
-        self._ds_chunks: list[list[Any]] = [[] for _ in range(7)]
+        # player_datasets: one Arrow chunk per summary of its strings (see `_DataSets`), with
+        # (data sets, data points, values) per summary to cut them, and the run counts.
+        # Converting each summary's ~1,600 values at once keeps millions of small Python strings
+        # from piling up until flush (they made the cyclic GC, not the parsing, the dominant cost).
+        self._ds_strings: list[pa.Array] = []
+        self._ds_layout: list[tuple[int, int, int]] = []
+        self._ds_id_runs: list[int] = []
+        self._ds_point_runs: list[int] = []
         # player_timeline rows: the raw Event dicts, converted at flush
         self._ev_raw: list[dict[str, Any]] = []
         # tournaments rows: keys, the served attributes (converted at flush) and `extra`
@@ -584,9 +608,11 @@ class SummaryNormalizer:
         # Nothing above touched the batch; from here on nothing raises.
         n_sets = 0
         if datasets is not None:
-            n_sets = len(datasets[5])
-            for chunks, column in zip(self._ds_chunks, datasets, strict=True):
-                chunks.append(column)
+            n_sets = datasets.values
+            self._ds_strings.append(datasets.strings)
+            self._ds_layout.append((len(datasets.id_runs), len(datasets.point_runs), n_sets))
+            self._ds_id_runs += datasets.id_runs
+            self._ds_point_runs += datasets.point_runs
         n_stats = len(statistics[0])
         snapshot["statistic_count"] = n_stats
         snapshot["tournament_count"] = tournaments.count
@@ -658,8 +684,8 @@ class SummaryNormalizer:
         return [list(map(getter, found)) for getter in _ST_GET[False]]
 
     @staticmethod
-    def _read_datasets(stats: dict[str, Any]) -> list[pa.Array] | None:
-        """This summary's data set columns (see ``_ds_chunks``), or ``None`` when it has none.
+    def _read_datasets(stats: dict[str, Any]) -> _DataSets | None:
+        """This summary's data set columns (see ``_DataSets``), or ``None`` when it has none.
 
         The hottest loop: a summary holds ~650 data points and ~1,600 values. Per value only
         the series id and the value are collected; data set id / x / z once per set or point
@@ -951,11 +977,24 @@ class SummaryNormalizer:
         }
         return pa.Table.from_arrays([cols[f.name] for f in schema], schema=schema)
 
+    def _ds_columns(self) -> list[pa.Array]:
+        """The batch's data set string columns (ids, x, z, series, values), each cut from the
+        summaries' chunks with one ``take``."""
+        strings = pa.concat_arrays(self._ds_strings) if self._ds_strings else pa.array([], _STR)
+        layout = np.array(self._ds_layout, dtype=np.int64).reshape(-1, 3)
+        sets, points, values = layout[:, 0], layout[:, 1], layout[:, 2]
+        chunk = sets + 2 * points + 2 * values
+        at = np.cumsum(chunk) - chunk  # where each summary's chunk starts
+        out = []
+        for lens in (sets, points, points, values, values):
+            out.append(_gather(strings, at, lens))
+            at = at + lens
+        return out
+
     def _datasets_table(self) -> pa.Table:
         keys = self._long_keys(self._set_runs)
-        ids, id_runs, xs, zs, point_runs, series, values = (
-            _ds_column(chunks, dtype) for chunks, dtype in zip(self._ds_chunks, _DS_TYPES, strict=True)
-        )
+        ids, xs, zs, series, values = self._ds_columns()
+        id_runs, point_runs = self._ds_id_runs, self._ds_point_runs
         dataset = C.dict_runs(ids.to_pylist(), id_runs)
         # type code of (data set, series): a small table over (data set code × series code)
         width = len(self._series_names)

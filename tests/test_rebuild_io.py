@@ -1,0 +1,72 @@
+"""The rebuild's reading of raw bodies: ``lake._gunzip`` is ``gzip.decompress`` (result and
+exception) on every input; ``raw_paths`` lists a night in pathlib's order; the GC pause of
+``SummarySink.add_stored`` leaves the collector as it found it."""
+
+from __future__ import annotations
+
+import gc
+import gzip
+from pathlib import Path
+
+import pytest
+
+from tourneylake import from_raw
+from tourneylake.lake import OK, Lake, _gunzip, _status_of
+
+DATA = b'{"resource": "player-summary", "body": "' + b"x" * 5000 + b'"}'
+ONE = gzip.compress(DATA)
+
+
+def _outcome(fn, data: bytes) -> tuple[str, object]:
+    try:
+        return "ok", fn(data)
+    except Exception as exc:  # noqa: BLE001 - the exception itself is what is compared
+        return type(exc).__name__, str(exc)
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        ONE,
+        ONE + gzip.compress(b"second member"),
+        ONE + b"\0\0\0\0",  # padding after a member
+        ONE[:-3],  # cut short in the trailer
+        ONE[:20],  # cut short in the data
+        ONE[:-8] + b"\1\2\3\4" + ONE[-4:],  # wrong CRC
+        ONE + b"garbage",
+        b"not gzip at all",
+        b"",
+    ],
+)
+def test_gunzip_is_gzip_decompress(data: bytes) -> None:
+    assert _outcome(_gunzip, data) == _outcome(gzip.decompress, data)
+
+
+def test_raw_paths_in_pathlib_order(tmp_path: Path) -> None:
+    lake = Lake(tmp_path)
+    folder = lake.root / "_raw" / "snapshot_date=2026-03-01" / "player-summary"
+    folder.mkdir(parents=True)
+    names = ["b.json.gz", "a.json.gz", "B.json.gz", "a.tok.unusable.json.gz", "_.json.gz", "a.json.gz.tmp", "c.json"]
+    for name in names:
+        (folder / name).write_bytes(b"")
+    expected = sorted(folder.glob("*.json.gz"))
+    assert lake.raw_paths("2026-03-01", status=None) == expected
+    assert lake.raw_paths("2026-03-01") == [p for p in expected if _status_of(p) == OK]
+    assert [p.name for p in lake.raw_paths("2026-03-01", status="unusable")] == ["a.tok.unusable.json.gz"]
+
+
+def test_gc_pause_restores_the_collector() -> None:
+    assert gc.isenabled()
+    with from_raw._gc_paused():
+        assert not gc.isenabled()
+    assert gc.isenabled()
+    with pytest.raises(RuntimeError), from_raw._gc_paused():
+        raise RuntimeError
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        with from_raw._gc_paused():
+            pass
+        assert not gc.isenabled()  # the caller's choice is kept
+    finally:
+        gc.enable()
