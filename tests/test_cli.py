@@ -109,14 +109,17 @@ def test_sandbox_command_serves_the_metadata_envelope() -> None:
             process.wait(timeout=5)
 
 
-def test_a_killed_run_keeps_what_it_paid_for(tmp_path: Path) -> None:
+@pytest.mark.parametrize("tables_worker", ["off", "on"])
+def test_a_killed_run_keeps_what_it_paid_for(tmp_path: Path, tables_worker: str) -> None:
     """SIGKILL in the middle of the harvest, then run again: the responses paid before the kill
     are reused from the lake (not paid again), the call in flight is booked, and the night
     completes — on the persistent Dagster instance with the shipped pools, whose slot the killed
-    run still held."""
+    run still held. With the tables worker, the worker ends by itself (its input closed) and
+    commits nothing."""
     from datetime import date
 
     import duckdb
+    import psutil
 
     from tourneylake.config import SANDBOX_USERNAME
     from tourneylake.lake import Lake
@@ -129,7 +132,12 @@ def test_a_killed_run_keeps_what_it_paid_for(tmp_path: Path) -> None:
         home = tmp_path / "dagster_home"
         home.mkdir()
         (home / "dagster.yaml").write_text((REPO / "dagster_home" / "dagster.yaml").read_text())
-        env = clean_env(TOURNEYLAKE_BASE_URL=server.base_url, TOURNEYLAKE_CONCURRENCY="1", DAGSTER_HOME=str(home))
+        env = clean_env(
+            TOURNEYLAKE_BASE_URL=server.base_url,
+            TOURNEYLAKE_CONCURRENCY="1",
+            TOURNEYLAKE_TABLES_WORKER=tables_worker,
+            DAGSTER_HOME=str(home),
+        )
         args = ["run", "--date", "2026-11-20", "--data-dir", str(data), "--watchlist", "watchlist.yaml"]
         before = server.accounts.remaining(SANDBOX_USERNAME)
         process = subprocess.Popen([*CLI, *args], cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -139,11 +147,16 @@ def test_a_killed_run_keeps_what_it_paid_for(tmp_path: Path) -> None:
             lines = b"".join(p.read_bytes() for p in ledger_dir.glob("run-*.jsonl")) if ledger_dir.exists() else b""
             paid_before_kill = lines.count(b'"outcome":"ok"')
             if paid_before_kill >= 3:
+                workers = [p for p in psutil.Process(process.pid).children() if "tables_worker" in " ".join(p.cmdline())]
                 process.send_signal(signal.SIGKILL)
                 break
             time.sleep(0.05)
         process.wait(timeout=30)
         assert paid_before_kill >= 3 and process.returncode == -signal.SIGKILL
+        assert len(workers) == (tables_worker == "on")
+        for worker in workers:  # orphaned, it reads the end of its input and ends
+            worker.wait(timeout=30)
+        assert not (data / "lake" / "player_snapshots").exists()  # nothing committed by the dead run
 
         rerun = tourneylake(*args, env=env, timeout=120)  # without freeing the dead run's slot it would wait forever
         assert rerun.returncode == 0, rerun.stderr[-2000:]

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import time
 from collections import deque
 from collections.abc import Iterable
@@ -23,9 +24,11 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from datetime import date
+from pathlib import Path
 
 from tourneylake.api import ApiError, AsyncClient, CredentialsError, NotFoundError, QuotaError, UnusableResponse, calls
 from tourneylake.budget import Budget, Plan, Target, plan_night
+from tourneylake.config import Settings
 from tourneylake.errors import BudgetRefused, RunFailed
 from tourneylake.filters import FilterSyntaxError, filter_for_night
 from tourneylake.from_raw import (
@@ -45,6 +48,7 @@ from tourneylake.lake import UNUSABLE, Lake, LakeError
 from tourneylake.ledger import Ledger, LedgerWriter
 from tourneylake.progress import Tracker
 from tourneylake.session import Session, left_in_run
+from tourneylake.tables_worker import TablesWorker
 from tourneylake.tree import MalformedPayload
 from tourneylake.watchlist import Watchlist
 
@@ -322,7 +326,31 @@ class _RawOnly:
         """Nothing held."""
 
 
+#: ``tables_worker: auto`` hands the tables to a second process from this many pairs on (below it
+#: the worker's start-up, ~0.5 s of the other core, buys little).
+WORKER_MIN_PAIRS = 500
+
+
+def _wants_worker(settings: Settings, watchlist: Watchlist) -> bool:
+    if settings.tables_worker == "off" or settings.lake_is_remote:
+        return False  # the worker writes local parts only (it gets no store credentials)
+    if settings.tables_worker == "on":
+        return True
+    return (os.cpu_count() or 1) >= 2 and len(watchlist.targets()) >= WORKER_MIN_PAIRS
+
+
 def _harvest(session: Session, watchlist: Watchlist, batch_size: int, *, keep_tables: bool = True) -> HarvestOutcome:
+    # The worker starts first: its imports overlap the searches-left reading and the planning.
+    with ExitStack() as worker_stack:
+        worker = None
+        if keep_tables and _wants_worker(session.settings, watchlist):
+            worker = worker_stack.enter_context(TablesWorker(Path(session.settings.data_dir), session.night, batch_size))
+        return _harvest_night(session, watchlist, batch_size, keep_tables, worker)
+
+
+def _harvest_night(
+    session: Session, watchlist: Watchlist, batch_size: int, keep_tables: bool, worker: TablesWorker | None
+) -> HarvestOutcome:
     lake, night, settings = session.lake, session.night, session.settings
     outcome = HarvestOutcome(night)
     with ExitStack() as settling:
@@ -349,9 +377,13 @@ def _harvest(session: Session, watchlist: Watchlist, batch_size: int, *, keep_ta
     budget = Budget(remaining=remaining, max_searches_per_run=cap, reserve=settings.reserve_searches, costs=session.costs)
     failure: Exception | None = None  # raised once tonight's work is kept
     with session.ledger(remaining) as ledger, ExitStack() as stack:
-        in_force = session.in_force()
-        sink = SummarySink(lake, night, in_force, stack, batch_size) if keep_tables else _RawOnly(lake, night)
-        stored = sink.add_stored()
+        sink: SummarySink | TablesWorker | _RawOnly
+        if worker is not None:
+            sink = worker
+            stored = worker.add_stored(has_stored=bool(lake.raw_paths(night, calls.PLAYER_SUMMARY, status=None)))
+        else:
+            sink = SummarySink(lake, night, session.in_force(), stack, batch_size) if keep_tables else _RawOnly(lake, night)
+            stored = sink.add_stored()
         outcome.reused = len(stored.done)
         not_found = not_found_targets(lake, night)  # paid once tonight: never asked again
         resolution = resolve_targets(session, watchlist, budget, ledger)
@@ -390,6 +422,8 @@ def _harvest(session: Session, watchlist: Watchlist, batch_size: int, *, keep_ta
                 except Exception as exc:  # noqa: BLE001 - raised after the tables are kept
                     failure = failure or exc
         outcome.rows = dict(sink.rows)
+        if worker is not None:
+            _report_rejected(worker, plan, outcome)
         outcome.searches_spent = ledger.spent
         outcome.remaining_searches = budget.remaining
         outcome.stopped_reason = budget.stopped_reason
@@ -401,6 +435,20 @@ def _harvest(session: Session, watchlist: Watchlist, batch_size: int, *, keep_ta
     if failure is not None:
         raise failure
     return outcome
+
+
+def _report_rejected(worker: TablesWorker, plan: Plan, outcome: HarvestOutcome) -> None:
+    """The answers the worker's normaliser refused: failed pairs, as in process."""
+    if not worker.rejected:
+        return
+    targets = {(t.network, t.player, t.filter_name or ""): t for t in plan.calls}
+    for key, why in worker.rejected:
+        outcome.fetched -= 1
+        outcome.failed.append((targets[key], _unusable_why(why)))
+
+
+def _unusable_why(why: str) -> str:
+    return f"{UNUSABLE_ANSWER}: {why} (kept raw; `tourneylake rebuild` reads it again)"
 
 
 UNUSABLE_ANSWER = "answer unusable"
@@ -416,7 +464,7 @@ class _Fetcher:
         session: Session,
         client: AsyncClient,
         budget: Budget,
-        sink: SummarySink | _RawOnly,
+        sink: SummarySink | TablesWorker | _RawOnly,
         outcome: HarvestOutcome,
         ledger: LedgerWriter,
         total: int,
@@ -493,11 +541,14 @@ class _Fetcher:
             outcome.failed.append((target, str(exc)))
             return None
         try:
-            self.sink.add(response.root, call.key, response.fetched_at)
+            if isinstance(self.sink, TablesWorker):  # normalised in the worker: refusals come back at the end
+                self.sink.add_answer(call.key, response.body, response.format, response.fetched_at)
+            else:
+                self.sink.add(response.root, call.key, response.fetched_at)
         except MalformedPayload as exc:
             # The service's answer, not our code: this player fails, the night goes on.
             self.sink.reject(call.key, str(exc))
-            outcome.failed.append((target, f"{UNUSABLE_ANSWER}: {exc} (kept raw; `tourneylake rebuild` reads it again)"))
+            outcome.failed.append((target, _unusable_why(str(exc))))
             return None
         except Exception as exc:  # noqa: BLE001 - re-raised once in-flight calls settle
             # A failure on our side must not cancel calls the service is already charging for:
@@ -511,7 +562,12 @@ class _Fetcher:
 
 
 async def _fetch(
-    session: Session, plan: Plan, budget: Budget, sink: SummarySink | _RawOnly, outcome: HarvestOutcome, ledger: LedgerWriter
+    session: Session,
+    plan: Plan,
+    budget: Budget,
+    sink: SummarySink | TablesWorker | _RawOnly,
+    outcome: HarvestOutcome,
+    ledger: LedgerWriter,
 ) -> None:
     """Fetch the plan. What failed transiently gets one more pass at the end of the harvest,
     after a pause (a service in trouble for a minute must not cost a player), within the run's

@@ -1,0 +1,175 @@
+"""The night's summary tables made in a second process (``tourneylake.tables_worker``).
+
+Against the sandbox over real HTTP, with real Parquet and a real worker process:
+
+- the worker's tables are the in-process tables, row for row, and the outcome is the same;
+- an answer the normaliser refuses fails that player only, is marked unusable in the raw store,
+  and the worker's warning lands in the harvest's log;
+- a worker killed mid-night stops new searches; every paid answer is in the raw store, and the
+  re-run normalises them without paying again;
+- the worker's environment holds none of the service's credentials.
+(The harvest killed with its worker running: ``tests/test_cli.py``.)
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+from datetime import date
+from pathlib import Path
+
+import psutil
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from tests.helpers import player_line, remaining, sandbox_settings, write_watchlist
+from tourneylake.api import calls
+from tourneylake.harvest import UNUSABLE_ANSWER, harvest_players, refresh_metadata
+from tourneylake.lake import OK, UNUSABLE, Lake
+from tourneylake.normalize.summary import SUMMARY_TABLES
+from tourneylake.sandbox import DEMO, running_sandbox
+from tourneylake.session import Session
+from tourneylake.tables_worker import TablesWorkerError, _worker_env
+from tourneylake.watchlist import load_watchlist
+
+pytestmark = pytest.mark.xdist_group("tables_worker")
+
+NIGHT = date(2026, 11, 20)
+
+
+@pytest.fixture(scope="module")
+def sandbox():
+    with running_sandbox(seed=33, today=NIGHT, players=200) as server:
+        yield server
+
+
+@pytest.fixture(autouse=True)
+def _no_rewrites_left(sandbox):
+    yield
+    sandbox.app.answer_rewrites.clear()
+
+
+def _settings(sandbox, data_dir: Path, players: list[tuple[str, str]], **overrides):
+    settings = sandbox_settings(sandbox, data_dir, **{"concurrency": 4, **overrides})
+    write_watchlist(
+        settings,
+        'filters:\n  sng: "Class:SNG"\n  mtt: "Class:SCHEDULED"\nplayers:\n'
+        + "\n".join(player_line(n, p, "[sng, mtt]") for n, p in players)
+        + "\n",
+    )
+    return settings
+
+
+def _harvest(settings):
+    session = Session.open(settings, settings.base_url, NIGHT)
+    refresh_metadata(session)
+    return harvest_players(session, load_watchlist(settings.watchlist), batch_size=16)
+
+
+def _table(settings, name: str):
+    table = pq.read_table(Lake(settings.data_dir).partition_path(name, NIGHT))
+    for i, f in enumerate(table.schema):  # dictionaries hold their values in arrival order
+        if pa.types.is_dictionary(f.type):
+            table = table.set_column(i, f.name, table.column(i).cast(f.type.value_type))
+    plain = [f.name for f in table.schema if not pa.types.is_nested(f.type)]
+    return table.sort_by([(c, "ascending") for c in plain if c not in _PER_FETCH])
+
+
+# When each answer was made and arrived: the two harvests fetched at different times.
+_PER_FETCH = {"fetched_at", "server_time"}
+
+
+def _workers() -> list[psutil.Process]:
+    return [p for p in psutil.Process().children(recursive=True) if "tourneylake.tables_worker" in " ".join(p.cmdline())]
+
+
+def _no_worker_left() -> bool:
+    """Every worker has ended (one that committed may still be tearing its interpreter down)."""
+    psutil.wait_procs(_workers(), timeout=30)
+    return not _workers()
+
+
+def test_the_worker_makes_the_in_process_tables_row_for_row(sandbox, tmp_path: Path) -> None:
+    roster = sandbox.world.roster(40)  # 80 pairs, five batches of 16
+    made = {}
+    for mode in ("off", "on"):
+        settings = _settings(sandbox, tmp_path / mode, roster, tables_worker=mode)
+        outcome = _harvest(settings)
+        assert outcome.fetched == 80 and not outcome.failed, mode
+        assert outcome.rows["player_snapshots"] == 80
+        made[mode] = (settings, outcome)
+    (off, off_outcome), (on, on_outcome) = made["off"], made["on"]
+    assert on_outcome.rows == off_outcome.rows
+    for name in SUMMARY_TABLES:
+        left, right = _table(off, name), _table(on, name)
+        assert left.schema == right.schema and left.num_rows == right.num_rows > 0, name
+        differ = [c for c in left.column_names if c not in _PER_FETCH and not left.column(c).equals(right.column(c))]
+        assert not differ, (name, differ)
+    assert _no_worker_left()
+
+
+def test_an_answer_the_worker_refuses_fails_that_player_only(sandbox, tmp_path: Path, caplog) -> None:
+    from tests.test_faults import _first_dict_with, _rewrite_json
+
+    roster = sandbox.world.roster(6)
+    odd = roster[3]
+    sandbox.app.answer_rewrites[odd] = _rewrite_json(
+        lambda d: _first_dict_with(d, "Statistic").update(Statistic={"@id": {"not": "a string"}, "$": "1"})
+    )
+    settings = _settings(sandbox, tmp_path, roster, tables_worker="on")
+    before = remaining(settings)
+    with caplog.at_level(logging.WARNING, logger="tourneylake"):
+        outcome = _harvest(settings)
+    failed = {(t.network, t.player) for t, _ in outcome.failed}
+    assert failed == {odd} and all(why.startswith(UNUSABLE_ANSWER) for _, why in outcome.failed)
+    assert outcome.fetched == 10 and outcome.rows["player_snapshots"] == 10
+    assert remaining(settings) == before - 12  # every answer paid once, the refused ones too
+    kept = {raw.key["player"] for raw in Lake(settings.data_dir).iter_raw(NIGHT, calls.PLAYER_SUMMARY, status=UNUSABLE)}
+    assert kept == {odd[1]}
+    # The worker's warning, logged by the harvest (so it is in the run's log).
+    assert any("cannot be read and is kept raw" in r.getMessage() and r.name == "tourneylake.from_raw" for r in caplog.records)
+
+
+def test_a_killed_worker_stops_new_searches_and_the_re_run_pays_nothing_twice(sandbox, tmp_path: Path) -> None:
+    roster = sandbox.world.roster(60)  # 120 pairs
+    settings = _settings(sandbox, tmp_path, roster, tables_worker="on", concurrency=2)
+    answered: list[int] = []
+    seen_env: list[str] = []
+
+    def kill_the_worker_at_the_20th(body: bytes, fmt: str) -> bytes:
+        answered.append(1)
+        if len(answered) == 20:
+            for worker in _workers():
+                seen_env.append(Path(f"/proc/{worker.pid}/environ").read_bytes().decode(errors="replace"))
+                os.kill(worker.pid, signal.SIGKILL)
+        return body
+
+    for player in roster:
+        sandbox.app.answer_rewrites[player] = kill_the_worker_at_the_20th
+    before = remaining(settings)
+    with pytest.raises(TablesWorkerError, match="tables worker"):
+        _harvest(settings)
+    spent = before - remaining(settings)
+    assert seen_env and DEMO.password not in seen_env[0] and "TOURNEYLAKE_" not in seen_env[0]
+    assert 20 <= spent < 120  # no new search once the worker was gone (the calls in flight finished)
+    lake = Lake(settings.data_dir)
+    assert len(list(lake.iter_raw(NIGHT, calls.PLAYER_SUMMARY, status=OK))) == spent  # every paid answer kept
+    assert not lake.partitions("player_snapshots")  # no partial tables committed
+
+    sandbox.app.answer_rewrites.clear()
+    outcome = _harvest(settings)  # the re-run: the stored answers normalised (free), the rest fetched
+    assert outcome.reused == spent and outcome.fetched == 120 - spent and not outcome.failed
+    assert before - remaining(settings) == 120  # each pair paid exactly once over both runs
+    assert pq.read_table(lake.partition_path("player_snapshots", NIGHT)).num_rows == 120
+    assert _no_worker_left()
+
+
+def test_the_worker_environment_holds_no_credentials(monkeypatch) -> None:
+    monkeypatch.setenv("TOURNEYLAKE_PASSWORD", "hunter2")
+    monkeypatch.setenv("MAIN_ACCOUNT_PASSWORD", "hunter3")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "hunter4")
+    env = _worker_env()
+    assert not {"hunter2", "hunter3", "hunter4"} & set(env.values())
+    assert "PATH" in env and env["PYTHONPATH"].split(os.pathsep)[0] == str(Path(__file__).resolve().parent.parent)

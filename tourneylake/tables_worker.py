@@ -1,0 +1,322 @@
+"""The night's summary tables made in a second process while the first one fetches.
+
+A harvest is bound by CPU, not by the service: on one core the event loop both talks HTTP (and
+saves every body, and writes the ledger) and normalises each answer into the six summary tables,
+and a third of its time went to the normaliser. With a second core the harvest hands each
+accepted answer's bytes to this worker (``python -m tourneylake.tables_worker``), which parses
+and normalises it with the same :class:`~tourneylake.from_raw.SummarySink` as the in-process
+path and writes the same Parquet parts; the fetching process only fetches.
+
+Nothing about what is kept changes: the body is already in the raw store (saved and settled
+before the harvest sees it), the worker reads the very bytes that were saved, and the partition
+is committed only when the harvest says the night's fetching is over (``finish``). When the
+harvest dies (killed, or an exception), the worker reads the end of its input without a
+``finish`` and discards its parts: the night's previous tables stay, the raw answers are all in
+the lake, and the next run (or ``tourneylake rebuild``) makes the tables from them, free.
+
+An answer the normaliser refuses is marked unusable in the raw store by the worker, as in
+process, and handed back so the harvest reports that pair failed; a bug of ours while
+normalising is handed back too and stops new searches, as in process. The worker's log lines
+(warnings about values, "unusable" answers) are handed back and logged by the harvest, so they
+land in the run's log. The worker gets no credentials: its environment has none of the
+service's variables.
+
+Framing on the pipes: a 4-byte length, then a msgpack array (``msgspec``). The worker only
+writes from its one thread; the harvest writes from the event loop (the pipe's buffer is raised
+to 1 MiB, so a write only waits when the worker is a second's work behind: the backpressure
+that keeps memory flat) and reads on one thread.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import logging
+import os
+import struct
+import subprocess
+import sys
+import threading
+from collections import deque
+from datetime import date, datetime
+from pathlib import Path
+from typing import IO, Any
+
+import msgspec
+
+from tourneylake.errors import TourneylakeError
+from tourneylake.from_raw import StoredSummaries
+
+__all__ = ["TablesWorker", "TablesWorkerError"]
+
+log = logging.getLogger(__name__)
+
+_LENGTH = struct.Struct("<I")
+_encode = msgspec.msgpack.Encoder().encode
+_decode = msgspec.msgpack.Decoder().decode
+_PIPE_BYTES = 1 << 20
+# Only what Python needs to start: never the service's credentials (nor any other secret).
+_ENV_KEPT = ("PATH", "HOME", "LANG", "TMPDIR", "TZ", "VIRTUAL_ENV", "SYSTEMROOT", "PYTHONDONTWRITEBYTECODE", "PYTHONHASHSEED")
+
+
+class TablesWorkerError(TourneylakeError):
+    """The worker that makes the night's tables failed (its message says how); every answer
+    is in the raw store: the next run or ``tourneylake rebuild`` makes the tables from them."""
+
+
+def _send(stream: IO[bytes], message: list[Any]) -> None:
+    payload = _encode(message)
+    stream.write(_LENGTH.pack(len(payload)) + payload)
+
+
+def _receive(stream: IO[bytes]) -> list[Any] | None:
+    """The next message, or ``None`` at the end of the stream (a torn frame is an end too)."""
+    head = stream.read(_LENGTH.size)
+    if len(head) < _LENGTH.size:
+        return None
+    (size,) = _LENGTH.unpack(head)
+    payload = stream.read(size)
+    return _decode(payload) if len(payload) == size else None
+
+
+def _worker_env() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k in _ENV_KEPT or k.startswith("LC_")}
+    # The worker imports this very tree (a checkout run with `python -m` need not be installed).
+    env["PYTHONPATH"] = os.pathsep.join(
+        p for p in (str(Path(__file__).resolve().parent.parent), os.environ.get("PYTHONPATH")) if p
+    )
+    return env
+
+
+class TablesWorker:
+    """The harvest's side of the worker: the interface of the in-process
+    :class:`~tourneylake.from_raw.SummarySink` that the harvest uses (``add_stored``, ``rows``,
+    and ``flush``, which here is the night's last flush and the commit), plus :meth:`add_answer`,
+    which takes the body's bytes rather than its tree, and ``rejected``: the answers the
+    normaliser refused, to report as failed pairs once the worker has finished.
+
+    A context manager: leaving it by an exception before :meth:`flush` (or without calling it)
+    makes the worker discard its parts."""
+
+    def __init__(self, lake_root: Path, night: date, batch_size: int) -> None:
+        self.night = night
+        self.rows: dict[str, int] = {}
+        self.rejected: list[tuple[tuple[str, str, str], str]] = []  # (network, player, filter name), why
+        self._start = [str(lake_root), night.isoformat(), batch_size]
+        self._logs: deque[tuple[str, int, str]] = deque()
+        self._crash: str | None = None
+        self._result: str | None = None  # why the worker failed, when it did
+        self._stored: Any = None
+        self._stored_ready = threading.Event()
+        self._ended = threading.Event()  # the worker's output has ended
+        self._answered = threading.Event()  # its last word ("done", "failed"), or its output ended
+        self._finished = False
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._reader: threading.Thread | None = None
+
+    # ------------------------------------------------------------------ life cycle
+    def __enter__(self) -> TablesWorker:
+        self._proc = subprocess.Popen(
+            [sys.executable, "-m", "tourneylake.tables_worker"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            env=_worker_env(),
+            close_fds=True,
+        )
+        assert self._proc.stdin is not None
+        with contextlib.suppress(OSError, AttributeError):  # Linux only; elsewhere the default buffer
+            fcntl.fcntl(self._proc.stdin.fileno(), fcntl.F_SETPIPE_SZ, _PIPE_BYTES)
+        self._reader = threading.Thread(target=self._read, name="tourneylake-tables-reader", daemon=True)
+        self._reader.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        # Not finished (an exception, or never flushed): end the input without "finish", and
+        # the worker discards its parts.
+        proc = self._proc
+        if proc is None:
+            return
+        with contextlib.suppress(OSError, ValueError):
+            assert proc.stdin is not None
+            proc.stdin.close()
+        if self._finished and self._answered.is_set() and self._result is None:
+            return  # committed: its interpreter's teardown is no wait of ours (the reader reaps it)
+        try:
+            proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        if self._reader is not None:
+            self._reader.join(timeout=10)
+        self._emit_logs()
+
+    # ------------------------------------------------------------------ the sink's interface
+    def add_stored(self, *, has_stored: bool) -> StoredSummaries:
+        """Start the worker's night. ``has_stored``: the night already holds summaries (a re-run),
+        which the worker normalises first and reports (waited for); otherwise nothing is read
+        and the harvest goes on at once while the worker is still starting."""
+        self._write(["start", *self._start, has_stored])
+        if not has_stored:
+            return StoredSummaries()
+        self._stored_ready.wait()
+        self._emit_logs()
+        if self._stored is None:
+            raise TablesWorkerError(f"the tables worker stopped before it read tonight's stored answers: {self._why()}")
+        done, unusable = self._stored
+        return StoredSummaries({tuple(t) for t in done}, {(n, p, f): why for n, p, f, why in unusable})
+
+    def add_answer(self, key: dict[str, str], body: bytes, fmt: str, fetched_at: datetime) -> None:
+        """Hand one accepted answer (already saved and settled in the raw store) to the worker.
+        Raises :class:`TablesWorkerError` once the worker has crashed or died: the harvest then
+        stops starting searches, as when the normaliser fails in process."""
+        if self._logs:
+            self._emit_logs()
+        if self._crash is not None or self._ended.is_set():
+            raise TablesWorkerError(self._crash or f"the tables worker ended early: {self._why()}")
+        self._write(["add", body, fmt, key, fetched_at.isoformat()])
+
+    def flush(self) -> None:
+        """The night's last flush: the worker writes what it holds, commits every partition and
+        ends. Raises :class:`TablesWorkerError` when it could not (the previous tables stay)."""
+        self._finished = True
+        self._write(["finish"])
+        self._answered.wait()  # "done" or "failed" (not the process's exit: its teardown is its own)
+        self._emit_logs()
+        if self._result is not None:
+            raise TablesWorkerError(f"tonight's tables were not written: {self._result}")
+
+    # ------------------------------------------------------------------ plumbing
+    def _write(self, message: list[Any]) -> None:
+        assert self._proc is not None and self._proc.stdin is not None
+        try:
+            _send(self._proc.stdin, message)
+            if message[0] != "add":
+                self._proc.stdin.flush()
+        except (BrokenPipeError, OSError, ValueError):
+            self._ended.wait(timeout=10)
+            raise TablesWorkerError(f"the tables worker ended early: {self._why()}") from None
+
+    def _why(self) -> str:
+        if self._result is not None:
+            return self._result
+        code = self._proc.poll() if self._proc is not None else None
+        return f"exit status {code}" if code is not None else "no answer"
+
+    def _read(self) -> None:
+        assert self._proc is not None and self._proc.stdout is not None
+        try:
+            while (message := _receive(self._proc.stdout)) is not None:
+                kind = message[0]
+                if kind == "log":
+                    self._logs.append((message[1], message[2], message[3]))
+                elif kind == "stored":
+                    self._stored = (message[1], message[2])
+                    self._stored_ready.set()
+                elif kind == "rejected":
+                    self.rejected.append((tuple(message[1]), message[2]))
+                elif kind == "crashed":
+                    self._crash = self._crash or message[1]
+                elif kind == "done":
+                    self.rows = dict(message[1])
+                    self._answered.set()
+                elif kind == "failed":
+                    self._result = message[1]
+                    self._answered.set()
+        finally:
+            self._proc.stdout.close()
+            code = self._proc.wait()
+            if self._result is None and (code != 0 or not self._finished):
+                self._result = f"exit status {code}"
+            self._stored_ready.set()
+            self._ended.set()
+            self._answered.set()
+
+    def _emit_logs(self) -> None:
+        """The worker's log lines, logged here (on the harvest's thread: the run's log)."""
+        while self._logs:
+            name, level, text = self._logs.popleft()
+            logging.getLogger(name).log(level, "%s", text)
+
+
+# ---------------------------------------------------------------------- the worker process
+
+
+class _Forward(logging.Handler):
+    """The worker's log records, sent to the harvest as ``log`` messages."""
+
+    def __init__(self, out: IO[bytes]) -> None:
+        super().__init__(logging.INFO)
+        self.out = out
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            _send(self.out, ["log", record.name, record.levelno, record.getMessage()])
+        except Exception:  # noqa: BLE001 - a log line must never fail the work
+            self.handleError(record)
+
+
+def _serve(inp: IO[bytes], out: IO[bytes]) -> int:
+    from contextlib import ExitStack
+
+    from tourneylake.from_raw import SummarySink  # the worker's imports: not the harvest's
+    from tourneylake.lake import Lake
+    from tourneylake.reference import InForce
+    from tourneylake.tree import MalformedPayload, parse
+
+    start = _receive(inp)
+    if start is None:
+        return 0  # the harvest ended before it started us
+    _, root, night_iso, batch_size, has_stored = start
+    lake, night = Lake(Path(root)), date.fromisoformat(night_iso)
+    try:
+        with ExitStack() as stack:
+            sink = SummarySink(lake, night, InForce(lake, night), stack, batch_size)
+            if has_stored:
+                stored = sink.add_stored()
+                _send(out, ["stored", [list(t) for t in stored.done], [[*t, why] for t, why in stored.unusable.items()]])
+                out.flush()
+            while (message := _receive(inp)) is not None:
+                if message[0] == "finish":
+                    sink.flush()
+                    break
+                _, body, fmt, key, fetched_at = message
+                try:
+                    sink.add(parse(body, fmt), key, datetime.fromisoformat(fetched_at))
+                except MalformedPayload as exc:
+                    sink.reject(key, str(exc))
+                    _send(out, ["rejected", [key["network"], key["player"], key.get("filter_name") or ""], str(exc)])
+                except Exception as exc:  # noqa: BLE001 - handed back: the harvest stops new searches
+                    _send(out, ["crashed", f"{type(exc).__name__} while normalising: {exc}"])
+                out.flush()
+            else:
+                # The harvest died or gave up: leaving the block by an exception discards the
+                # new parts, so the night's previous tables stay (its raw answers are all kept).
+                raise _Abandoned
+    except _Abandoned:
+        return 0
+    _send(out, ["done", sink.rows])
+    out.flush()
+    return 0
+
+
+class _Abandoned(Exception):
+    """Internal: the harvest ended without ``finish``."""
+
+
+def main() -> int:
+    inp, out = sys.stdin.buffer, sys.stdout.buffer
+    sys.stdout = sys.stderr  # nothing but frames on the pipe
+    root_logger = logging.getLogger()
+    root_logger.handlers[:] = [_Forward(out)]
+    root_logger.setLevel(logging.INFO)
+    try:
+        return _serve(inp, out)
+    except Exception as exc:  # noqa: BLE001 - reported to the harvest, which raises it
+        with contextlib.suppress(OSError, ValueError):
+            _send(out, ["failed", f"{type(exc).__name__}: {exc}"])
+            out.flush()
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
