@@ -84,14 +84,14 @@ def _pairs_in_lake(settings) -> set[tuple[str, str, str]]:
     return {(n, p, f or "") for n, p, f in zip(*(c.to_pylist() for c in table.columns), strict=True)}
 
 
-def _seeded_fault_runs(sandbox, tmp_path: Path, seeds: range) -> None:
+def _seeded_fault_runs(sandbox, tmp_path: Path, seeds: range, tables_worker: str = "auto") -> None:
     roster = sandbox.world.roster(100)
     wanted = {(n, p, f) for n, p in roster for f in ("sng", "mtt")}  # 200 (player, filter) pairs
     missing_from_clean_runs = 0
     for seed in seeds:
         settings = _night(
             sandbox, tmp_path / f"run{seed}", roster, "[sng, mtt]",
-            concurrency=4, timeout_s=0.25, max_attempts=5, retry_pass_wait_s=0.2,
+            concurrency=4, timeout_s=0.25, max_attempts=5, retry_pass_wait_s=0.2, tables_worker=tables_worker,
         )  # fmt: skip
         before = remaining(settings)
         _faults(sandbox, MIX, seed)
@@ -112,6 +112,10 @@ def _seeded_fault_runs(sandbox, tmp_path: Path, seeds: range) -> None:
 
 def test_seeded_fault_runs_lose_no_pair_quietly(sandbox, tmp_path: Path) -> None:
     _seeded_fault_runs(sandbox, tmp_path, range(2))
+
+
+def test_seeded_fault_runs_with_the_tables_worker_lose_no_pair_quietly(sandbox, tmp_path: Path) -> None:
+    _seeded_fault_runs(sandbox, tmp_path, range(2, 4), tables_worker="on")
 
 
 @pytest.mark.slow
@@ -199,12 +203,11 @@ def test_an_answer_the_normaliser_refuses_fails_that_player_only_and_a_rebuild_r
     assert not list(lake.iter_raw(NIGHT, calls.PLAYER_SUMMARY, status=UNUSABLE))
 
 
-def test_a_failure_at_the_final_reconciliation_keeps_the_nights_tables(sandbox, tmp_path: Path) -> None:
-    roster = sandbox.world.roster(3)
-    settings = _night(sandbox, tmp_path, roster, concurrency=1)
+def _password_changed_after_the_last_answer(sandbox, roster) -> str:
+    """The account's owner changes its password once the night's last summary is answered;
+    returns the password to put back."""
     user = sandbox.accounts.users[DEMO.username]
     password = user.password
-
     answered = []
 
     def change_password_after_the_last(body: bytes, fmt: str) -> bytes:
@@ -215,14 +218,40 @@ def test_a_failure_at_the_final_reconciliation_keeps_the_nights_tables(sandbox, 
 
     for player in roster:
         sandbox.app.answer_rewrites[player] = change_password_after_the_last
+    return password
+
+
+def test_a_failure_at_the_final_reconciliation_keeps_the_nights_tables(sandbox, tmp_path: Path) -> None:
+    roster = sandbox.world.roster(3)
+    settings = _night(sandbox, tmp_path, roster, concurrency=1)
+    # One attempt with no answer (a 5xx, retried): the service may have charged it, so the night
+    # ends with a reading of the searches left — refused by then.
+    _faults(sandbox, Faults(outage=1), 0)
+    password = _password_changed_after_the_last_answer(sandbox, roster)
     try:
         with pytest.raises(RunFailed, match="credentials"):
             _harvest(settings)
     finally:
-        user.password = password
+        sandbox.accounts.users[DEMO.username].password = password
     assert len(_pairs_in_lake(settings)) == 3  # committed before the failure was raised
     lake = Lake(settings.data_dir)
     assert NIGHT in lake.partitions("search_ledger")
+
+
+def test_a_night_whose_every_attempt_was_answered_needs_no_reading_at_its_end(sandbox, tmp_path: Path) -> None:
+    """Nothing can be unexplained: the answers' own counts reconcile the run, no round trip is
+    added to the night (a password changed after the last answer is not even noticed)."""
+    roster = sandbox.world.roster(3)
+    settings = _night(sandbox, tmp_path, roster, concurrency=1)
+    before = remaining(settings)
+    password = _password_changed_after_the_last_answer(sandbox, roster)
+    try:
+        outcome = _harvest(settings)
+    finally:
+        sandbox.accounts.users[DEMO.username].password = password
+    assert outcome.fetched == 3 and not outcome.failed
+    spent = before - remaining(settings)
+    assert spent == 3 and sum(int(r["cost"]) for r in ledger_rows(settings, NIGHT)) == spent
 
 
 def test_another_client_draining_the_account_is_recorded_not_charged(sandbox, tmp_path: Path) -> None:
@@ -297,7 +326,8 @@ def _rewrite_json_nested(change, key: str, depth: int):
     return lambda body, fmt: plain(body, fmt).replace(f'"{NESTED}"'.encode(), _nested(key, depth), 1)
 
 
-def test_hostile_answers_fail_their_player_only_and_never_the_night(sandbox, tmp_path: Path) -> None:
+@pytest.mark.parametrize("tables_worker", ["off", "on"])
+def test_hostile_answers_fail_their_player_only_and_never_the_night(sandbox, tmp_path: Path, tables_worker: str) -> None:
     """The issue's four shapes: a summary nested 2,000 deep, a Statistic whose @id is an object, a
     news item whose @date has 20 digits, a country record nested 300 deep."""
     roster = sandbox.world.roster(5)
@@ -309,7 +339,7 @@ def test_hostile_answers_fail_their_player_only_and_never_the_night(sandbox, tmp
     sandbox.app.answer_rewrites[("countries", "")] = _rewrite_json_nested(
         lambda d: _first_dict_with(d, "@code").update(Nested=NESTED), "Country", 300
     )
-    settings = _night(sandbox, tmp_path, roster)
+    settings = _night(sandbox, tmp_path, roster, tables_worker=tables_worker)
     before = remaining(settings)
     session = Session.open(settings, settings.base_url, NIGHT)
     refresh_metadata(session)

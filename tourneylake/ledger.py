@@ -133,6 +133,7 @@ class LedgerWriter:
         self._path: AnyPath | None = None
         self.spent = 0
         self.attempts = 0
+        self.lowest_remaining: int | None = None  # the fewest searches left any answer of the run reported
         self._unanswered: dict[tuple[str | None, int], str] = {}  # (call, attempt) → resource, while in flight
         self._transport_failures: Counter[str] = Counter()  # resources of attempts with no answer read
 
@@ -210,6 +211,9 @@ class LedgerWriter:
             self.attempts += 1
             if row["outcome"] == UNCERTAIN:
                 self._transport_failures[row["resource"]] += 1
+            reported = row.get("remaining_after")
+            if reported is not None and (self.lowest_remaining is None or reported < self.lowest_remaining):
+                self.lowest_remaining = reported
 
     def close(self) -> None:
         """Mark the run closed and release the file (its name loses ``.open``) — unless calls

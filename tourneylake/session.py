@@ -228,10 +228,17 @@ class Session:
     def reconcile_run(self, ledger: LedgerWriter) -> int:
         """Book what the service counted during this run beyond the ledger's rows (a charged
         call whose answer never arrived, say), so that the ledger adds up to the drop in the
-        account's searches; returns the searches booked. Needs one free call."""
+        account's searches; returns the searches booked.
+
+        The searches left after the run come from one free call — unless every attempt of the
+        run was answered: then nothing can be unexplained, and the fewest searches left any
+        answer reported is the reading (the service's count after its last charge; counts only
+        fall), so another client's spending is still shown, and no round trip is added to the
+        end of the night."""
         if ledger.remaining_before is None or not ledger.attempts:
             return 0
-        after = self.read_remaining()
+        certain = not ledger.uncertain and ledger.lowest_remaining is not None
+        after = ledger.lowest_remaining if certain else self.read_remaining()
         others = Ledger(self.lake).spent_since(ledger.started_at, except_run=self.run_id, account=self.account)
         extra = unexplained_charges(
             before=ledger.remaining_before, after=after, recorded=ledger.spent, others=others,
