@@ -99,6 +99,7 @@ def test_the_nightly_job_under_the_multiprocess_executor_matches_in_process(sand
     )  # fmt: skip
     assert result.returncode == 0, result.stderr[-3000:]
 
+    monkeypatch.setenv("DAGSTER_HOME", str(home))  # the instance's event log lives under it
     with DagsterInstance.from_config(str(home)) as instance:
         (run,) = instance.get_runs()
         assert run.is_success
