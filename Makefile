@@ -38,9 +38,12 @@ format: $(STAMP)
 	$(VENV)/bin/ruff check --fix .
 	$(VENV)/bin/ruff format .
 
+# The benchmarks' own environment (the project plus dlt and the bench server's packages): a
+# sync of .venv (`make test`) would remove them under a running benchmark.
+BENCH_VENV := .venv-bench
 bench: $(STAMP)
-	$(UV) sync --locked --group bench
-	$(VENV)/bin/python -m benchmarks.run
+	UV_PROJECT_ENVIRONMENT=$(BENCH_VENV) $(UV) sync --locked --group bench
+	$(BENCH_VENV)/bin/python -m benchmarks.run
 
 # JupyterLab (the `notebook` dependency group) on the analysis notebook, over ./data's warehouse.
 notebook: $(STAMP)

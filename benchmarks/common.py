@@ -347,9 +347,10 @@ class BenchServer:
 
 @dataclass
 class Measured:
-    """A child process measured from spawn to exit: wall seconds, CPU and peak RSS (``ru_maxrss``
-    from ``wait4``: the child's own high-water mark; its floor is this process's RSS at the
-    spawn, ~100 MB, well below what is measured)."""
+    """A child process measured from spawn to exit: wall seconds, CPU (its descendants' included
+    once they are reaped) and peak RSS (``ru_maxrss`` from ``wait4``: the high-water mark of the
+    child, or of its largest reaped descendant; its floor is this process's RSS at the spawn,
+    ~100 MB, well below what is measured), and the sampled peak of the whole process tree."""
 
     seconds: float
     user_s: float
@@ -360,6 +361,24 @@ class Measured:
     ended_at: float
     stdout: str
     stderr: str
+    # The most memory the child and its descendants held at once (sampled every ~50 ms: a
+    # harvest with its tables worker is two processes; ``ru_maxrss`` sees one at a time).
+    tree_peak_rss_mb: float = 0.0
+
+
+def _tree_rss_mb(pid: int) -> float:
+    import psutil
+
+    try:
+        root = psutil.Process(pid)
+        processes = [root, *root.children(recursive=True)]
+    except psutil.Error:
+        return 0.0
+    total = 0
+    for process in processes:
+        with contextlib.suppress(psutil.Error):  # ended between the listing and the reading
+            total += process.memory_info().rss
+    return total / 1e6
 
 
 def measure(cmd: list[str], *, env: dict[str, str] | None = None, cwd: Path = ROOT, timeout: float = 900) -> Measured:
@@ -369,10 +388,14 @@ def measure(cmd: list[str], *, env: dict[str, str] | None = None, cwd: Path = RO
         t0 = time.perf_counter()
         proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=out, stderr=err, stdin=subprocess.DEVNULL, start_new_session=True)
         deadline = t0 + timeout
+        tree_peak, polls = 0.0, 0
         while True:
             pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
             if pid:
                 break
+            polls += 1
+            if polls % 10 == 0:
+                tree_peak = max(tree_peak, _tree_rss_mb(proc.pid))
             if time.perf_counter() > deadline:
                 os.kill(proc.pid, signal.SIGKILL)
                 pid, status, usage = os.wait4(proc.pid, 0)
@@ -393,6 +416,7 @@ def measure(cmd: list[str], *, env: dict[str, str] | None = None, cwd: Path = RO
             ended_at,
             out.read().decode(errors="replace"),
             err.read().decode(errors="replace"),
+            max(tree_peak, usage.ru_maxrss / 1024),
         )
 
 
