@@ -34,7 +34,7 @@ from typing import Any
 import pyarrow as pa
 
 from tourneylake.api import calls
-from tourneylake.api.client import metadata_is_cached, read_answer
+from tourneylake.api.answers import metadata_is_cached, read_answer
 from tourneylake.api.envelope import service_error
 from tourneylake.api.errors import NOT_FOUND_CODES, MalformedResponse, UnusableResponse
 from tourneylake.lake import MALFORMED, OK, RECEIVED, UNUSABLE, Lake, PartitionWriter, RawResponse, read_raw_file

@@ -1,0 +1,81 @@
+"""Reading an answer's bytes: its tree and envelope, and whether a body that cannot be read was
+cut short (worth another try) or is complete (never worth paying for again).
+
+Free of the HTTP stack (no httpx, no settings), so the tables worker
+(:mod:`tourneylake.tables_worker`) and the rebuild import only what reading needs;
+:mod:`tourneylake.api.client` re-exports these.
+"""
+
+from __future__ import annotations
+
+from xml.etree.ElementTree import ParseError as XmlParseError
+
+import orjson
+from defusedxml import DefusedXmlException
+from defusedxml.ElementTree import DefusedXMLParser
+
+from tourneylake.api.calls import Call
+from tourneylake.api.envelope import Envelope, read_envelope
+from tourneylake.api.errors import MalformedResponse, UnusableResponse
+from tourneylake.tree import MalformedPayload, Node, parse
+
+__all__ = ["call_payload", "cut_short", "metadata_is_cached", "read_answer"]
+
+
+def metadata_is_cached(root: Node) -> bool:
+    """Whether a metadata answer says "your copy is current" (``cached="true"``, or no content)
+    instead of holding the metadata."""
+    payload = root.one("MetadataResponse")
+    return payload is None or payload.attr("cached") == "true" or next(payload.children(), None) is None
+
+
+def call_payload(root: Node, call: Call) -> Node | None:
+    """The data element of an answer to ``call``: the one its resource names, else the first
+    child that is not the envelope's."""
+    if call.payload_name:
+        return root.one(call.payload_name)
+    for child in root.children():
+        if child.name not in ("UserInfo", "ErrorResponse"):
+            return child
+    return None
+
+
+# expat's errors for a document that simply stops: no element found, unclosed token, partial character.
+_XML_END_OF_INPUT = {3, 5, 6}
+
+
+def cut_short(body: bytes, fmt: str) -> bool:
+    """Whether a body that failed to parse stops mid-document (a truncated transfer, worth
+    another try) rather than being complete and unreadable (which another try would only pay
+    for again). Called only on the failure path, so parsing once more costs nothing that matters."""
+    if fmt == "json":
+        try:
+            body.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            return exc.reason == "unexpected end of data"  # cut inside the last character
+        try:
+            orjson.loads(body)
+        except orjson.JSONDecodeError as exc:
+            return str(exc).startswith("unexpected end of data")
+        return False
+    try:
+        parser = DefusedXMLParser(forbid_dtd=True, forbid_entities=True, forbid_external=True)
+        parser.feed(body)
+        parser.close()
+    except XmlParseError as exc:
+        return getattr(exc, "code", None) in _XML_END_OF_INPUT
+    except DefusedXmlException:  # a DTD or an entity: complete, and refused
+        return False
+    return False
+
+
+def read_answer(body: bytes, fmt: str, resource: str | None = None) -> tuple[Node, Envelope]:
+    """A body's tree and envelope. Raises :class:`MalformedResponse` when the body was cut short
+    (retryable) and :class:`UnusableResponse` when it is complete but can never be read."""
+    try:
+        root = parse(body, fmt)
+        return root, read_envelope(root)
+    except (MalformedPayload, MalformedResponse) as exc:
+        if cut_short(body, fmt):
+            raise MalformedResponse(f"the answer was cut short: {exc}", resource=resource) from None
+        raise UnusableResponse(f"the answer cannot be read: {exc}", resource=resource) from None
