@@ -229,13 +229,18 @@ class HarvestRun:
 
 
 def prepare_night(base_url: str, data_dir: Path, concurrency: int = CONCURRENCY, fmt: str = "json") -> Any:
-    """A session over a fresh data directory with tonight's metadata already in the lake."""
-    from tourneylake.harvest import refresh_metadata
+    """A session over a fresh data directory with what a night makes before its harvest (the
+    nightly job's first steps: countries, metadata, news) already in the lake. The harvest then
+    takes its searches-left reading from the countries answer (a free answer seconds old), as it
+    does in a night."""
+    from tourneylake.harvest import refresh_free_resource, refresh_metadata
     from tourneylake.session import Session
 
     settings = settings_for(base_url, data_dir, concurrency, fmt)
     session = Session.open(settings, base_url, TODAY)
+    refresh_free_resource(session, "countries")
     refresh_metadata(session)
+    refresh_free_resource(session, "whats_new")
     return session
 
 

@@ -131,7 +131,7 @@ class Settings(BaseSettings):
         "auto",
         description="make the night's summary tables in a second process while the first fetches (a second core's "
         "worth of speed): `auto` when the machine has two cores or more, the lake is local and the watchlist has "
-        "at least 500 pairs; `on` whenever the lake is local; `off` never",
+        "at least 200 pairs; `on` whenever the lake is local; `off` never",
     )
     schedule_cron: str = Field("0 3 * * *", description="the nightly schedule: a daily cron `M H * * *`, UTC")
 

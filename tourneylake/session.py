@@ -28,7 +28,7 @@ from datetime import UTC, date, datetime
 from typing import Any
 
 from tourneylake.api import ApiError, AsyncClient, Attempt, Client, CredentialsError, ReceivedBody, calls
-from tourneylake.api.client import call_payload
+from tourneylake.api.client import call_payload, recent_reading, warm_async_transport
 from tourneylake.api.errors import NOT_FOUND_CODES
 from tourneylake.budget import Budget, CostModel
 from tourneylake.config import Settings
@@ -49,6 +49,9 @@ from tourneylake.tree import Node, parse
 __all__ = ["Session", "connected", "left_in_run", "new_run_id", "today"]
 
 log = logging.getLogger(__name__)
+
+#: How old a free answer's count of searches left may be to stand for a new reading (seconds).
+RECENT_READING_S = 5.0
 
 NLQ_CACHE = "nlq_cache"
 
@@ -97,6 +100,7 @@ class Session:
         lake = Lake(settings.data_dir)
         if writable:
             lake.claim(settings.source)
+            warm_async_transport()  # a night's session: its harvest will want the async client
         return cls(settings, base_url, night, lake, writable, account=account)
 
     @property
@@ -124,10 +128,18 @@ class Session:
         return AsyncClient(self.settings, base_url=self.base_url, **self._hooks(hooks))
 
     # ------------------------------------------------------------------ searches left
-    def read_remaining(self) -> int | None:
+    def read_remaining(self, *, recent: bool = False) -> int | None:
         """The account's searches left, from the free authenticated Countries call (never a
         search). Wrong credentials end the night (:class:`RunFailed`); a failed call or an
-        answer without a logged-in count is ``None`` (unknown)."""
+        answer without a logged-in count is ``None`` (unknown).
+
+        ``recent``: a free answer of this account from the last :data:`RECENT_READING_S` seconds
+        in this process, with no search since (the night's metadata answer, say), is the reading
+        instead: the round trip is overlapped with the free calls the night makes anyway."""
+        if recent:
+            found = recent_reading(self.settings, self.base_url, RECENT_READING_S)
+            if found is not None:
+                return found
         try:
             with self.client() as client:
                 response = client.send(calls.countries(reading=True))

@@ -29,6 +29,7 @@ in benchmarks/RESULTS.md.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import email.utils
 import functools
 import hashlib
@@ -37,6 +38,8 @@ import logging
 import os
 import re
 import ssl
+import sys
+import threading
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -268,6 +271,8 @@ class _Protocol:
             raise UnusableResponse(f"{call.describe()}: {exc}", resource=call.resource) from None
         if envelope.remaining_searches is not None:
             self._remaining = envelope.remaining_searches
+            if not call.metered and envelope.success:
+                _note_reading(self.account, envelope.remaining_searches)
         if not envelope.success:
             error = service_error(root, envelope, call.resource)
             _tell(status_hook, f"refused-{error.code}")
@@ -279,7 +284,13 @@ class _Protocol:
         """Ask the gate (budget) for permission, then build the request."""
         if self.before_attempt is not None:
             self.before_attempt(call, number)
+        if call.metered:  # the count is about to change: no reading from before it stands
+            _forget_reading(self.account)
         return self.request_parts(call)
+
+    @property
+    def account(self) -> tuple[str, str, str]:
+        return (self.base_url, self.settings.appname, self.settings.username)
 
     def finish(
         self,
@@ -554,6 +565,58 @@ class AdaptiveLimit:
 #: ``aiohttp`` (the default: aiohttp directly, see :class:`_AiohttpLane`), ``httpx-aiohttp``
 #: (httpx over ``httpx_aiohttp.AiohttpTransport``, when installed) or ``httpcore`` (httpx's own).
 HTTP_BACKEND_ENV = "TOURNEYLAKE_HTTP_BACKEND"
+
+
+# The searches left the latest free answer of each account (base URL, app, user) reported in this
+# process, and when (monotonic seconds); a metered call of the account forgets it before it is
+# sent. See `recent_reading`.
+_READINGS: dict[tuple[str, str, str], tuple[int, float]] = {}
+_READINGS_LOCK = threading.Lock()
+
+
+def _note_reading(account: tuple[str, str, str], remaining: int) -> None:
+    with _READINGS_LOCK:
+        _READINGS[account] = (remaining, time.monotonic())
+
+
+def _forget_reading(account: tuple[str, str, str]) -> None:
+    with _READINGS_LOCK:
+        _READINGS.pop(account, None)
+
+
+def recent_reading(settings: Settings, base_url: str | None, within_s: float) -> int | None:
+    """The searches left as a free answer of this account reported at most ``within_s`` seconds
+    ago in this process, with no metered call of it since (``None`` if there is none): as good
+    as a new reading but for what another client spent in those seconds, which the next
+    answers' counts show."""
+    with _READINGS_LOCK:
+        found = _READINGS.get(((base_url or settings.base_url).rstrip("/"), settings.appname, settings.username))
+    if found is None or time.monotonic() - found[1] > within_s:
+        return None
+    return found[0]
+
+
+def warm_async_transport() -> None:
+    """Start importing aiohttp on a thread, once per process: a night's first steps (and the
+    harvest's searches-left reading) mostly wait on the network, so its ~0.2 s of first import
+    no longer holds back the night's first searches. Does nothing when it is loaded or is not
+    the backend the async client will use; a failure there only means the client imports it
+    when it needs it."""
+    global _WARMING
+    with _READINGS_LOCK:
+        if _WARMING or "aiohttp" in sys.modules or os.environ.get(HTTP_BACKEND_ENV, "aiohttp") != "aiohttp":
+            return
+        _WARMING = True
+    if importlib.util.find_spec("aiohttp") is not None:
+        threading.Thread(target=_import_quietly, args=("aiohttp",), name="tourneylake-import", daemon=True).start()
+
+
+_WARMING = False
+
+
+def _import_quietly(name: str) -> None:
+    with contextlib.suppress(Exception):
+        importlib.import_module(name)
 
 
 def _env_proxy_for(url: str) -> bool:
