@@ -13,6 +13,9 @@ DAGSTER_HOME := $(CURDIR)/dagster_home
 $(STAMP): pyproject.toml uv.lock
 	@$(UV) --version >/dev/null 2>&1 || $(PYTHON) -m pip install --quiet uv
 	$(UV) sync --locked
+	@# The project's own modules compiled too (uv compiles the dependencies): every process,
+	@# `tourneylake run` and each test's subprocess, starts without compiling them again.
+	$(VENV)/bin/python -m compileall -q tourneylake assets pipelines
 	@touch $@
 
 sync: $(STAMP)

@@ -56,9 +56,9 @@ _LENGTH = struct.Struct("<I")
 _encode = msgspec.msgpack.Encoder().encode
 _decode = msgspec.msgpack.Decoder().decode
 _PIPE_BYTES = 1 << 20
-# Answers queued for the worker at most (~14 KB each: ~30 MB): a second or two of fetching, what
+# Answers queued for the worker at most (~14 KB each: ~7 MB): two seconds of fetching, more than
 # the worker's start-up takes; beyond it the harvest waits for the worker.
-_QUEUED_FRAMES = 2048
+_QUEUED_FRAMES = 512
 # Answers normalised by the night's last flush at most (when the harvest said how many to expect):
 # ~0.1 s of work the night waits for, where a whole batch would be ~0.4 s.
 _TAIL = 32
