@@ -60,9 +60,7 @@ def test_an_older_reading_is_taken_again(sandbox, tmp_path: Path, monkeypatch) -
     assert sandbox.app.requests - requests == 4  # a countries call, then the three searches
 
 
-def test_another_clients_spending_after_the_reading_never_takes_the_account_below_its_reserve(
-    sandbox, tmp_path: Path
-) -> None:
+def test_another_clients_spending_after_the_reading_never_takes_the_account_below_its_reserve(sandbox, tmp_path: Path) -> None:
     original = sandbox.accounts.remaining(DEMO.username)
     try:
         sandbox.accounts.set_remaining(DEMO.username, 1_000)
