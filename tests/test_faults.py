@@ -15,6 +15,7 @@ Against the sandbox over real HTTP, with real Parquet:
 
 from __future__ import annotations
 
+import logging
 from datetime import date
 from pathlib import Path
 
@@ -327,9 +328,11 @@ def _rewrite_json_nested(change, key: str, depth: int):
 
 
 @pytest.mark.parametrize("tables_worker", ["off", "on"])
-def test_hostile_answers_fail_their_player_only_and_never_the_night(sandbox, tmp_path: Path, tables_worker: str) -> None:
+def test_hostile_answers_fail_their_player_only_and_never_the_night(sandbox, tmp_path: Path, tables_worker: str, caplog) -> None:
     """The issue's four shapes: a summary nested 2,000 deep, a Statistic whose @id is an object, a
-    news item whose @date has 20 digits, a country record nested 300 deep."""
+    news item whose @date has 20 digits, a country record nested 300 deep. With the tables worker
+    the refusal happens in its process: the pair fails the same, and its warning is in the
+    harvest's log all the same."""
     roster = sandbox.world.roster(5)
     deep, odd_id = roster[0], roster[1]
     sandbox.app.answer_rewrites[deep] = _rewrite_json_nested(lambda d: d["Response"].update(Deep=NESTED), "Deep", 2_000)
@@ -345,7 +348,8 @@ def test_hostile_answers_fail_their_player_only_and_never_the_night(sandbox, tmp
     refresh_metadata(session)
     news = refresh_free_resource(session, "whats_new")
     countries = refresh_free_resource(session, "countries")
-    outcome = harvest_players(session, load_watchlist(settings.watchlist))
+    with caplog.at_level(logging.WARNING, logger="tourneylake"):
+        outcome = harvest_players(session, load_watchlist(settings.watchlist))
 
     failed = {(t.network, t.player): why for t, why in outcome.failed}
     assert set(failed) == {deep, odd_id} and all(why.startswith(UNUSABLE_ANSWER) for why in failed.values())
@@ -354,5 +358,7 @@ def test_hostile_answers_fail_their_player_only_and_never_the_night(sandbox, tmp
     lake = Lake(settings.data_dir)
     kept = {raw.key["player"] for raw in lake.iter_raw(NIGHT, calls.PLAYER_SUMMARY, status=UNUSABLE)}
     assert kept == {deep[1], odd_id[1]}  # kept raw, marked
+    refused = {r.getMessage() for r in caplog.records if r.name == "tourneylake.from_raw"}
+    assert any(odd_id[1] in m and "cannot be read and is kept raw" in m for m in refused)
     for reference in (news, countries):  # free answers: a warning, or a row without the bad value
         assert reference.rows > 0 or reference.warnings, reference

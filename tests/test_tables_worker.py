@@ -3,17 +3,16 @@
 Against the sandbox over real HTTP, with real Parquet and a real worker process:
 
 - the worker's tables are the in-process tables, row for row, and the outcome is the same;
-- an answer the normaliser refuses fails that player only, is marked unusable in the raw store,
-  and the worker's warning lands in the harvest's log;
 - a worker killed mid-night stops new searches; every paid answer is in the raw store, and the
   re-run normalises them without paying again;
 - the worker's environment holds none of the service's credentials.
-(The harvest killed with its worker running: ``tests/test_cli.py``.)
+(An answer the worker's normaliser refuses, and its warning in the harvest's log:
+``tests/test_faults.py``, hostile answers; the harvest killed with its worker running:
+``tests/test_cli.py``.)
 """
 
 from __future__ import annotations
 
-import logging
 import os
 import signal
 from datetime import date
@@ -26,8 +25,8 @@ import pytest
 
 from tests.helpers import player_line, remaining, sandbox_settings, write_watchlist
 from tourneylake.api import calls
-from tourneylake.harvest import UNUSABLE_ANSWER, harvest_players, refresh_metadata
-from tourneylake.lake import OK, UNUSABLE, Lake
+from tourneylake.harvest import harvest_players, refresh_metadata
+from tourneylake.lake import OK, Lake
 from tourneylake.normalize.summary import SUMMARY_TABLES
 from tourneylake.sandbox import DEMO, running_sandbox
 from tourneylake.session import Session
@@ -108,28 +107,6 @@ def test_the_worker_makes_the_in_process_tables_row_for_row(sandbox, tmp_path: P
         differ = [c for c in left.column_names if c not in _PER_FETCH and not left.column(c).equals(right.column(c))]
         assert not differ, (name, differ)
     assert _no_worker_left()
-
-
-def test_an_answer_the_worker_refuses_fails_that_player_only(sandbox, tmp_path: Path, caplog) -> None:
-    from tests.test_faults import _first_dict_with, _rewrite_json
-
-    roster = sandbox.world.roster(6)
-    odd = roster[3]
-    sandbox.app.answer_rewrites[odd] = _rewrite_json(
-        lambda d: _first_dict_with(d, "Statistic").update(Statistic={"@id": {"not": "a string"}, "$": "1"})
-    )
-    settings = _settings(sandbox, tmp_path, roster, tables_worker="on")
-    before = remaining(settings)
-    with caplog.at_level(logging.WARNING, logger="tourneylake"):
-        outcome = _harvest(settings)
-    failed = {(t.network, t.player) for t, _ in outcome.failed}
-    assert failed == {odd} and all(why.startswith(UNUSABLE_ANSWER) for _, why in outcome.failed)
-    assert outcome.fetched == 10 and outcome.rows["player_snapshots"] == 10
-    assert remaining(settings) == before - 12  # every answer paid once, the refused ones too
-    kept = {raw.key["player"] for raw in Lake(settings.data_dir).iter_raw(NIGHT, calls.PLAYER_SUMMARY, status=UNUSABLE)}
-    assert kept == {odd[1]}
-    # The worker's warning, logged by the harvest (so it is in the run's log).
-    assert any("cannot be read and is kept raw" in r.getMessage() and r.name == "tourneylake.from_raw" for r in caplog.records)
 
 
 def test_a_killed_worker_stops_new_searches_and_the_re_run_pays_nothing_twice(sandbox, tmp_path: Path) -> None:

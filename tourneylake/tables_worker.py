@@ -22,7 +22,7 @@ land in the run's log. The worker gets no credentials: its environment has none 
 service's variables.
 
 Framing on the pipes: a 4-byte length, then a msgpack array (``msgspec``). The worker only
-writes from its one thread. The harvest queues its messages (at most ~2,000 answers: the
+writes from its one thread. The harvest queues its messages (at most 512 answers: the
 backpressure that keeps memory flat) for a feeder thread that writes them, so the event loop
 never waits while the worker starts (~1 s of imports on the other core); one thread reads.
 """
@@ -30,7 +30,6 @@ never waits while the worker starts (~1 s of imports on the other core); one thr
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import logging
 import os
 import queue
@@ -50,12 +49,9 @@ from tourneylake.from_raw import StoredSummaries
 
 __all__ = ["TablesWorker", "TablesWorkerError"]
 
-log = logging.getLogger(__name__)
-
 _LENGTH = struct.Struct("<I")
 _encode = msgspec.msgpack.Encoder().encode
 _decode = msgspec.msgpack.Decoder().decode
-_PIPE_BYTES = 1 << 20
 # Answers queued for the worker at most (~14 KB each: ~7 MB): two seconds of fetching, more than
 # the worker's start-up takes; beyond it the harvest waits for the worker.
 _QUEUED_FRAMES = 512
@@ -138,9 +134,6 @@ class TablesWorker:
             env=_worker_env(),
             close_fds=True,
         )
-        assert self._proc.stdin is not None
-        with contextlib.suppress(OSError, AttributeError):  # Linux only; elsewhere the default buffer
-            fcntl.fcntl(self._proc.stdin.fileno(), fcntl.F_SETPIPE_SZ, _PIPE_BYTES)
         self._reader = threading.Thread(target=self._read, name="tourneylake-tables-reader", daemon=True)
         self._reader.start()
         self._feeder = threading.Thread(target=self._feed, name="tourneylake-tables-feeder", daemon=True)
@@ -299,7 +292,7 @@ class _Forward(logging.Handler):
 def _serve(inp: IO[bytes], out: IO[bytes]) -> int:
     from contextlib import ExitStack
 
-    from tourneylake.from_raw import SummarySink  # the worker's imports: not the harvest's
+    from tourneylake.from_raw import SummarySink, target_key  # the worker's imports: not the harvest's
     from tourneylake.lake import Lake
     from tourneylake.reference import InForce
     from tourneylake.tree import MalformedPayload, parse
@@ -332,7 +325,7 @@ def _serve(inp: IO[bytes], out: IO[bytes]) -> int:
                     sink.add(parse(body, fmt), key, datetime.fromisoformat(fetched_at))
                 except MalformedPayload as exc:
                     sink.reject(key, str(exc))
-                    _send(out, ["rejected", [key["network"], key["player"], key.get("filter_name") or ""], str(exc)])
+                    _send(out, ["rejected", list(target_key(key)), str(exc)])
                 except Exception as exc:  # noqa: BLE001 - handed back: the harvest stops new searches
                     _send(out, ["crashed", f"{type(exc).__name__} while normalising: {exc}"])
                 out.flush()

@@ -290,7 +290,7 @@ class _Protocol:
 
     @property
     def account(self) -> tuple[str, str, str]:
-        return (self.base_url, self.settings.appname, self.settings.username)
+        return _account(self.settings, self.base_url)
 
     def finish(
         self,
@@ -574,6 +574,11 @@ _READINGS: dict[tuple[str, str, str], tuple[int, float]] = {}
 _READINGS_LOCK = threading.Lock()
 
 
+def _account(settings: Settings, base_url: str | None) -> tuple[str, str, str]:
+    """Whose searches a count is: the service (its root), the application, the user."""
+    return ((base_url or settings.base_url).rstrip("/"), settings.appname, settings.username)
+
+
 def _note_reading(account: tuple[str, str, str], remaining: int) -> None:
     with _READINGS_LOCK:
         _READINGS[account] = (remaining, time.monotonic())
@@ -590,7 +595,7 @@ def recent_reading(settings: Settings, base_url: str | None, within_s: float) ->
     as a new reading but for what another client spent in those seconds, which the next
     answers' counts show."""
     with _READINGS_LOCK:
-        found = _READINGS.get(((base_url or settings.base_url).rstrip("/"), settings.appname, settings.username))
+        found = _READINGS.get(_account(settings, base_url))
     if found is None or time.monotonic() - found[1] > within_s:
         return None
     return found[0]
@@ -603,7 +608,7 @@ def warm_async_transport() -> None:
     the backend the async client will use; a failure there only means the client imports it
     when it needs it."""
     global _WARMING
-    with _READINGS_LOCK:
+    with _WARMING_LOCK:
         if _WARMING or "aiohttp" in sys.modules or os.environ.get(HTTP_BACKEND_ENV, "aiohttp") != "aiohttp":
             return
         _WARMING = True
@@ -612,6 +617,7 @@ def warm_async_transport() -> None:
 
 
 _WARMING = False
+_WARMING_LOCK = threading.Lock()
 
 
 def _import_quietly(name: str) -> None:
