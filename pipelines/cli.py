@@ -19,12 +19,13 @@ import typer
 from rich.table import Table
 
 from tourneylake.accounts import account_settings
-from tourneylake.cli import Sandbox, app, console, ended_night, err, fail, reported, settings_from, setup_logging
+from tourneylake.cli import Sandbox, app, console, ended_night, err, fail, launch, reported, settings_from, setup_logging
 from tourneylake.filters import FIRST_NIGHT
+from tourneylake.nopandas import skip_pandas_sniffing
 from tourneylake.progress import ProgressSnapshot, listening
 from tourneylake.watchlist import load_watchlist
 
-__all__ = ["PARTIAL", "app"]
+__all__ = ["PARTIAL", "app", "main"]
 
 #: The exit status of a night that ran but could not fetch every pair (0 ok, 1 failed, 2 usage).
 PARTIAL = 3
@@ -180,6 +181,7 @@ def run(
             account_settings(settings, account)
         _ = settings.warehouse_path  # a lake at a URL needs TOURNEYLAKE_WAREHOUSE: said before any search
         from pipelines.nightly import run_night  # Dagster is imported only when a night runs
+    skip_pandas_sniffing()  # a night makes no data frame
 
     first = when - timedelta(days=nights - 1)
     if first < FIRST_NIGHT:
@@ -198,5 +200,10 @@ def run(
         raise fail(f"run partial: {'; '.join(partial)} (listed above); run the night again to retry them", PARTIAL)
 
 
+def main() -> None:
+    """The console script ``tourneylake`` (see :func:`tourneylake.cli.launch`)."""
+    launch(app)
+
+
 if __name__ == "__main__":  # pragma: no cover
-    app()
+    main()

@@ -300,3 +300,33 @@ def test_bad_input_is_one_error_line_per_problem_and_no_traceback(
     assert "Traceback" not in result.stderr + result.stdout and "definitely-wrong" not in result.stderr + result.stdout
     if "watchlist" in case:
         assert not data.exists()  # found before Dagster started or anything was called
+
+
+LAUNCHED = """
+import atexit, os, sys, threading, time
+from pathlib import Path
+import typer
+from tourneylake.cli import launch
+out = Path(os.environ["OUT"])
+app = typer.Typer()
+@app.command()
+def go(code: int, linger: float = 0.0) -> None:
+    atexit.register(lambda: (out / "atexit").write_text("ran"))
+    if linger:
+        threading.Thread(target=lambda: (time.sleep(linger), (out / "thread").write_text("done"))).start()
+    sys.stdout.write("no newline")
+    raise typer.Exit(code)
+launch(app)
+"""
+
+
+@pytest.mark.parametrize("linger", [0.0, 0.5])
+def test_the_console_script_exits_with_its_status_its_output_and_exit_handlers(tmp_path: Path, linger: float) -> None:
+    """`launch` skips the interpreter's teardown, never what a normal exit would do first."""
+    script = tmp_path / "launched.py"
+    script.write_text(LAUNCHED)
+    args = [sys.executable, str(script), "3", "--linger", str(linger)]
+    done = subprocess.run(args, cwd=REPO, env=clean_env(OUT=str(tmp_path)), capture_output=True, text=True, timeout=60)
+    assert (done.returncode, done.stdout) == (3, "no newline"), done.stderr
+    assert (tmp_path / "atexit").read_text() == "ran"
+    assert (tmp_path / "thread").is_file() == bool(linger)  # a running thread is waited for

@@ -96,6 +96,19 @@ def test_load_from_file(tmp_path: Path) -> None:
     assert str(info.value) == f"{path}:2: player has no 'name'"
 
 
+def test_loads_of_one_file_share_a_parse_but_not_their_lists(tmp_path: Path) -> None:
+    path = tmp_path / "watchlist.yaml"
+    path.write_text(SAMPLE, encoding="utf-8")
+    first = load_watchlist(path)
+    first.players.clear()  # a caller's edits stay its own
+    first.filters.pop("plain")
+    second = load_watchlist(path)
+    assert len(second.players) == 3 and "plain" in second.filters
+    assert second.players is not load_watchlist(path).players
+    path.write_text(SAMPLE.replace("José María", "Jo"), encoding="utf-8")  # a changed file is parsed again
+    assert load_watchlist(path).players[1].name == "Jo"
+
+
 def test_repo_sample_watchlist_is_valid() -> None:
     watchlist = load_watchlist(Path(__file__).parent.parent / "watchlist.yaml")
     assert len(watchlist.targets()) == 13  # what `make run` harvests (and the README's figures say)

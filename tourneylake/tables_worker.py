@@ -46,6 +46,7 @@ import msgspec
 
 from tourneylake.errors import TourneylakeError
 from tourneylake.from_raw import StoredSummaries
+from tourneylake.nopandas import refuse_pandas
 
 __all__ = ["TablesWorker", "TablesWorkerError"]
 
@@ -344,18 +345,8 @@ class _Abandoned(Exception):
     """Internal: the harvest ended without ``finish``."""
 
 
-class _NoPandas:
-    """Refuses to import pandas in the worker: pyarrow imports it on its first ``pa.array`` of a
-    list only to ask whether the list is a pandas object (0.4 s and ~35 MB here); the worker
-    never makes or reads a frame, and pyarrow works on without it."""
-
-    def find_spec(self, name: str, path: Any = None, target: Any = None) -> None:
-        if name == "pandas" or name.startswith("pandas."):
-            raise ModuleNotFoundError("the tables worker does not use pandas", name=name)
-
-
 def main() -> int:
-    sys.meta_path.insert(0, _NoPandas())
+    refuse_pandas()  # pyarrow would import it (0.4 s, ~35 MB); the worker never makes a frame
     inp, out = sys.stdin.buffer, sys.stdout.buffer
     sys.stdout = sys.stderr  # nothing but frames on the pipe
     root_logger = logging.getLogger()
