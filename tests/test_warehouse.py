@@ -162,8 +162,15 @@ def test_views(lake: Lake, db: Warehouse) -> None:
     assert len(pandas_frame) == len(roi)
 
 
+def _load_settings(db: Warehouse) -> tuple[object, ...]:
+    query = "SELECT current_setting('memory_limit'), current_setting('preserve_insertion_order')"
+    return tuple(db.connection.execute(query).fetchall()[0])
+
+
 def test_failed_load_rolls_back(lake: Lake, db: Warehouse, tmp_path: Path) -> None:
+    defaults = _load_settings(db)
     db.load_night(lake, NIGHT1)
+    assert _load_settings(db) == defaults  # the load's memory bound is the load's only
     before = _snapshot(db)
     # corrupt tonight's tournaments part: the whole night's load must roll back
     _write_night(lake, NIGHT2, rename="Never loaded")
@@ -172,6 +179,7 @@ def test_failed_load_rolls_back(lake: Lake, db: Warehouse, tmp_path: Path) -> No
     with pytest.raises(LakeError, match=f"{part} is damaged .*tourneylake rebuild --date {NIGHT2}"):
         db.load_night(lake, NIGHT2)
     assert _snapshot(db) == before
+    assert _load_settings(db) == defaults
 
 
 def test_missing_partitions_are_fine(tmp_path: Path, db: Warehouse) -> None:
