@@ -113,9 +113,10 @@ def launch(application: typer.Typer) -> NoReturn:
 
     A ``tourneylake run`` has Dagster, SQLAlchemy, pydantic and pyarrow loaded; freeing all of
     that object by object at exit took ~0.9 s of a 15 s night (``benchmarks/RESULTS.md``), for
-    nothing: the operating system reclaims it at once. Every file a command writes is closed and
-    synced by the command itself, so after the exit handlers ran (temporary directories,
-    logging, coverage) and standard output and error are flushed, ``os._exit`` ends it. A normal
+    nothing: the operating system reclaims it at once. Every file a command writes is closed by
+    the command itself (its bytes are the kernel's: ``os._exit`` cannot lose them), so after the
+    exit handlers ran (temporary directories, logging, coverage) and standard output and error
+    are flushed, ``os._exit`` ends it. A normal
     exit when a thread other than the main one still runs (it waits for it) or the exit status
     is not a number (Python prints it)."""
     try:

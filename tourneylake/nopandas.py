@@ -6,7 +6,7 @@ for a module a harvest never uses. :func:`refuse_pandas` refuses it for good (th
 worker); :func:`skip_pandas_sniffing` lets pyarrow find no pandas once, on a list, and then
 steps aside (``tourneylake run``): pyarrow remembers the answer and no longer looks, while
 ``to_pandas()`` and ``import pandas`` still work for whatever really wants a frame
-(``tests/test_tables_worker.py`` checks both).
+(``tests/test_nopandas.py`` checks both).
 """
 
 from __future__ import annotations
