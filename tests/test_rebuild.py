@@ -4,10 +4,14 @@ one-line errors, and a damaged warehouse replaced by a fresh one — without a r
 
 from __future__ import annotations
 
+import gzip
+import json
+import shutil
 from datetime import date
 from pathlib import Path
 
 import duckdb
+import pyarrow.parquet as pq
 import pytest
 from typer.testing import CliRunner
 
@@ -19,6 +23,7 @@ from tourneylake.lake import Lake, LakeError
 from tourneylake.rebuild import NothingToRebuild, rebuild
 from tourneylake.sandbox import running_sandbox
 from tourneylake.state import StateStore
+from tourneylake.tables_worker import RebuildWorkers, TablesWorkerError, rebuild_workers
 from tourneylake.warehouse import Warehouse, WarehouseError
 
 pytestmark = pytest.mark.xdist_group("rebuild")
@@ -121,3 +126,90 @@ def test_a_damaged_state_file_is_one_line_naming_it(tmp_path: Path) -> None:
         StateStore(lake).read("nlq_cache")
     assert f"state file {path} is damaged" in str(caught.value) and "move it aside" in str(caught.value)
     assert path.read_bytes() == b"{not json"
+
+
+# ---------------------------------------------------------------------- nights side by side
+
+
+def _copy(harvested: Settings, into: Path, **overrides) -> Settings:
+    """The harvested data directory copied, so a test may damage it; its settings."""
+    shutil.copytree(harvested.data_dir, into, ignore=shutil.ignore_patterns("warehouse.duckdb*"))
+    return harvested.with_overrides(data_dir=into, watchlist=into / "watchlist.yaml", **overrides)
+
+
+def _tables(settings: Settings) -> dict[tuple[str, date], list[dict]]:
+    """Every partition of every table, its rows in a stable order."""
+    lake = Lake(settings.data_dir)
+    out = {}
+    for table in lake.tables():
+        for night in lake.partitions(table):
+            rows = pq.read_table(lake.partition_files(table, night)).to_pylist()
+            out[table, night] = sorted(rows, key=repr)
+    return out
+
+
+def test_nights_rebuilt_side_by_side_are_the_nights_rebuilt_one_after_another(harvested, tmp_path, monkeypatch) -> None:
+    one = _copy(harvested, tmp_path / "one", rebuild_workers=1)
+    two = _copy(harvested, tmp_path / "two", rebuild_workers=2)
+    serial = rebuild(one)
+    # Side by side, this process rebuilds no night itself: the workers do.
+    monkeypatch.setattr("tourneylake.rebuild.rebuild_night", lambda *a, **k: pytest.fail("rebuilt in process"))
+    parallel = rebuild(two)
+    assert (
+        parallel.nights == serial.nights == NIGHTS
+        and parallel.rows == serial.rows
+        and parallel.warehouse_rows == serial.warehouse_rows
+    )
+    assert _tables(two) == _tables(one) and len(_tables(one)) > 10
+
+
+def test_an_unreadable_answer_found_by_a_worker_is_reported_and_kept(harvested, tmp_path) -> None:
+    settings = _copy(harvested, tmp_path / "d", rebuild_workers=2)
+    lake = Lake(settings.data_dir)
+    (path,) = lake.raw_paths(NIGHTS[1], "player_summary")
+    envelope = json.loads(gzip.decompress(path.read_bytes()))
+    envelope["body"] = '{"Response": {"@success": "true", "PlayerResponse": "garbage"'  # cut short... and kept
+    path.write_bytes(gzip.compress(json.dumps(envelope).encode()))
+    outcome = rebuild(settings)
+    assert len(outcome.unusable) == 1 and outcome.unusable[0].startswith("2026-11-21 PokerStars/Borbas.Geri")
+    assert lake.raw_paths(NIGHTS[1], "player_summary", status="unusable")  # kept, marked: a fixed normaliser reads it again
+    assert outcome.rows["player_snapshots"] == 1  # the other night's summary
+
+
+def test_a_night_that_fails_in_a_worker_stops_the_rebuild_in_one_line(harvested, tmp_path) -> None:
+    settings = _copy(harvested, tmp_path / "d", rebuild_workers=2)
+    lake = Lake(settings.data_dir)
+    (path,) = lake.raw_paths(NIGHTS[1], "player_summary")
+    path.write_bytes(b"\x1f\x8b not gzip at all")
+    with pytest.raises(TablesWorkerError) as caught:
+        rebuild(settings)
+    message = str(caught.value)
+    assert message.startswith("night 2026-11-21 could not be rebuilt: LakeError: raw body") and "\n" not in message
+    assert "is damaged" in message and path.read_bytes() == b"\x1f\x8b not gzip at all"  # nothing paid touched
+
+
+def test_a_worker_killed_before_its_night_is_a_clear_error_and_the_tables_stay(harvested, tmp_path) -> None:
+    settings = _copy(harvested, tmp_path / "d")
+    before = _tables(settings)
+    with RebuildWorkers(settings.data_dir, 2) as pool:
+        victim = pool._procs[0]
+        victim.kill()
+        victim.wait(timeout=30)
+        with pytest.raises(TablesWorkerError, match=r"the worker rebuilding night 2026-11-20 ended \(exit status -9\)"):
+            list(pool.rebuild(NIGHTS))
+    assert _tables(settings) == before
+
+
+@pytest.mark.parametrize(
+    ("setting", "nights", "cores", "expected"), [(0, 10, 2, 2), (0, 1, 4, 1), (0, 50, 32, 8), (3, 2, 2, 2), (1, 9, 8, 1)]
+)
+def test_how_many_workers_a_rebuild_starts(monkeypatch, setting, nights, cores, expected) -> None:
+    monkeypatch.setattr("os.sched_getaffinity", lambda pid: set(range(cores)), raising=False)
+    assert rebuild_workers(setting, nights) == expected
+
+
+def test_the_command_rebuilds_nights_side_by_side(harvested, tmp_path) -> None:
+    settings = _copy(harvested, tmp_path / "d")
+    result = CliRunner().invoke(app, ["rebuild", "--all", "--workers", "2", "--data-dir", str(settings.data_dir)])
+    assert result.exit_code == 0, result.output
+    assert "Rebuilt 2 night(s)" in result.output and "player_statistics" in result.output

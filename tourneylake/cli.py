@@ -328,6 +328,15 @@ def rebuild(
     last: Annotated[str | None, typer.Option("--to", help="Last night of a range, YYYY-MM-DD.")] = None,
     every: Annotated[bool, typer.Option("--all", help="Every night the lake holds (and a fresh warehouse file).")] = False,
     data_dir: DataDir = None,
+    workers: Annotated[
+        int | None,
+        typer.Option(
+            "--workers",
+            min=0,
+            max=64,
+            help="Processes rebuilding nights side by side (0: one per core, at most 8; 1: one after another).",
+        ),
+    ] = None,
     verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
 ) -> None:
     """Re-normalise nights from the lake's raw answers: no network call, no search."""
@@ -349,7 +358,7 @@ def rebuild(
         if start > end:
             raise fail(f"--from {start} is after --to {end}")
         nights = [start + timedelta(days=i) for i in range((end - start).days + 1)]
-    settings = settings_from(data_dir=data_dir)
+    settings = settings_from(data_dir=data_dir, rebuild_workers=workers)
     if nights is not None and len(nights) > 1:
         from tourneylake.lake import Lake
         from tourneylake.rebuild import nights_in_lake

@@ -133,6 +133,13 @@ class Settings(BaseSettings):
         "worth of speed): `auto` when the machine has two cores or more, the lake is local and the watchlist has "
         "at least 200 pairs; `on` whenever the lake is local; `off` never",
     )
+    rebuild_workers: int = Field(
+        0,
+        ge=0,
+        le=64,
+        description="processes that rebuild several nights side by side (`tourneylake rebuild --all` or a range; "
+        "a local lake): 0 = one per core, at most 8; 1 = one night after another in the rebuilding process",
+    )
     schedule_cron: str = Field("0 3 * * *", description="the nightly schedule: a daily cron `M H * * *`, UTC")
 
     @field_validator("appkey")

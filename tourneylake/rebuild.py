@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from datetime import date
@@ -28,6 +28,7 @@ from tourneylake.lake import Lake
 from tourneylake.ledger import Ledger
 from tourneylake.normalize.summary import SUMMARY_TABLES
 from tourneylake.reference import InForce
+from tourneylake.tables_worker import RebuildWorkers, rebuild_workers
 from tourneylake.warehouse import Warehouse
 
 __all__ = ["RebuildOutcome", "nights_in_lake", "player_tables", "rebuild", "rebuild_night"]
@@ -107,13 +108,28 @@ def rebuild(settings: Settings, nights: Iterable[date] | None = None, *, warehou
     if missing:
         raise NothingToRebuild(f"the lake holds no raw answers for {', '.join(d.isoformat() for d in missing)}")
     outcome = RebuildOutcome(nights=wanted, fresh_warehouse=every and warehouse)
-    for night in wanted:
-        for name, count in rebuild_night(lake, night, outcome.unusable).items():
+    for night, rows, unusable in _rebuild_nights(lake, wanted, settings.rebuild_workers):
+        for name, count in rows.items():
             outcome.rows[name] = outcome.rows.get(name, 0) + count
+        outcome.unusable += unusable
         log.info("rebuilt night %s", night)
+    outcome.unusable.sort(key=lambda line: line[:10])  # night by night (each line starts with its night)
     if warehouse:
         outcome.warehouse_rows = _reload(settings.warehouse_path, lake, wanted, fresh=every)
     return outcome
+
+
+def _rebuild_nights(lake: Lake, nights: list[date], workers: int) -> Iterator[tuple[date, dict[str, int], list[str]]]:
+    """Each night's rows per table and answers still unusable, as it is done: nights side by
+    side in worker processes (a local lake, several nights, more than one worker), else here."""
+    count = rebuild_workers(workers, len(nights)) if lake.local else 1
+    if count == 1:
+        for night in nights:
+            unusable: list[str] = []
+            yield night, rebuild_night(lake, night, unusable), unusable
+        return
+    with RebuildWorkers(Path(lake.data_dir), count) as pool:
+        yield from pool.rebuild(nights)
 
 
 def _reload(path: Path, lake: Lake, nights: list[date], *, fresh: bool) -> dict[str, int]:

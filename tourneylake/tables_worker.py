@@ -21,6 +21,13 @@ normalising is handed back too and stops new searches, as in process. The worker
 land in the run's log. The worker gets no credentials: its environment has none of the
 service's variables.
 
+The same worker rebuilds whole nights from raw for :mod:`tourneylake.rebuild`
+(:class:`RebuildWorkers`): a rebuild of several nights runs one worker per core, each taking the
+next night as it finishes one (:func:`tourneylake.rebuild.rebuild_night`, the code a rebuild in
+process runs). Nights are independent (their own partitions, their own raw answers), so they
+rebuild side by side; within a night the summaries stay in one process, in order, because the
+night's dedup keeps the first answer of each tournament.
+
 Framing on the pipes: a 4-byte length, then a msgpack array (``msgspec``). The worker only
 writes from its one thread. The harvest queues its messages (at most 512 answers: the
 backpressure that keeps memory flat) for a feeder thread that writes them, so the event loop
@@ -38,6 +45,7 @@ import subprocess
 import sys
 import threading
 from collections import deque
+from collections.abc import Iterator
 from datetime import date, datetime
 from pathlib import Path
 from typing import IO, Any
@@ -48,7 +56,7 @@ from tourneylake.errors import TourneylakeError
 from tourneylake.from_raw import StoredSummaries
 from tourneylake.nopandas import refuse_pandas
 
-__all__ = ["TablesWorker", "TablesWorkerError"]
+__all__ = ["RebuildWorkers", "TablesWorker", "TablesWorkerError", "rebuild_workers"]
 
 _LENGTH = struct.Struct("<I")
 _encode = msgspec.msgpack.Encoder().encode
@@ -273,6 +281,126 @@ class TablesWorker:
             logging.getLogger(name).log(level, "%s", text)
 
 
+# ---------------------------------------------------------------------- nights rebuilt side by side
+
+#: Workers a rebuild starts at most when the setting leaves it to the machine (0): each holds a
+#: night's batch of tables (~250 MB at 2,000 summaries), so a big machine is not filled with them.
+MAX_AUTO_REBUILD_WORKERS = 8
+
+
+def rebuild_workers(setting: int, nights: int) -> int:
+    """How many processes rebuild ``nights`` nights: ``setting`` (0: one per core this process
+    may use, at most :data:`MAX_AUTO_REBUILD_WORKERS`), never more than the nights."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    wanted = setting or min(cores, MAX_AUTO_REBUILD_WORKERS)
+    return max(1, min(wanted, nights))
+
+
+class RebuildWorkers:
+    """Nights of a local lake rebuilt from raw by ``count`` worker processes, each taking the
+    next night when it has finished one. :meth:`rebuild` yields each night as it is done; the
+    workers' log lines are logged here, as they come.
+
+    A night that fails stops the hand-out: the nights under way finish (each is whole or keeps
+    its previous tables, table by table, as in process) and :class:`TablesWorkerError` names
+    the night and why. Leaving early (an exception, Ctrl-C) ends the workers: a night cut short
+    keeps its previous tables, as any interrupted rebuild does."""
+
+    def __init__(self, data_dir: Path, count: int) -> None:
+        self.data_dir = data_dir
+        self.count = count
+        self._procs: list[subprocess.Popen[bytes]] = []
+        self._readers: list[threading.Thread] = []
+        self._events: queue.Queue[tuple[int, list[Any] | None]] = queue.Queue()
+
+    def __enter__(self) -> RebuildWorkers:
+        for index in range(self.count):
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "tourneylake.tables_worker"],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                env=_worker_env(),
+                close_fds=True,
+            )
+            self._procs.append(proc)
+            reader = threading.Thread(target=self._read, args=(index, proc), name=f"tourneylake-rebuild-{index}", daemon=True)
+            reader.start()
+            self._readers.append(reader)
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, *exc: object) -> None:
+        for proc in self._procs:
+            self._close(proc)
+            if exc_type is not None:
+                proc.terminate()  # a night under way is cut short: it keeps its previous tables
+        for proc in self._procs:
+            try:
+                proc.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        for reader in self._readers:
+            reader.join(timeout=10)
+
+    def rebuild(self, nights: list[date]) -> Iterator[tuple[date, dict[str, int], list[str]]]:
+        """Each night's rows written per table and answers still unusable, as it is done."""
+        todo = deque(nights)
+        busy: dict[int, date] = {}
+        failure: str | None = None
+        for index, proc in enumerate(self._procs):
+            if todo:
+                busy[index] = todo.popleft()
+                self._hand(proc, busy[index])
+            else:
+                self._close(proc)
+        while busy:
+            index, message = self._events.get()
+            if message is not None and message[0] == "log":
+                logging.getLogger(message[1]).log(message[2], "%s", message[3])
+                continue
+            night = busy.pop(index, None)
+            if night is None:
+                continue  # a worker with no night ended
+            if message is None:
+                code = self._procs[index].wait()
+                failure = failure or f"the worker rebuilding night {night} ended (exit status {code})"
+                continue
+            if message[0] == "rebuilt":
+                yield night, dict(message[1]), list(message[2])
+            else:  # "night_failed"
+                failure = failure or f"night {night} could not be rebuilt: {message[1]}"
+            if todo and failure is None:
+                busy[index] = todo.popleft()
+                self._hand(self._procs[index], busy[index])
+            else:
+                self._close(self._procs[index])
+        if failure is not None:
+            raise TablesWorkerError(failure)
+
+    def _hand(self, proc: subprocess.Popen[bytes], night: date) -> None:
+        assert proc.stdin is not None
+        try:
+            _send(proc.stdin, ["rebuild", str(self.data_dir), night.isoformat()])
+            proc.stdin.flush()
+        except (OSError, ValueError):
+            pass  # the worker is gone: its reader reports the end
+
+    @staticmethod
+    def _close(proc: subprocess.Popen[bytes]) -> None:
+        with contextlib.suppress(OSError, ValueError):
+            if proc.stdin is not None:
+                proc.stdin.close()  # the worker ends once its night is done
+
+    def _read(self, index: int, proc: subprocess.Popen[bytes]) -> None:
+        assert proc.stdout is not None
+        try:
+            while (message := _receive(proc.stdout)) is not None:
+                self._events.put((index, message))
+        finally:
+            proc.stdout.close()
+            self._events.put((index, None))
+
+
 # ---------------------------------------------------------------------- the worker process
 
 
@@ -301,6 +429,8 @@ def _serve(inp: IO[bytes], out: IO[bytes]) -> int:
     start = _receive(inp)
     if start is None:
         return 0  # the harvest ended before it started us
+    if start[0] == "rebuild":
+        return _serve_rebuilds(start, inp, out)
     _, root, night_iso, batch_size, has_stored = start
     lake, night = Lake(Path(root)), date.fromisoformat(night_iso)
     try:
@@ -343,6 +473,26 @@ def _serve(inp: IO[bytes], out: IO[bytes]) -> int:
 
 class _Abandoned(Exception):
     """Internal: the harvest ended without ``finish``."""
+
+
+def _serve_rebuilds(first: list[Any], inp: IO[bytes], out: IO[bytes]) -> int:
+    """Rebuild each night asked for (``["rebuild", data_dir, night]``) until the input ends."""
+    from tourneylake.lake import Lake
+    from tourneylake.rebuild import rebuild_night  # the worker's imports: not the harvest's
+
+    message: list[Any] | None = first
+    while message is not None:
+        _, data_dir, night_iso = message
+        unusable: list[str] = []
+        try:
+            rows = rebuild_night(Lake(Path(data_dir)), date.fromisoformat(night_iso), unusable)
+        except Exception as exc:  # noqa: BLE001 - handed back: the rebuild stops handing out nights
+            _send(out, ["night_failed", f"{type(exc).__name__}: {exc}"])
+        else:
+            _send(out, ["rebuilt", rows, unusable])
+        out.flush()
+        message = _receive(inp)
+    return 0
 
 
 def main() -> int:
