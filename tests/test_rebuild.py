@@ -7,6 +7,7 @@ from __future__ import annotations
 import gzip
 import json
 import shutil
+import signal
 from datetime import date
 from pathlib import Path
 
@@ -198,6 +199,20 @@ def test_a_worker_killed_before_its_night_is_a_clear_error_and_the_tables_stay(h
         with pytest.raises(TablesWorkerError, match=r"the worker rebuilding night 2026-11-20 ended \(exit status -9\)"):
             list(pool.rebuild(NIGHTS))
     assert _tables(settings) == before
+
+
+def test_a_worker_stopped_by_its_parent_unwinds_instead_of_dying(harvested, tmp_path) -> None:
+    """SIGTERM (the rebuild interrupted) becomes an exit through the worker's with-blocks, so a
+    partition it was writing drops its staged parts; the worker here is idle, between nights."""
+    settings = _copy(harvested, tmp_path / "d")
+    with RebuildWorkers(settings.data_dir, 1) as pool:
+        (proc,) = pool._procs
+        pool._hand(proc, NIGHTS[0])
+        _, message = pool._events.get(timeout=120)
+        assert message[0] == "rebuilt"
+        proc.terminate()
+        assert proc.wait(timeout=30) == 128 + signal.SIGTERM  # SystemExit, not death by the signal
+    assert not list((Lake(settings.data_dir).root / "_tmp").glob("*"))
 
 
 @pytest.mark.parametrize(

@@ -40,6 +40,7 @@ import contextlib
 import logging
 import os
 import queue
+import signal
 import struct
 import subprocess
 import sys
@@ -495,8 +496,15 @@ def _serve_rebuilds(first: list[Any], inp: IO[bytes], out: IO[bytes]) -> int:
     return 0
 
 
+def _stop(signum: int, frame: object) -> None:
+    # Stopped by the parent (SIGTERM): unwind like an exception, so a partition being written
+    # removes its staged parts (the night keeps its previous tables) instead of leaving them.
+    raise SystemExit(128 + signum)
+
+
 def main() -> int:
     refuse_pandas()  # pyarrow would import it (0.4 s, ~35 MB); the worker never makes a frame
+    signal.signal(signal.SIGTERM, _stop)
     inp, out = sys.stdin.buffer, sys.stdout.buffer
     sys.stdout = sys.stderr  # nothing but frames on the pipe
     root_logger = logging.getLogger()
@@ -504,6 +512,8 @@ def main() -> int:
     root_logger.setLevel(logging.INFO)
     try:
         return _serve(inp, out)
+    except KeyboardInterrupt:  # Ctrl-C reaches the whole process group: the parent tells the user
+        return 130
     except Exception as exc:  # noqa: BLE001 - reported to the harvest, which raises it
         with contextlib.suppress(OSError, ValueError):
             _send(out, ["failed", f"{type(exc).__name__}: {exc}"])
