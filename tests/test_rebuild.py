@@ -8,6 +8,8 @@ import gzip
 import json
 import shutil
 import signal
+import subprocess
+import sys
 from datetime import date
 from pathlib import Path
 
@@ -132,9 +134,14 @@ def test_a_damaged_state_file_is_one_line_naming_it(tmp_path: Path) -> None:
 # ---------------------------------------------------------------------- nights side by side
 
 
-def _copy(harvested: Settings, into: Path, **overrides) -> Settings:
-    """The harvested data directory copied, so a test may damage it; its settings."""
+def _copy(harvested: Settings, into: Path, *, drop_tables: bool = False, **overrides) -> Settings:
+    """The harvested data directory copied, so a test may damage it; its settings.
+    ``drop_tables``: without its tables (only what a rebuild reads: raw answers and the ledger)."""
     shutil.copytree(harvested.data_dir, into, ignore=shutil.ignore_patterns("warehouse.duckdb*"))
+    if drop_tables:
+        lake = Lake(into)
+        for table in lake.tables():
+            shutil.rmtree(lake.table_dir(table))
     return harvested.with_overrides(data_dir=into, watchlist=into / "watchlist.yaml", **overrides)
 
 
@@ -149,19 +156,72 @@ def _tables(settings: Settings) -> dict[tuple[str, date], list[dict]]:
     return out
 
 
+def _damage_summary(settings: Settings, night: date) -> Path:
+    (path,) = Lake(settings.data_dir).raw_paths(night, "player_summary")
+    path.write_bytes(b"\x1f\x8b not gzip at all")
+    return path
+
+
 def test_nights_rebuilt_side_by_side_are_the_nights_rebuilt_one_after_another(harvested, tmp_path, monkeypatch) -> None:
-    one = _copy(harvested, tmp_path / "one", rebuild_workers=1)
-    two = _copy(harvested, tmp_path / "two", rebuild_workers=2)
+    one = _copy(harvested, tmp_path / "one", drop_tables=True, rebuild_workers=1)
+    two = _copy(harvested, tmp_path / "two", drop_tables=True, rebuild_workers=2)
     serial = rebuild(one)
-    # Side by side, this process rebuilds no night itself: the workers do.
-    monkeypatch.setattr("tourneylake.rebuild.rebuild_night", lambda *a, **k: pytest.fail("rebuilt in process"))
+    # Side by side, this process makes no night's player tables itself: the workers do.
+    monkeypatch.setattr("tourneylake.rebuild.player_tables", lambda *a, **k: pytest.fail("made in process"))
     parallel = rebuild(two)
-    assert (
-        parallel.nights == serial.nights == NIGHTS
-        and parallel.rows == serial.rows
-        and parallel.warehouse_rows == serial.warehouse_rows
-    )
-    assert _tables(two) == _tables(one) and len(_tables(one)) > 10
+    assert parallel.nights == serial.nights == NIGHTS and parallel.rows == serial.rows
+    assert parallel.warehouse_rows == serial.warehouse_rows
+    tables = _tables(one)
+    assert _tables(two) == tables and {("player_statistics", n) for n in NIGHTS} <= set(tables)
+
+
+def test_a_night_reads_the_earlier_nights_reference_tables_as_rebuilt(harvested, tmp_path) -> None:
+    """A night without metadata of its own uses the latest earlier night's tables: those are
+    made again first, in order, before any worker reads them (here, a damaged part of them)."""
+    prepared = []
+    for name, workers in (("one", 1), ("two", 2)):
+        settings = _copy(harvested, tmp_path / name, rebuild_workers=workers)
+        lake = Lake(settings.data_dir)
+        shutil.rmtree(lake.root / "_raw" / f"snapshot_date={NIGHTS[1]}" / "metadata")
+        for table in ("currencies", "statistic_definitions", "dataset_definitions"):
+            lake.drop_partition(table, NIGHTS[1])
+        prepared.append(settings)
+    one, two = prepared
+    for _ in range(4):  # a race shows one time in a few (it did, before the reference step went first)
+        for settings in prepared:
+            (part,) = Lake(settings.data_dir).partition_files("currencies", NIGHTS[0])
+            Path(part).write_bytes(Path(part).read_bytes()[:100])
+            rebuild(settings)
+        assert _tables(two) == _tables(one)
+    with duckdb.connect(str(two.warehouse_path), read_only=True) as con:
+        assert con.execute("SELECT count(*) FROM player_statistics WHERE value_usd IS NOT NULL").fetchone()[0] > 0
+
+
+def test_one_worker_takes_the_nights_one_after_another(harvested, tmp_path) -> None:
+    settings = _copy(harvested, tmp_path / "d", drop_tables=True)
+    with RebuildWorkers(settings.data_dir, 1) as pool:
+        done = [night for night, rows, _ in pool.rebuild(NIGHTS) if rows["player_snapshots"] == 1]
+    assert done == NIGHTS
+    assert {night for table, night in _tables(settings) if table == "player_snapshots"} == set(NIGHTS)
+
+
+def test_a_night_that_fails_stops_the_hand_out_and_is_one_line(harvested, tmp_path) -> None:
+    settings = _copy(harvested, tmp_path / "d", drop_tables=True)
+    damaged = _damage_summary(settings, NIGHTS[0])
+    with RebuildWorkers(settings.data_dir, 1) as pool, pytest.raises(TablesWorkerError) as caught:
+        list(pool.rebuild(NIGHTS))
+    message = str(caught.value)
+    assert message.startswith("night 2026-11-20 could not be rebuilt: LakeError: raw body") and "\n" not in message
+    assert "is damaged" in message and damaged.read_bytes() == b"\x1f\x8b not gzip at all"  # nothing paid touched
+    assert not _tables(settings)  # the next night was never handed out
+
+
+def test_a_failure_in_a_worker_reaches_the_command_in_one_line(harvested, tmp_path) -> None:
+    settings = _copy(harvested, tmp_path / "d")
+    _damage_summary(settings, NIGHTS[1])
+    result = CliRunner().invoke(app, ["rebuild", "--all", "--workers", "2", "--data-dir", str(settings.data_dir)])
+    assert result.exit_code == 1 and "Traceback" not in result.output
+    assert "night 2026-11-21 could not be rebuilt: LakeError: raw body" in result.output
 
 
 def test_an_unreadable_answer_found_by_a_worker_is_reported_and_kept(harvested, tmp_path) -> None:
@@ -177,42 +237,45 @@ def test_an_unreadable_answer_found_by_a_worker_is_reported_and_kept(harvested, 
     assert outcome.rows["player_snapshots"] == 1  # the other night's summary
 
 
-def test_a_night_that_fails_in_a_worker_stops_the_rebuild_in_one_line(harvested, tmp_path) -> None:
-    settings = _copy(harvested, tmp_path / "d", rebuild_workers=2)
-    lake = Lake(settings.data_dir)
-    (path,) = lake.raw_paths(NIGHTS[1], "player_summary")
-    path.write_bytes(b"\x1f\x8b not gzip at all")
-    with pytest.raises(TablesWorkerError) as caught:
-        rebuild(settings)
-    message = str(caught.value)
-    assert message.startswith("night 2026-11-21 could not be rebuilt: LakeError: raw body") and "\n" not in message
-    assert "is damaged" in message and path.read_bytes() == b"\x1f\x8b not gzip at all"  # nothing paid touched
-
-
-def test_a_worker_killed_before_its_night_is_a_clear_error_and_the_tables_stay(harvested, tmp_path) -> None:
-    settings = _copy(harvested, tmp_path / "d")
-    before = _tables(settings)
+def test_a_worker_killed_before_its_night_is_a_clear_error(harvested, tmp_path) -> None:
+    settings = _copy(harvested, tmp_path / "d", drop_tables=True)
     with RebuildWorkers(settings.data_dir, 2) as pool:
         victim = pool._procs[0]
         victim.kill()
         victim.wait(timeout=30)
         with pytest.raises(TablesWorkerError, match=r"the worker rebuilding night 2026-11-20 ended \(exit status -9\)"):
             list(pool.rebuild(NIGHTS))
-    assert _tables(settings) == before
+    assert {night for _, night in _tables(settings)} == {NIGHTS[1]}  # the other worker's night is whole
 
 
-def test_a_worker_stopped_by_its_parent_unwinds_instead_of_dying(harvested, tmp_path) -> None:
-    """SIGTERM (the rebuild interrupted) becomes an exit through the worker's with-blocks, so a
-    partition it was writing drops its staged parts; the worker here is idle, between nights."""
-    settings = _copy(harvested, tmp_path / "d")
-    with RebuildWorkers(settings.data_dir, 1) as pool:
-        (proc,) = pool._procs
-        pool._hand(proc, NIGHTS[0])
-        _, message = pool._events.get(timeout=120)
-        assert message[0] == "rebuilt"
+_WRITING = """
+import signal, sys, time
+from datetime import date
+import pyarrow as pa
+from tourneylake.lake import Lake
+from tourneylake.tables_worker import _stop
+signal.signal(signal.SIGTERM, _stop)
+with Lake(sys.argv[1]).partition_writer("player_snapshots", date(2026, 11, 20)) as writer:
+    writer.write(pa.table({"x": [1, 2, 3]}))
+    print("writing", flush=True)
+    time.sleep(60)
+"""
+
+
+def test_a_worker_stopped_while_writing_drops_its_staged_parts(tmp_path) -> None:
+    """The workers' SIGTERM handler: a partition being written when the rebuild is stopped
+    leaves nothing behind in the lake (its previous tables stay)."""
+    lake = Lake(tmp_path).claim("sandbox")
+    proc = subprocess.Popen([sys.executable, "-c", _WRITING, str(tmp_path)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout.readline() == "writing\n"
+        assert list((lake.root / "_tmp").iterdir())  # a part is staged
         proc.terminate()
         assert proc.wait(timeout=30) == 128 + signal.SIGTERM  # SystemExit, not death by the signal
-    assert not list((Lake(settings.data_dir).root / "_tmp").glob("*"))
+    finally:
+        proc.kill()
+        proc.wait()
+    assert not list((lake.root / "_tmp").iterdir()) and not lake.partitions("player_snapshots")
 
 
 @pytest.mark.parametrize(
@@ -223,8 +286,19 @@ def test_how_many_workers_a_rebuild_starts(monkeypatch, setting, nights, cores, 
     assert rebuild_workers(setting, nights) == expected
 
 
-def test_the_command_rebuilds_nights_side_by_side(harvested, tmp_path) -> None:
+def test_the_command_rebuilds_nights_side_by_side_when_asked(harvested, tmp_path, monkeypatch) -> None:
     settings = _copy(harvested, tmp_path / "d")
-    result = CliRunner().invoke(app, ["rebuild", "--all", "--workers", "2", "--data-dir", str(settings.data_dir)])
+
+    def in_process(*args, **kwargs):
+        raise RuntimeError("made in process")
+
+    monkeypatch.setattr("tourneylake.rebuild.player_tables", in_process)
+
+    def invoke_with(workers: str):
+        return CliRunner().invoke(app, ["rebuild", "--all", "--workers", workers, "--data-dir", str(settings.data_dir)])
+
+    result = invoke_with("2")
     assert result.exit_code == 0, result.output
     assert "Rebuilt 2 night(s)" in result.output and "player_statistics" in result.output
+    result = invoke_with("1")  # one after another: in this process
+    assert result.exit_code != 0 and isinstance(result.exception, RuntimeError)

@@ -6,6 +6,7 @@ import re
 from datetime import UTC, date, datetime
 from pathlib import Path
 
+import duckdb
 import orjson
 import pyarrow as pa
 import pytest
@@ -180,6 +181,34 @@ def test_failed_load_rolls_back(lake: Lake, db: Warehouse, tmp_path: Path) -> No
         db.load_night(lake, NIGHT2)
     assert _snapshot(db) == before
     assert _load_settings(db) == defaults
+
+
+# Made in the test: an instance raised keeps its traceback's frames (and a connection) alive.
+@pytest.mark.parametrize(
+    ("kind", "words"),
+    [(KeyboardInterrupt, ()), (duckdb.InterruptException, ("INTERRUPT Error",)), (RuntimeError, ("Query interrupted",))],
+)
+def test_an_interrupted_load_is_a_keyboard_interrupt_and_changes_nothing(
+    lake: Lake, db: Warehouse, monkeypatch, kind, words
+) -> None:
+    """Ctrl-C while DuckDB runs a load's query: DuckDB ends the transaction itself and says so in
+    its own words; the caller sees a KeyboardInterrupt (not a failed ROLLBACK), the warehouse
+    as it was."""
+    db.load_night(lake, NIGHT1)
+    before = _snapshot(db)
+    _write_night(lake, NIGHT2, rename="Never loaded")
+    load_table = Warehouse._load_table
+
+    def interrupted(self, table, day, files):
+        if table == "tournaments":
+            self.connection.execute("ROLLBACK")  # what DuckDB does to an interrupted query's transaction
+            raise kind(*words)
+        return load_table(self, table, day, files)
+
+    monkeypatch.setattr(Warehouse, "_load_table", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        db.load_night(lake, NIGHT2)
+    assert _snapshot(db) == before
 
 
 def test_missing_partitions_are_fine(tmp_path: Path, db: Warehouse) -> None:

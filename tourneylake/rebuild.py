@@ -4,9 +4,11 @@
 every table of each night again — metadata tables, countries, news, the six summary tables and
 the ``search_ledger`` export — through :mod:`tourneylake.from_raw`, the same code the harvest
 uses, with the night's own raw answers and the night's own rates (a night whose metadata was
-unchanged resolves it to the earlier full answer it confirmed, in the raw store). Then the warehouse is
-reloaded: for ``--all`` into a fresh file swapped in at the end (nothing stale survives, and a
-damaged warehouse is replaced), otherwise night by night in place.
+unchanged resolves it to the earlier full answer it confirmed, in the raw store). Each night is
+loaded into the warehouse as soon as it is rebuilt: for ``--all`` into a fresh file swapped in
+once every night is in (nothing stale survives, and a damaged warehouse is replaced), otherwise
+in place. Several nights are rebuilt side by side, one worker process per core
+(:class:`~tourneylake.tables_worker.RebuildWorkers`), while this process loads the finished ones.
 
 This is how a normaliser fix reaches years of history.
 """
@@ -16,7 +18,7 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Iterable, Iterator
-from contextlib import ExitStack
+from contextlib import ExitStack, contextmanager, nullcontext
 from dataclasses import dataclass, field
 from datetime import date
 from pathlib import Path
@@ -31,7 +33,7 @@ from tourneylake.reference import InForce
 from tourneylake.tables_worker import RebuildWorkers, rebuild_workers
 from tourneylake.warehouse import Warehouse
 
-__all__ = ["RebuildOutcome", "nights_in_lake", "player_tables", "rebuild", "rebuild_night"]
+__all__ = ["RebuildOutcome", "nights_in_lake", "player_tables", "rebuild", "rebuild_night", "reference_tables"]
 
 log = logging.getLogger(__name__)
 
@@ -57,7 +59,17 @@ def nights_in_lake(lake: Lake) -> list[date]:
 def rebuild_night(lake: Lake, night: date, unusable: list[str] | None = None) -> dict[str, int]:
     """Every table of one night from its raw answers; returns rows written per table. Answers
     that still cannot be read are appended to ``unusable`` (they stay in the lake, marked)."""
-    unusable = [] if unusable is None else unusable
+    rows = reference_tables(lake, night)
+    rows.update(player_tables(lake, night, unusable))
+    return rows
+
+
+def reference_tables(lake: Lake, night: date) -> dict[str, int]:
+    """The night's raw answers settled, and its metadata, countries and news tables; returns
+    rows written per table. A night reads earlier nights here (the metadata it confirmed
+    unchanged is an earlier night's answer; a night without metadata uses the latest earlier
+    tables), so nights go through this step in order; their player tables then read only
+    their own night's answers and these tables."""
     settle_received(lake, night)
     rows: dict[str, int] = {}
     metadata = metadata_tables(lake, night)
@@ -69,7 +81,6 @@ def rebuild_night(lake: Lake, night: date, unusable: list[str] | None = None) ->
         if found is not None:
             table_name = FREE_RESOURCES[resource][0]
             rows[table_name] = lake.write_table(table_name, night, found[0])
-    rows.update(player_tables(lake, night, unusable))
     return rows
 
 
@@ -108,14 +119,19 @@ def rebuild(settings: Settings, nights: Iterable[date] | None = None, *, warehou
     if missing:
         raise NothingToRebuild(f"the lake holds no raw answers for {', '.join(d.isoformat() for d in missing)}")
     outcome = RebuildOutcome(nights=wanted, fresh_warehouse=every and warehouse)
-    for night, rows, unusable in _rebuild_nights(lake, wanted, settings.rebuild_workers):
-        for name, count in rows.items():
-            outcome.rows[name] = outcome.rows.get(name, 0) + count
-        outcome.unusable += unusable
-        log.info("rebuilt night %s", night)
+    with _warehouse(settings.warehouse_path, fresh=every) if warehouse else nullcontext() as db:
+        for night, rows, unusable in _rebuild_nights(lake, wanted, settings.rebuild_workers):
+            for name, count in rows.items():
+                outcome.rows[name] = outcome.rows.get(name, 0) + count
+            outcome.unusable += unusable
+            log.info("rebuilt night %s", night)
+            if db is not None:
+                # Loaded as it is done, while the workers rebuild the next nights: a load's
+                # result does not depend on the order of the nights (see `tourneylake.warehouse`).
+                db.load_night(lake, night)
+        if db is not None:
+            outcome.warehouse_rows = db.table_counts()
     outcome.unusable.sort(key=lambda line: line[:10])  # night by night (each line starts with its night)
-    if warehouse:
-        outcome.warehouse_rows = _reload(settings.warehouse_path, lake, wanted, fresh=every)
     return outcome
 
 
@@ -128,21 +144,29 @@ def _rebuild_nights(lake: Lake, nights: list[date], workers: int) -> Iterator[tu
             unusable: list[str] = []
             yield night, rebuild_night(lake, night, unusable), unusable
         return
+    references: dict[date, dict[str, int]] = {}
+
+    def prepared() -> Iterator[date]:
+        # Drawn by the workers as they free up; in order (see `reference_tables`), here.
+        for night in nights:
+            references[night] = reference_tables(lake, night)
+            yield night
+
     with RebuildWorkers(Path(lake.data_dir), count) as pool:
-        yield from pool.rebuild(nights)
+        for night, rows, unusable in pool.rebuild(prepared()):
+            yield night, {**references.pop(night), **rows}, unusable
 
 
-def _reload(path: Path, lake: Lake, nights: list[date], *, fresh: bool) -> dict[str, int]:
-    """Load ``nights`` into the warehouse; ``fresh``: into a new file that replaces the old one."""
+@contextmanager
+def _warehouse(path: Path, *, fresh: bool) -> Iterator[Warehouse]:
+    """The warehouse the rebuilt nights are loaded into; ``fresh``: a new file that replaces the
+    old one once every night is in (a failure leaves the old one as it was)."""
     target = path.with_name(path.name + ".rebuild") if fresh else path
     if fresh:
         for leftover in (target, target.with_name(target.name + ".wal")):
             leftover.unlink(missing_ok=True)
     with Warehouse(target) as db:
-        for night in nights:
-            db.load_night(lake, night)
-        counts = db.table_counts()
+        yield db
     if fresh:
         os.replace(target, path)
         Path(str(path) + ".wal").unlink(missing_ok=True)
-    return counts

@@ -45,8 +45,9 @@ import struct
 import subprocess
 import sys
 import threading
+import traceback
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from datetime import date, datetime
 from pathlib import Path
 from typing import IO, Any
@@ -58,6 +59,8 @@ from tourneylake.from_raw import StoredSummaries
 from tourneylake.nopandas import refuse_pandas
 
 __all__ = ["RebuildWorkers", "TablesWorker", "TablesWorkerError", "rebuild_workers"]
+
+log = logging.getLogger(__name__)
 
 _LENGTH = struct.Struct("<I")
 _encode = msgspec.msgpack.Encoder().encode
@@ -298,14 +301,19 @@ def rebuild_workers(setting: int, nights: int) -> int:
 
 
 class RebuildWorkers:
-    """Nights of a local lake rebuilt from raw by ``count`` worker processes, each taking the
-    next night when it has finished one. :meth:`rebuild` yields each night as it is done; the
-    workers' log lines are logged here, as they come.
+    """The player tables of a local lake's nights rebuilt from raw by ``count`` worker processes,
+    each taking the next night when it has finished one (the caller has made the nights'
+    reference tables first: see :func:`tourneylake.rebuild.reference_tables`). :meth:`rebuild`
+    yields each night as it is done; the workers' log lines are logged here, as they come.
 
     A night that fails stops the hand-out: the nights under way finish (each is whole or keeps
     its previous tables, table by table, as in process) and :class:`TablesWorkerError` names
-    the night and why. Leaving early (an exception, Ctrl-C) ends the workers: a night cut short
-    keeps its previous tables, as any interrupted rebuild does."""
+    the night and why (the worker's traceback is logged at debug level). Leaving early (an
+    exception, Ctrl-C) stops the workers that have a night under way with one SIGTERM, which
+    they turn into an exit through their with-blocks: the partitions they were writing drop
+    their staged parts. The workers run in their own session, so a terminal's Ctrl-C reaches
+    this process only (two signals would cut that clean-up short). A worker whose parent
+    died finishes its night and ends: its input is closed."""
 
     def __init__(self, data_dir: Path, count: int) -> None:
         self.data_dir = data_dir
@@ -313,27 +321,33 @@ class RebuildWorkers:
         self._procs: list[subprocess.Popen[bytes]] = []
         self._readers: list[threading.Thread] = []
         self._events: queue.Queue[tuple[int, list[Any] | None]] = queue.Queue()
+        self._busy: dict[int, date] = {}  # worker index -> the night it is rebuilding
 
     def __enter__(self) -> RebuildWorkers:
-        for index in range(self.count):
-            proc = subprocess.Popen(
-                [sys.executable, "-m", "tourneylake.tables_worker"],
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                env=_worker_env(),
-                close_fds=True,
-            )
-            self._procs.append(proc)
-            reader = threading.Thread(target=self._read, args=(index, proc), name=f"tourneylake-rebuild-{index}", daemon=True)
-            reader.start()
-            self._readers.append(reader)
+        try:
+            for index in range(self.count):
+                proc = subprocess.Popen(
+                    [sys.executable, "-m", "tourneylake.tables_worker"],
+                    stdin=subprocess.PIPE,
+                    stdout=subprocess.PIPE,
+                    env=_worker_env(),
+                    close_fds=True,
+                    start_new_session=True,
+                )
+                self._procs.append(proc)
+                reader = threading.Thread(target=self._read, args=(index, proc), name=f"tourneylake-rebuild-{index}", daemon=True)
+                reader.start()
+                self._readers.append(reader)
+        except OSError as exc:  # no process for one more worker (memory, file handles)
+            self.__exit__(type(exc), exc, None)
+            raise TablesWorkerError(f"cannot start the rebuild's worker processes: {exc}") from None
         return self
 
     def __exit__(self, exc_type: type[BaseException] | None, *exc: object) -> None:
-        for proc in self._procs:
+        for index, proc in enumerate(self._procs):
             self._close(proc)
-            if exc_type is not None:
-                proc.terminate()  # a night under way is cut short: it keeps its previous tables
+            if exc_type is not None and index in self._busy:
+                proc.terminate()  # its night is cut short: it keeps its previous tables
         for proc in self._procs:
             try:
                 proc.wait(timeout=60)
@@ -343,17 +357,14 @@ class RebuildWorkers:
         for reader in self._readers:
             reader.join(timeout=10)
 
-    def rebuild(self, nights: list[date]) -> Iterator[tuple[date, dict[str, int], list[str]]]:
-        """Each night's rows written per table and answers still unusable, as it is done."""
-        todo = deque(nights)
-        busy: dict[int, date] = {}
+    def rebuild(self, nights: Iterable[date]) -> Iterator[tuple[date, dict[str, int], list[str]]]:
+        """Each night's rows written per table and answers still unusable, as it is done.
+        ``nights`` is drawn one at a time, when a worker is free for it."""
+        todo = iter(nights)
+        busy = self._busy
         failure: str | None = None
         for index, proc in enumerate(self._procs):
-            if todo:
-                busy[index] = todo.popleft()
-                self._hand(proc, busy[index])
-            else:
-                self._close(proc)
+            self._next(index, proc, todo)
         while busy:
             index, message = self._events.get()
             if message is not None and message[0] == "log":
@@ -362,23 +373,36 @@ class RebuildWorkers:
             night = busy.pop(index, None)
             if night is None:
                 continue  # a worker with no night ended
+            done = None
             if message is None:
-                code = self._procs[index].wait()
-                failure = failure or f"the worker rebuilding night {night} ended (exit status {code})"
-                continue
-            if message[0] == "rebuilt":
-                yield night, dict(message[1]), list(message[2])
-            else:  # "night_failed"
-                failure = failure or f"night {night} could not be rebuilt: {message[1]}"
-            if todo and failure is None:
-                busy[index] = todo.popleft()
-                self._hand(self._procs[index], busy[index])
+                why = f"the worker rebuilding night {night} ended (exit status {self._procs[index].wait()})"
+            elif message[0] == "rebuilt":
+                done, why = (night, dict(message[1]), list(message[2])), None
+            else:  # "night_failed": why, and the worker's traceback
+                why = f"night {night} could not be rebuilt: {message[1]}"
+                log.debug("the worker's traceback for night %s:\n%s", night, message[2])
+            if why is not None:
+                if failure is None:
+                    failure = why
+                else:
+                    log.warning("%s", why)  # the first failure is the error; the others are told
+            # The next night first: the caller may take a while with this one (a warehouse load).
+            if failure is None:
+                self._next(index, self._procs[index], todo)
             else:
                 self._close(self._procs[index])
+            if done is not None:
+                yield done
         if failure is not None:
             raise TablesWorkerError(failure)
 
-    def _hand(self, proc: subprocess.Popen[bytes], night: date) -> None:
+    def _next(self, index: int, proc: subprocess.Popen[bytes], todo: Iterator[date]) -> None:
+        """Hand worker ``index`` the next night, or close its input when there is none."""
+        night = next(todo, None)
+        if night is None:
+            self._close(proc)
+            return
+        self._busy[index] = night
         assert proc.stdin is not None
         try:
             _send(proc.stdin, ["rebuild", str(self.data_dir), night.isoformat()])
@@ -477,18 +501,19 @@ class _Abandoned(Exception):
 
 
 def _serve_rebuilds(first: list[Any], inp: IO[bytes], out: IO[bytes]) -> int:
-    """Rebuild each night asked for (``["rebuild", data_dir, night]``) until the input ends."""
+    """Make the player tables of each night asked for (``["rebuild", data_dir, night]``) until
+    the input ends."""
     from tourneylake.lake import Lake
-    from tourneylake.rebuild import rebuild_night  # the worker's imports: not the harvest's
+    from tourneylake.rebuild import player_tables  # the worker's imports: not the harvest's
 
     message: list[Any] | None = first
     while message is not None:
         _, data_dir, night_iso = message
         unusable: list[str] = []
         try:
-            rows = rebuild_night(Lake(Path(data_dir)), date.fromisoformat(night_iso), unusable)
+            rows = player_tables(Lake(Path(data_dir)), date.fromisoformat(night_iso), unusable)
         except Exception as exc:  # noqa: BLE001 - handed back: the rebuild stops handing out nights
-            _send(out, ["night_failed", f"{type(exc).__name__}: {exc}"])
+            _send(out, ["night_failed", f"{type(exc).__name__}: {exc}", traceback.format_exc()])
         else:
             _send(out, ["rebuilt", rows, unusable])
         out.flush()
@@ -512,13 +537,15 @@ def main() -> int:
     root_logger.setLevel(logging.INFO)
     try:
         return _serve(inp, out)
-    except KeyboardInterrupt:  # Ctrl-C reaches the whole process group: the parent tells the user
+    except KeyboardInterrupt:  # Ctrl-C reaches the harvest's whole process group: the harvest tells the user
         return 130
     except Exception as exc:  # noqa: BLE001 - reported to the harvest, which raises it
         with contextlib.suppress(OSError, ValueError):
             _send(out, ["failed", f"{type(exc).__name__}: {exc}"])
             out.flush()
         return 1
+    finally:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)  # the work is over: a late SIGTERM just ends the process
 
 
 if __name__ == "__main__":

@@ -29,6 +29,7 @@ itself is always local.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import string
@@ -162,6 +163,12 @@ _LOAD_SETTINGS = ("SET memory_limit = '128MB'", "SET preserve_insertion_order = 
 _LOAD_RESETS = ("RESET memory_limit", "RESET preserve_insertion_order")
 
 
+def _interrupted(exc: BaseException) -> bool:
+    """DuckDB's word for a query it stopped on Ctrl-C (it takes the signal while a query runs):
+    ``InterruptException``, or a ``RuntimeError`` "Query interrupted" from a COMMIT."""
+    return isinstance(exc, duckdb.InterruptException) or (isinstance(exc, RuntimeError) and str(exc) == "Query interrupted")
+
+
 class Warehouse:
     """One DuckDB file. Opening it read-write creates missing tables and columns and (re)creates
     the views (idempotent)."""
@@ -237,8 +244,13 @@ class Warehouse:
                 except (duckdb.IOException, duckdb.InvalidInputException) as exc:  # a lake part DuckDB cannot read
                     raise _damaged_lake_part(table, day, exc) from None
             con.execute("COMMIT")
-        except BaseException:
-            con.execute("ROLLBACK")
+        except BaseException as exc:
+            # A query DuckDB interrupted (Ctrl-C) has ended the transaction itself: then there is
+            # nothing to roll back, and the interrupt, not that, is what the caller must see.
+            with contextlib.suppress(duckdb.TransactionException):
+                con.execute("ROLLBACK")
+            if _interrupted(exc):
+                raise KeyboardInterrupt from None
             raise
         finally:
             for reset in _LOAD_RESETS:
