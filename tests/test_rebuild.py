@@ -27,7 +27,7 @@ from tourneylake.rebuild import NothingToRebuild, rebuild
 from tourneylake.sandbox import running_sandbox
 from tourneylake.state import StateStore
 from tourneylake.tables_worker import RebuildWorkers, TablesWorkerError, rebuild_workers
-from tourneylake.warehouse import Warehouse, WarehouseError
+from tourneylake.warehouse import LOAD_ORDER, Warehouse, WarehouseError
 
 pytestmark = pytest.mark.xdist_group("rebuild")
 
@@ -173,6 +173,52 @@ def test_nights_rebuilt_side_by_side_are_the_nights_rebuilt_one_after_another(ha
     assert parallel.warehouse_rows == serial.warehouse_rows
     tables = _tables(one)
     assert _tables(two) == tables and {("player_statistics", n) for n in NIGHTS} <= set(tables)
+
+
+def test_a_fresh_warehouse_gets_the_nights_in_order_whatever_order_they_finish(harvested, tmp_path, monkeypatch) -> None:
+    """Side by side, nights finish in any order; the warehouse still gets them night by night
+    (a reference table's latest snapshot depends on it), and the ledger once, after every night
+    (its load reads every night's partition, which workers may be replacing)."""
+    one = _copy(harvested, tmp_path / "one", rebuild_workers=1)
+    two = _copy(harvested, tmp_path / "two", rebuild_workers=2)
+    rebuild(one)
+    calls = []
+    load_night = Warehouse.load_night
+
+    def recorded(self, lake, night, tables=None):
+        calls.append((night, tuple(tables or ())))
+        return load_night(self, lake, night, tables)
+
+    monkeypatch.setattr(Warehouse, "load_night", recorded)
+    rebuild(two)
+    per_night = tuple(t for t in LOAD_ORDER if t != "search_ledger")
+    assert calls == [(NIGHTS[0], per_night), (NIGHTS[1], per_night), (NIGHTS[1], ("search_ledger",))]
+    with duckdb.connect() as con:
+        con.execute(f"ATTACH '{one.warehouse_path}' AS one (READ_ONLY)")
+        con.execute(f"ATTACH '{two.warehouse_path}' AS two (READ_ONLY)")
+        for table in LOAD_ORDER:
+            for a, b in (("one", "two"), ("two", "one")):
+                query = f"SELECT count(*) FROM (SELECT * FROM {a}.{table} EXCEPT ALL SELECT * FROM {b}.{table})"
+                assert con.execute(query).fetchone()[0] == 0, table
+
+
+def test_a_failure_before_a_night_is_handed_out_is_the_error_once_the_nights_under_way_are_done(harvested, tmp_path) -> None:
+    settings = _copy(harvested, tmp_path / "d", drop_tables=True, rebuild_workers=2)
+    (metadata,) = Lake(settings.data_dir).raw_paths(NIGHTS[1], "metadata")
+    metadata.write_bytes(b"\x1f\x8b not gzip at all")  # read by the night's reference step, here
+    with pytest.raises(LakeError, match="is damaged"):
+        rebuild(settings)
+    done = {night for table, night in _tables(settings) if table == "player_snapshots"}
+    assert done == {NIGHTS[0]}  # the night under way finished; the next was never handed out
+
+
+def test_a_worker_that_fails_on_its_own_is_one_line(harvested, tmp_path) -> None:
+    """A worker's own last word (``failed``: it could not even start a night) is the error."""
+    settings = _copy(harvested, tmp_path / "d")
+    with RebuildWorkers(settings.data_dir, 1) as pool:
+        pool._events.put((0, ["failed", "ImportError: no module named x"]))
+        with pytest.raises(TablesWorkerError, match="night 2026-11-20 could not be rebuilt: ImportError: no module named x"):
+            list(pool.rebuild(NIGHTS))
 
 
 def test_a_night_reads_the_earlier_nights_reference_tables_as_rebuilt(harvested, tmp_path) -> None:

@@ -432,13 +432,13 @@ class Lake:
         delete the old one. At no point is the old data gone before the new data is in place."""
         target.parent.mkdir(parents=True, exist_ok=True)
         aside: Path | None = None
-        if target.exists():
-            aside = self.root / TMP_DIR / f"{uuid.uuid4().hex}.old"
-            os.replace(target, aside)  # type: ignore[arg-type]
-        try:
+        try:  # both renames inside: an interrupt (Ctrl-C, a worker's SIGTERM) between them restores the old data
+            if target.exists():
+                aside = self.root / TMP_DIR / f"{uuid.uuid4().hex}.old"
+                os.replace(target, aside)  # type: ignore[arg-type]
             os.replace(staged, target)  # type: ignore[arg-type]
         except BaseException:
-            if aside is not None:
+            if aside is not None and aside.exists() and not target.exists():
                 os.replace(aside, target)  # type: ignore[arg-type]
             raise
         if self.fsync:

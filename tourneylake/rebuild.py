@@ -4,11 +4,13 @@
 every table of each night again — metadata tables, countries, news, the six summary tables and
 the ``search_ledger`` export — through :mod:`tourneylake.from_raw`, the same code the harvest
 uses, with the night's own raw answers and the night's own rates (a night whose metadata was
-unchanged resolves it to the earlier full answer it confirmed, in the raw store). Each night is
-loaded into the warehouse as soon as it is rebuilt: for ``--all`` into a fresh file swapped in
-once every night is in (nothing stale survives, and a damaged warehouse is replaced), otherwise
-in place. Several nights are rebuilt side by side, one worker process per core
-(:class:`~tourneylake.tables_worker.RebuildWorkers`), while this process loads the finished ones.
+unchanged resolves it to the earlier full answer it confirmed, in the raw store). Then the
+warehouse: for ``--all`` a fresh file, filled while the nights are rebuilt (in night order, as
+they complete) and swapped in once every night is in (nothing stale survives, and a damaged
+warehouse is replaced); otherwise the live file, night by night after the last one. Several
+nights are rebuilt side by side, one worker process per core
+(:class:`~tourneylake.tables_worker.RebuildWorkers`); this process makes their reference tables
+first, in order, and loads the finished ones.
 
 This is how a normaliser fix reaches years of history.
 """
@@ -28,10 +30,11 @@ from tourneylake.errors import TourneylakeError
 from tourneylake.from_raw import FREE_RESOURCES, SummarySink, free_table, metadata_tables, settle_received, target_name
 from tourneylake.lake import Lake
 from tourneylake.ledger import Ledger
+from tourneylake.normalize.schemas import TABLES
 from tourneylake.normalize.summary import SUMMARY_TABLES
 from tourneylake.reference import InForce
 from tourneylake.tables_worker import RebuildWorkers, rebuild_workers
-from tourneylake.warehouse import Warehouse
+from tourneylake.warehouse import LOAD_ORDER, Warehouse
 
 __all__ = ["RebuildOutcome", "nights_in_lake", "player_tables", "rebuild", "rebuild_night", "reference_tables"]
 
@@ -119,20 +122,57 @@ def rebuild(settings: Settings, nights: Iterable[date] | None = None, *, warehou
     if missing:
         raise NothingToRebuild(f"the lake holds no raw answers for {', '.join(d.isoformat() for d in missing)}")
     outcome = RebuildOutcome(nights=wanted, fresh_warehouse=every and warehouse)
-    with _warehouse(settings.warehouse_path, fresh=every) if warehouse else nullcontext() as db:
+    # `--all` fills a fresh file while the nights are rebuilt (queries keep the old one until
+    # the swap); a rebuild in place loads the live file at the end, holding its lock only then.
+    with _warehouse(settings.warehouse_path, fresh=True) if every and warehouse else nullcontext() as fresh:
+        loads = _NightLoads(lake, wanted, fresh)
         for night, rows, unusable in _rebuild_nights(lake, wanted, settings.rebuild_workers):
             for name, count in rows.items():
                 outcome.rows[name] = outcome.rows.get(name, 0) + count
             outcome.unusable += unusable
             log.info("rebuilt night %s", night)
-            if db is not None:
-                # Loaded as it is done, while the workers rebuild the next nights: a load's
-                # result does not depend on the order of the nights (see `tourneylake.warehouse`).
-                db.load_night(lake, night)
-        if db is not None:
-            outcome.warehouse_rows = db.table_counts()
+            loads.done(night)
+        if fresh is not None:
+            outcome.warehouse_rows = loads.finish()
+    if warehouse and not every:
+        with _warehouse(settings.warehouse_path, fresh=False) as db:
+            outcome.warehouse_rows = _NightLoads(lake, wanted, db).finish(all_nights=True)
     outcome.unusable.sort(key=lambda line: line[:10])  # night by night (each line starts with its night)
     return outcome
+
+
+# Loaded once, after every night: a "whole" table (the ledger) reads every night's partition,
+# which the workers may be replacing while the nights are rebuilt.
+_WHOLE = tuple(t for t in LOAD_ORDER if TABLES[t].load == "whole")
+_PER_NIGHT = tuple(t for t in LOAD_ORDER if t not in _WHOLE)
+
+
+class _NightLoads:
+    """Rebuilt nights into a warehouse in night order, each as soon as it and every night
+    before it are done (nights finish in any order side by side; loading them in order keeps
+    the warehouse exactly what a night-by-night rebuild makes, reference tables included)."""
+
+    def __init__(self, lake: Lake, nights: list[date], db: Warehouse | None) -> None:
+        self.lake, self.db = lake, db
+        self.order = list(nights)
+        self.finished: set[date] = set()
+        self.loaded = 0
+
+    def done(self, *nights: date) -> None:
+        self.finished.update(nights)
+        if self.db is None:
+            return
+        while self.loaded < len(self.order) and self.order[self.loaded] in self.finished:
+            self.db.load_night(self.lake, self.order[self.loaded], _PER_NIGHT)
+            self.loaded += 1
+
+    def finish(self, *, all_nights: bool = False) -> dict[str, int]:
+        """The remaining loads and the whole tables; the warehouse's row counts."""
+        assert self.db is not None
+        if all_nights:
+            self.done(*self.order)
+        self.db.load_night(self.lake, self.order[-1], _WHOLE)  # every night's partition: the night is a label
+        return self.db.table_counts()
 
 
 def _rebuild_nights(lake: Lake, nights: list[date], workers: int) -> Iterator[tuple[date, dict[str, int], list[str]]]:

@@ -322,6 +322,7 @@ class RebuildWorkers:
         self._readers: list[threading.Thread] = []
         self._events: queue.Queue[tuple[int, list[Any] | None]] = queue.Queue()
         self._busy: dict[int, date] = {}  # worker index -> the night it is rebuilding
+        self._failure: Exception | None = None
 
     def __enter__(self) -> RebuildWorkers:
         try:
@@ -362,7 +363,7 @@ class RebuildWorkers:
         ``nights`` is drawn one at a time, when a worker is free for it."""
         todo = iter(nights)
         busy = self._busy
-        failure: str | None = None
+        self._failure = None
         for index, proc in enumerate(self._procs):
             self._next(index, proc, todo)
         while busy:
@@ -375,30 +376,41 @@ class RebuildWorkers:
                 continue  # a worker with no night ended
             done = None
             if message is None:
-                why = f"the worker rebuilding night {night} ended (exit status {self._procs[index].wait()})"
+                self._fail(
+                    TablesWorkerError(f"the worker rebuilding night {night} ended (exit status {self._procs[index].wait()})")
+                )
             elif message[0] == "rebuilt":
-                done, why = (night, dict(message[1]), list(message[2])), None
-            else:  # "night_failed": why, and the worker's traceback
-                why = f"night {night} could not be rebuilt: {message[1]}"
-                log.debug("the worker's traceback for night %s:\n%s", night, message[2])
-            if why is not None:
-                if failure is None:
-                    failure = why
-                else:
-                    log.warning("%s", why)  # the first failure is the error; the others are told
+                done = night, dict(message[1]), list(message[2])
+            else:  # "night_failed" (why, and the worker's traceback) or "failed" (the worker's own end)
+                self._fail(TablesWorkerError(f"night {night} could not be rebuilt: {message[1]}"))
+                if len(message) > 2:
+                    log.debug("the worker's traceback for night %s:\n%s", night, message[2])
             # The next night first: the caller may take a while with this one (a warehouse load).
-            if failure is None:
+            if self._failure is None:
                 self._next(index, self._procs[index], todo)
             else:
                 self._close(self._procs[index])
             if done is not None:
                 yield done
-        if failure is not None:
-            raise TablesWorkerError(failure)
+        if self._failure is not None:
+            raise self._failure
+
+    def _fail(self, error: Exception) -> None:
+        """The first failure is the error :meth:`rebuild` raises once the nights under way are
+        done; the others are told."""
+        if self._failure is None:
+            self._failure = error
+        else:
+            log.warning("%s", error)
 
     def _next(self, index: int, proc: subprocess.Popen[bytes], todo: Iterator[date]) -> None:
-        """Hand worker ``index`` the next night, or close its input when there is none."""
-        night = next(todo, None)
+        """Hand worker ``index`` the next night, or close its input when there is none (or when
+        drawing it failed: the caller's step before a night, which then is the error)."""
+        try:
+            night = next(todo, None) if self._failure is None else None
+        except Exception as exc:  # noqa: BLE001 - raised by `rebuild` once the nights under way are done
+            self._fail(exc)
+            night = None
         if night is None:
             self._close(proc)
             return

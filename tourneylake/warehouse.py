@@ -245,8 +245,9 @@ class Warehouse:
                     raise _damaged_lake_part(table, day, exc) from None
             con.execute("COMMIT")
         except BaseException as exc:
-            # A query DuckDB interrupted (Ctrl-C) has ended the transaction itself: then there is
-            # nothing to roll back, and the interrupt, not that, is what the caller must see.
+            # DuckDB takes Ctrl-C while a query runs and answers in its own words once the query
+            # ends (`_interrupted`); the transaction may be over by then. The ROLLBACK is best
+            # effort: the interrupt, not a failed ROLLBACK, is what the caller must see.
             with contextlib.suppress(duckdb.TransactionException):
                 con.execute("ROLLBACK")
             if _interrupted(exc):
