@@ -206,3 +206,16 @@ def test_a_local_lake_stays_a_directory_of_renamed_files(tmp_path: Path) -> None
     assert sorted(p.name for p in folder.iterdir()) == ["part-00000.parquet"]
     assert not list((tmp_path / "lake").rglob("_commit.json")) and not list((tmp_path / "lake" / "_tmp").iterdir())
     assert Lake(f"file://{tmp_path}").read_partition("t", "2026-11-20").column("n").to_pylist() == [3]
+
+
+def test_what_killed_processes_left_in_tmp_is_swept_once_a_day_old(tmp_path: Path) -> None:
+    lake = Lake(tmp_path).claim("sandbox")
+    lake.write_table("currencies", date(2026, 11, 20), pa.table({"code": ["USD"]}))
+    tmp = lake.root / "_tmp"
+    (tmp / "0a1b2c").mkdir(parents=True)  # a staged partition never swapped in
+    (tmp / "0a1b2c" / "part-00000.parquet").write_bytes(b"PAR1")
+    (tmp / "3d4e5f.old").mkdir()  # a replaced partition never deleted
+    (tmp / "stray.tmp").write_bytes(b"x")
+    assert lake.sweep_tmp() == 0 and len(list(tmp.iterdir())) == 3  # young: perhaps a live writer's
+    assert lake.sweep_tmp(older_than_s=-1) == 3 and not list(tmp.iterdir())
+    assert lake.partitions("currencies") == [date(2026, 11, 20)]  # nothing outside _tmp/

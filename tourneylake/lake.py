@@ -422,6 +422,26 @@ class Lake:
         return pa.concat_tables(parts, promote_options="default")
 
     # ------------------------------------------------------------------ internals
+    def sweep_tmp(self, older_than_s: float = 86_400.0) -> int:
+        """Remove what a killed process left in ``_tmp/`` (staged parts never swapped in, a
+        replaced partition never deleted) once untouched for ``older_than_s`` (a day: nothing
+        writes that long); returns how many. Never raw answers: those are not kept there."""
+        folder = self.root / TMP_DIR
+        if not self.local or not folder.is_dir():
+            return 0
+        cutoff = datetime.now(UTC).timestamp() - older_than_s
+        removed = 0
+        for entry in folder.iterdir():
+            with contextlib.suppress(FileNotFoundError):
+                stat = entry.lstat()
+                if max(stat.st_mtime, stat.st_ctime) >= cutoff:  # ctime: a rename (a partition set aside) counts
+                    continue
+                shutil.rmtree(entry, ignore_errors=True) if entry.is_dir() else entry.unlink()
+                removed += 1
+        if removed:
+            log.info("removed %d leftover(s) of killed processes from %s", removed, folder)
+        return removed
+
     def _tmp_dir(self) -> Path:
         folder = self.root / TMP_DIR / uuid.uuid4().hex
         folder.mkdir(parents=True)

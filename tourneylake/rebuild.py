@@ -121,6 +121,7 @@ def rebuild(settings: Settings, nights: Iterable[date] | None = None, *, warehou
     missing = sorted(set(wanted) - set(held))
     if missing:
         raise NothingToRebuild(f"the lake holds no raw answers for {', '.join(d.isoformat() for d in missing)}")
+    lake.sweep_tmp()
     outcome = RebuildOutcome(nights=wanted, fresh_warehouse=every and warehouse)
     # `--all` fills a fresh file while the nights are rebuilt (queries keep the old one until
     # the swap); a rebuild in place loads the live file at the end, holding its lock only then.

@@ -100,6 +100,7 @@ class Session:
         lake = Lake(settings.data_dir)
         if writable:
             lake.claim(settings.source)
+            lake.sweep_tmp()
             warm_async_transport()  # a night's session: its harvest will want the async client
         return cls(settings, base_url, night, lake, writable, account=account)
 
