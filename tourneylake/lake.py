@@ -436,7 +436,10 @@ class Lake:
                 stat = entry.lstat()
                 if max(stat.st_mtime, stat.st_ctime) >= cutoff:  # ctime: a rename (a partition set aside) counts
                     continue
-                shutil.rmtree(entry, ignore_errors=True) if entry.is_dir() else entry.unlink()
+                if entry.is_dir():
+                    shutil.rmtree(entry, ignore_errors=True)
+                else:
+                    entry.unlink()
                 removed += 1
         if removed:
             log.info("removed %d leftover(s) of killed processes from %s", removed, folder)

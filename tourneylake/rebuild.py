@@ -126,24 +126,27 @@ def rebuild(settings: Settings, nights: Iterable[date] | None = None, *, warehou
     # `--all` fills a fresh file while the nights are rebuilt (queries keep the old one until
     # the swap); a rebuild in place loads the live file at the end, holding its lock only then.
     with _warehouse(settings.warehouse_path, fresh=True) if every and warehouse else nullcontext() as fresh:
-        loads = _NightLoads(lake, wanted, fresh)
+        loads = None if fresh is None else _NightLoads(lake, wanted, fresh)
         for night, rows, unusable in _rebuild_nights(lake, wanted, settings.rebuild_workers):
             for name, count in rows.items():
                 outcome.rows[name] = outcome.rows.get(name, 0) + count
             outcome.unusable += unusable
             log.info("rebuilt night %s", night)
-            loads.done(night)
-        if fresh is not None:
+            if loads is not None:
+                loads.done(night)
+        if loads is not None:
             outcome.warehouse_rows = loads.finish()
     if warehouse and not every:
         with _warehouse(settings.warehouse_path, fresh=False) as db:
-            outcome.warehouse_rows = _NightLoads(lake, wanted, db).finish(all_nights=True)
+            for night in wanted:
+                db.load_night(lake, night)
+            outcome.warehouse_rows = db.table_counts()
     outcome.unusable.sort(key=lambda line: line[:10])  # night by night (each line starts with its night)
     return outcome
 
 
-# Loaded once, after every night: a "whole" table (the ledger) reads every night's partition,
-# which the workers may be replacing while the nights are rebuilt.
+# Loaded once into a fresh file, after every night: a "whole" table (the ledger) reads every
+# night's partition, which the workers may be replacing while the nights are rebuilt.
 _WHOLE = tuple(t for t in LOAD_ORDER if TABLES[t].load == "whole")
 _PER_NIGHT = tuple(t for t in LOAD_ORDER if t not in _WHOLE)
 
@@ -153,25 +156,20 @@ class _NightLoads:
     before it are done (nights finish in any order side by side; loading them in order keeps
     the warehouse exactly what a night-by-night rebuild makes, reference tables included)."""
 
-    def __init__(self, lake: Lake, nights: list[date], db: Warehouse | None) -> None:
+    def __init__(self, lake: Lake, nights: list[date], db: Warehouse) -> None:
         self.lake, self.db = lake, db
         self.order = list(nights)
         self.finished: set[date] = set()
         self.loaded = 0
 
-    def done(self, *nights: date) -> None:
-        self.finished.update(nights)
-        if self.db is None:
-            return
+    def done(self, night: date) -> None:
+        self.finished.add(night)
         while self.loaded < len(self.order) and self.order[self.loaded] in self.finished:
             self.db.load_night(self.lake, self.order[self.loaded], _PER_NIGHT)
             self.loaded += 1
 
-    def finish(self, *, all_nights: bool = False) -> dict[str, int]:
-        """The remaining loads and the whole tables; the warehouse's row counts."""
-        assert self.db is not None
-        if all_nights:
-            self.done(*self.order)
+    def finish(self) -> dict[str, int]:
+        """The whole tables, once every night is in; the warehouse's row counts."""
         self.db.load_night(self.lake, self.order[-1], _WHOLE)  # every night's partition: the night is a label
         return self.db.table_counts()
 

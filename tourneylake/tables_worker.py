@@ -21,12 +21,13 @@ normalising is handed back too and stops new searches, as in process. The worker
 land in the run's log. The worker gets no credentials: its environment has none of the
 service's variables.
 
-The same worker rebuilds whole nights from raw for :mod:`tourneylake.rebuild`
+The same worker makes nights' player tables from raw for :mod:`tourneylake.rebuild`
 (:class:`RebuildWorkers`): a rebuild of several nights runs one worker per core, each taking the
-next night as it finishes one (:func:`tourneylake.rebuild.rebuild_night`, the code a rebuild in
-process runs). Nights are independent (their own partitions, their own raw answers), so they
-rebuild side by side; within a night the summaries stay in one process, in order, because the
-night's dedup keeps the first answer of each tournament.
+next night as it finishes one (:func:`tourneylake.rebuild.player_tables`, the code a rebuild in
+process runs; the rebuilding process makes each night's reference tables first, in order, since
+a night may read the nights before it). A night's player tables read only its own answers and
+those tables, so nights rebuild side by side; within a night the summaries stay in one process,
+in order, because the night's dedup keeps the first answer of each tournament.
 
 Framing on the pipes: a 4-byte length, then a msgpack array (``msgspec``). The worker only
 writes from its one thread. The harvest queues its messages (at most 512 answers: the
