@@ -429,7 +429,7 @@ def bench_warehouse(lake_dir: Path, repeats: int) -> Result:
     lake = Lake(lake_dir)
     tables = {t: lake.partition_files(t, NIGHT) for t in LOAD_ORDER}
     tables = {t: f for t, f in tables.items() if f}
-    ours, plain = [], []
+    ours, plain, again = [], [], []
     rows = 0
     with scratch() as tmp:
         for rep in range(repeats):
@@ -439,6 +439,11 @@ def bench_warehouse(lake_dir: Path, repeats: int) -> Result:
                 loaded = warehouse.load_night(lake, NIGHT)
                 ours.append(time.perf_counter() - t0)
                 rows = sum(loaded.values())
+                # not the target's case, for the record: the same night again, where every
+                # deduplicated row meets its key (the MERGE a later night mostly is)
+                t0 = time.perf_counter()
+                warehouse.load_night(lake, NIGHT)
+                again.append(time.perf_counter() - t0)
             con = duckdb.connect(str(tmp / f"plain{rep}.duckdb"))
             t0 = time.perf_counter()
             con.execute("BEGIN TRANSACTION")
@@ -449,16 +454,21 @@ def bench_warehouse(lake_dir: Path, repeats: int) -> Result:
             con.execute("COMMIT")
             plain.append(time.perf_counter() - t0)
             con.close()
-            log(f"[4] load_night {ours[-1]:.3f} s, plain read_parquet {plain[-1]:.3f} s")
+            log(f"[4] load_night {ours[-1]:.3f} s (again {again[-1]:.3f} s), plain read_parquet {plain[-1]:.3f} s")
     best_ours, best_plain = min(ours), min(plain)
     ratio = best_ours / best_plain
     return Result(
         4,
         f"load one night into DuckDB ({rows} rows, {len(tables)} tables)",
-        f"load_night {best_ours:.3f} s vs CREATE TABLE AS read_parquet {best_plain:.3f} s: {ratio:.2f}x",
+        f"load_night {best_ours:.3f} s vs CREATE TABLE AS read_parquet {best_plain:.3f} s: {ratio:.2f}x; "
+        f"the same night again (every key merged) {min(again):.3f} s",
         "<= 1.3x plain read_parquet",
         ratio <= 1.3,
-        {"load_night_s": [round(x, 4) for x in ours], "plain_s": [round(x, 4) for x in plain]},
+        {
+            "load_night_s": [round(x, 4) for x in ours],
+            "plain_s": [round(x, 4) for x in plain],
+            "load_again_s": [round(x, 4) for x in again],
+        },
     )
 
 

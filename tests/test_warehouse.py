@@ -137,6 +137,33 @@ def test_dedup_across_nights(lake: Lake, db: Warehouse) -> None:
     assert db.query("SELECT DISTINCT snapshot_date FROM currencies").column(0).to_pylist() == [NIGHT2]
 
 
+@pytest.mark.parametrize("loaded_before", [False, True], ids=["empty table", "night already loaded"])
+def test_a_key_twice_in_a_partition_is_loaded_once_with_a_warning(
+    lake: Lake, tmp_path: Path, caplog: pytest.LogCaptureFixture, loaded_before: bool
+) -> None:
+    """A night's partition holds each key once (one normaliser wrote it); one that does not (a
+    lake written by hand, say) still gives one row per key, and says so."""
+    with Warehouse(tmp_path / "clean.duckdb") as clean:
+        clean.load_night(lake, NIGHT1)
+        expected = _snapshot(clean)
+    for table in ("tournaments", "tournament_entries"):
+        night = lake.read_partition(table, NIGHT1)
+        lake.write_table(table, NIGHT1, pa.concat_tables([night, night]))
+    with Warehouse(tmp_path / "twice.duckdb") as db:
+        if loaded_before:
+            db.load_night(lake, NIGHT1)
+        caplog.clear()
+        with caplog.at_level("WARNING", logger="tourneylake.warehouse"):
+            db.load_night(lake, NIGHT1)
+        assert _snapshot(db) == expected
+        assert db.check("tournaments_unique") == 0 and db.check("entries_unique") == 0
+    warnings = sorted(r.getMessage() for r in caplog.records)
+    assert warnings == [
+        f"tournament_entries, night {NIGHT1}: 8 key(s) more than once in the lake's partition; the latest row of each is loaded",
+        f"tournaments, night {NIGHT1}: 8 key(s) more than once in the lake's partition; the latest row of each is loaded",
+    ]
+
+
 def test_views(lake: Lake, db: Warehouse) -> None:
     db.load_night(lake, NIGHT1)
     _write_night(lake, NIGHT2)

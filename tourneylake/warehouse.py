@@ -16,7 +16,9 @@ transaction, so a failure leaves the warehouse as it was:
 * reference tables (metadata, countries, news): replaced by the latest snapshot; an older night
   never replaces a newer one;
 * deduplicated tables (``tournaments``, ``tournament_entries``): ``MERGE`` on the key, the latest
-  snapshot wins, across nights.
+  snapshot wins, across nights. A night's partition holds each key once (checked on the key
+  columns first; a partition that does not is merged keeping the latest row of each key, with a
+  warning).
 
 Loading the same night twice leaves every table identical. Opening a warehouse written by an
 older version adds the columns the catalogue has gained (``ALTER TABLE ... ADD COLUMN``).
@@ -30,6 +32,7 @@ itself is always local.
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import re
 import string
@@ -64,6 +67,8 @@ LOAD_ORDER: tuple[str, ...] = (
     "search_ledger",
 )
 assert set(LOAD_ORDER) == set(TABLES), "every lake table is loaded"
+
+log = logging.getLogger(__name__)
 
 _NAME_MARK = re.compile(r"^--\s*name:\s*(\w+)\s*$", re.MULTILINE)
 _IDENTIFIER = re.compile(r"^[a-z_][a-z0-9_]*$")
@@ -140,7 +145,7 @@ def _loads(table: str) -> dict[str, str]:
         "whole": ("whole_delete", "whole_insert"),
         "snapshot": ("snapshot_delete", "snapshot_insert"),
         "reference": ("reference_is_latest", "reference_delete", "reference_insert"),
-        "dedup": ("dedup_merge",),
+        "dedup": ("dedup_repeated_keys", "dedup_is_empty", "dedup_insert", "dedup_merge", "dedup_merge_first"),
     }
     return {name.split("_", 1)[1]: _render(name, spec) for name in names[spec.load]}
 
@@ -289,6 +294,17 @@ class Warehouse:
             if not _rows(con.execute(statements["is_latest"], {"snapshot_date": day})):
                 return 0  # an older night never replaces a newer reference snapshot
             con.execute(statements["delete"])
+            return _rows(con.execute(statements["insert"], params))
+        repeated = _rows(con.execute(statements["repeated_keys"], params))
+        if repeated:
+            log.warning(
+                "%s, night %s: %d key(s) more than once in the lake's partition; the latest row of each is loaded",
+                table,
+                day,
+                repeated,
+            )
+            return _rows(con.execute(statements["merge_first"], params))
+        if _rows(con.execute(statements["is_empty"])):
             return _rows(con.execute(statements["insert"], params))
         return _rows(con.execute(statements["merge"], params))
 
