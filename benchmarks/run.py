@@ -6,14 +6,16 @@ Six figures, each measured on one machine in one run (never asserted as a timing
    summaries, normalise, Parquet, ledger, warehouse load), fresh data directory and Dagster home
    each time, vs dlt's best configuration (``rest_api`` with a ``parallelized`` child resource,
    64 extract workers, Parquet loader into DuckDB, also a whole process): 20 ms latency,
-   concurrency 16, alternating ours / dlt, medians of ``--repeats`` (3), peak RSS of the whole
-   process tree (sampled; ``wait4``'s largest process beside it).
+   concurrency 16, alternating ours / dlt, medians of ``--repeats`` (5: with 3 the ratio moved
+   by 0.3x between runs an hour apart), peak RSS of the whole process tree (sampled; ``wait4``'s
+   largest process beside it).
    ``--variant`` adds arms (another source tree or environment) alternated with ours;
 2. the harvest alone at 150 ms latency, 4 parallel calls: median <= 1.05 x latency x calls / 4;
 3. normalising <= 2x merely parsing, on sandbox summaries and on the recorded ``player-summary.json``;
 4. ``Warehouse.load_night`` <= 1.3x a plain ``CREATE TABLE AS SELECT * FROM read_parquet``;
 5. peak RSS of the whole run at 500 / 2,000 / 20,000 players;
-6. ``tourneylake rebuild`` of benchmark 1's night: summaries per second, whole process and the\n   rebuild alone (per CPU-second: the issue's per-core target).
+6. ``tourneylake rebuild`` of benchmark 1's night: summaries per second, whole process and the
+   rebuild alone (per CPU-second: the issue's per-core target).
 
 1, 2 and 5 run against :mod:`benchmarks.bench_server` (a separate process answering from
 precomputed bodies, latency by timer: (almost) no CPU per request, so the client's cost is what
@@ -624,7 +626,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", default="1,2,3,4,5,6", help="comma-separated benchmark numbers")
     parser.add_argument("--no-record", action="store_true", help="print only; do not append to RESULTS.md")
     parser.add_argument("--deadline", type=float, default=None, help="seconds for the whole run")
-    parser.add_argument("--repeats", type=int, default=None, help="rounds of benchmark 1 (default 3; --quick 1)")
+    parser.add_argument("--repeats", type=int, default=None, help="rounds of benchmark 1 (default 5; --quick 1)")
     parser.add_argument("--no-dlt", action="store_true", help="benchmark 1 without dlt (for --variant comparisons)")
     parser.add_argument(
         "--variant",
@@ -652,7 +654,7 @@ def main(argv: list[str] | None = None) -> int:
             )
         )
     players = 300 if quick else 2000
-    repeats = args.repeats or (1 if quick else 3)
+    repeats = args.repeats or (1 if quick else 5)
     memory_counts = [100, 300, 1000] if quick else [500, 2000, 20000]
     biggest = max(memory_counts) if 5 in only else players
     with scratch("tourneylake-bench-lake-") as keep:
