@@ -15,33 +15,24 @@ ALTER TABLE @table ADD COLUMN IF NOT EXISTS @column;
 -- name: count_rows
 SELECT count(*) FROM @table;
 
+-- The night's parts into a table, as they are (every load below ends with it, or merges).
+-- name: insert
+INSERT INTO @table BY NAME
+SELECT * FROM read_parquet($files, hive_partitioning = true, hive_types = {'snapshot_date': DATE}, union_by_name = true);
+
 -- Snapshot tables keep every night: the night's rows are replaced (delete-then-insert).
 -- name: snapshot_delete
 DELETE FROM @table WHERE snapshot_date = $snapshot_date;
 
--- name: snapshot_insert
-INSERT INTO @table BY NAME
-SELECT * FROM read_parquet($files, hive_partitioning = true, hive_types = {'snapshot_date': DATE}, union_by_name = true);
-
--- Reference tables hold the latest snapshot only; an older night never replaces a newer one.
+-- Reference tables hold the latest snapshot only (delete_all, then insert); an older night never
+-- replaces a newer one.
 -- name: reference_is_latest
 SELECT coalesce(max(snapshot_date) <= $snapshot_date, true) FROM @table;
 
--- name: reference_delete
-DELETE FROM @table;
-
--- name: reference_insert
-INSERT INTO @table BY NAME
-SELECT * FROM read_parquet($files, hive_partitioning = true, hive_types = {'snapshot_date': DATE}, union_by_name = true);
-
 -- Whole tables are small and any night's partition may change (the ledger: a reconciliation
 -- books a dead run's charges into its own night): every night's partition is reloaded each time.
--- name: whole_delete
+-- name: delete_all
 DELETE FROM @table;
-
--- name: whole_insert
-INSERT INTO @table BY NAME
-SELECT * FROM read_parquet($files, hive_partitioning = true, hive_types = {'snapshot_date': DATE}, union_by_name = true);
 
 -- Deduplicated tables keep one row per key across nights: the latest snapshot wins, an older
 -- night never overwrites a newer row, and loading a night twice changes nothing. A night's
@@ -58,13 +49,9 @@ FROM (
 );
 
 -- An empty table (a new warehouse's first night, the first night of `rebuild --all`) takes the
--- night as it is: with each key once, the MERGE would insert every row, at twice the cost.
+-- night as it is (insert): with each key once, the MERGE would insert every row, at twice the cost.
 -- name: dedup_is_empty
 SELECT NOT EXISTS (SELECT 1 FROM @table);
-
--- name: dedup_insert
-INSERT INTO @table BY NAME
-SELECT * FROM read_parquet($files, hive_partitioning = true, hive_types = {'snapshot_date': DATE}, union_by_name = true);
 
 -- name: dedup_merge
 MERGE INTO @table AS t

@@ -140,14 +140,21 @@ def _damaged_lake_part(table: str, day: date, exc: duckdb.Error) -> Exception:
 
 
 def _loads(table: str) -> dict[str, str]:
+    """The statements of ``table``'s load, by their role in ``Warehouse._load_table``."""
     spec = TABLES[table]
-    names = {
-        "whole": ("whole_delete", "whole_insert"),
-        "snapshot": ("snapshot_delete", "snapshot_insert"),
-        "reference": ("reference_is_latest", "reference_delete", "reference_insert"),
-        "dedup": ("dedup_repeated_keys", "dedup_is_empty", "dedup_insert", "dedup_merge", "dedup_merge_first"),
+    templates = {
+        "whole": {"delete": "delete_all", "insert": "insert"},
+        "snapshot": {"delete": "snapshot_delete", "insert": "insert"},
+        "reference": {"is_latest": "reference_is_latest", "delete": "delete_all", "insert": "insert"},
+        "dedup": {
+            "repeated_keys": "dedup_repeated_keys",
+            "is_empty": "dedup_is_empty",
+            "insert": "insert",
+            "merge": "dedup_merge",
+            "merge_first": "dedup_merge_first",
+        },
     }
-    return {name.split("_", 1)[1]: _render(name, spec) for name in names[spec.load]}
+    return {role: _render(template, spec) for role, template in templates[spec.load].items()}
 
 
 @cache
