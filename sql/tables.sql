@@ -60,12 +60,17 @@ ON @key_match
 WHEN MATCHED AND s.snapshot_date >= t.snapshot_date THEN UPDATE BY NAME
 WHEN NOT MATCHED THEN INSERT BY NAME;
 
+-- The first row of each key, in the parts' order (as the normaliser keeps the first answer), so
+-- such a partition, too, loads the same every time.
 -- name: dedup_merge_first
 MERGE INTO @table AS t
 USING (
-    SELECT *
-    FROM read_parquet($files, hive_partitioning = true, hive_types = {'snapshot_date': DATE}, union_by_name = true)
-    QUALIFY row_number() OVER (PARTITION BY @key ORDER BY snapshot_date DESC) = 1
+    SELECT * EXCLUDE (filename, file_row_number)
+    FROM read_parquet(
+        $files, hive_partitioning = true, hive_types = {'snapshot_date': DATE}, union_by_name = true,
+        filename = true, file_row_number = true
+    )
+    QUALIFY row_number() OVER (PARTITION BY @key ORDER BY snapshot_date DESC, filename, file_row_number) = 1
 ) AS s
 ON @key_match
 WHEN MATCHED AND s.snapshot_date >= t.snapshot_date THEN UPDATE BY NAME

@@ -17,8 +17,8 @@ transaction, so a failure leaves the warehouse as it was:
   never replaces a newer one;
 * deduplicated tables (``tournaments``, ``tournament_entries``): ``MERGE`` on the key, the latest
   snapshot wins, across nights. A night's partition holds each key once (checked on the key
-  columns first; a partition that does not is merged keeping the latest row of each key, with a
-  warning).
+  columns first; a partition that does not is merged keeping the first row of each key, in the
+  parts' order, with a warning).
 
 Loading the same night twice leaves every table identical. Opening a warehouse written by an
 older version adds the columns the catalogue has gained (``ALTER TABLE ... ADD COLUMN``).
@@ -305,7 +305,7 @@ class Warehouse:
         repeated = _rows(con.execute(statements["repeated_keys"], params))
         if repeated:
             log.warning(
-                "%s, night %s: %d key(s) more than once in the lake's partition; the latest row of each is loaded",
+                "%s, night %s: %d key(s) more than once in the lake's partition; the first row of each is loaded",
                 table,
                 day,
                 repeated,
