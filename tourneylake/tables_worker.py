@@ -109,6 +109,27 @@ def _worker_env() -> dict[str, str]:
     return env
 
 
+def _spawn(*, own_session: bool = False) -> subprocess.Popen[bytes]:
+    """A worker process, frames on its standard input and output."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "tourneylake.tables_worker"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        env=_worker_env(),
+        close_fds=True,
+        start_new_session=own_session,
+    )
+
+
+def _reap(proc: subprocess.Popen[bytes]) -> None:
+    """Wait for a worker whose input is closed; one that hangs for a minute is killed."""
+    try:
+        proc.wait(timeout=60)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
 class TablesWorker:
     """The harvest's side of the worker: the interface of the in-process
     :class:`~tourneylake.from_raw.SummarySink` that the harvest uses (``add_stored``, ``rows``,
@@ -141,13 +162,7 @@ class TablesWorker:
 
     # ------------------------------------------------------------------ life cycle
     def __enter__(self) -> TablesWorker:
-        self._proc = subprocess.Popen(
-            [sys.executable, "-m", "tourneylake.tables_worker"],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            env=_worker_env(),
-            close_fds=True,
-        )
+        self._proc = _spawn()
         self._reader = threading.Thread(target=self._read, name="tourneylake-tables-reader", daemon=True)
         self._reader.start()
         self._feeder = threading.Thread(target=self._feed, name="tourneylake-tables-feeder", daemon=True)
@@ -167,11 +182,7 @@ class TablesWorker:
             return  # its interpreter's teardown is no wait of ours (the reader reaps it)
         if self._feeder is not None:
             self._feeder.join(timeout=10)
-        try:
-            proc.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        _reap(proc)
         if self._reader is not None:
             self._reader.join(timeout=10)
         self._emit_logs()
@@ -328,14 +339,7 @@ class RebuildWorkers:
     def __enter__(self) -> RebuildWorkers:
         try:
             for index in range(self.count):
-                proc = subprocess.Popen(
-                    [sys.executable, "-m", "tourneylake.tables_worker"],
-                    stdin=subprocess.PIPE,
-                    stdout=subprocess.PIPE,
-                    env=_worker_env(),
-                    close_fds=True,
-                    start_new_session=True,
-                )
+                proc = _spawn(own_session=True)
                 self._procs.append(proc)
                 reader = threading.Thread(target=self._read, args=(index, proc), name=f"tourneylake-rebuild-{index}", daemon=True)
                 reader.start()
@@ -351,11 +355,7 @@ class RebuildWorkers:
             if exc_type is not None and index in self._busy:
                 proc.terminate()  # its night is cut short: it keeps its previous tables
         for proc in self._procs:
-            try:
-                proc.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+            _reap(proc)
         for reader in self._readers:
             reader.join(timeout=10)
 
