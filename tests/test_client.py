@@ -6,6 +6,7 @@ import asyncio
 import hashlib
 import logging
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import orjson
 import pytest
@@ -34,6 +35,55 @@ from .scripted_server import Reply, ScriptedServer
 
 PASSWORD = "s3cret-Pass"
 APPKEY = "abc123key"
+
+
+# The same bodies as above, each completed into an accepted summary where it was one: what the
+# envelope-only read must judge exactly as the full read does.
+ENVELOPE_ONLY_CASES = [
+    (b'{"Response": {"@success": "true", "UserInfo": {"Username": "an', MalformedResponse, 3),
+    ('{"Response": {"@success": "true", "x": "é'.encode()[:-1], MalformedResponse, 3),
+    (b'{"Response": {"@success": "true"}} trailing', UnusableResponse, 1),
+    (b"\xff\xfe not text at all", UnusableResponse, 1),
+    (b'{"Response": {"@success": "true", "x": "\xff"}}', UnusableResponse, 1),  # invalid UTF-8 in the payload
+    (b'{"Response": {"@success": "true"}, "Other": {}}', UnusableResponse, 1),  # two roots
+    (b'{"Nope": {"@success": "true"}}', UnusableResponse, 1),
+]
+
+
+@pytest.mark.parametrize(("body", "error", "tries"), ENVELOPE_ONLY_CASES)
+def test_a_summary_read_for_its_envelope_alone_judges_a_bad_body_as_the_full_read_does(
+    body: bytes, error: type, tries: int
+) -> None:
+    async def fetch(base_url: str, tree: bool) -> None:
+        async with AsyncClient(settings(max_attempts=3), base_url=base_url) as client:
+            await client.player_summary("PokerStars", "p", tree=tree)
+
+    for tree in (True, False):
+        with ScriptedServer(default=Reply(body=body)) as server, pytest.raises(error):
+            asyncio.run(fetch(server.base_url, tree))
+        assert len(server.received) == tries, tree
+
+
+def test_a_summary_read_for_its_envelope_alone_has_the_full_reads_envelope_and_its_tree_on_demand() -> None:
+    from tourneylake.api.answers import read_accepted_envelope, read_answer
+
+    recorded = (Path(__file__).parent / "data" / "recorded" / "player-summary.json").read_bytes()
+    refused = (Path(__file__).parent / "data" / "recorded" / "error.json").read_bytes()
+    for body in (recorded, summary_body(), summary_body(remaining=0)):
+        assert read_accepted_envelope(body) == read_answer(body, "json")[1]
+    assert read_answer(refused, "json")[1].success is False and read_accepted_envelope(refused) is None
+
+    async def fetch(base_url: str) -> tuple:
+        async with AsyncClient(settings(), base_url=base_url) as client:
+            full = await client.player_summary("PokerStars", "p")
+            alone = await client.player_summary("PokerStars", "p", tree=False)
+        return full, alone
+
+    with ScriptedServer(default=Reply(body=recorded)) as server:
+        full, alone = asyncio.run(fetch(server.base_url))
+    assert full.tree is not None and alone.tree is None
+    assert alone.envelope == full.envelope and alone.remaining_searches == full.remaining_searches
+    assert alone.payload is not None and alone.payload.raw == full.payload.raw  # parsed when asked for
 
 
 def settings(**kw: object) -> Settings:
@@ -379,3 +429,57 @@ def test_a_transport_failure_with_credentials_in_the_query_never_shows_them(
     # A message that names the request's URL loses its query string.
     assert "?…" in _described(ValueError("400, url='http://h/api/demo/x?Username=u&Password=p'"))
     assert "Password" not in _described(ValueError("url='http://h/x?Password=p'"))
+
+
+@pytest.mark.parametrize("kind", ["sync", "async"])
+def test_a_call_is_not_sent_when_its_write_ahead_line_cannot_be_written(kind: str) -> None:
+    """The gate (the search ledger) hands back the future of its line's write: the call goes
+    out only once it is done, and not at all when it failed."""
+    from concurrent.futures import Future
+
+    failed: Future[None] = Future()
+    failed.set_exception(OSError(28, "No space left on device"))
+    written: Future[None] = Future()
+    gates: list[str] = []
+
+    def gate(call: object, number: int) -> Future[None]:
+        gates.append(kind)
+        return failed if len(gates) > 1 else written
+
+    async def fetch_async(base_url: str) -> None:
+        async with AsyncClient(settings(), base_url=base_url, before_attempt=gate) as client:
+            sending = asyncio.ensure_future(client.player_summary("PokerStars", "p"))
+            await asyncio.sleep(0.2)
+            assert server.received == []  # waits for its line
+            written.set_result(None)
+            assert (await sending).remaining_searches == 41
+            await client.player_summary("PokerStars", "q")
+
+    def fetch_sync(base_url: str) -> None:
+        written.set_result(None)
+        with Client(settings(), base_url=base_url, before_attempt=gate) as client:
+            assert client.player_summary("PokerStars", "p").remaining_searches == 41
+            client.player_summary("PokerStars", "q")
+
+    fetch = (lambda url: asyncio.run(fetch_async(url))) if kind == "async" else fetch_sync
+    with ScriptedServer(default=Reply(body=summary_body())) as server:
+        with pytest.raises(OSError, match="No space left"):
+            fetch(server.base_url)
+    assert len(server.received) == 1 and len(gates) == 2
+
+
+def test_the_caller_hears_of_an_answer_once_its_ledger_row_is_written() -> None:
+    from concurrent.futures import Future
+
+    recorded: Future[None] = Future()
+
+    async def fetch(base_url: str) -> None:
+        async with AsyncClient(settings(), base_url=base_url, on_attempt=lambda attempt: recorded) as client:
+            sending = asyncio.ensure_future(client.player_summary("PokerStars", "p"))
+            await asyncio.sleep(0.2)
+            assert len(server.received) == 1 and not sending.done()  # answered, the row not yet written
+            recorded.set_result(None)
+            assert (await sending).remaining_searches == 41
+
+    with ScriptedServer(default=Reply(body=summary_body())) as server:
+        asyncio.run(fetch(server.base_url))

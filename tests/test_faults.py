@@ -204,6 +204,31 @@ def test_an_answer_the_normaliser_refuses_fails_that_player_only_and_a_rebuild_r
     assert not list(lake.iter_raw(NIGHT, calls.PLAYER_SUMMARY, status=UNUSABLE))
 
 
+def _number_beyond_a_double(body: bytes, fmt: str) -> bytes:
+    assert fmt == "json"
+    return body.replace(b'"PlayerResponse":{', b'"PlayerResponse":{"@x":1e400,', 1)
+
+
+def test_an_answer_only_the_normaliser_finds_unreadable_fails_that_player_and_is_paid_once(sandbox, tmp_path: Path) -> None:
+    """The harvest reads a summary's envelope alone (msgspec checks the syntax); a number beyond
+    a double in its payload is refused by orjson in the tables worker: the same end as any
+    unreadable answer (failed, kept raw as unusable, never asked again tonight)."""
+    roster = sandbox.world.roster(3)
+    bad = roster[0]
+    sandbox.app.answer_rewrites[bad] = _number_beyond_a_double
+    settings = _night(sandbox, tmp_path, roster, tables_worker="on")
+    before = remaining(settings)
+    first = _harvest(settings)
+    ((target, why),) = first.failed
+    assert (target.network, target.player) == bad and why.startswith(UNUSABLE_ANSWER) and "JSON" in why
+    assert first.fetched == 2 and len(_pairs_in_lake(settings)) == 2
+    (kept,) = Lake(settings.data_dir).iter_raw(NIGHT, calls.PLAYER_SUMMARY, status=UNUSABLE)
+    assert kept.key["player"] == bad[1] and b"1e400" in kept.body
+    again = _harvest(settings)
+    assert remaining(settings) == before - 3 and again.searches_spent == 0
+    assert [(t.network, t.player) for t, _ in again.failed] == [bad] and again.reused == 2
+
+
 def _password_changed_after_the_last_answer(sandbox, roster) -> str:
     """The account's owner changes its password once the night's last summary is answered;
     returns the password to put back."""

@@ -3,6 +3,8 @@ write-ahead announcements, runs that died, and the reconciliation arithmetic."""
 
 from __future__ import annotations
 
+import errno
+import threading
 from datetime import UTC, date, datetime
 from pathlib import Path
 
@@ -54,6 +56,58 @@ def test_rows_are_read_back_and_exported(lake: Lake) -> None:
     assert table.num_rows == 2 and table.schema.names == list(COLUMNS)
     (run,) = ledger.runs(NIGHT)
     assert run.closed and run.remaining_before == 100 and run.unanswered == [] and ledger.dead_runs() == []
+
+
+def test_lines_are_written_by_the_writers_own_thread_in_the_order_asked(lake: Lake, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The harvest's event loop never waits on the ledger file (a write can wait for the file
+    system's journal): one thread of the writer's own writes every line, in order, and a
+    ``sent_soon`` future is done only once its line is in the file."""
+    writing_threads: set[str] = set()
+    write = LedgerWriter._write
+
+    def spied(self: LedgerWriter, line: dict) -> None:
+        writing_threads.add(threading.current_thread().name)
+        write(self, line)
+
+    monkeypatch.setattr(LedgerWriter, "_write", spied)
+    with LedgerWriter(lake, NIGHT, "r1", remaining_before=100) as writer:
+        for i in range(30):
+            writer.sent_soon("player_summary", f"k{i}", 1).result()
+            assert writer.path is not None and f'"call":"k{i}"'.encode() in writer.path.read_bytes()
+            writer.record_soon(f"k{i}", **row(remaining_after=99 - i))  # not waited for: close() does
+        assert writer.spent == 30
+    assert writing_threads and threading.current_thread().name not in writing_threads
+    assert all(name.startswith("tourneylake-ledger") for name in writing_threads)
+    lines = [orjson.loads(line) for line in writer.path.read_bytes().splitlines()]
+    assert [(line["kind"], line.get("call")) for line in lines[1:-1]] == [
+        (kind, f"k{i}") for i in range(30) for kind in ("sent", "entry")
+    ]
+    (run,) = Ledger(lake).runs(NIGHT)
+    assert run.closed and Ledger(lake).spent(NIGHT) == 30
+
+
+def test_after_a_ledger_write_fails_no_line_is_written_and_the_run_is_left_for_reconciliation(
+    lake: Lake, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    write = LedgerWriter._write
+
+    def disk_full_at_k2(self: LedgerWriter, line: dict) -> None:
+        if line.get("call") == "k2":
+            raise OSError(errno.ENOSPC, "No space left on device")
+        write(self, line)
+
+    monkeypatch.setattr(LedgerWriter, "_write", disk_full_at_k2)
+    writer = LedgerWriter(lake, NIGHT, "r1", remaining_before=100)
+    writer.sent("player_summary", "k1", 1)
+    with pytest.raises(OSError, match="No space left"):
+        writer.sent("player_summary", "k2", 1)
+    with pytest.raises(LedgerError, match=r"could not be written .*No space left.*no call is paid for"):
+        writer.sent_soon("player_summary", "k3", 1)
+    with pytest.raises(LedgerError, match="could not be written"):
+        writer.record("k1", **row())
+    writer.close()
+    (dead,) = Ledger(lake).dead_runs()  # unanswered calls: left open for the next run to reconcile
+    assert dead.run_id == "r1" and [line["call"] for line in dead.unanswered] == ["k1"]  # the line that failed is not there
 
 
 def test_a_row_that_does_not_fit_is_refused(lake: Lake) -> None:

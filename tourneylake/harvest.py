@@ -522,8 +522,9 @@ class _Fetcher:
             target.network, target.player, target.filter_sent, target.filter_name,
             written=target.filter_expression or "", window=target.window, anchored=target.anchored,
         )  # fmt: skip
+        # The tables worker parses the body itself: here only its envelope is read.
         try:
-            response = await self.client.send(call)
+            response = await self.client.send(call, tree=not isinstance(self.sink, TablesWorker))
         except BudgetRefused as exc:
             outcome.deferred.append((target, str(exc)))
             return None

@@ -22,6 +22,7 @@ import logging
 import uuid
 from collections import Counter
 from collections.abc import Callable, Iterator
+from concurrent.futures import Future
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
@@ -190,25 +191,26 @@ class Session:
 
     def metering_hooks(self, budget: Budget | None, ledger: LedgerWriter) -> dict[str, Callable[..., None]]:
         """``before_attempt``: the budget's permission, then the write-ahead line;
-        ``on_attempt``: settle the budget and write the attempt's row."""
+        ``on_attempt``: settle the budget and write the attempt's row. Each returns the future
+        of its line's write (see :class:`LedgerWriter`), which the client waits for."""
 
-        def gate(call: calls.Call, number: int) -> None:
+        def gate(call: calls.Call, number: int) -> Future[None] | None:
             if not call.metered:
-                return
+                return None
             if budget is not None and not budget.try_reserve(call.resource):
                 raise BudgetRefused(
                     budget.refusal(call.resource) or budget.stopped_reason or "budget: no searches left for this run"
                 )
-            ledger.sent(call.resource, key_digest(call.key), number)
+            return ledger.sent_soon(call.resource, key_digest(call.key), number)
 
-        def record(attempt: Attempt) -> None:
+        def record(attempt: Attempt) -> Future[None] | None:
             call = attempt.call
             if not call.metered:
-                return
+                return None
             charged = _charged(attempt)
             if budget is not None:  # settle first: an isolated call teaches the cost model the true cost
                 budget.settle(call.resource, attempt.remaining_after, charged)
-            ledger.record(
+            return ledger.record_soon(
                 key_digest(call.key),
                 called_at=attempt.started_at,
                 run_id=self.run_id,

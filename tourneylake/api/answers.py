@@ -8,8 +8,10 @@ Free of the HTTP stack (no httpx, no settings), so the tables worker
 
 from __future__ import annotations
 
+from typing import Any
 from xml.etree.ElementTree import ParseError as XmlParseError
 
+import msgspec
 import orjson
 from defusedxml import DefusedXmlException
 from defusedxml.ElementTree import DefusedXMLParser
@@ -19,7 +21,7 @@ from tourneylake.api.envelope import Envelope, read_envelope
 from tourneylake.api.errors import MalformedResponse, UnusableResponse
 from tourneylake.tree import MalformedPayload, Node, parse
 
-__all__ = ["call_payload", "cut_short", "metadata_is_cached", "read_answer"]
+__all__ = ["call_payload", "cut_short", "metadata_is_cached", "read_accepted_envelope", "read_answer"]
 
 
 def metadata_is_cached(root: Node) -> bool:
@@ -79,3 +81,51 @@ def read_answer(body: bytes, fmt: str, resource: str | None = None) -> tuple[Nod
         if cut_short(body, fmt):
             raise MalformedResponse(f"the answer was cut short: {exc}", resource=resource) from None
         raise UnusableResponse(f"the answer cannot be read: {exc}", resource=resource) from None
+
+
+class _Envelope(msgspec.Struct):
+    """The envelope's part of a JSON ``Response`` element, each value as its raw JSON (every
+    other member is checked for syntax and skipped, never built)."""
+
+    success: msgspec.Raw = msgspec.field(name="@success", default=msgspec.UNSET)
+    timestamp: msgspec.Raw = msgspec.field(name="@timestamp", default=msgspec.UNSET)
+    metadata_hash: msgspec.Raw = msgspec.field(name="@metadataHash", default=msgspec.UNSET)
+    app_version: msgspec.Raw = msgspec.field(name="@appVersion", default=msgspec.UNSET)
+    user_info: msgspec.Raw = msgspec.field(name="UserInfo", default=msgspec.UNSET)
+
+
+_ENVELOPE_MEMBERS = tuple((field.encode_name, field.name) for field in msgspec.structs.fields(_Envelope))
+_read_response = msgspec.json.Decoder(dict[str, _Envelope]).decode
+
+
+def read_accepted_envelope(body: bytes) -> Envelope | None:
+    """The envelope of a JSON answer that plainly succeeded, read without building its tree.
+
+    A summary is ~1,500 JSON values of which the envelope is a dozen: msgspec checks the whole
+    document's syntax and builds only the envelope's members, whose values orjson reads, so
+    the :class:`Envelope` is exactly :func:`read_answer`'s (0.5 → 0.15 ms a summary in a
+    harvest; the tables worker parses the body anyway). ``None`` for anything else — not UTF-8,
+    not JSON msgspec takes, not one ``Response`` root, ``success`` not true, an envelope that
+    does not read — and the caller reads the body in full, which judges a body cut short or
+    unusable exactly as before. What msgspec's syntax check accepts and orjson would not
+    (a number beyond a double inside the payload) is found by the normaliser, which refuses
+    the answer (``answer unusable``, kept raw)."""
+    try:
+        if not body.isascii():
+            body.decode("utf-8")  # orjson refuses invalid UTF-8 anywhere; msgspec only in what it builds
+        document = _read_response(body)
+    except (msgspec.DecodeError, UnicodeDecodeError, RecursionError):
+        return None
+    response = document.get("Response")
+    if response is None or len(document) != 1:
+        return None
+    raw: dict[str, Any] = {}
+    try:
+        for member, field in _ENVELOPE_MEMBERS:
+            value = getattr(response, field)
+            if value is not msgspec.UNSET:
+                raw[member] = orjson.loads(memoryview(value))
+        envelope = read_envelope(Node("Response", raw))
+    except (orjson.JSONDecodeError, MalformedPayload):
+        return None
+    return envelope if envelope.success else None

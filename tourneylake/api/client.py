@@ -43,7 +43,7 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -53,7 +53,7 @@ import tenacity
 
 from tourneylake import __version__
 from tourneylake.api import calls
-from tourneylake.api.answers import call_payload, metadata_is_cached, read_answer
+from tourneylake.api.answers import call_payload, metadata_is_cached, read_accepted_envelope, read_answer
 from tourneylake.api.calls import Call
 from tourneylake.api.envelope import Envelope, service_error
 from tourneylake.api.errors import (
@@ -67,7 +67,7 @@ from tourneylake.api.errors import (
 )
 from tourneylake.config import Settings
 from tourneylake.errors import ConfigError
-from tourneylake.tree import Node
+from tourneylake.tree import Node, parse
 
 log = logging.getLogger(__name__)
 
@@ -115,11 +115,17 @@ class ApiResponse:
 
     call: Call
     envelope: Envelope
-    root: Node
+    tree: Node | None  # None when the call was read for its envelope only (``send(..., tree=False)``)
     body: bytes
     format: str
     fetched_at: datetime
     attempts: int
+
+    @property
+    def root(self) -> Node:
+        """The body's tree (parsed on each use when the call was read for its envelope only;
+        raises :class:`~tourneylake.tree.MalformedPayload` if it cannot be read)."""
+        return self.tree if self.tree is not None else parse(self.body, self.format)
 
     @property
     def payload(self) -> Node | None:
@@ -164,8 +170,10 @@ class Attempt:
 
 BodyStatus = Callable[[str], None]
 BodyHook = Callable[[ReceivedBody], BodyStatus | None]
-AttemptHook = Callable[[Attempt], None]
-GateHook = Callable[[Call, int], None]
+#: Both may return the future of a write the call must wait for (the search ledger's line,
+#: written on the ledger's own thread): before it goes out, before its caller hears of it.
+AttemptHook = Callable[[Attempt], Future[None] | None]
+GateHook = Callable[[Call, int], Future[None] | None]
 
 
 class _Protocol:
@@ -243,9 +251,12 @@ class _Protocol:
         *,
         body_saved: bool = False,
         status_hook: BodyStatus | None = None,
+        tree: bool = True,
     ) -> ApiResponse:
         """Check the status, hand the body to ``on_body`` (unless the caller already did:
-        ``body_saved``, with its ``status_hook``), parse it, and tell the hook what it was."""
+        ``body_saved``, with its ``status_hook``), parse it, and tell the hook what it was.
+        ``tree=False``: the caller needs only the envelope and the body, so an answer that
+        plainly succeeded is read for its envelope alone (:func:`read_accepted_envelope`)."""
         status = response.status_code
         if status in (404, 405):
             raise MalformedCallError(status, f"/api/…/{call.path}", resource=call.resource)
@@ -261,8 +272,11 @@ class _Protocol:
         fmt = self.settings.format
         if self.on_body is not None and not body_saved:
             status_hook = self.on_body(ReceivedBody(call, body, fmt, fetched_at))
+        envelope = None if tree or fmt != "json" else read_accepted_envelope(body)
+        root: Node | None = None
         try:
-            root, envelope = read_answer(body, fmt, call.resource)
+            if envelope is None:
+                root, envelope = read_answer(body, fmt, call.resource)
         except MalformedResponse as exc:
             _tell(status_hook, "malformed")
             raise MalformedResponse(f"{call.describe()}: {exc}", resource=call.resource) from None
@@ -274,19 +288,20 @@ class _Protocol:
             if not call.metered and envelope.success:
                 _note_reading(self.account, envelope.remaining_searches)
         if not envelope.success:
+            assert root is not None  # only an accepted answer is read for its envelope alone
             error = service_error(root, envelope, call.resource)
             _tell(status_hook, f"refused-{error.code}")
             raise error
         _tell(status_hook, "ok")
         return ApiResponse(call, envelope, root, body, fmt, fetched_at, attempt)
 
-    def prepare(self, call: Call, number: int) -> tuple[str, str, dict[str, str], dict[str, str]]:
-        """Ask the gate (budget) for permission, then build the request."""
-        if self.before_attempt is not None:
-            self.before_attempt(call, number)
+    def prepare(self, call: Call, number: int) -> tuple[tuple[str, str, dict[str, str], dict[str, str]], Future[None] | None]:
+        """Ask the gate (budget) for permission, then build the request. Returns the request and
+        the gate's write that must be done before it goes out (or ``None``)."""
+        written = self.before_attempt(call, number) if self.before_attempt is not None else None
         if call.metered:  # the count is about to change: no reading from before it stands
             _forget_reading(self.account)
-        return self.request_parts(call)
+        return self.request_parts(call), written
 
     @property
     def account(self) -> tuple[str, str, str]:
@@ -302,16 +317,20 @@ class _Protocol:
         *,
         body_saved: bool = False,
         status_hook: BodyStatus | None = None,
+        pending: list[Future[Any]] | None = None,
+        tree: bool = True,
     ) -> ApiResponse:
-        """Read the response (or the transport failure), record the attempt, return or raise."""
+        """Read the response (or the transport failure), record the attempt, return or raise.
+        The attempt's ledger write is added to ``pending`` for the caller to wait for, or waited
+        for here when there is no ``pending``."""
         try:
             if isinstance(response, httpx.HTTPError):
                 raise _transport_error(call, response)
-            result = self.read(call, response, started, number, body_saved=body_saved, status_hook=status_hook)
+            result = self.read(call, response, started, number, body_saved=body_saved, status_hook=status_hook, tree=tree)
         except ApiError as exc:
-            self.record(call, number, started, t0, exc, None)
+            self.record(call, number, started, t0, exc, None, pending)
             raise
-        self.record(call, number, started, t0, None, result.remaining_searches)
+        self.record(call, number, started, t0, None, result.remaining_searches, pending)
         return result
 
     def record(
@@ -322,6 +341,7 @@ class _Protocol:
         t0: float,
         error: BaseException | None,
         remaining: int | None,
+        pending: list[Future[Any]] | None = None,
     ) -> None:
         if self.on_attempt is None:
             return
@@ -338,7 +358,7 @@ class _Protocol:
             outcome = "malformed_call"
         else:
             outcome = "transport_error"
-        self.on_attempt(
+        written = self.on_attempt(
             Attempt(
                 call=call,
                 number=number,
@@ -350,6 +370,11 @@ class _Protocol:
                 error=None if error is None else redact(str(error)),
             )
         )
+        if written is not None:
+            if pending is None:
+                written.result()
+            else:
+                pending.append(written)
 
     def retry_kwargs(self) -> dict[str, Any]:
         s = self.settings
@@ -479,7 +504,9 @@ class Client(_Resources):
         for attempt in tenacity.Retrying(**protocol.retry_kwargs()):
             with attempt:
                 number += 1
-                method, url, params, headers = protocol.prepare(call, number)
+                (method, url, params, headers), written = protocol.prepare(call, number)
+                if written is not None:
+                    written.result()  # the ledger's write-ahead line, before the call goes out
                 started, t0 = datetime.now(UTC), time.perf_counter()
                 try:
                     response: httpx.Response | httpx.HTTPError = self._http.request(
@@ -792,8 +819,9 @@ class AsyncClient(_Resources):
         finally:
             self._lanes.put_nowait(lane)
 
-    async def send(self, call: Call, **_: Any) -> ApiResponse:
-        """Send a prepared :class:`Call` (see :mod:`tourneylake.api.calls`)."""
+    async def send(self, call: Call, *, tree: bool = True, **_: Any) -> ApiResponse:
+        """Send a prepared :class:`Call` (see :mod:`tourneylake.api.calls`). ``tree=False``: the
+        caller uses the answer's envelope and body, not its tree (see :meth:`_Protocol.read`)."""
         protocol = self.protocol
         number = 0
         async for attempt in tenacity.AsyncRetrying(**protocol.retry_kwargs()):
@@ -803,7 +831,9 @@ class AsyncClient(_Resources):
                     at_limit = self._slots.limit
                     # The gate is asked once a slot is free, right before sending: a budget stop
                     # reaches every call still waiting for a slot.
-                    method, url, params, headers = protocol.prepare(call, number)
+                    (method, url, params, headers), written = protocol.prepare(call, number)
+                    if written is not None:  # the ledger's write-ahead line, before the call goes out
+                        await asyncio.wrap_future(written)
                     started, t0 = datetime.now(UTC), time.perf_counter()
                     try:
                         response: httpx.Response | httpx.HTTPError = await self._request(
@@ -817,11 +847,14 @@ class AsyncClient(_Resources):
                     status_hook = None if saved_hook is None else self._on_body_pool(saved_hook, settling)
                     saved = True
                 try:
-                    return protocol.finish(call, response, number, started, t0, body_saved=saved, status_hook=status_hook)
+                    return protocol.finish(
+                        call, response, number, started, t0,
+                        body_saved=saved, status_hook=status_hook, pending=settling, tree=tree,
+                    )  # fmt: skip
                 except LoggedInElsewhere:
                     self._slots.refused(at_limit)
                     raise
-                finally:  # the body is named by its status before its caller hears of it
+                finally:  # the body is named by its status, and the attempt is in the ledger, before its caller hears of it
                     for future in settling:
                         await asyncio.wrap_future(future)
         raise AssertionError("unreachable")  # pragma: no cover
