@@ -180,6 +180,10 @@ def run(
         for account in listed.accounts:  # and every account's credentials are where it says
             account_settings(settings, account)
         _ = settings.warehouse_path  # a lake at a URL needs TOURNEYLAKE_WAREHOUSE: said before any search
+        from tourneylake.tables_worker import prestart, worker_wanted
+
+        if worker_wanted(settings, listed):
+            prestart()  # the tables worker starts on the other core while Dagster is imported
         from pipelines.nightly import run_night  # Dagster is imported only when a night runs
     skip_pandas_sniffing()  # a night makes no data frame
 

@@ -150,3 +150,24 @@ def test_the_worker_environment_holds_no_credentials(monkeypatch) -> None:
     env = _worker_env()
     assert not {"hunter2", "hunter3", "hunter4"} & set(env.values())
     assert "PATH" in env and env["PYTHONPATH"].split(os.pathsep)[0] == str(Path(__file__).resolve().parent.parent)
+
+
+def test_a_worker_started_ahead_makes_the_next_harvests_tables_and_one_never_used_ends(sandbox, tmp_path: Path) -> None:
+    """``tourneylake run`` starts the worker before it imports Dagster (``prestart``): the
+    harvest takes that very process; one no harvest takes ends when its input is closed."""
+    from tourneylake import tables_worker
+
+    settings = _settings(sandbox, tmp_path / "ahead", sandbox.world.roster(5), tables_worker="on")
+    tables_worker.prestart()
+    (ahead,) = _workers()
+    outcome = _harvest(settings)
+    assert outcome.fetched == 10 and outcome.rows["player_snapshots"] == 10
+    assert tables_worker._started_ahead is None  # taken
+    assert {p.pid for p in _workers()} <= {ahead.pid}  # no other was started (it may still be exiting)
+    assert _no_worker_left()
+
+    tables_worker.prestart()
+    unused = tables_worker._started_ahead
+    assert unused is not None and [p.pid for p in _workers()] == [unused.pid]
+    tables_worker._dismiss_started_ahead()  # what the process's exit does
+    assert unused.returncode == 0 and _no_worker_left()  # it ended by itself ("nothing to do")

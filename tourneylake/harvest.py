@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 import time
 from collections import deque
 from collections.abc import Iterable
@@ -29,7 +28,6 @@ from pathlib import Path
 from tourneylake.api import ApiError, AsyncClient, CredentialsError, NotFoundError, QuotaError, UnusableResponse, calls
 from tourneylake.api.client import warm_async_transport
 from tourneylake.budget import Budget, Plan, Target, plan_night
-from tourneylake.config import Settings
 from tourneylake.errors import BudgetRefused, RunFailed
 from tourneylake.filters import FilterSyntaxError, filter_for_night
 from tourneylake.from_raw import (
@@ -49,7 +47,7 @@ from tourneylake.lake import UNUSABLE, Lake, LakeError
 from tourneylake.ledger import Ledger, LedgerWriter
 from tourneylake.progress import Tracker
 from tourneylake.session import Session, left_in_run
-from tourneylake.tables_worker import TablesWorker
+from tourneylake.tables_worker import TablesWorker, worker_wanted
 from tourneylake.tree import MalformedPayload
 from tourneylake.watchlist import Watchlist
 
@@ -327,27 +325,13 @@ class _RawOnly:
         """Nothing held."""
 
 
-#: ``tables_worker: auto`` hands the tables to a second process from this many pairs on. Below it
-#: the worker's start-up (~0.6 s of the other core, ~100 MB) buys little; at 200 it already saves
-#: the night's last flush (200 summaries at 150 ms, 4 in flight: 7.92 s in process, 7.79 s with it).
-WORKER_MIN_PAIRS = 200
-
-
-def _wants_worker(settings: Settings, watchlist: Watchlist) -> bool:
-    if settings.tables_worker == "off" or settings.lake_is_remote:
-        return False  # the worker writes local parts only (it gets no store credentials)
-    if settings.tables_worker == "on":
-        return True
-    return (os.cpu_count() or 1) >= 2 and len(watchlist.targets()) >= WORKER_MIN_PAIRS
-
-
 def _harvest(session: Session, watchlist: Watchlist, batch_size: int, *, keep_tables: bool = True) -> HarvestOutcome:
     # The worker and the async client's imports start first: they overlap the searches-left
     # reading and the planning.
     warm_async_transport()
     with ExitStack() as worker_stack:
         worker = None
-        if keep_tables and _wants_worker(session.settings, watchlist):
+        if keep_tables and worker_wanted(session.settings, watchlist):
             worker = worker_stack.enter_context(TablesWorker(Path(session.settings.data_dir), session.night, batch_size))
         return _harvest_night(session, watchlist, batch_size, keep_tables, worker)
 
