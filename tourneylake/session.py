@@ -189,7 +189,7 @@ class Session:
     def spent_tonight(self, *, only: str | None = None, excluding: str | None = None) -> int:
         return Ledger(self.lake).spent(self.night, only=only, excluding=excluding, account=self.account)
 
-    def metering_hooks(self, budget: Budget | None, ledger: LedgerWriter) -> dict[str, Callable[..., None]]:
+    def metering_hooks(self, budget: Budget | None, ledger: LedgerWriter) -> dict[str, Callable[..., Future[None] | None]]:
         """``before_attempt``: the budget's permission, then the write-ahead line;
         ``on_attempt``: settle the budget and write the attempt's row. Each returns the future
         of its line's write (see :class:`LedgerWriter`), which the client waits for."""

@@ -153,6 +153,7 @@ def prestart() -> None:
     global _started_ahead
     if _started_ahead is None:
         _started_ahead = _spawn()
+        atexit.unregister(_dismiss_started_ahead)  # once, however many times a worker is started ahead
         atexit.register(_dismiss_started_ahead)
 
 
