@@ -369,6 +369,29 @@ class Measured:
     # The most memory the child and its descendants held at once (sampled every ~50 ms: a
     # harvest with its tables worker is two processes; ``ru_maxrss`` sees one at a time).
     tree_peak_rss_mb: float = 0.0
+    # The share of the machine's CPU time the hypervisor gave to others while the child ran
+    # (``steal`` in /proc/stat), in percent; None where the kernel does not say. A run that
+    # uses both cores loses more wall time to it than one that uses one (see RESULTS.md).
+    steal_pct: float | None = None
+
+
+def cpu_jiffies() -> tuple[int, int] | None:
+    """(steal, total) CPU time of the whole machine so far, from /proc/stat (Linux)."""
+    try:
+        with open("/proc/stat", "rb") as handle:
+            fields = handle.readline().split()
+    except OSError:
+        return None
+    if len(fields) < 9 or fields[0] != b"cpu":
+        return None
+    values = [int(f) for f in fields[1:9]]  # user nice system idle iowait irq softirq steal
+    return values[7], sum(values)
+
+
+def steal_pct(before: tuple[int, int] | None, after: tuple[int, int] | None) -> float | None:
+    if before is None or after is None or after[1] <= before[1]:
+        return None
+    return round(100 * (after[0] - before[0]) / (after[1] - before[1]), 1)
 
 
 def _tree_rss_mb(pid: int) -> float:
@@ -390,6 +413,7 @@ def measure(cmd: list[str], *, env: dict[str, str] | None = None, cwd: Path = RO
     """Run ``cmd`` to its exit; its output goes to temporary files (no pipe to drain)."""
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         started_at = time.time()
+        jiffies = cpu_jiffies()
         t0 = time.perf_counter()
         proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=out, stderr=err, stdin=subprocess.DEVNULL, start_new_session=True)
         deadline = t0 + timeout
@@ -422,6 +446,7 @@ def measure(cmd: list[str], *, env: dict[str, str] | None = None, cwd: Path = RO
             out.read().decode(errors="replace"),
             err.read().decode(errors="replace"),
             max(tree_peak, usage.ru_maxrss / 1024),
+            steal_pct(jiffies, cpu_jiffies()),
         )
 
 

@@ -48,11 +48,13 @@ from benchmarks.common import (
     ROOT,
     TODAY,
     BenchServer,
+    cpu_jiffies,
     measure,
     roster,
     run_env,
     sandbox_bodies,
     scratch,
+    steal_pct,
     write_watchlist,
 )
 
@@ -83,6 +85,7 @@ class Deadline:
 
 def child(module: str, args: list[str], timeout: float) -> dict[str, Any]:
     """Run ``python -m module args`` and read its one JSON line (killed by pid on timeout)."""
+    jiffies = cpu_jiffies()
     proc = subprocess.Popen(
         [sys.executable, "-m", module, *args], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True
     )
@@ -95,7 +98,7 @@ def child(module: str, args: list[str], timeout: float) -> dict[str, Any]:
     lines = [line for line in out.decode().splitlines() if line.startswith("{")]
     if proc.returncode != 0 or not lines:
         raise RuntimeError(f"{module} failed ({proc.returncode}): {err.decode()[-2000:]}")
-    return orjson.loads(lines[-1])
+    return {**orjson.loads(lines[-1]), "host_steal_pct": steal_pct(jiffies, cpu_jiffies())}
 
 
 def log(message: str) -> None:
@@ -139,6 +142,7 @@ def whole_run(server: BenchServer, arm: Arm, watchlist: Path, data_dir: Path, ti
         "cpu_s": m.user_s + m.sys_s,
         "peak_rss_mb": m.tree_peak_rss_mb,
         "largest_process_rss_mb": m.peak_rss_mb,
+        "host_steal_pct": m.steal_pct,
         # process start -> first request; last request -> exit
         "startup_s": (stats["first_at"] - m.started_at) if stats["first_at"] else None,
         "after_last_request_s": (m.ended_at - stats["last_at"]) if stats["last_at"] else None,
@@ -183,6 +187,7 @@ def dlt_run(server: BenchServer, players: int, workdir: Path, timeout: float) ->
         "cpu_s": m.user_s + m.sys_s,
         "peak_rss_mb": m.tree_peak_rss_mb,
         "largest_process_rss_mb": m.peak_rss_mb,
+        "host_steal_pct": m.steal_pct,
         "pipeline_s": inner["seconds"],
         "extract_s": inner["extract_s"],
         "normalize_s": inner["normalize_s"],
@@ -214,7 +219,7 @@ def bench_vs_dlt(
                 runs.setdefault(arm.label, []).append(run)
                 log(
                     f"[1] {arm.label} run {rep + 1}: {run['seconds']:.2f} s, cpu {run['cpu_s']:.1f} s, "
-                    f"peak {run['peak_rss_mb']:.0f} MB, start-up {run['startup_s']:.2f} s"
+                    f"peak {run['peak_rss_mb']:.0f} MB, start-up {run['startup_s']:.2f} s, host steal {run['host_steal_pct']}%"
                 )
                 if run["summaries"] != players:
                     raise RuntimeError(f"{arm.label} fetched {run['summaries']} of {players}")
@@ -225,7 +230,7 @@ def bench_vs_dlt(
                 log(
                     f"[1] dlt run {rep + 1}: {run['seconds']:.2f} s (pipeline {run['pipeline_s']:.2f}: extract "
                     f"{run['extract_s']:.2f}, normalize {run['normalize_s']:.2f}, load {run['load_s']:.2f}), "
-                    f"peak {run['peak_rss_mb']:.0f} MB"
+                    f"peak {run['peak_rss_mb']:.0f} MB, host steal {run['host_steal_pct']}%"
                 )
     ours = runs[arms[0].label]
     med = {label: _median(r, "seconds") for label, r in runs.items()}
@@ -240,6 +245,16 @@ def bench_vs_dlt(
         ratio, figure = float("nan"), f"ours {med[arms[0].label]:.2f} s (dlt not run)"
     for arm in arms[1:]:
         figure += f"; {arm.label} {med[arm.label]:.2f} s / {rss[arm.label]:.0f} MB"
+    steal = [r["host_steal_pct"] for v in runs.values() for r in v if r["host_steal_pct"] is not None]
+    if steal:
+        figure += f"; host steal {min(steal):.0f}-{max(steal):.0f}%"
+    # Each round's own ratio, beside the steal of its two runs: ours uses both cores, dlt one,
+    # so a round where the host takes a share of the machine moves the ratio (RESULTS.md).
+    rounds = [
+        {"ours_s": round(o["seconds"], 3), "dlt_s": round(d["seconds"], 3), "ratio": round(d["seconds"] / o["seconds"], 3),
+         "steal_pct": [o["host_steal_pct"], d["host_steal_pct"]]}
+        for o, d in zip(ours, runs.get("dlt", []), strict=False)
+    ]  # fmt: skip
     return Result(
         1,
         f"`tourneylake run`, {players} players, bench server (precomputed ~14 KB answers), 20 ms, concurrency "
@@ -255,6 +270,8 @@ def bench_vs_dlt(
             "median_startup_s": round(_median(ours, "startup_s"), 3),
             "median_after_last_request_s": round(_median(ours, "after_last_request_s"), 3),
             "ideal_latency_bound_s": round(0.020 * players / HARVEST_CONCURRENCY, 3),
+            "rounds": rounds,
+            "median_of_round_ratios": round(statistics.median(r["ratio"] for r in rounds), 3) if rounds else None,
             "runs": {
                 k: [{a: (round(b, 3) if isinstance(b, float) else b) for a, b in r.items()} for r in v] for k, v in runs.items()
             },
@@ -270,7 +287,8 @@ def bench_latency(server: BenchServer, players: int, repeats: int, deadline: Dea
     at 150 ms and 4 parallel calls, against the bench server."""
     latency = 150.0
     server.set_latency(latency)
-    runs = []
+    runs: list[float] = []
+    steal: list[float | None] = []
     try:
         for rep in range(repeats):
             with scratch() as tmp:
@@ -281,7 +299,8 @@ def bench_latency(server: BenchServer, players: int, repeats: int, deadline: Dea
                     deadline.left(300),
                 )
                 runs.append(run["seconds"])
-                log(f"[2] run {rep + 1}: {run['seconds']:.2f} s")
+                steal.append(run["host_steal_pct"])
+                log(f"[2] run {rep + 1}: {run['seconds']:.2f} s, host steal {run['host_steal_pct']}%")
     finally:
         server.set_latency(20.0)
     ideal = latency / 1000 * players / CONCURRENCY

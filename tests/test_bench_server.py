@@ -6,11 +6,13 @@ the credentials checked, the searches left counting down, an unknown player refu
 
 from __future__ import annotations
 
+import sys
+
 import httpx
 import orjson
 import pytest
 
-from benchmarks.common import BenchServer, headers, roster, summary_path
+from benchmarks.common import BenchServer, cpu_jiffies, headers, measure, roster, steal_pct, summary_path
 from tourneylake.api import read_answer
 
 pytestmark = pytest.mark.xdist_group("bench_server")
@@ -51,3 +53,14 @@ def test_answers_a_night_and_counts_searches(server: BenchServer) -> None:
     stats = server.stats()
     assert stats["counts"]["summary"] == 5 and stats["filter_mismatches"] == 0
     assert stats["counts"]["error_101002"] == 1 and stats["counts"]["error_103001"] == 1
+
+
+def test_measure_reports_the_hosts_steal_time() -> None:
+    """Benchmark 1's rounds carry the machine's steal time: a child measured on Linux gets a
+    share between 0 and 100 %; the arithmetic is steal over all CPU time between two readings."""
+    assert steal_pct((10, 1000), (40, 1600)) == 5.0
+    assert steal_pct(None, (40, 1600)) is None and steal_pct((10, 1000), (10, 1000)) is None
+    m = measure([sys.executable, "-c", "sum(range(3_000_000))"], timeout=60)
+    assert m.returncode == 0
+    if cpu_jiffies() is not None:
+        assert m.steal_pct is not None and 0.0 <= m.steal_pct <= 100.0
