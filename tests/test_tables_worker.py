@@ -28,9 +28,10 @@ from tourneylake.api import calls
 from tourneylake.harvest import harvest_players, refresh_metadata
 from tourneylake.lake import OK, Lake
 from tourneylake.normalize.summary import SUMMARY_TABLES
+from tourneylake.pipes import worker_env
 from tourneylake.sandbox import DEMO, running_sandbox
 from tourneylake.session import Session
-from tourneylake.tables_worker import TablesWorkerError, _worker_env
+from tourneylake.tables_worker import TablesWorkerError
 from tourneylake.watchlist import load_watchlist
 
 pytestmark = pytest.mark.xdist_group("tables_worker")
@@ -147,7 +148,7 @@ def test_the_worker_environment_holds_no_credentials(monkeypatch) -> None:
     monkeypatch.setenv("TOURNEYLAKE_PASSWORD", "hunter2")
     monkeypatch.setenv("MAIN_ACCOUNT_PASSWORD", "hunter3")
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "hunter4")
-    env = _worker_env()
+    env = worker_env()
     assert not {"hunter2", "hunter3", "hunter4"} & set(env.values())
     assert "PATH" in env and env["PYTHONPATH"].split(os.pathsep)[0] == str(Path(__file__).resolve().parent.parent)
 

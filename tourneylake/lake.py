@@ -81,7 +81,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from tourneylake.errors import TourneylakeError
-from tourneylake.storage import AnyPath, StorePath, location, remove_tree, replace
+from tourneylake.raw_saver import raw_file_bytes, rename_settled
+from tourneylake.storage import AnyPath, StorePath, location, remove_tree
 from tourneylake.storage import atomic_write as atomic_write
 from tourneylake.storage import fsync_dir as _fsync_dir
 
@@ -155,6 +156,11 @@ def _utc(value: datetime | int | float) -> datetime:
     if isinstance(value, datetime):
         return value if value.tzinfo else value.replace(tzinfo=UTC)
     return datetime.fromtimestamp(value, tz=UTC)
+
+
+def raw_stamps(fetched_at: datetime | int | float, snapshot_date: date | str) -> tuple[str, str]:
+    """A raw file's ``fetched_at`` and ``snapshot_date``, as its envelope writes them."""
+    return _utc(fetched_at).isoformat(), _day(snapshot_date).isoformat()
 
 
 def key_digest(key: Mapping[str, str]) -> str:
@@ -238,45 +244,53 @@ class Lake:
     ) -> AnyPath:
         """Store one body, as received, before anything else touches it; returns its path, to
         be :meth:`settle_raw`-d once its envelope has been read."""
+        path = self.received_path(snapshot_date, resource, key, fmt)
+        self.write_received(path, snapshot_date, resource, key, body, fmt, fetched_at)
+        return path
+
+    def received_path(self, snapshot_date: date | str, resource: str, key: Mapping[str, str], fmt: str) -> AnyPath:
+        """A new name for a body of this request as received (``<digest>.<token>.received.json.gz``),
+        after the checks :meth:`write_raw` makes: the key holds no credential, the format is known."""
         bad = [k for k in key if _CREDENTIAL_KEY.search(str(k))]
         if bad:
             raise LakeError(f"raw response key must not hold credentials (fields {bad}); key by what was asked, not who asked")
         if fmt not in ("json", "xml"):
             raise LakeError(f"unknown format {fmt!r}: expected 'json' or 'xml'")
-        try:
-            text, encoding = body.decode("utf-8"), "utf-8"
-        except UnicodeDecodeError:
-            text, encoding = base64.b64encode(body).decode("ascii"), "base64"
-        envelope = {
-            "resource": resource,
-            "key": {str(k): str(v) for k, v in key.items()},
-            "format": fmt,
-            "fetched_at": _utc(fetched_at).isoformat(),
-            "snapshot_date": _day(snapshot_date).isoformat(),
-            "sha256": hashlib.sha256(body).hexdigest(),
-            "body_encoding": encoding,
-            "body": text,
-        }
-        path = self._raw_folder(snapshot_date, resource) / f"{key_digest(key)}.{uuid.uuid4().hex[:12]}.{RECEIVED}.json.gz"
-        # Level 1: JSON/XML bodies shrink ~8x at a few ms per 300 kB, cheap next to the call.
-        data = gzip.compress(orjson.dumps(envelope), compresslevel=1, mtime=0)
+        return self._raw_folder(snapshot_date, resource) / f"{key_digest(key)}.{uuid.uuid4().hex[:12]}.{RECEIVED}.json.gz"
+
+    def write_received(
+        self,
+        path: AnyPath,
+        snapshot_date: date | str,
+        resource: str,
+        key: Mapping[str, str],
+        body: bytes,
+        fmt: str,
+        fetched_at: datetime | int | float,
+    ) -> None:
+        """Write a body to the :meth:`received_path` given (the same file whoever writes it:
+        :mod:`tourneylake.raw_saver` writes it in another process)."""
+        data = raw_file_bytes(resource, key, fmt, *raw_stamps(fetched_at, snapshot_date), body)
         atomic_write(path, data, fsync=self.fsync)
-        return path
 
     def settle_raw(self, path: AnyPath, status: str) -> AnyPath:
         """Name a received body by its status (see the module docstring); returns the new path.
         The rename needs no fsync: if it is lost, the body stays ``received`` and is read again.
         A body another process already settled (the same bytes, so the same status) is left as is."""
+        target = self.settled_path(path, status)
+        if target != path:
+            rename_settled(path, target)
+        return target
+
+    @staticmethod
+    def settled_path(path: AnyPath, status: str) -> AnyPath:
+        """The name :meth:`settle_raw` gives a body of ``status``."""
         if status != OK and not _STATUS.match(status):
             raise LakeError(f"unknown raw status {status!r}")
         digest, token = path.name.split(".")[:2]
         if token == "json":  # an accepted answer (``<digest>.json.gz``) being demoted
             token = uuid.uuid4().hex[:12]
-        target = path.with_name(f"{digest}.json.gz" if status == OK else f"{digest}.{token}.{status}.json.gz")
-        if target != path:
-            with contextlib.suppress(FileNotFoundError):
-                replace(path, target)
-        return target
+        return path.with_name(f"{digest}.json.gz" if status == OK else f"{digest}.{token}.{status}.json.gz")
 
     @contextlib.contextmanager
     def lock(self, name: str) -> Iterator[None]:

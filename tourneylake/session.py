@@ -43,6 +43,7 @@ from tourneylake.ledger import (
     LedgerWriter,
     unexplained_charges,
 )
+from tourneylake.raw_saver import RawSaver, saver_wanted
 from tourneylake.reference import InForce
 from tourneylake.state import StateStore
 from tourneylake.tree import Node, parse
@@ -127,6 +128,10 @@ class Session:
         return Client(self.settings, base_url=self.base_url, **self._hooks(hooks))
 
     def async_client(self, **hooks: Any) -> AsyncClient:
+        """A client for a harvest: a writable session's bodies are saved by a second process
+        on a local lake (:mod:`tourneylake.raw_saver`), else on the client's threads."""
+        if self.writable and saver_wanted(self.lake):
+            hooks["body_saver"] = RawSaver(self.lake, self.night)
         return AsyncClient(self.settings, base_url=self.base_url, **self._hooks(hooks))
 
     # ------------------------------------------------------------------ searches left

@@ -319,7 +319,7 @@ def atomic_write(path: AnyPath, data: bytes, *, fsync: bool) -> None:
             os.close(fd)
         os.replace(tmp, path)
     except BaseException:
-        with contextlib.suppress(FileNotFoundError):
+        with contextlib.suppress(OSError):  # a failed clean-up must not hide what failed
             tmp.unlink()
         raise
     if fsync:

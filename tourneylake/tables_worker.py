@@ -29,7 +29,7 @@ a night may read the nights before it). A night's player tables read only its ow
 those tables, so nights rebuild side by side; within a night the summaries stay in one process,
 in order, because the night's dedup keeps the first answer of each tournament.
 
-Framing on the pipes: a 4-byte length, then a msgpack array (``msgspec``). The worker only
+Framing on the pipes: :mod:`tourneylake.pipes`. The worker only
 writes from its one thread. The harvest queues its messages (at most 512 answers: the
 backpressure that keeps memory flat) for a feeder thread that writes them, so the event loop
 never waits while the worker starts (~1 s of imports on the other core); one thread reads.
@@ -43,7 +43,6 @@ import logging
 import os
 import queue
 import signal
-import struct
 import subprocess
 import sys
 import threading
@@ -54,11 +53,10 @@ from datetime import date, datetime
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
-import msgspec
-
 from tourneylake.errors import TourneylakeError
 from tourneylake.from_raw import StoredSummaries
 from tourneylake.nopandas import refuse_pandas
+from tourneylake.pipes import frame, receive, send, worker_env
 
 if TYPE_CHECKING:
     from tourneylake.config import Settings
@@ -68,50 +66,17 @@ __all__ = ["RebuildWorkers", "TablesWorker", "TablesWorkerError", "prestart", "r
 
 log = logging.getLogger(__name__)
 
-_LENGTH = struct.Struct("<I")
-_encode = msgspec.msgpack.Encoder().encode
-_decode = msgspec.msgpack.Decoder().decode
 # Answers queued for the worker at most (~14 KB each: ~7 MB): two seconds of fetching, more than
 # the worker's start-up takes; beyond it the harvest waits for the worker.
 _QUEUED_FRAMES = 512
 # Answers normalised by the night's last flush at most (when the harvest said how many to expect):
 # ~0.1 s of work the night waits for, where a whole batch would be ~0.4 s.
 _TAIL = 32
-# Only what Python needs to start: never the service's credentials (nor any other secret).
-_ENV_KEPT = ("PATH", "HOME", "LANG", "TMPDIR", "TZ", "VIRTUAL_ENV", "SYSTEMROOT", "PYTHONDONTWRITEBYTECODE", "PYTHONHASHSEED")
 
 
 class TablesWorkerError(TourneylakeError):
     """The worker that makes the night's tables failed (its message says how); every answer
     is in the raw store: the next run or ``tourneylake rebuild`` makes the tables from them."""
-
-
-def _frame(message: list[Any]) -> bytes:
-    payload = _encode(message)
-    return _LENGTH.pack(len(payload)) + payload
-
-
-def _send(stream: IO[bytes], message: list[Any]) -> None:
-    stream.write(_frame(message))
-
-
-def _receive(stream: IO[bytes]) -> list[Any] | None:
-    """The next message, or ``None`` at the end of the stream (a torn frame is an end too)."""
-    head = stream.read(_LENGTH.size)
-    if len(head) < _LENGTH.size:
-        return None
-    (size,) = _LENGTH.unpack(head)
-    payload = stream.read(size)
-    return _decode(payload) if len(payload) == size else None
-
-
-def _worker_env() -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k in _ENV_KEPT or k.startswith("LC_")}
-    # The worker imports this very tree (a checkout run with `python -m` need not be installed).
-    env["PYTHONPATH"] = os.pathsep.join(
-        p for p in (str(Path(__file__).resolve().parent.parent), os.environ.get("PYTHONPATH")) if p
-    )
-    return env
 
 
 def _spawn(*, own_session: bool = False) -> subprocess.Popen[bytes]:
@@ -120,7 +85,7 @@ def _spawn(*, own_session: bool = False) -> subprocess.Popen[bytes]:
         [sys.executable, "-m", "tourneylake.tables_worker"],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
-        env=_worker_env(),
+        env=worker_env(),
         close_fds=True,
         start_new_session=own_session,
     )
@@ -291,7 +256,7 @@ class TablesWorker:
         if self._broken:
             self._ended.wait(timeout=10)
             raise TablesWorkerError(f"the tables worker ended early: {self._why()}")
-        self._queue.put(_frame(message))
+        self._queue.put(frame(message))
 
     def _feed(self) -> None:
         assert self._proc is not None and self._proc.stdin is not None
@@ -317,7 +282,7 @@ class TablesWorker:
     def _read(self) -> None:
         assert self._proc is not None and self._proc.stdout is not None
         try:
-            while (message := _receive(self._proc.stdout)) is not None:
+            while (message := receive(self._proc.stdout)) is not None:
                 kind = message[0]
                 if kind == "log":
                     self._logs.append((message[1], message[2], message[3]))
@@ -471,7 +436,7 @@ class RebuildWorkers:
         self._busy[index] = night
         assert proc.stdin is not None
         try:
-            _send(proc.stdin, ["rebuild", str(self.data_dir), night.isoformat()])
+            send(proc.stdin, ["rebuild", str(self.data_dir), night.isoformat()])
             proc.stdin.flush()
         except (OSError, ValueError):
             pass  # the worker is gone: its reader reports the end
@@ -485,7 +450,7 @@ class RebuildWorkers:
     def _read(self, index: int, proc: subprocess.Popen[bytes]) -> None:
         assert proc.stdout is not None
         try:
-            while (message := _receive(proc.stdout)) is not None:
+            while (message := receive(proc.stdout)) is not None:
                 self._events.put((index, message))
         finally:
             proc.stdout.close()
@@ -504,7 +469,7 @@ class _Forward(logging.Handler):
 
     def emit(self, record: logging.LogRecord) -> None:
         try:
-            _send(self.out, ["log", record.name, record.levelno, record.getMessage()])
+            send(self.out, ["log", record.name, record.levelno, record.getMessage()])
         except Exception:  # noqa: BLE001 - a log line must never fail the work
             self.handleError(record)
 
@@ -517,7 +482,7 @@ def _serve(inp: IO[bytes], out: IO[bytes]) -> int:
     from tourneylake.reference import InForce
     from tourneylake.tree import MalformedPayload, parse
 
-    start = _receive(inp)
+    start = receive(inp)
     if start is None:
         return 0  # the harvest ended before it started us
     if start[0] == "rebuild":
@@ -529,10 +494,10 @@ def _serve(inp: IO[bytes], out: IO[bytes]) -> int:
             sink = SummarySink(lake, night, InForce(lake, night), stack, batch_size)
             if has_stored:
                 stored = sink.add_stored()
-                _send(out, ["stored", [list(t) for t in stored.done], [[*t, why] for t, why in stored.unusable.items()]])
+                send(out, ["stored", [list(t) for t in stored.done], [[*t, why] for t, why in stored.unusable.items()]])
                 out.flush()
             added, flush_at = 0, -1  # flush_at: answers added when the tail's flush is due (`expect`)
-            while (message := _receive(inp)) is not None:
+            while (message := receive(inp)) is not None:
                 if message[0] == "finish":
                     sink.flush()
                     break
@@ -547,9 +512,9 @@ def _serve(inp: IO[bytes], out: IO[bytes]) -> int:
                     sink.add(parse(body, fmt), key, datetime.fromisoformat(fetched_at))
                 except MalformedPayload as exc:
                     sink.reject(key, str(exc))
-                    _send(out, ["rejected", list(target_key(key)), str(exc)])
+                    send(out, ["rejected", list(target_key(key)), str(exc)])
                 except Exception as exc:  # noqa: BLE001 - handed back: the harvest stops new searches
-                    _send(out, ["crashed", f"{type(exc).__name__} while normalising: {exc}"])
+                    send(out, ["crashed", f"{type(exc).__name__} while normalising: {exc}"])
                 out.flush()
             else:
                 # The harvest died or gave up: leaving the block by an exception discards the
@@ -557,7 +522,7 @@ def _serve(inp: IO[bytes], out: IO[bytes]) -> int:
                 raise _Abandoned
     except _Abandoned:
         return 0
-    _send(out, ["done", sink.rows])
+    send(out, ["done", sink.rows])
     out.flush()
     return 0
 
@@ -579,11 +544,11 @@ def _serve_rebuilds(first: list[Any], inp: IO[bytes], out: IO[bytes]) -> int:
         try:
             rows = player_tables(Lake(Path(data_dir)), date.fromisoformat(night_iso), unusable)
         except Exception as exc:  # noqa: BLE001 - handed back: the rebuild stops handing out nights
-            _send(out, ["night_failed", f"{type(exc).__name__}: {exc}", traceback.format_exc()])
+            send(out, ["night_failed", f"{type(exc).__name__}: {exc}", traceback.format_exc()])
         else:
-            _send(out, ["rebuilt", rows, unusable])
+            send(out, ["rebuilt", rows, unusable])
         out.flush()
-        message = _receive(inp)
+        message = receive(inp)
     return 0
 
 
@@ -607,7 +572,7 @@ def main() -> int:
         return 130
     except Exception as exc:  # noqa: BLE001 - reported to the harvest, which raises it
         with contextlib.suppress(OSError, ValueError):
-            _send(out, ["failed", f"{type(exc).__name__}: {exc}"])
+            send(out, ["failed", f"{type(exc).__name__}: {exc}"])
             out.flush()
         return 1
     finally:

@@ -42,11 +42,11 @@ import sys
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Protocol
 
 import httpx
 import tenacity
@@ -170,6 +170,38 @@ class Attempt:
 
 BodyStatus = Callable[[str], None]
 BodyHook = Callable[[ReceivedBody], BodyStatus | None]
+
+
+class BodySaver(Protocol):
+    """How an :class:`AsyncClient` saves each 200 body before it is parsed: :meth:`save` returns
+    once the body is kept, with a function that names it by its status and returns what to await
+    before the call's caller hears of it (or ``None``: nothing to name)."""
+
+    async def save(self, received: ReceivedBody) -> Callable[[str], Awaitable[None]] | None: ...
+
+    async def aclose(self) -> None: ...
+
+
+class _PoolSaver:
+    """``on_body`` run on a small pool of threads, not on the event loop: saving a body (file
+    writes, fsync) would otherwise stall every other request in flight. Naming a body by its
+    status is a rename, which waits for the file system's journal while the pool's fsyncs commit
+    (~0.6 ms a body on ext4, measured in a 2,000-summary harvest), so it runs on the pool too."""
+
+    def __init__(self, on_body: BodyHook, threads: int) -> None:
+        self.on_body = on_body
+        self.pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="tourneylake-body")
+
+    async def save(self, received: ReceivedBody) -> Callable[[str], Awaitable[None]] | None:
+        hook = await asyncio.get_running_loop().run_in_executor(self.pool, self.on_body, received)
+        if hook is None:
+            return None
+        return lambda status: asyncio.wrap_future(self.pool.submit(hook, status))
+
+    async def aclose(self) -> None:
+        self.pool.shutdown(wait=True)
+
+
 #: Both may return the future of a write the call must wait for (the search ledger's line,
 #: written on the ledger's own thread): before it goes out, before its caller hears of it.
 AttemptHook = Callable[[Attempt], Future[None] | None]
@@ -754,10 +786,12 @@ class AsyncClient(_Resources):
     """Asynchronous client; at most ``settings.concurrency`` requests in flight at once (the
     service polices parallel sessions per account: error 101024).
 
-    ``on_body`` runs on a small worker-thread pool, not on the event loop: saving a body (file
-    writes, fsync) would otherwise stall every other request in flight. Each call still awaits
-    its hook before parsing the body, so the promise holds (a 200 body is handed over, and for
-    the lake written, before it is parsed); the hook must be thread-safe.
+    Each 200 body is saved by ``body_saver`` (a night's harvest: :class:`tourneylake.raw_saver.RawSaver`,
+    another process) or else ``on_body`` runs on a small worker-thread pool, not on the event
+    loop: saving a body (file writes, fsync) would otherwise stall every other request in flight.
+    Each call still awaits the save before parsing the body, so the promise holds (a 200 body is
+    handed over, and for the lake written, before it is parsed); the hook must be thread-safe.
+    The client closes its saver.
     """
 
     def __init__(
@@ -770,12 +804,13 @@ class AsyncClient(_Resources):
         before_attempt: GateHook | None = None,
         retry_until: float | None = None,
         transport: httpx.AsyncBaseTransport | None = None,
+        body_saver: BodySaver | None = None,
     ) -> None:
         self.protocol = _Protocol(settings, base_url, on_body, on_attempt, before_attempt, retry_until)
         self._slots = AdaptiveLimit(settings.concurrency, settings.concurrency_probe_s)
-        self._body_pool: ThreadPoolExecutor | None = None
-        if on_body is not None:
-            self._body_pool = ThreadPoolExecutor(max_workers=min(settings.concurrency, 4), thread_name_prefix="tourneylake-body")
+        self._saver = body_saver
+        if body_saver is None and on_body is not None:
+            self._saver = _PoolSaver(on_body, min(settings.concurrency, 4))
         # aiohttp (one session, a connection per slot) unless a transport is given (tests), the
         # environment names a proxy, or TOURNEYLAKE_HTTP_BACKEND says otherwise. httpcore: one
         # single-connection httpx client per slot ("lanes"): httpcore's pool checks every idle
@@ -842,9 +877,9 @@ class AsyncClient(_Resources):
                     except httpx.HTTPError as exc:
                         response = exc
                 saved, status_hook, settling = False, None, []
-                if self._body_pool is not None and isinstance(response, httpx.Response) and response.status_code == 200:
-                    saved_hook = await self._save_body(ReceivedBody(call, response.content, protocol.settings.format, started))
-                    status_hook = None if saved_hook is None else self._on_body_pool(saved_hook, settling)
+                if self._saver is not None and isinstance(response, httpx.Response) and response.status_code == 200:
+                    settle = await self._saver.save(ReceivedBody(call, response.content, protocol.settings.format, started))
+                    status_hook = None if settle is None else lambda status: settling.append(settle(status))  # noqa: B023
                     saved = True
                 try:
                     return protocol.finish(
@@ -855,30 +890,17 @@ class AsyncClient(_Resources):
                     self._slots.refused(at_limit)
                     raise
                 finally:  # the body is named by its status, and the attempt is in the ledger, before its caller hears of it
-                    for future in settling:
+                    for future in settling:  # the ledger's (a thread's) and the saver's
                         await asyncio.wrap_future(future)
         raise AssertionError("unreachable")  # pragma: no cover
-
-    async def _save_body(self, received: ReceivedBody) -> BodyStatus | None:
-        """Run ``on_body`` on the body pool; returns once the hook has returned (or raises what it raised)."""
-        assert self._body_pool is not None and self.protocol.on_body is not None
-        return await asyncio.get_running_loop().run_in_executor(self._body_pool, self.protocol.on_body, received)
-
-    def _on_body_pool(self, hook: BodyStatus, pending: list[Any]) -> BodyStatus:
-        """``hook`` run on the body pool, its future added to ``pending``: naming a body by its
-        status is a rename, which waits for the file system's journal while the pool's fsyncs
-        commit (~0.6 ms a body on ext4, measured in a 2,000-summary harvest), time the event
-        loop spends on other requests instead."""
-        assert self._body_pool is not None
-        return lambda status: pending.append(self._body_pool.submit(hook, status))  # type: ignore[union-attr]
 
     async def aclose(self) -> None:
         try:
             for lane in self._all_lanes:
                 await lane.aclose()
         finally:
-            if self._body_pool is not None:
-                self._body_pool.shutdown(wait=True)
+            if self._saver is not None:
+                await self._saver.aclose()
 
     async def __aenter__(self) -> AsyncClient:
         return self

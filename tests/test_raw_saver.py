@@ -1,0 +1,222 @@
+"""The raw saver (:mod:`tourneylake.raw_saver`): a harvest's paid bodies saved by a second process.
+
+Each test drives a real saver process over its real pipes, from a real event loop, into a real
+lake: the file it writes is the one the harvest would have written; a body is acknowledged only
+once it is on disk; a saver killed (or never answering) leaves nothing unsaved, the harvest saving
+the rest itself to the same names; a body the saver cannot write fails with the harvest's own
+error; a harvest that dies with bodies in the pipe leaves them saved; the saver's environment and
+command line hold no secret; and a whole sandbox night survives its saver being killed mid-way.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+from datetime import UTC, date, datetime
+from pathlib import Path
+
+import psutil
+import pytest
+
+from tests.helpers import player_line, remaining, sandbox_settings, write_watchlist
+from tourneylake.api import ReceivedBody, calls
+from tourneylake.harvest import harvest_players, refresh_metadata
+from tourneylake.lake import OK, RECEIVED, Lake, LakeError, read_raw_file
+from tourneylake.pipes import frame, worker_env
+from tourneylake.raw_saver import RAW_SAVER_ENV, RawSaver, raw_file_bytes, saver_wanted
+from tourneylake.sandbox import running_sandbox
+from tourneylake.session import Session
+from tourneylake.watchlist import load_watchlist
+
+NIGHT = date(2026, 11, 20)
+FETCHED = datetime(2026, 11, 20, 3, 4, 5, 678901, tzinfo=UTC)
+
+
+def _received(player: str, body: bytes = b'{"Response": {"success": true}}', fmt: str = "json") -> ReceivedBody:
+    return ReceivedBody(calls.player_summary("PokerStars", player, "Class:SNG", "sng"), body, fmt, FETCHED)
+
+
+def _savers() -> list[psutil.Process]:
+    return [p for p in psutil.Process().children(recursive=True) if "tourneylake.raw_saver" in " ".join(p.cmdline())]
+
+
+def _no_saver_left() -> bool:
+    psutil.wait_procs(_savers(), timeout=30)
+    return not _savers()
+
+
+def _files(lake: Lake) -> list[Path]:
+    return sorted(p for p in (lake.root / "_raw").rglob("*") if p.is_file())
+
+
+def test_the_saver_writes_the_very_file_the_harvest_would_and_names_it_by_its_status(tmp_path: Path) -> None:
+    lake = Lake(tmp_path)
+    bodies = {"alice": b'{"Response": {"success": true, "n": "\xc3\xa9"}}', "bob": b"\xff\xfe not UTF-8", "carol": b"<x/>"}
+
+    async def night() -> list[Path]:
+        saver = RawSaver(lake, NIGHT)
+        try:
+            settles = [await saver.save(_received(name, body)) for name, body in bodies.items()]
+            assert saver.pid is not None and saver.pid != os.getpid()
+            received = _files(lake)  # acknowledged: on disk before any status
+            assert len(received) == 3 and all(p.name.endswith(f".{RECEIVED}.json.gz") for p in received)
+            for path in received:
+                raw = read_raw_file(path)
+                assert path.read_bytes() == raw_file_bytes(
+                    raw.resource, raw.key, raw.fmt, FETCHED.isoformat(), "2026-11-20", raw.body
+                )
+            await settles[0]("ok")
+            await settles[1]("unusable")
+            await settles[2]("refused-101024")
+            return received
+        finally:
+            await saver.aclose()
+
+    asyncio.run(night())
+    by_player = {raw.key["player"]: raw for raw in lake.iter_raw(NIGHT, status=None)}
+    assert {k: v.status for k, v in by_player.items()} == {"alice": OK, "bob": "unusable", "carol": "refused-101024"}
+    assert {k: v.body for k, v in by_player.items()} == bodies
+    assert by_player["alice"].fetched_at == FETCHED and len(_files(lake)) == 3
+    assert lake.read_raw(NIGHT, calls.PLAYER_SUMMARY, dict(_received("alice").call.key)).body == bodies["alice"]
+    assert _no_saver_left()
+
+
+def test_a_killed_saver_leaves_nothing_unsaved_and_nothing_twice(tmp_path: Path) -> None:
+    """Bodies the saver held unanswered when it died are saved by the harvest, under the names
+    it chose; so is every later body and status."""
+    lake = Lake(tmp_path)
+
+    async def night() -> None:
+        saver = RawSaver(lake, NIGHT)
+        try:
+            first = [await saver.save(_received(f"p{i}")) for i in range(3)]
+            assert saver.pid is not None
+            os.kill(saver.pid, signal.SIGSTOP)  # these five wait in the pipe, unanswered
+            held = [asyncio.ensure_future(saver.save(_received(f"q{i}"))) for i in range(5)]
+            await asyncio.sleep(0.3)
+            assert not any(t.done() for t in held)
+            os.kill(saver.pid, signal.SIGKILL)
+            settles = first + list(await asyncio.wait_for(asyncio.gather(*held), 30))
+            settles.append(await saver.save(_received("after")))
+            await asyncio.gather(*(settle("ok") for settle in settles))
+        finally:
+            await saver.aclose()
+
+    asyncio.run(night())
+    files = _files(lake)
+    assert len(files) == 9 and all(p.name.count(".") == 2 for p in files), [p.name for p in files]  # all accepted
+    assert {read_raw_file(p).key["player"] for p in files} == {"p0", "p1", "p2", *(f"q{i}" for i in range(5)), "after"}
+    assert not list(tmp_path.rglob("*.tmp"))
+    assert _no_saver_left()
+
+
+def test_a_body_the_saver_cannot_write_fails_with_the_harvests_own_error(tmp_path: Path) -> None:
+    lake = Lake(tmp_path)
+    blocked = lake.root / "_raw" / "snapshot_date=2026-11-20" / calls.PLAYER_SUMMARY
+    blocked.parent.mkdir(parents=True)
+    blocked.write_text("a file where the folder should be")
+    with pytest.raises(OSError) as in_process:
+        lake.write_raw(NIGHT, calls.PLAYER_SUMMARY, _received("x").call.key, b"{}", "json", FETCHED)
+
+    async def night() -> None:
+        saver = RawSaver(lake, NIGHT)
+        try:
+            with pytest.raises(type(in_process.value)):
+                await saver.save(_received("x"))
+            assert saver.pid is not None and psutil.pid_exists(saver.pid)  # the saver lives on
+            with pytest.raises(LakeError, match="credentials"):  # refused before anything is sent
+                await saver.save(
+                    ReceivedBody(
+                        calls.Call(calls.PLAYER_SUMMARY, "GET", "x", key={"password": "hunter2"}), b"{}", "json", FETCHED
+                    )
+                )
+        finally:
+            await saver.aclose()
+
+    asyncio.run(night())
+    assert blocked.read_text() == "a file where the folder should be"
+    assert _no_saver_left()
+
+
+def test_a_harvest_gone_with_bodies_in_the_pipe_leaves_every_whole_one_saved(tmp_path: Path) -> None:
+    lake = Lake(tmp_path)
+    paths = [lake.received_path(NIGHT, calls.PLAYER_SUMMARY, {"player": f"p{i}"}, "json") for i in range(4)]
+    messages = b"".join(
+        frame(["save", i, str(p), calls.PLAYER_SUMMARY, {"player": f"p{i}"}, "json", FETCHED.isoformat(), "2026-11-20", b"{}"])
+        for i, p in enumerate(paths)
+    )
+    torn = frame(["save", 9, str(paths[0]) + ".torn", calls.PLAYER_SUMMARY, {}, "json", "", "", b"{}"])[:-3]
+    saver = subprocess.Popen(
+        [sys.executable, "-m", "tourneylake.raw_saver", "1"], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, env=worker_env()
+    )
+    saver.communicate(messages + torn, timeout=30)  # the harvest's end of the pipe closes mid-frame
+    assert saver.returncode == 0
+    assert all(p.exists() and read_raw_file(p).key == {"player": f"p{i}"} for i, p in enumerate(paths))
+    assert len(_files(lake)) == 4
+
+
+def test_the_saver_holds_no_secret(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TOURNEYLAKE_PASSWORD", "hunter2")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "hunter4")
+    lake = Lake(tmp_path)
+
+    async def night() -> bytes:
+        saver = RawSaver(lake, NIGHT)
+        try:
+            await saver.save(_received("x"))
+            assert saver.pid is not None
+            return Path(f"/proc/{saver.pid}/environ").read_bytes() + Path(f"/proc/{saver.pid}/cmdline").read_bytes()
+        finally:
+            await saver.aclose()
+
+    seen = asyncio.run(night())
+    assert b"hunter" not in seen and b"PATH=" in seen
+
+
+def test_where_the_saver_is_used(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(RAW_SAVER_ENV, raising=False)
+    assert saver_wanted(Lake(tmp_path))
+    assert not saver_wanted(Lake("memory://tourneylake-saver-test"))  # an object store: one PUT, in process
+    monkeypatch.setenv(RAW_SAVER_ENV, "thread")
+    assert not saver_wanted(Lake(tmp_path))
+
+
+def test_a_night_survives_its_saver_killed_midway_and_pays_for_nothing_twice(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv(RAW_SAVER_ENV, raising=False)
+    saved, killed = [], []
+    real_save = RawSaver.save
+
+    async def save_then_kill(self: RawSaver, received: ReceivedBody):
+        settle = await real_save(self, received)
+        saved.append(received.call.key["player"])
+        if len(saved) == 25 and self.pid is not None:
+            os.kill(self.pid, signal.SIGKILL)
+            killed.append(self.pid)
+        return settle
+
+    monkeypatch.setattr(RawSaver, "save", save_then_kill)
+    with running_sandbox(seed=44, today=NIGHT, players=60) as sandbox:
+        settings = sandbox_settings(sandbox, tmp_path, concurrency=8, tables_worker="off")
+        players = sandbox.world.roster(40)
+        write_watchlist(settings, "players:\n" + "\n".join(player_line(n, p) for n, p in players) + "\n")
+        before = remaining(settings)
+        session = Session.open(settings, settings.base_url, NIGHT)
+        refresh_metadata(session)
+        outcome = harvest_players(session, load_watchlist(settings.watchlist), batch_size=16)
+        assert killed  # the saver died a third of the way in
+        assert outcome.fetched == 40 and not outcome.failed
+        assert before - remaining(settings) == 40  # each player paid once
+        lake = Lake(settings.data_dir)
+        assert not lake.raw_paths(NIGHT, status=RECEIVED)  # every body named by its status
+        answers = list(lake.iter_raw(NIGHT, calls.PLAYER_SUMMARY))
+        assert sorted(raw.key["player"] for raw in answers) == sorted(p for _, p in players)
+        again = harvest_players(
+            Session.open(settings, settings.base_url, NIGHT), load_watchlist(settings.watchlist), batch_size=16
+        )
+        assert again.fetched == 0 and before - remaining(settings) == 40
+    assert _no_saver_left()

@@ -1,0 +1,336 @@
+"""The night's paid bodies saved by a second process while the harvest fetches.
+
+Every HTTP 200 body is written to the raw store before anything parses it (:mod:`tourneylake.lake`):
+put in its envelope, hashed, gzipped, written to a temporary file, fsynced, renamed, its folder
+fsynced, then renamed again by its status once it has been read. In the harvest's own process
+that was the bound of the fetching phase: each of those system calls gives up the GIL and waits
+to take it back from the event loop, on one of four threads, and each save wakes the loop
+across threads. A harvest of 2,000 summaries fetched in ~9.6 s saving them and ~4.9 s without
+(``benchmarks/RESULTS.md``).
+
+So a harvest on a local lake hands each body to this saver (``python -m tourneylake.raw_saver``)
+through a pipe the event loop writes and reads itself (no thread of the harvest takes part), and
+the saver does the work on threads of its own. Nothing about what is kept changes:
+
+* **The acknowledgement is the gate.** A call's caller hears of its answer, and its ledger row
+  is written, only once the saver has said the body is on disk (written and fsynced, as before),
+  and once it has named it by its status.
+* **Nothing waits on the saver's health.** The harvest keeps every body until it is
+  acknowledged. When the saver ends (killed, crashed, or never started), every body it has not
+  acknowledged, and every later one, is saved by the harvest itself, as it was before this
+  module, to the very file name it chose, so a body the saver wrote just before it died is
+  written again, not twice.
+* **An error is the harvest's own.** When the saver cannot save a body (a full disk, a folder
+  that cannot be made), the harvest saves it itself, so the call fails with the very exception it
+  would have raised without the saver (a :class:`~tourneylake.lake.LakeError`, an ``OSError``).
+* **A harvest killed with bodies in the pipe** leaves the saver to save every whole body it has
+  read, then end at the end of its input: each is a ``received`` file the next run settles.
+* **No secrets**: the saver's environment has none of the service's variables
+  (:func:`tourneylake.pipes.worker_env`) and its messages hold the request's key, which never
+  holds credentials (:meth:`~tourneylake.lake.Lake.received_path` refuses one).
+
+An object-store lake (one PUT per body, no fsync) and ``TOURNEYLAKE_RAW_SAVER=thread`` keep the
+in-process saving. Messages (:mod:`tourneylake.pipes`): ``["save", id, path, resource, key, fmt,
+fetched_at, snapshot_date, body]`` and ``["rename", id, path, target]``; the answer ``[id, None]``,
+or ``[id, "<what failed>"]``. This module is imported by the saver before its first body: it
+keeps to the standard library, orjson and msgspec.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import gzip
+import hashlib
+import logging
+import os
+import signal
+import subprocess
+import sys
+import threading
+from collections.abc import Callable, Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import orjson
+
+from tourneylake.pipes import frame, receive, split_frames, worker_env
+from tourneylake.storage import AnyPath, atomic_write, replace
+
+if TYPE_CHECKING:
+    from datetime import date
+
+    from tourneylake.api import ReceivedBody
+    from tourneylake.lake import Lake
+
+__all__ = ["RAW_SAVER_ENV", "RawSaver", "raw_file_bytes", "rename_settled", "saver_wanted"]
+
+log = logging.getLogger(__name__)
+
+RAW_SAVER_ENV = "TOURNEYLAKE_RAW_SAVER"
+# Threads that save at once, in the saver (or in the harvest once the saver is gone): an fsync
+# waits for the disk, and ext4 commits the fsyncs that wait together in one journal commit.
+_THREADS = 4
+# A pipe holds 64 KiB unless asked: 16 calls' bodies in flight (~14-28 KB each) fit in 1 MiB,
+# so the event loop's write of a body is one system call.
+_PIPE_BYTES = 1 << 20
+_F_SETPIPE_SZ = 1031  # Linux's fcntl; elsewhere the pipe keeps its size
+# Seconds for the saver to answer what it was sent, and end, once the harvest closes its input.
+_CLOSE_TIMEOUT_S = 120.0
+
+
+def raw_file_bytes(resource: str, key: Mapping[str, str], fmt: str, fetched_at: str, snapshot_date: str, body: bytes) -> bytes:
+    """A raw file's bytes: the body, as received, in its gzipped JSON envelope (see :mod:`tourneylake.lake`)."""
+    try:
+        text, encoding = body.decode("utf-8"), "utf-8"
+    except UnicodeDecodeError:
+        text, encoding = base64.b64encode(body).decode("ascii"), "base64"
+    envelope = {
+        "resource": resource,
+        "key": {str(k): str(v) for k, v in key.items()},
+        "format": fmt,
+        "fetched_at": fetched_at,
+        "snapshot_date": snapshot_date,
+        "sha256": hashlib.sha256(body).hexdigest(),
+        "body_encoding": encoding,
+        "body": text,
+    }
+    # Level 1: JSON/XML bodies shrink ~8x at a few ms per 300 kB, cheap next to the call.
+    return gzip.compress(orjson.dumps(envelope), compresslevel=1, mtime=0)
+
+
+def rename_settled(path: AnyPath, target: AnyPath) -> None:
+    """Rename a body to its settled name; one another process already settled is left as is."""
+    with contextlib.suppress(FileNotFoundError):
+        replace(path, target)
+
+
+def saver_wanted(lake: Lake) -> bool:
+    """Whether a harvest on ``lake`` saves its bodies through the saver process."""
+    return lake.local and os.environ.get(RAW_SAVER_ENV, "process") != "thread"
+
+
+# ------------------------------------------------------------------------------ the harvest's side
+
+
+class _Reader(asyncio.Protocol):
+    def __init__(self, saver: RawSaver) -> None:
+        self.saver = saver
+        self.buffer = bytearray()
+
+    def data_received(self, data: bytes) -> None:
+        self.buffer += data
+        for message in split_frames(self.buffer):
+            self.saver._answered(message)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.saver._ended()
+
+
+class _Writer(asyncio.BaseProtocol):
+    def __init__(self, saver: RawSaver) -> None:
+        self.saver = saver
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if exc is not None:  # the saver closed its input: it is gone
+            self.saver._ended()
+
+
+class RawSaver:
+    """One harvest's saver process, driven from its event loop (see the module docstring).
+
+    :meth:`save` returns once the body is on disk, with a function that names it by its status
+    and returns the future of that rename. Started on the first body; :meth:`aclose` ends it."""
+
+    def __init__(self, lake: Lake, night: date) -> None:
+        self.lake = lake
+        self.night = night
+        self.pid: int | None = None
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._writer: asyncio.WriteTransport | None = None
+        self._starting: asyncio.Task[None] | None = None
+        self._early: list[tuple[int, bytes]] = []  # messages sent while the saver was starting
+        self._gone: asyncio.Future[None] | None = None  # done once the saver's output has ended
+        self._dead = False
+        self._next_id = 0
+        # Each message not yet answered: its future and how the harvest does the same itself.
+        self._waiting: dict[int, tuple[asyncio.Future[None], Callable[[], object]]] = {}
+        self._pool: ThreadPoolExecutor | None = None
+
+    async def save(self, received: ReceivedBody) -> Callable[[str], asyncio.Future[None]]:
+        from tourneylake.lake import raw_stamps  # the harvest's side: the lake is imported already
+
+        call, lake = received.call, self.lake
+        path = lake.received_path(self.night, call.resource, call.key, received.format)
+        fetched_at, night = raw_stamps(received.fetched_at, self.night)
+
+        def here() -> None:
+            lake.write_received(path, self.night, call.resource, call.key, received.body, received.format, received.fetched_at)
+
+        message = ["save", str(path), call.resource, dict(call.key), received.format, fetched_at, night, received.body]
+        await self._send(message, here)
+        return lambda status: self._settle(path, status)
+
+    def _settle(self, path: AnyPath, status: str) -> asyncio.Future[None]:
+        target = self.lake.settled_path(path, status)
+        if target == path:
+            done = asyncio.get_running_loop().create_future()
+            done.set_result(None)
+            return done
+        return self._send(["rename", str(path), str(target)], lambda: rename_settled(path, target))
+
+    def _send(self, message: list[Any], here: Callable[[], object]) -> asyncio.Future[None]:
+        loop = asyncio.get_running_loop()
+        if self._dead:
+            return self._here(here)
+        answered: asyncio.Future[None] = loop.create_future()
+        self._next_id += 1
+        number = self._next_id
+        self._waiting[number] = (answered, here)
+        message.insert(1, number)
+        data = frame(message)
+        if self._writer is not None:
+            self._writer.write(data)
+        else:  # written once the saver has started
+            self._early.append((number, data))
+            if self._starting is None:
+                self._starting = loop.create_task(self._start())
+        return answered
+
+    async def _start(self) -> None:
+        loop = asyncio.get_running_loop()
+        self._gone = loop.create_future()
+        try:
+            self._proc = subprocess.Popen(
+                [sys.executable, "-m", "tourneylake.raw_saver", "1" if self.lake.fsync else "0"],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                env=worker_env(),
+                close_fds=True,
+            )
+            assert self._proc.stdin is not None and self._proc.stdout is not None
+            with contextlib.suppress(OSError):
+                import fcntl
+
+                fcntl.fcntl(self._proc.stdin.fileno(), _F_SETPIPE_SZ, _PIPE_BYTES)
+            self.pid = self._proc.pid
+            await loop.connect_read_pipe(lambda: _Reader(self), self._proc.stdout)
+            writer, _ = await loop.connect_write_pipe(lambda: _Writer(self), self._proc.stdin)
+        except OSError as exc:
+            log.warning("the raw saver process could not start (%s): the harvest saves its bodies itself", exc)
+            self._ended()
+            return
+        early, self._early = self._early, []
+        for number, data in early:
+            if number in self._waiting:
+                writer.write(data)
+        self._writer = writer
+
+    def _answered(self, message: list[Any]) -> None:
+        number, failed = message
+        entry = self._waiting.pop(number, None)
+        if entry is None:
+            return
+        answered, here = entry
+        if failed is None:
+            if not answered.done():
+                answered.set_result(None)
+        else:  # done again here, for the harvest's own error (or its success)
+            self._chain(self._here(here), answered)
+
+    def _ended(self) -> None:
+        """The saver is gone (or never came): the harvest does what it left undone, and all the rest."""
+        if self._dead:
+            return
+        self._dead = True
+        if self._waiting:
+            log.warning(
+                "the raw saver process ended (exit code %s) with %d bodies unanswered: the harvest saves them itself",
+                None if self._proc is None else self._proc.poll(),
+                len(self._waiting),
+            )
+        waiting, self._waiting = self._waiting, {}
+        for answered, here in waiting.values():
+            self._chain(self._here(here), answered)
+        if self._gone is not None and not self._gone.done():
+            self._gone.set_result(None)
+
+    def _here(self, here: Callable[[], object]) -> asyncio.Future[None]:
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(max_workers=_THREADS, thread_name_prefix="tourneylake-body")
+        return asyncio.wrap_future(self._pool.submit(here))  # type: ignore[arg-type]
+
+    @staticmethod
+    def _chain(source: asyncio.Future[None], target: asyncio.Future[None]) -> None:
+        def copy(done: asyncio.Future[None]) -> None:
+            if target.done():
+                return
+            if done.exception() is not None:
+                target.set_exception(done.exception())  # type: ignore[arg-type]
+            else:
+                target.set_result(None)
+
+        source.add_done_callback(copy)
+
+    async def aclose(self) -> None:
+        """Close the saver's input and wait for its last answers and its end (bounded), then for
+        anything the harvest is saving itself."""
+        try:
+            if self._starting is not None:
+                with contextlib.suppress(Exception):
+                    await self._starting
+            if self._writer is not None:
+                self._writer.close()
+            if self._gone is not None:
+                try:
+                    await asyncio.wait_for(asyncio.shield(self._gone), _CLOSE_TIMEOUT_S)
+                except TimeoutError:
+                    log.warning("the raw saver process did not end in %.0f s: stopping it", _CLOSE_TIMEOUT_S)
+                    self._ended()
+            if self._proc is not None:
+                try:
+                    self._proc.wait(timeout=10)
+                except subprocess.TimeoutExpired:
+                    self._proc.kill()
+                    self._proc.wait(timeout=10)
+        finally:
+            if self._pool is not None:
+                self._pool.shutdown(wait=True)
+
+
+# ------------------------------------------------------------------------------ the saver's side
+
+
+def _serve(fsync: bool) -> int:
+    inp, out = sys.stdin.buffer, sys.stdout.buffer
+    answering = threading.Lock()
+
+    def answer(number: int, done: Future[None]) -> None:
+        exc = done.exception()
+        failed = None if exc is None else f"{type(exc).__name__}: {exc}"
+        with answering, contextlib.suppress(OSError):  # the harvest is gone: nobody to answer
+            out.write(frame([number, failed]))
+            out.flush()
+
+    def save(path: str, resource: str, key: dict[str, str], fmt: str, fetched_at: str, night: str, body: bytes) -> None:
+        atomic_write(Path(path), raw_file_bytes(resource, key, fmt, fetched_at, night, body), fsync=fsync)
+
+    with ThreadPoolExecutor(max_workers=_THREADS, thread_name_prefix="raw-saver") as pool:
+        while (message := receive(inp)) is not None:
+            op, number, *args = message
+            work = pool.submit(save, *args) if op == "save" else pool.submit(rename_settled, Path(args[0]), Path(args[1]))
+            work.add_done_callback(lambda done, number=number: answer(number, done))
+    return 0
+
+
+def main() -> int:
+    # A Ctrl-C reaches the whole process group: the harvest decides when the saver ends (its
+    # input closed), so every body it was handed is saved first.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    return _serve(fsync=sys.argv[1:2] != ["0"])
+
+
+if __name__ == "__main__":
+    sys.exit(main())
