@@ -113,6 +113,27 @@ def test_a_killed_saver_leaves_nothing_unsaved_and_nothing_twice(tmp_path: Path)
     assert _no_saver_left()
 
 
+def test_a_saver_that_cannot_start_leaves_every_save_to_the_harvest(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    def no_process(*args: object, **kwargs: object) -> None:
+        raise OSError(24, "Too many open files")
+
+    monkeypatch.setattr("tourneylake.raw_saver.subprocess.Popen", no_process)
+    lake = Lake(tmp_path)
+
+    async def night() -> None:
+        saver = RawSaver(lake, NIGHT)
+        try:
+            settles = await asyncio.gather(*(saver.save(_received(f"p{i}")) for i in range(4)))
+            await asyncio.gather(*(settle("ok") for settle in settles))
+            assert saver.pid is None
+        finally:
+            await saver.aclose()
+
+    asyncio.run(night())
+    assert sorted(raw.key["player"] for raw in lake.iter_raw(NIGHT)) == ["p0", "p1", "p2", "p3"]
+    assert len(_files(lake)) == 4
+
+
 def test_a_body_the_saver_cannot_write_fails_with_the_harvests_own_error(tmp_path: Path) -> None:
     lake = Lake(tmp_path)
     blocked = lake.root / "_raw" / "snapshot_date=2026-11-20" / calls.PLAYER_SUMMARY

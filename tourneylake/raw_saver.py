@@ -265,10 +265,11 @@ class RawSaver:
     @staticmethod
     def _chain(source: asyncio.Future[None], target: asyncio.Future[None]) -> None:
         def copy(done: asyncio.Future[None]) -> None:
-            if target.done():
+            failed = None if done.cancelled() else done.exception()  # retrieved even if nobody waits
+            if target.done():  # its caller was cancelled: the body is saved all the same
                 return
-            if done.exception() is not None:
-                target.set_exception(done.exception())  # type: ignore[arg-type]
+            if failed is not None:
+                target.set_exception(failed)
             else:
                 target.set_result(None)
 
@@ -283,6 +284,9 @@ class RawSaver:
                     await self._starting
             if self._writer is not None:
                 self._writer.close()
+            elif self._proc is not None and self._proc.stdin is not None:  # its pipes never connected
+                with contextlib.suppress(OSError):
+                    self._proc.stdin.close()
             if self._gone is not None:
                 try:
                     await asyncio.wait_for(asyncio.shield(self._gone), _CLOSE_TIMEOUT_S)
