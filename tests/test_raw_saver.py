@@ -113,25 +113,101 @@ def test_a_killed_saver_leaves_nothing_unsaved_and_nothing_twice(tmp_path: Path)
     assert _no_saver_left()
 
 
-def test_a_saver_that_cannot_start_leaves_every_save_to_the_harvest(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def _save_four(lake: Lake, saver: RawSaver) -> None:
+    """Four bodies saved and named by their status through ``saver``, then closed."""
+
+    async def night() -> None:
+        try:
+            settles = await asyncio.gather(*(saver.save(_received(f"p{i}")) for i in range(4)))
+            await asyncio.gather(*(settle("ok") for settle in settles))
+        finally:
+            await asyncio.wait_for(saver.aclose(), 60)
+
+    asyncio.run(night())
+
+
+def _saved_once(lake: Lake) -> bool:
+    """p0..p3 each saved, named ``ok``, once."""
+    files = _files(lake)
+    return sorted(raw.key["player"] for raw in lake.iter_raw(NIGHT)) == ["p0", "p1", "p2", "p3"] and len(files) == 4
+
+
+@pytest.mark.parametrize("failure", [OSError(24, "Too many open files"), ValueError("bad file descriptor count")])
+def test_a_saver_that_cannot_start_leaves_every_save_to_the_harvest(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, failure: Exception
+) -> None:
     def no_process(*args: object, **kwargs: object) -> None:
-        raise OSError(24, "Too many open files")
+        raise failure
 
     monkeypatch.setattr("tourneylake.raw_saver.subprocess.Popen", no_process)
+    lake = Lake(tmp_path)
+    saver = RawSaver(lake, NIGHT)
+    assert saver.pid is None
+    _save_four(lake, saver)
+    assert _saved_once(lake)
+
+
+def test_a_saver_whose_pipes_cannot_be_joined_is_stopped_and_leaves_every_save_to_the_harvest(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async def refused(*args: object, **kwargs: object) -> None:
+        raise RuntimeError("no pipes tonight")
+
+    monkeypatch.setattr(asyncio.get_event_loop_policy().new_event_loop().__class__, "connect_write_pipe", refused)
+    lake = Lake(tmp_path)
+    fds = len(os.listdir("/proc/self/fd"))
+    saver = RawSaver(lake, NIGHT)
+    _save_four(lake, saver)
+    assert _saved_once(lake)
+    assert saver.pid is not None and not psutil.pid_exists(saver.pid)  # ended and reaped
+    assert len(os.listdir("/proc/self/fd")) <= fds  # its pipes closed
+
+
+# A stand-in for the saver: reads its first message's length, then answers with ``{}`` and
+# reads on without a word until its input ends, then lingers (only a kill ends it early).
+_STAND_IN = "import sys, time; sys.stdin.buffer.read(4); sys.stdout.buffer.write({}); sys.stdout.flush(); sys.stdin.buffer.read(); time.sleep(60)"
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        b"\x03\x00\x00\x00\xc1\xc1\xc1",  # a frame that is not msgpack
+        b"\xff\xff\xff\x7f",  # a frame said to be 2 GB long
+        b"\x03\x00\x00\x00\x93\x01\x02",  # msgpack, but no answer: [1, 2, ...] cut short
+        b"\x04\x00\x00\x00\x93\x01\xc0\xc0",  # a message of three, not [id, failed]
+    ],
+    ids=["not-msgpack", "huge", "torn", "not-an-answer"],
+)
+def test_a_saver_answering_garbage_is_stopped_and_the_harvest_saves_everything_itself(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, answer: bytes
+) -> None:
+    monkeypatch.setattr("tourneylake.raw_saver._command", lambda fsync: [sys.executable, "-c", _STAND_IN.format(answer)])
+    lake = Lake(tmp_path)
+    saver = RawSaver(lake, NIGHT)
+    _save_four(lake, saver)
+    assert _saved_once(lake)
+    assert saver.pid is not None and not psutil.pid_exists(saver.pid)
+
+
+def test_a_silent_saver_is_stopped_at_close_and_the_harvest_saves_everything_itself(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("tourneylake.raw_saver._command", lambda fsync: [sys.executable, "-c", _STAND_IN.format(b"")])
+    monkeypatch.setattr("tourneylake.raw_saver._CLOSE_TIMEOUT_S", 1.0)
     lake = Lake(tmp_path)
 
     async def night() -> None:
         saver = RawSaver(lake, NIGHT)
-        try:
-            settles = await asyncio.gather(*(saver.save(_received(f"p{i}")) for i in range(4)))
-            await asyncio.gather(*(settle("ok") for settle in settles))
-            assert saver.pid is None
-        finally:
-            await saver.aclose()
+        saves = [asyncio.ensure_future(saver.save(_received(f"p{i}"))) for i in range(4)]
+        await asyncio.sleep(0.5)
+        assert not any(s.done() for s in saves) and not _files(lake)  # unanswered, so not yet the caller's
+        await asyncio.wait_for(saver.aclose(), 60)  # its input closed, no end in 1 s: killed, then saved here
+        assert len(_files(lake)) == 4  # on disk once the saver is closed
+        await asyncio.wait_for(asyncio.gather(*saves), 10)
+        assert saver.pid is not None and not psutil.pid_exists(saver.pid)
 
     asyncio.run(night())
-    assert sorted(raw.key["player"] for raw in lake.iter_raw(NIGHT)) == ["p0", "p1", "p2", "p3"]
-    assert len(_files(lake)) == 4
+    assert len(_files(lake)) == 4 and {read_raw_file(p).key["player"] for p in _files(lake)} == {"p0", "p1", "p2", "p3"}
 
 
 def test_a_body_the_saver_cannot_write_fails_with_the_harvests_own_error(tmp_path: Path) -> None:

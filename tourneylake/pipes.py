@@ -44,12 +44,16 @@ def receive(stream: IO[bytes]) -> list[Any] | None:
     return decode(payload) if len(payload) == size else None
 
 
-def split_frames(buffer: bytearray) -> list[list[Any]]:
+def split_frames(buffer: bytearray, limit: int | None = None) -> list[list[Any]]:
     """The whole messages at the start of ``buffer``, removed from it (for a reader fed by an
-    event loop, which hands over bytes as they come: a frame may arrive in pieces)."""
+    event loop, which hands over bytes as they come: a frame may arrive in pieces). A frame
+    longer than ``limit`` bytes, or one that does not decode, raises ``ValueError`` (a
+    ``msgspec.DecodeError``); the messages before it are lost with it."""
     messages, at = [], 0
     while len(buffer) - at >= LENGTH.size:
         (size,) = LENGTH.unpack_from(buffer, at)
+        if limit is not None and size > limit:
+            raise ValueError(f"a frame of {size} bytes, where at most {limit} are expected")
         end = at + LENGTH.size + size
         if len(buffer) < end:
             break

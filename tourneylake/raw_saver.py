@@ -19,7 +19,9 @@ the saver does the work on threads of its own. Nothing about what is kept change
   acknowledged. When the saver ends (killed, crashed, or never started), every body it has not
   acknowledged, and every later one, is saved by the harvest itself, as it was before this
   module, to the very file name it chose, so a body the saver wrote just before it died is
-  written again, not twice.
+  written again, not twice. A saver that is alive but cannot be trusted (its answers do not
+  read, or it has not ended two minutes after its input closed) is killed first, and the
+  harvest's saves wait for it to end: it cannot write a body the harvest has saved since.
 * **An error is the harvest's own.** When the saver cannot save a body (a full disk, a folder
   that cannot be made), the harvest saves it itself, so the call fails with the very exception it
   would have raised without the saver (a :class:`~tourneylake.lake.LakeError`, an ``OSError``).
@@ -79,6 +81,10 @@ _PIPE_BYTES = 1 << 20
 _F_SETPIPE_SZ = 1031  # Linux's fcntl; elsewhere the pipe keeps its size
 # Seconds for the saver to answer what it was sent, and end, once the harvest closes its input.
 _CLOSE_TIMEOUT_S = 120.0
+# Seconds to wait for a saver to end once it was told to (its input closed, or killed).
+_END_TIMEOUT_S = 10.0
+# An answer is ``[id, None]`` or ``[id, "<what failed>"]``: a frame said to be longer is not one.
+_ANSWER_BYTES = 1 << 16
 
 
 def raw_file_bytes(resource: str, key: Mapping[str, str], fmt: str, fetched_at: str, snapshot_date: str, body: bytes) -> bytes:
@@ -112,6 +118,10 @@ def saver_wanted(lake: Lake) -> bool:
     return lake.local and os.environ.get(RAW_SAVER_ENV, "process") != "thread"
 
 
+def _command(fsync: bool) -> list[str]:
+    return [sys.executable, "-m", "tourneylake.raw_saver", "1" if fsync else "0"]
+
+
 # ------------------------------------------------------------------------------ the harvest's side
 
 
@@ -121,9 +131,16 @@ class _Reader(asyncio.Protocol):
         self.buffer = bytearray()
 
     def data_received(self, data: bytes) -> None:
+        if self.saver._dead:
+            return
         self.buffer += data
-        for message in split_frames(self.buffer):
-            self.saver._answered(message)
+        try:
+            for message in split_frames(self.buffer, _ANSWER_BYTES):
+                self.saver._answered(message)
+        except Exception as exc:  # noqa: BLE001 - not the saver's answers (stray output): trusted no more
+            log.warning("the raw saver process answered something unreadable (%s): the harvest saves its bodies itself", exc)
+            self.buffer.clear()
+            self.saver._ended()
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.saver._ended()
@@ -142,22 +159,41 @@ class RawSaver:
     """One harvest's saver process, driven from its event loop (see the module docstring).
 
     :meth:`save` returns once the body is on disk, with a function that names it by its status
-    and returns the future of that rename. Started on the first body; :meth:`aclose` ends it."""
+    and returns the future of that rename. The process starts when the saver is made (its
+    interpreter starts while the first call is out), its pipes are joined to the event loop on
+    the first body, and :meth:`aclose` ends it."""
 
     def __init__(self, lake: Lake, night: date) -> None:
         self.lake = lake
         self.night = night
         self.pid: int | None = None
-        self._proc: subprocess.Popen[bytes] | None = None
         self._writer: asyncio.WriteTransport | None = None
         self._starting: asyncio.Task[None] | None = None
         self._early: list[tuple[int, bytes]] = []  # messages sent while the saver was starting
         self._gone: asyncio.Future[None] | None = None  # done once the saver's output has ended
         self._dead = False
+        self._killed: subprocess.Popen[bytes] | None = None  # stopped by the harvest with work unanswered
         self._next_id = 0
         # Each message not yet answered: its future and how the harvest does the same itself.
         self._waiting: dict[int, tuple[asyncio.Future[None], Callable[[], object]]] = {}
         self._pool: ThreadPoolExecutor | None = None
+        self._proc = self._spawn()
+
+    def _spawn(self) -> subprocess.Popen[bytes] | None:
+        try:
+            proc = subprocess.Popen(
+                _command(self.lake.fsync), stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=worker_env(), close_fds=True
+            )
+        except Exception as exc:  # noqa: BLE001 - whatever it is, the harvest saves its bodies itself
+            log.warning("the raw saver process could not start (%s): the harvest saves its bodies itself", exc)
+            self._dead = True
+            return None
+        with contextlib.suppress(OSError):
+            import fcntl
+
+            fcntl.fcntl(proc.stdin.fileno(), _F_SETPIPE_SZ, _PIPE_BYTES)  # type: ignore[union-attr]
+        self.pid = proc.pid
+        return proc
 
     async def save(self, received: ReceivedBody) -> Callable[[str], asyncio.Future[None]]:
         from tourneylake.lake import raw_stamps  # the harvest's side: the lake is imported already
@@ -200,26 +236,19 @@ class RawSaver:
         return answered
 
     async def _start(self) -> None:
+        """The saver's pipes joined to the event loop; its first messages written."""
         loop = asyncio.get_running_loop()
         self._gone = loop.create_future()
+        proc, reader = self._proc, None
+        assert proc is not None and proc.stdin is not None and proc.stdout is not None
         try:
-            self._proc = subprocess.Popen(
-                [sys.executable, "-m", "tourneylake.raw_saver", "1" if self.lake.fsync else "0"],
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                env=worker_env(),
-                close_fds=True,
-            )
-            assert self._proc.stdin is not None and self._proc.stdout is not None
-            with contextlib.suppress(OSError):
-                import fcntl
-
-                fcntl.fcntl(self._proc.stdin.fileno(), _F_SETPIPE_SZ, _PIPE_BYTES)
-            self.pid = self._proc.pid
-            await loop.connect_read_pipe(lambda: _Reader(self), self._proc.stdout)
-            writer, _ = await loop.connect_write_pipe(lambda: _Writer(self), self._proc.stdin)
-        except OSError as exc:
-            log.warning("the raw saver process could not start (%s): the harvest saves its bodies itself", exc)
+            reader, _ = await loop.connect_read_pipe(lambda: _Reader(self), proc.stdout)
+            writer, _ = await loop.connect_write_pipe(lambda: _Writer(self), proc.stdin)
+        except Exception as exc:  # noqa: BLE001 - whatever it is, the harvest saves its bodies itself
+            log.warning("the raw saver's pipes could not be joined (%s): the harvest saves its bodies itself", exc)
+            for pipe in (proc.stdin, proc.stdout if reader is None else reader):
+                with contextlib.suppress(OSError):
+                    pipe.close()  # nothing was written to the saver: it ends at once
             self._ended()
             return
         early, self._early = self._early, []
@@ -238,6 +267,7 @@ class RawSaver:
             if not answered.done():
                 answered.set_result(None)
         else:  # done again here, for the harvest's own error (or its success)
+            log.warning("the raw saver process could not do its part (%s): the harvest does it itself", failed)
             self._chain(self._here(here), answered)
 
     def _ended(self) -> None:
@@ -245,10 +275,17 @@ class RawSaver:
         if self._dead:
             return
         self._dead = True
+        proc = self._proc
         if self._waiting:
+            if proc is not None and proc.poll() is None:
+                # Still running (silent, or its answers unreadable): stopped before the harvest
+                # saves its work, so that it cannot write a body again once the harvest has
+                # saved it and named it by its status (each save here waits for it to end).
+                proc.kill()
+                self._killed = proc
             log.warning(
                 "the raw saver process ended (exit code %s) with %d bodies unanswered: the harvest saves them itself",
-                None if self._proc is None else self._proc.poll(),
+                None if proc is None else proc.poll(),
                 len(self._waiting),
             )
         waiting, self._waiting = self._waiting, {}
@@ -260,7 +297,15 @@ class RawSaver:
     def _here(self, here: Callable[[], object]) -> asyncio.Future[None]:
         if self._pool is None:
             self._pool = ThreadPoolExecutor(max_workers=_THREADS, thread_name_prefix="tourneylake-body")
-        return asyncio.wrap_future(self._pool.submit(here))  # type: ignore[arg-type]
+        killed = self._killed
+
+        def after_the_saver() -> object:
+            if killed is not None:
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    killed.wait(_END_TIMEOUT_S)
+            return here()
+
+        return asyncio.wrap_future(self._pool.submit(after_the_saver))  # type: ignore[arg-type]
 
     @staticmethod
     def _chain(source: asyncio.Future[None], target: asyncio.Future[None]) -> None:
@@ -284,21 +329,26 @@ class RawSaver:
                     await self._starting
             if self._writer is not None:
                 self._writer.close()
-            elif self._proc is not None and self._proc.stdin is not None:  # its pipes never connected
-                with contextlib.suppress(OSError):
-                    self._proc.stdin.close()
+            elif self._proc is not None:  # its pipes were never joined (no body came): it ends at once
+                for pipe in (self._proc.stdin, self._proc.stdout):
+                    with contextlib.suppress(OSError):
+                        pipe.close()  # type: ignore[union-attr]
             if self._gone is not None:
                 try:
                     await asyncio.wait_for(asyncio.shield(self._gone), _CLOSE_TIMEOUT_S)
                 except TimeoutError:
                     log.warning("the raw saver process did not end in %.0f s: stopping it", _CLOSE_TIMEOUT_S)
                     self._ended()
-            if self._proc is not None:
+            proc = self._proc
+            if proc is not None:
                 try:
-                    self._proc.wait(timeout=10)
+                    await asyncio.to_thread(proc.wait, _END_TIMEOUT_S)
                 except subprocess.TimeoutExpired:
-                    self._proc.kill()
-                    self._proc.wait(timeout=10)
+                    proc.kill()
+                    try:
+                        await asyncio.to_thread(proc.wait, _END_TIMEOUT_S)
+                    except subprocess.TimeoutExpired:
+                        log.warning("the raw saver process (pid %d) did not end once killed", proc.pid)
         finally:
             if self._pool is not None:
                 self._pool.shutdown(wait=True)
