@@ -483,3 +483,30 @@ def test_the_caller_hears_of_an_answer_once_its_ledger_row_is_written() -> None:
 
     with ScriptedServer(default=Reply(body=summary_body())) as server:
         asyncio.run(fetch(server.base_url))
+
+
+def test_a_failed_rename_reaches_the_caller_only_once_its_ledger_row_is_written() -> None:
+    """Every write a call waits for is waited for, whichever fails first: the body's rename
+    (told before the row) fails at once, the row is still in the file before the caller hears."""
+    from concurrent.futures import Future
+
+    recorded: Future[None] = Future()
+
+    def on_body(received: object):
+        def named(status: str) -> None:
+            raise OSError(5, "Input/output error")
+
+        return named
+
+    async def fetch(base_url: str) -> None:
+        async with AsyncClient(settings(), base_url=base_url, on_body=on_body, on_attempt=lambda attempt: recorded) as client:
+            sending = asyncio.ensure_future(client.player_summary("PokerStars", "p"))
+            await asyncio.sleep(0.3)
+            assert len(server.received) == 1 and not sending.done()  # the rename failed; the row is not written yet
+            recorded.set_result(None)
+            with pytest.raises(OSError, match="Input/output error"):
+                await sending
+
+    with ScriptedServer(default=Reply(body=summary_body())) as server:
+        asyncio.run(fetch(server.base_url))
+    assert len(server.received) == 1

@@ -239,3 +239,74 @@ def test_runs_carry_their_accounts_name_and_readings_filter_by_it(lake: Lake) ->
     (dead,) = ledger.dead_runs()
     ledger.close_dead_run(dead, row(run_id="b2", resource="unattributed", outcome="reconciled_after_crash", attempt=0))
     assert ledger.spent(NIGHT, account="bob") == 3  # the reconciliation is booked to the dead run's account
+
+
+def _held_writer(monkeypatch: pytest.MonkeyPatch, fail_at: str | None = None) -> threading.Event:
+    """The writer thread held before its first line until the event is set; the row of call
+    ``fail_at`` fails (a full disk)."""
+    release = threading.Event()
+    write = LedgerWriter._write
+
+    def held(self: LedgerWriter, line: dict) -> None:
+        assert release.wait(10)
+        if line["kind"] == "entry" and line.get("call") == fail_at:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        write(self, line)
+
+    monkeypatch.setattr(LedgerWriter, "_write", held)
+    return release
+
+
+def test_a_line_is_written_even_when_its_waiter_is_cancelled(lake: Lake, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A harvest task cancelled while it waits for its row (a sibling failed, Ctrl-C) stops
+    waiting; the row of the call it paid for is still written, and the run closes whole."""
+    import asyncio
+
+    release = _held_writer(monkeypatch)
+    writer = LedgerWriter(lake, NIGHT, "r1", remaining_before=100)
+
+    async def harvest() -> None:
+        sent = writer.sent_soon("player_summary", "k1", 1)
+        row_written = asyncio.ensure_future(asyncio.wrap_future(writer.record_soon("k1", **row(remaining_after=99))))
+        await asyncio.sleep(0.05)
+        row_written.cancel()
+        await asyncio.sleep(0.05)
+        release.set()
+        await asyncio.wrap_future(sent)
+
+    asyncio.run(harvest())
+    writer.close()
+    (run,) = Ledger(lake).runs(NIGHT)
+    assert run.closed and run.unanswered == [] and Ledger(lake).spent(NIGHT) == 1
+
+
+def test_a_row_that_cannot_be_written_leaves_the_run_open_for_reconciliation(lake: Lake, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The row of a paid call fails (a full disk): the run is not closed as if complete, so the
+    next run finds the call without its row and books what the service charged for it."""
+    release = _held_writer(monkeypatch, fail_at="k1")
+    release.set()
+    writer = LedgerWriter(lake, NIGHT, "r1", remaining_before=100)
+    writer.sent("player_summary", "k1", 1)
+    with pytest.raises(OSError, match="No space left"):
+        writer.record("k1", **row(remaining_after=99))
+    writer.close()
+    (dead,) = Ledger(lake).dead_runs()
+    assert dead.run_id == "r1" and [line["call"] for line in dead.unanswered] == ["k1"] and dead.entries == []
+
+
+def test_a_call_whose_line_was_queued_before_a_failure_does_not_go_out(lake: Lake, monkeypatch: pytest.MonkeyPatch) -> None:
+    release = _held_writer(monkeypatch, fail_at="k1")
+    writer = LedgerWriter(lake, NIGHT, "r1", remaining_before=100)
+    sent_k1 = writer.sent_soon("player_summary", "k1", 1)
+    row_k1 = writer.record_soon("k1", **row(remaining_after=99))  # fails
+    sent_k2 = writer.sent_soon("player_summary", "k2", 1)  # queued before the failure
+    release.set()
+    assert sent_k1.result(10) is None
+    with pytest.raises(OSError, match="No space left"):
+        row_k1.result(10)
+    with pytest.raises(LedgerError, match="could not be written"):
+        sent_k2.result(10)  # k2 does not go out ...
+    assert writer.uncertain == {}  # ... so it cannot have been charged
+    writer.close()
+    (dead,) = Ledger(lake).dead_runs()
+    assert [line["call"] for line in dead.unanswered] == ["k1"] and b'"k2"' not in Path(dead.path).read_bytes()

@@ -15,6 +15,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 from datetime import UTC, date, datetime
 from pathlib import Path
 
@@ -23,6 +24,7 @@ import pytest
 
 from tests.helpers import player_line, remaining, sandbox_settings, write_watchlist
 from tourneylake.api import ReceivedBody, calls
+from tourneylake.api.client import _PoolSaver
 from tourneylake.harvest import harvest_players, refresh_metadata
 from tourneylake.lake import OK, RECEIVED, Lake, LakeError, read_raw_file
 from tourneylake.pipes import frame, worker_env
@@ -208,6 +210,55 @@ def test_a_silent_saver_is_stopped_at_close_and_the_harvest_saves_everything_its
 
     asyncio.run(night())
     assert len(_files(lake)) == 4 and {read_raw_file(p).key["player"] for p in _files(lake)} == {"p0", "p1", "p2", "p3"}
+
+
+@pytest.mark.parametrize("saver_kind", ["threads", "fallback"])
+def test_a_body_is_saved_even_when_its_call_is_cancelled_while_it_waits_for_a_thread(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, saver_kind: str
+) -> None:
+    """A cancelled call (a sibling failed, Ctrl-C) stops waiting; its paid body is saved all
+    the same, though it was still waiting for a thread when the call was cancelled."""
+    lake = Lake(tmp_path)
+    gate = threading.Event()
+    write = Lake.write_received
+
+    def slow_first(self: Lake, path: Path, night: date, resource: str, key: dict, *args: object) -> None:
+        if key["player"] == "first":
+            assert gate.wait(10)
+        write(self, path, night, resource, key, *args)
+
+    monkeypatch.setattr(Lake, "write_received", slow_first)
+
+    def make() -> object:
+        if saver_kind == "threads":  # the saves on the harvest's threads (TOURNEYLAKE_RAW_SAVER=thread)
+
+            def on_body(received: ReceivedBody) -> None:
+                call = received.call
+                lake.write_raw(NIGHT, call.resource, call.key, received.body, received.format, received.fetched_at)
+
+            return _PoolSaver(on_body, 1)
+        monkeypatch.setattr("tourneylake.raw_saver._THREADS", 1)
+        monkeypatch.setattr("tourneylake.raw_saver.subprocess.Popen", _no_process)  # the harvest saves itself
+        return RawSaver(lake, NIGHT)
+
+    async def night() -> None:
+        saver = make()
+        first = asyncio.ensure_future(saver.save(_received("first")))
+        second = asyncio.ensure_future(saver.save(_received("second")))  # queued behind the first
+        await asyncio.sleep(0.2)
+        second.cancel()
+        await asyncio.sleep(0.1)
+        gate.set()
+        await asyncio.wait_for(first, 10)
+        await asyncio.wait_for(saver.aclose(), 30)
+        assert second.cancelled(), second
+
+    asyncio.run(night())
+    assert sorted(raw.key["player"] for raw in lake.iter_raw(NIGHT, status=None)) == ["first", "second"]
+
+
+def _no_process(*args: object, **kwargs: object) -> None:
+    raise OSError(24, "Too many open files")
 
 
 def test_a_body_the_saver_cannot_write_fails_with_the_harvests_own_error(tmp_path: Path) -> None:

@@ -68,6 +68,7 @@ from tourneylake.errors import TourneylakeError
 from tourneylake.lake import PARTITION, Lake
 from tourneylake.normalize.schemas import TABLES
 from tourneylake.storage import AnyPath, StorePath, atomic_write, remove_tree
+from tourneylake.threads import submit_to_finish
 
 __all__ = [
     "COLUMNS",
@@ -124,9 +125,11 @@ class LedgerWriter:
     harvest's event loop must not wait with it. :meth:`sent` and :meth:`record` return once
     their line is in the file, as before; :meth:`sent_soon` and :meth:`record_soon` return a
     future for it instead, which the asynchronous client awaits (the call goes out, or its
-    caller hears of the answer, only once the line is written). After a write fails, every
-    later one raises :class:`LedgerError` at once: a night whose ledger cannot be written stops
-    paying for calls."""
+    caller hears of the answer, only once the line is written). A line asked for is written
+    even if whoever waits for it is cancelled. After a write fails, every later one raises
+    :class:`LedgerError` at once, and so does every write-ahead line already queued: a night
+    whose ledger cannot be written stops paying for calls. Its run is then not closed but left
+    open, so the next run books what the service charged beyond the rows it could write."""
 
     def __init__(self, lake: Lake, night: date, run_id: str, *, remaining_before: int | None, account: str | None = None) -> None:
         self.directory = _night_dir(lake, night)
@@ -202,16 +205,25 @@ class LedgerWriter:
         self._file.write(_dumps(line))
         self._file.flush()
 
+    def _refusal(self) -> LedgerError:
+        return LedgerError(f"the ledger could not be written ({self._failed}); no call is paid for without it")
+
     def _queue(self, line: Mapping[str, Any]) -> Future[None]:
         """Hand ``line`` to the writer thread (called under the lock: the file's order is the
-        order of the calls)."""
+        order of the calls). The line is written even if whoever waits for it is cancelled."""
         if self._failed is not None:
-            raise LedgerError(f"the ledger could not be written ({self._failed}); no call is paid for without it")
+            raise self._refusal()
         if self._writer is None:
             self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tourneylake-ledger")
-        return self._writer.submit(self._write_or_fail, line)
+        return submit_to_finish(self._writer, self._write_or_fail, line)
 
     def _write_or_fail(self, line: Mapping[str, Any]) -> None:
+        if self._failed is not None and line["kind"] == "sent":
+            # Queued before a write failed: its call does not go out (nor counts as unanswered).
+            # A row is still tried: it books a call that was paid for.
+            with self._lock:
+                self._unanswered.pop((line["call"], line["attempt"]), None)
+            raise self._refusal()
         try:
             self._write(line)
         except BaseException as exc:
@@ -263,6 +275,9 @@ class LedgerWriter:
             self._writer.shutdown(wait=True)  # every line asked for is written first
             self._writer = None
         with self._lock:
+            if self._failed is not None:
+                self._keep_open()
+                return
             if self._remote:
                 self._close_segments()
                 return
@@ -284,6 +299,23 @@ class LedgerWriter:
             os.replace(self._path, closed)
             self._path = closed
             self._file.close()  # releases the flock
+            self._file = None
+
+    def _keep_open(self) -> None:
+        """After a failed write: the run is released but not closed, so the next run reconciles
+        it with the service's count (a row this run could not write is not lost)."""
+        log.warning(
+            "run %s: a ledger line could not be written (%s): the run stays open for the next run to reconcile",
+            self.run_id,
+            self._failed,
+        )
+        if self._remote:
+            self._done = True
+            with _LIVE_LOCK:
+                _LIVE.discard(str(self._path))
+        elif self._file is not None:
+            with contextlib.suppress(OSError):
+                self._file.close()  # releases the flock; the file keeps its .open name
             self._file = None
 
     def _close_segments(self) -> None:

@@ -60,6 +60,7 @@ import orjson
 
 from tourneylake.pipes import frame, receive, split_frames, worker_env
 from tourneylake.storage import AnyPath, atomic_write, replace
+from tourneylake.threads import submit_to_finish
 
 if TYPE_CHECKING:
     from datetime import date
@@ -305,7 +306,7 @@ class RawSaver:
                     killed.wait(_END_TIMEOUT_S)
             return here()
 
-        return asyncio.wrap_future(self._pool.submit(after_the_saver))  # type: ignore[arg-type]
+        return asyncio.wrap_future(submit_to_finish(self._pool, after_the_saver))  # type: ignore[arg-type]
 
     @staticmethod
     def _chain(source: asyncio.Future[None], target: asyncio.Future[None]) -> None:

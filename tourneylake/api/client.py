@@ -67,6 +67,7 @@ from tourneylake.api.errors import (
 )
 from tourneylake.config import Settings
 from tourneylake.errors import ConfigError
+from tourneylake.threads import submit_to_finish
 from tourneylake.tree import Node, parse
 
 log = logging.getLogger(__name__)
@@ -193,10 +194,11 @@ class _PoolSaver:
         self.pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="tourneylake-body")
 
     async def save(self, received: ReceivedBody) -> Callable[[str], Awaitable[None]] | None:
-        hook = await asyncio.get_running_loop().run_in_executor(self.pool, self.on_body, received)
+        # Saved (and named) even if the call's task is cancelled while it waits for a thread.
+        hook = await asyncio.wrap_future(submit_to_finish(self.pool, self.on_body, received))
         if hook is None:
             return None
-        return lambda status: asyncio.wrap_future(self.pool.submit(hook, status))
+        return lambda status: asyncio.wrap_future(submit_to_finish(self.pool, hook, status))
 
     async def aclose(self) -> None:
         self.pool.shutdown(wait=True)
@@ -890,8 +892,11 @@ class AsyncClient(_Resources):
                     self._slots.refused(at_limit)
                     raise
                 finally:  # the body is named by its status, and the attempt is in the ledger, before its caller hears of it
-                    for future in settling:  # the ledger's (a thread's) and the saver's
-                        await asyncio.wrap_future(future)
+                    if settling:  # the ledger's (a thread's) and the saver's: all of them, whichever fails
+                        done = await asyncio.gather(*map(asyncio.wrap_future, settling), return_exceptions=True)
+                        failed = next((r for r in done if isinstance(r, BaseException)), None)
+                        if failed is not None:
+                            raise failed
         raise AssertionError("unreachable")  # pragma: no cover
 
     async def aclose(self) -> None:
