@@ -10,7 +10,9 @@ Against the sandbox over real HTTP, with real Parquet:
   reported; an answer the normaliser refuses fails that player only, and a rebuild reads it
   again once the normaliser is fixed;
 - a failure at the final reconciliation keeps the night's tables; another client draining the
-  account is recorded, never charged to the run.
+  account is recorded, never charged to the run;
+- a body our side cannot save ends the night, but the calls in flight finish and keep theirs;
+  a last flush that fails too still says the night's first failure.
 """
 
 from __future__ import annotations
@@ -390,3 +392,59 @@ def test_hostile_answers_fail_their_player_only_and_never_the_night(sandbox, tmp
     assert any(odd_id[1] in m and "cannot be read and is kept raw" in m for m in refused)
     for reference in (news, countries):  # free answers: a warning, or a row without the bad value
         assert reference.rows > 0 or reference.warnings, reference
+
+
+def test_a_body_our_side_cannot_save_stops_the_night_but_the_calls_in_flight_finish_and_keep_theirs(
+    sandbox, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A paid body the disk refuses ends the night with that error; the calls the service was
+    already charging for finish first, so their bodies are saved and their rows written, and
+    the ledger adds up to the service's count."""
+    import errno
+
+    monkeypatch.setenv("TOURNEYLAKE_RAW_SAVER", "thread")  # the saves on the harvest's threads, where one can fail
+    sandbox.app.plan = FaultPlan(Faults(), 0, 100.0)  # 100 ms a call: others are in flight when one fails
+    roster = sandbox.world.roster(30)
+    settings = _night(sandbox, tmp_path, roster, concurrency=4, tables_worker="off")
+    write = Lake.write_received
+    saves: list[str] = []
+
+    def disk_full_at_the_8th(self: Lake, path: Path, night: date, resource: str, key: dict, *args: object) -> None:
+        if resource == calls.PLAYER_SUMMARY:
+            saves.append(key["player"])
+            if len(saves) == 8:
+                raise OSError(errno.ENOSPC, "No space left on device")
+        write(self, path, night, resource, key, *args)
+
+    monkeypatch.setattr(Lake, "write_received", disk_full_at_the_8th)
+    before = remaining(settings)
+    with pytest.raises(OSError, match="No space left"):
+        _harvest(settings)
+    spent = before - remaining(settings)
+    kept = list(Lake(settings.data_dir).iter_raw(NIGHT, calls.PLAYER_SUMMARY, status=None))
+    assert 8 < spent < 30  # the calls in flight were answered; no new one started
+    assert len(kept) == spent - 1  # every paid body is kept but the one the disk refused
+    assert sum(int(r["cost"]) for r in ledger_rows(settings, NIGHT)) == spent  # that one too is booked
+
+
+def test_when_the_last_flush_fails_too_the_nights_first_failure_is_still_said(
+    sandbox, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tourneylake.from_raw import SummarySink
+
+    settings = _night(sandbox, tmp_path, sandbox.world.roster(6), tables_worker="off")
+    add = SummarySink.add
+
+    def normaliser_bug(self: SummarySink, root: object, key: dict, *args: object) -> None:
+        if key["player"] == sandbox.world.roster(6)[2][1]:
+            raise RuntimeError("a normaliser bug")
+        add(self, root, key, *args)
+
+    def disk_full(self: SummarySink) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(SummarySink, "add", normaliser_bug)
+    monkeypatch.setattr(SummarySink, "flush", disk_full)
+    with pytest.raises(OSError, match="No space left") as caught:
+        _harvest(settings)
+    assert any("RuntimeError: a normaliser bug" in note for note in caught.value.__notes__)

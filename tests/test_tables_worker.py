@@ -172,3 +172,53 @@ def test_a_worker_started_ahead_makes_the_next_harvests_tables_and_one_never_use
     assert unused is not None and [p.pid for p in _workers()] == [unused.pid]
     tables_worker._dismiss_started_ahead()  # what the process's exit does
     assert unused.returncode == 0 and _no_worker_left()  # it ended by itself ("nothing to do")
+
+
+# A stand-in for the worker whose normaliser fails on every answer (a bug): it says so, and
+# still commits at "finish", as the worker does (what it could normalise is kept).
+_CRASHING_WORKER = """
+import sys
+from tourneylake.pipes import receive, send
+inp, out = sys.stdin.buffer, sys.stdout.buffer
+while (message := receive(inp)) is not None:
+    if message[0] == "add":
+        send(out, ["crashed", "KeyError while normalising: '@id'"]); out.flush()
+    elif message[0] == "finish":
+        send(out, ["done", {}]); out.flush()
+        break
+"""
+
+
+@pytest.mark.parametrize("told_before", [False, True], ids=["on-the-last-answer", "mid-night"])
+def test_a_normaliser_failure_is_never_left_unsaid(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, told_before: bool) -> None:
+    """On the night's last answer no later hand-over hears of it, so the last flush raises it
+    (the night fails; the answer is in the raw store for a rebuild); one the harvest was told of
+    mid-night is not raised twice."""
+    import subprocess
+    import sys
+    import time
+    from datetime import UTC, datetime
+
+    from tourneylake import tables_worker
+
+    def stand_in(**_: object) -> subprocess.Popen[bytes]:
+        return subprocess.Popen(
+            [sys.executable, "-c", _CRASHING_WORKER], stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=worker_env()
+        )
+
+    monkeypatch.setattr(tables_worker, "_spawn", stand_in)
+    monkeypatch.setattr(tables_worker, "_take_started_ahead", lambda: None)
+    key = {"network": "PokerStars", "player": "p", "filter": ""}
+    with tables_worker.TablesWorker(tmp_path, NIGHT, 16) as worker:
+        worker.add_stored(has_stored=False)
+        worker.add_answer(key, b"{}", "json", datetime.now(UTC))
+        if told_before:
+            deadline = time.monotonic() + 10
+            while worker._crash is None and time.monotonic() < deadline:
+                time.sleep(0.01)
+            with pytest.raises(TablesWorkerError, match="KeyError while normalising"):
+                worker.add_answer(key, b"{}", "json", datetime.now(UTC))
+            worker.flush()  # told already: the night fails by that error, not by this one
+        else:
+            with pytest.raises(TablesWorkerError, match=r"could not normalise an answer \(KeyError.*rebuild --date 2026-11-20"):
+                worker.flush()

@@ -406,6 +406,10 @@ def _harvest_night(
             reconciling = pool.submit(session.reconcile_run, ledger)
             try:
                 sink.flush()
+            except Exception as exc:
+                if failure is not None:  # the night's first failure is not lost behind this one
+                    exc.add_note(f"before it, tonight's harvest had failed: {type(failure).__name__}: {failure}")
+                raise
             finally:
                 try:
                     outcome.reconciled += reconciling.result()
@@ -531,6 +535,9 @@ class _Fetcher:
                 return str(exc)
             outcome.failed.append((target, str(exc)))
             return None
+        except Exception as exc:  # noqa: BLE001 - ours (a body or ledger write): re-raised once in-flight calls settle
+            self._stop_night(exc, "while fetching")
+            return None
         try:
             if isinstance(self.sink, TablesWorker):  # normalised in the worker: refusals come back at the end
                 self.sink.add_answer(call.key, response.body, response.format, response.fetched_at)
@@ -542,14 +549,17 @@ class _Fetcher:
             outcome.failed.append((target, _unusable_why(str(exc))))
             return None
         except Exception as exc:  # noqa: BLE001 - re-raised once in-flight calls settle
-            # A failure on our side must not cancel calls the service is already charging for:
-            # stop starting new ones, let those finish (and be ledgered).
-            if not self.crashed:
-                self.crashed.append(exc)
-                budget.stop(f"stopped: {type(exc).__name__} while normalising")
+            self._stop_night(exc, "while normalising")
             return None
         outcome.fetched += 1
         return None
+
+    def _stop_night(self, exc: Exception, where: str) -> None:
+        """A failure on our side: no new search starts, and the calls the service is already
+        charging for finish (their bodies saved, their rows written); `_fetch` raises it then."""
+        if not self.crashed:
+            self.crashed.append(exc)
+            self.budget.stop(f"stopped: {type(exc).__name__} {where}")
 
 
 async def _fetch(

@@ -165,6 +165,7 @@ class TablesWorker:
         self._start = [str(lake_root), night.isoformat(), batch_size]
         self._logs: deque[tuple[str, int, str]] = deque()
         self._crash: str | None = None
+        self._crash_raised = False  # the harvest was told of it (by `add_answer`)
         self._result: str | None = None  # why the worker failed, when it did
         self._stored: Any = None
         self._stored_ready = threading.Event()
@@ -227,6 +228,7 @@ class TablesWorker:
         if self._logs:
             self._emit_logs()
         if self._crash is not None or self._ended.is_set():
+            self._crash_raised = self._crash is not None
             raise TablesWorkerError(self._crash or f"the tables worker ended early: {self._why()}")
         self._write(["add", body, fmt, key, fetched_at.isoformat()])
 
@@ -247,6 +249,11 @@ class TablesWorker:
             raise TablesWorkerError(
                 f"the tables worker failed ({self._result}): tonight's summary tables were not written; every answer "
                 f"is in the raw store, so the next run (or `tourneylake rebuild --date {self.night}`) makes them, free"
+            )
+        if self._crash is not None and not self._crash_raised:  # on the last answers: no `add_answer` after it
+            raise TablesWorkerError(
+                f"the tables worker could not normalise an answer ({self._crash}): tonight's tables were written "
+                f"without it; it is in the raw store, so `tourneylake rebuild --date {self.night}` makes them whole, free"
             )
 
     # ------------------------------------------------------------------ plumbing
