@@ -222,3 +222,31 @@ def test_a_normaliser_failure_is_never_left_unsaid(tmp_path: Path, monkeypatch: 
         else:
             with pytest.raises(TablesWorkerError, match=r"could not normalise an answer \(KeyError.*rebuild --date 2026-11-20"):
                 worker.flush()
+
+
+def test_a_stuck_worker_is_stopped_and_the_night_fails_instead_of_hanging(
+    sandbox, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A worker alive but stuck (a stalled disk; here stopped by a signal) when the night's last
+    flush waits for it: after the bound it is killed and the night fails, its answers kept."""
+    from tourneylake import tables_worker
+
+    monkeypatch.setattr(tables_worker, "_STUCK_S", 2.0)
+    roster = sandbox.world.roster(5)  # 10 pairs
+    settings = _settings(sandbox, tmp_path, roster, tables_worker="on")
+    answered: list[int] = []
+
+    def stop_the_worker_at_the_last(body: bytes, fmt: str) -> bytes:
+        answered.append(1)
+        if len(answered) == 10:
+            for worker in _workers():
+                os.kill(worker.pid, signal.SIGSTOP)
+        return body
+
+    for player in roster:
+        sandbox.app.answer_rewrites[player] = stop_the_worker_at_the_last
+    with pytest.raises(TablesWorkerError, match="did not finish the night in 2 s and was stopped"):
+        _harvest(settings)
+    assert len(list(Lake(settings.data_dir).iter_raw(NIGHT, calls.PLAYER_SUMMARY, status=OK))) == 10
+    assert not Lake(settings.data_dir).partitions("player_snapshots")
+    assert _no_worker_left()

@@ -72,6 +72,10 @@ _QUEUED_FRAMES = 512
 # Answers normalised by the night's last flush at most (when the harvest said how many to expect):
 # ~0.1 s of work the night waits for, where a whole batch would be ~0.4 s.
 _TAIL = 32
+# Seconds the harvest waits for a worker that is alive but takes nothing (its queue full) or does
+# not finish the night: far beyond a slow batch, so only a stuck worker (a stalled disk, a stopped
+# process) meets it. It is then killed and the night fails, rather than hang with calls in flight.
+_STUCK_S = 600.0
 
 
 class TablesWorkerError(TourneylakeError):
@@ -243,7 +247,8 @@ class TablesWorker:
         ends. Raises :class:`TablesWorkerError` when it could not (the previous tables stay)."""
         self._finished = True
         self._write(["finish"])
-        self._answered.wait()  # "done" or "failed" (not the process's exit: its teardown is its own)
+        if not self._answered.wait(_STUCK_S):  # "done" or "failed" (not its exit: its teardown is its own)
+            raise self._stuck("did not finish the night")
         self._emit_logs()
         if self._result is not None:
             raise TablesWorkerError(
@@ -263,7 +268,21 @@ class TablesWorker:
         if self._broken:
             self._ended.wait(timeout=10)
             raise TablesWorkerError(f"the tables worker ended early: {self._why()}")
-        self._queue.put(frame(message))
+        try:
+            self._queue.put(frame(message), timeout=_STUCK_S)
+        except queue.Full:
+            raise self._stuck("took no answer") from None
+
+    def _stuck(self, what: str) -> TablesWorkerError:
+        """The worker, alive but stuck, killed; the error that ends the night."""
+        if self._proc is not None:
+            with contextlib.suppress(OSError):
+                self._proc.kill()
+        return TablesWorkerError(
+            f"the tables worker {what} in {_STUCK_S:.0f} s and was stopped: tonight's summary tables were not "
+            f"written; every answer is in the raw store, so the next run (or `tourneylake rebuild --date "
+            f"{self.night}`) makes them, free"
+        )
 
     def _feed(self) -> None:
         assert self._proc is not None and self._proc.stdin is not None
