@@ -448,3 +448,28 @@ def test_when_the_last_flush_fails_too_the_nights_first_failure_is_still_said(
     with pytest.raises(OSError, match="No space left") as caught:
         _harvest(settings)
     assert any("RuntimeError: a normaliser bug" in note for note in caught.value.__notes__)
+
+
+def test_metadata_tables_cut_short_by_a_kill_are_all_written_by_the_re_run(
+    sandbox, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The night's `currencies` partition says its metadata tables are there, so a run killed
+    after writing some of them must not leave it behind them."""
+    settings = _night(sandbox, tmp_path, sandbox.world.roster(1))
+    write = Lake.write_table
+    written: list[str] = []
+
+    def killed_after_two(self: Lake, name: str, *args: object) -> int:
+        if len(written) == 2:
+            raise KeyboardInterrupt  # the process ends here
+        written.append(name)
+        return write(self, name, *args)
+
+    with monkeypatch.context() as m:
+        m.setattr(Lake, "write_table", killed_after_two)
+        with pytest.raises(KeyboardInterrupt):
+            refresh_metadata(Session.open(settings, settings.base_url, NIGHT))
+    refresh_metadata(Session.open(settings, settings.base_url, NIGHT))  # the re-run
+    lake = Lake(settings.data_dir)
+    for name in ("currencies", "networks", "statistic_definitions"):
+        assert NIGHT in lake.partitions(name), name

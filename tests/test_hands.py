@@ -124,3 +124,25 @@ def test_a_hand_paid_for_but_not_kept_is_not_paid_again(sandbox, tmp_path):
     before = remaining(settings)
     again, spent_again = analyze_hand(settings, HAND.encode(), None)
     assert (again, spent_again) == (analysis, 0) and remaining(settings) == before  # the paid answer, from the lake
+
+
+def test_a_hand_whose_answer_was_left_unread_is_not_paid_again(sandbox, tmp_path):
+    """The process died after the answer was saved, before its envelope was read (the body is
+    still ``received``): the re-run settles it and answers from it."""
+    from tourneylake.lake import OK, RECEIVED, Lake
+
+    settings = sandbox_settings(sandbox, tmp_path)
+    analysis, spent = analyze_hand(settings, HAND.encode(), None)
+    assert spent == 5
+    for record in (tmp_path / "hands").iterdir():
+        record.unlink()
+    lake = Lake(settings.data_dir)
+    (night,) = lake.raw_dates()
+    (accepted,) = lake.raw_paths(night, "hand_analysis")
+    digest = accepted.name.split(".")[0]
+    accepted.rename(accepted.with_name(f"{digest}.0123456789ab.{RECEIVED}.json.gz"))  # as the save left it
+    before = remaining(settings)
+    again, spent_again = analyze_hand(settings, HAND.encode(), None)
+    assert (again, spent_again) == (analysis, 0) and remaining(settings) == before  # not paid twice
+    assert [p.name for p in lake.raw_paths(night, "hand_analysis", status=None)] == [f"{digest}.json.gz"]
+    assert len(lake.raw_paths(night, "hand_analysis", status=OK)) == 1

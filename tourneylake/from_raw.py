@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import gc
 import logging
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from datetime import date, datetime
@@ -37,7 +37,7 @@ from tourneylake.api import calls
 from tourneylake.api.answers import metadata_is_cached, read_answer
 from tourneylake.api.envelope import service_error
 from tourneylake.api.errors import NOT_FOUND_CODES, MalformedResponse, UnusableResponse
-from tourneylake.lake import MALFORMED, OK, RECEIVED, UNUSABLE, Lake, PartitionWriter, RawResponse, read_raw_file
+from tourneylake.lake import MALFORMED, OK, RECEIVED, UNUSABLE, Lake, PartitionWriter, RawResponse, key_digest, read_raw_file
 from tourneylake.normalize import normalize_countries, normalize_metadata, normalize_news
 from tourneylake.normalize.summary import SummaryNormalizer
 from tourneylake.reference import InForce
@@ -88,10 +88,14 @@ def body_status(raw: RawResponse) -> str:
     return OK if envelope.success else f"refused-{service_error(root, envelope, raw.resource).code}"
 
 
-def settle_received(lake: Lake, night: date) -> int:
+def settle_received(lake: Lake, night: date, resource: str | None = None, key: Mapping[str, str] | None = None) -> int:
     """Give every body of the night still marked ``received`` (its process died before reading
-    it) its real status; returns how many were settled."""
-    paths = lake.raw_paths(night, status=RECEIVED)
+    it) its real status, or only those of ``resource`` (and of the request ``key``); returns how
+    many were settled."""
+    paths = lake.raw_paths(night, resource, status=RECEIVED)
+    if key is not None:
+        digest = key_digest(key) + "."
+        paths = [path for path in paths if path.name.startswith(digest)]
     for path in paths:
         lake.settle_raw(path, body_status(read_raw_file(path)))
     return len(paths)

@@ -100,7 +100,9 @@ def refresh_metadata(session: Session) -> MetadataOutcome:
         result = metadata_tables(lake, night)
     if result is None:
         raise LakeError(f"night {night}: the service's metadata answer could not be kept as tables")
-    for name, table in result.tables.items():
+    # `currencies` says the night's metadata tables are written (see above): it is written last,
+    # so a run killed part-way writes them all again.
+    for name, table in sorted(result.tables.items(), key=lambda item: item[0] == "currencies"):
         lake.write_table(name, night, table)
     in_force = session.in_force()
     return MetadataOutcome(

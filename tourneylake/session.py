@@ -313,7 +313,14 @@ class Session:
     def paid_payload(self, call: calls.Call, client: Client) -> Node | None:
         """The payload of ``call``'s answer: the one already paid for tonight when the lake holds
         it (a run that died after paying, before keeping what it bought), else from the service."""
-        raw = self.lake.read_raw(self.night, call.resource, call.key) if self.writable else None
+        raw = None
+        if self.writable:
+            from tourneylake.from_raw import settle_received  # the normalisers' module: not every command's
+
+            # A body of this request left `received` (its run died before reading it) is paid
+            # for: settled first, an accepted one is the answer (and is not paid for again).
+            settle_received(self.lake, self.night, call.resource, call.key)
+            raw = self.lake.read_raw(self.night, call.resource, call.key)
         if raw is not None:
             log.info("%s: answered from the lake (paid earlier tonight)", call.describe())
             return call_payload(parse(raw.body, raw.fmt), call)
