@@ -146,3 +146,25 @@ def test_a_hand_whose_answer_was_left_unread_is_not_paid_again(sandbox, tmp_path
     assert (again, spent_again) == (analysis, 0) and remaining(settings) == before  # not paid twice
     assert [p.name for p in lake.raw_paths(night, "hand_analysis", status=None)] == [f"{digest}.json.gz"]
     assert len(lake.raw_paths(night, "hand_analysis", status=OK)) == 1
+
+
+def test_a_hand_charged_but_never_answered_is_booked_when_the_run_fails(sandbox, tmp_path):
+    """The answer is slower than the client waits (the service charged; the client saw a
+    timeout) and the run ends by that error: its ledger still adds up to the service's count."""
+    from tourneylake.api import TransportError, calls
+    from tourneylake.sandbox import Faults
+    from tourneylake.sandbox.faults import FaultPlan
+
+    settings = sandbox_settings(sandbox, tmp_path, timeout_s=0.25, max_attempts=1)
+    session = Session.open(settings, settings.base_url, sandbox.world.today - timedelta(days=1))
+    before = remaining(settings)
+    with pytest.raises(TransportError), session.metered() as (budget, ledger):  # noqa: PT012
+        try:
+            sandbox.app.plan = FaultPlan(Faults(slow=1.0, slow_seconds=0.6), 0, 0.0)
+            with session.client(**session.metering_hooks(budget, ledger)) as client:
+                client.send(calls.hand_analysis(HAND))
+        finally:
+            sandbox.app.plan = FaultPlan(Faults(), 0, 0.0)
+    spent = before - remaining(settings)
+    assert spent == 5  # charged, though its answer never came
+    assert sum(int(r["cost"]) for r in ledger_rows(settings)) == spent

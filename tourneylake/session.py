@@ -169,8 +169,9 @@ class Session:
     @contextmanager
     def metered(self, *, spent_before: int = 0) -> Iterator[tuple[Budget, LedgerWriter]]:
         """Metered calls outside the harvest (a question, a hand): a budget with the run's cap and
-        reserve from a free reading, and the ledger; when the block ends normally the run is
-        reconciled with the service's count, and the night's ledger partition is published."""
+        reserve from a free reading, and the ledger; when the block ends the run is reconciled
+        with the service's count (also when it ends by an error: a call charged whose answer never
+        came is booked now), and the night's ledger partition is published."""
         budget = Budget(
             remaining=self.read_remaining(),
             max_searches_per_run=left_in_run(self.settings.max_searches_per_run, spent_before),
@@ -179,7 +180,16 @@ class Session:
         )
         try:
             with self.ledger(budget.remaining) as ledger:
-                yield budget, ledger
+                try:
+                    yield budget, ledger
+                except Exception:
+                    try:
+                        self.reconcile_run(ledger)
+                    except Exception as exc:  # noqa: BLE001 - the block's own error is the one to raise
+                        log.warning(
+                            "run %s could not be reconciled after its failure (%s): the next run does it", self.run_id, exc
+                        )
+                    raise
                 self.reconcile_run(ledger)
         finally:
             self.publish_ledger()
