@@ -274,6 +274,27 @@ def test_budget_failed_call_releases_its_reservation() -> None:
     assert budget.try_reserve(PLAYER_SUMMARY)
 
 
+def test_calls_that_timed_out_count_against_the_run_cap() -> None:
+    """A call with no answer (a timeout after sending) may have been charged: the cap counts
+    it, so calls that time out and are sent again can never take the run past its cap. What it
+    really cost is the reconciliation's; it is not in ``spent``, and the searches left are the
+    next answer's."""
+    budget = Budget(remaining=1000, max_searches_per_run=3, reserve=0, costs=CostModel())
+    for _ in range(2):
+        assert budget.try_reserve(PLAYER_SUMMARY)
+        budget.settle(PLAYER_SUMMARY, None, charged=False, uncertain=True)
+    assert budget.try_reserve(PLAYER_SUMMARY)
+    budget.settle(PLAYER_SUMMARY, 997, charged=True)
+    assert not budget.try_reserve(PLAYER_SUMMARY)  # 1 charged + 2 that may have been
+    assert budget.refusal(PLAYER_SUMMARY) == "budget: run cap 3 reached"
+    assert budget.spent == 1 and budget.remaining == 997
+
+    free = Budget(remaining=1000, max_searches_per_run=1, reserve=0, costs=CostModel())
+    assert free.try_reserve(PLAYER_SUMMARY)
+    free.settle(PLAYER_SUMMARY, None, charged=False)  # refused before any work (a 5xx): free
+    assert free.try_reserve(PLAYER_SUMMARY)
+
+
 def test_budget_learns_cost_only_from_isolated_calls() -> None:
     costs = CostModel()
     budget = Budget(remaining=100, max_searches_per_run=None, reserve=0, costs=costs)

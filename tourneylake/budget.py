@@ -338,6 +338,7 @@ class Budget:
         self._reserve = reserve
         self._costs = costs
         self._spent = 0
+        self._uncertain = 0  # calls that may have been charged (no answer arrived): the cap counts them
         self._in_flight = 0
         self._reservations: dict[str, deque[_Reservation]] = {}
         self._all_in_flight: list[_Reservation] = []
@@ -390,7 +391,7 @@ class Budget:
             return None
         if self._stopped is not None:
             return f"stopped: {self._stopped}"
-        if self._cap is not None and self._spent + self._in_flight + cost > self._cap:
+        if self._cap is not None and self._spent + self._uncertain + self._in_flight + cost > self._cap:
             return f"budget: run cap {self._cap} reached"
         if self._remaining is None:
             if self._reserve > 0 and self._in_flight > 0:
@@ -425,10 +426,13 @@ class Budget:
             self._in_flight += cost
             return True
 
-    def settle(self, resource: str, remaining_after: int | None, charged: bool) -> None:
+    def settle(self, resource: str, remaining_after: int | None, charged: bool, *, uncertain: bool = False) -> None:
         """Record the end of a reserved call: ``remaining_after`` is the response's
         ``RemainingSearches`` (``None`` if there was no readable response), ``charged`` whether
-        the service charged for it (a successful metered answer)."""
+        the service charged for it (a successful metered answer). ``uncertain``: no answer came
+        (a timeout after sending): the service may have charged it, so the run's cap counts it
+        (a cap is never crossed by calls that timed out and were sent again); its real cost is
+        the reconciliation's, and the searches left are the next answer's."""
         with self._lock:
             queue = self._reservations.get(resource)
             reservation = queue.popleft() if queue else None
@@ -447,6 +451,8 @@ class Budget:
                 observed = reservation.before - remaining_after
                 if observed >= 0 and self._costs.observe(resource, reservation.before, remaining_after):
                     charge = observed
+            if uncertain and not charged:
+                self._uncertain += charge
             if charged:
                 self._spent += charge
                 if remaining_after is None and self._remaining is not None:

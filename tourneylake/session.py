@@ -39,6 +39,7 @@ from tourneylake.ledger import (
     EXTERNAL_SPENDING,
     RECONCILED,
     RECONCILED_AFTER_CRASH,
+    UNCERTAIN,
     Ledger,
     LedgerWriter,
     unexplained_charges,
@@ -224,7 +225,7 @@ class Session:
                 return None
             charged = _charged(attempt)
             if budget is not None:  # settle first: an isolated call teaches the cost model the true cost
-                budget.settle(call.resource, attempt.remaining_after, charged)
+                budget.settle(call.resource, attempt.remaining_after, charged, uncertain=attempt.outcome == UNCERTAIN)
             return ledger.record_soon(
                 key_digest(call.key),
                 called_at=attempt.started_at,
