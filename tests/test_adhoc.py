@@ -112,3 +112,15 @@ def test_a_question_paid_for_but_not_cached_is_not_paid_again(sandbox, tmp_path)
     before = remaining(settings)
     assert ask_question(settings, "sit and gos in the last week") == (expression, 0)
     assert remaining(settings) == before
+
+
+def test_a_question_shares_the_nights_cap(sandbox, tmp_path):
+    from tourneylake.errors import BudgetRefused
+
+    settings = sandbox_settings(sandbox, tmp_path, max_searches_per_run=1)
+    _, spent = ask_question(settings, "sit and gos this year", "UTC", "en-US")
+    assert spent == 1
+    before = remaining(settings)
+    with pytest.raises(BudgetRefused, match="run cap"):
+        ask_question(settings, "scheduled tournaments over $50", "UTC", "en-US")
+    assert remaining(settings) == before

@@ -168,3 +168,17 @@ def test_a_hand_charged_but_never_answered_is_booked_when_the_run_fails(sandbox,
     spent = before - remaining(settings)
     assert spent == 5  # charged, though its answer never came
     assert sum(int(r["cost"]) for r in ledger_rows(settings)) == spent
+
+
+def test_single_hands_share_the_nights_hand_cap(sandbox, tmp_path):
+    """`hand analyze` runs one after another share the night's cap, as the inbox job does:
+    each run no longer starts with the whole cap."""
+    from tourneylake.errors import BudgetRefused
+
+    settings = sandbox_settings(sandbox, tmp_path, max_searches_per_run=5)
+    _, spent = analyze_hand(settings, HAND.encode(), None)
+    assert spent == 5
+    before = remaining(settings)
+    with pytest.raises(BudgetRefused, match="run cap"):
+        analyze_hand(settings, HAND.replace("Hand #", "Hand #9").encode(), None)
+    assert remaining(settings) == before

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from datetime import date
 
 from tourneylake.accounts import account_settings, share_of
-from tourneylake.api import ApiError, Client
+from tourneylake.api import ApiError, Client, calls
 from tourneylake.budget import Target
 from tourneylake.config import Settings
 from tourneylake.errors import TourneylakeError
@@ -220,7 +220,9 @@ def ask(settings: Settings, question: str, timezone: str | None = None, locale: 
         spent = 0
         expression = session.cached_filter(question, timezone, locale)
         if expression is None:
-            with session.metered() as (budget, ledger):
+            # The night's cap, shared with the harvest (which leaves hand analyses to their own).
+            tonight = session.spent_tonight(excluding=calls.HAND_ANALYSIS)
+            with session.metered(spent_before=tonight) as (budget, ledger):
                 expression = session.ask_filter(question, timezone, locale, budget, ledger)
             spent = ledger.spent
             if catalog is None:

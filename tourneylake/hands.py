@@ -118,9 +118,13 @@ def analyze_hand(settings: Settings, hand_bytes: bytes, lang: str | None = None)
     stored = _stored_analysis(path)
     if stored is not None:
         return stored["analysis"], 0
-    with connected(settings, writable=True) as session, session.metered() as (budget, ledger):
-        with session.client(**session.metering_hooks(budget, ledger)) as client:
-            return _analyse_one(session, client, ledger, hand_bytes, lang, path)
+    with connected(settings, writable=True) as session:
+        with session.metered(spent_before=session.spent_tonight(only=calls.HAND_ANALYSIS)) as (
+            budget,
+            ledger,
+        ):  # the night's hand cap
+            with session.client(**session.metering_hooks(budget, ledger)) as client:
+                return _analyse_one(session, client, ledger, hand_bytes, lang, path)
 
 
 @dataclass
