@@ -348,3 +348,24 @@ def test_the_command_rebuilds_nights_side_by_side_when_asked(harvested, tmp_path
     assert "Rebuilt 2 night(s)" in result.output and "player_statistics" in result.output
     result = invoke_with("1")  # one after another: in this process
     assert result.exit_code != 0 and isinstance(result.exception, RuntimeError)
+
+
+def test_a_rebuild_waits_for_a_harvest_of_the_same_lake(harvested, tmp_path) -> None:
+    """A rebuild that read a night half-harvested could swap its partial tables in after the
+    harvest's: it waits for the harvest's lock (a harvest waits for a rebuild the same way)."""
+    import threading
+
+    settings = _copy(harvested, tmp_path / "d")
+    lake = Lake(settings.data_dir)
+    done: list[object] = []
+
+    def rebuild_now() -> None:
+        done.append(rebuild(settings, [NIGHTS[1]]))
+
+    with lake.lock("harvest"):  # a harvest under way (another process, in life)
+        worker = threading.Thread(target=rebuild_now)
+        worker.start()
+        worker.join(5.0)  # a night's rebuild takes well under a second here
+        assert worker.is_alive() and not done  # waiting
+    worker.join(60)
+    assert not worker.is_alive() and done and done[0].nights == [NIGHTS[1]]

@@ -111,7 +111,8 @@ def player_tables(lake: Lake, night: date, unusable: list[str] | None = None) ->
 
 
 def rebuild(settings: Settings, nights: Iterable[date] | None = None, *, warehouse: bool = True) -> RebuildOutcome:
-    """Rebuild ``nights`` (all the lake holds when ``None``) and reload the warehouse."""
+    """Rebuild ``nights`` (all the lake holds when ``None``) and reload the warehouse. Holds the
+    lake's ``harvest`` lock: a harvest of the same lake waits for it, and it for a harvest."""
     lake = Lake(settings.data_dir)
     if not lake.exists:
         raise NothingToRebuild(f"no lake in {settings.data_dir}: nothing to rebuild (run `tourneylake run` first)")
@@ -121,6 +122,13 @@ def rebuild(settings: Settings, nights: Iterable[date] | None = None, *, warehou
     missing = sorted(set(wanted) - set(held))
     if missing:
         raise NothingToRebuild(f"the lake holds no raw answers for {', '.join(d.isoformat() for d in missing)}")
+    # A harvest of the lake (which writes tonight's answers and tables) and a rebuild take turns:
+    # a rebuild that read a night half-harvested could swap its partial tables in last.
+    with lake.lock("harvest"):
+        return _rebuild(settings, lake, wanted, every=every, warehouse=warehouse)
+
+
+def _rebuild(settings: Settings, lake: Lake, wanted: list[date], *, every: bool, warehouse: bool) -> RebuildOutcome:
     lake.sweep_tmp()
     outcome = RebuildOutcome(nights=wanted, fresh_warehouse=every and warehouse)
     # `--all` fills a fresh file while the nights are rebuilt (queries keep the old one until
