@@ -182,3 +182,24 @@ def test_single_hands_share_the_nights_hand_cap(sandbox, tmp_path):
     with pytest.raises(BudgetRefused, match="run cap"):
         analyze_hand(settings, HAND.replace("Hand #", "Hand #9").encode(), None)
     assert remaining(settings) == before
+
+
+def test_a_hand_whose_paid_answer_could_not_be_read_is_not_paid_again_that_night(sandbox, tmp_path):
+    """An answer paid for and marked unusable (complete, unreadable: the service would answer
+    the same) is not asked again that night; it stays in the lake for a rebuild."""
+    from tourneylake.api import UnusableResponse
+    from tourneylake.lake import UNUSABLE, Lake
+
+    settings = sandbox_settings(sandbox, tmp_path)
+    analyze_hand(settings, HAND.encode(), None)
+    for record in (tmp_path / "hands").iterdir():
+        record.unlink()
+    lake = Lake(settings.data_dir)
+    (night,) = lake.raw_dates()
+    (accepted,) = lake.raw_paths(night, "hand_analysis")
+    lake.settle_raw(accepted, UNUSABLE)  # as a read that failed leaves it
+    before = remaining(settings)
+    with pytest.raises(UnusableResponse, match=r"paid for and could not be read .*not asked again tonight"):
+        analyze_hand(settings, HAND.encode(), None)
+    assert remaining(settings) == before
+    assert len(lake.raw_paths(night, "hand_analysis", status=UNUSABLE)) == 1

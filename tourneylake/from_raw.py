@@ -37,7 +37,7 @@ from tourneylake.api import calls
 from tourneylake.api.answers import metadata_is_cached, read_answer
 from tourneylake.api.envelope import service_error
 from tourneylake.api.errors import NOT_FOUND_CODES, MalformedResponse, UnusableResponse
-from tourneylake.lake import MALFORMED, OK, RECEIVED, UNUSABLE, Lake, PartitionWriter, RawResponse, key_digest, read_raw_file
+from tourneylake.lake import MALFORMED, OK, RECEIVED, UNUSABLE, Lake, PartitionWriter, RawResponse, read_raw_file
 from tourneylake.normalize import normalize_countries, normalize_metadata, normalize_news
 from tourneylake.normalize.summary import SummaryNormalizer
 from tourneylake.reference import InForce
@@ -92,10 +92,11 @@ def settle_received(lake: Lake, night: date, resource: str | None = None, key: M
     """Give every body of the night still marked ``received`` (its process died before reading
     it) its real status, or only those of ``resource`` (and of the request ``key``); returns how
     many were settled."""
-    paths = lake.raw_paths(night, resource, status=RECEIVED)
-    if key is not None:
-        digest = key_digest(key) + "."
-        paths = [path for path in paths if path.name.startswith(digest)]
+    if key is None:
+        paths = lake.raw_paths(night, resource, status=RECEIVED)
+    else:
+        assert resource is not None, "a request's key goes with its resource"
+        paths = lake.request_paths(night, resource, key, RECEIVED)
     for path in paths:
         lake.settle_raw(path, body_status(read_raw_file(path)))
     return len(paths)

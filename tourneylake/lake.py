@@ -303,6 +303,11 @@ class Lake:
         with lock(self.root / "_state" / f"{_check_name('lock', name)}.lock"):
             yield
 
+    def request_paths(self, snapshot_date: date | str, resource: str, key: Mapping[str, str], status: str) -> list[AnyPath]:
+        """The stored bodies of one request (``key``) with ``status``, as :meth:`raw_paths` lists them."""
+        digest = key_digest(key) + "."
+        return [path for path in self.raw_paths(snapshot_date, resource, status=status) if path.name.startswith(digest)]
+
     def has_raw(self, snapshot_date: date | str, resource: str, key: Mapping[str, str]) -> bool:
         """Whether an accepted answer to this request is stored."""
         return self.raw_path(snapshot_date, resource, key).exists()

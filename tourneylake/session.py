@@ -30,11 +30,11 @@ from typing import Any
 
 from tourneylake.api import ApiError, AsyncClient, Attempt, Client, CredentialsError, ReceivedBody, calls
 from tourneylake.api.client import call_payload, recent_reading, warm_async_transport
-from tourneylake.api.errors import NOT_FOUND_CODES
+from tourneylake.api.errors import NOT_FOUND_CODES, UnusableResponse
 from tourneylake.budget import Budget, CostModel
 from tourneylake.config import Settings
 from tourneylake.errors import BudgetRefused, RunFailed
-from tourneylake.lake import Lake, key_digest
+from tourneylake.lake import UNUSABLE, Lake, key_digest
 from tourneylake.ledger import (
     EXTERNAL_SPENDING,
     RECONCILED,
@@ -332,6 +332,13 @@ class Session:
             # for: settled first, an accepted one is the answer (and is not paid for again).
             settle_received(self.lake, self.night, call.resource, call.key)
             raw = self.lake.read_raw(self.night, call.resource, call.key)
+            if raw is None and self.lake.request_paths(self.night, call.resource, call.key, UNUSABLE):
+                # Complete, charged, and unreadable: the service would answer the same again.
+                raise UnusableResponse(
+                    f"{call.describe()}: its answer tonight was paid for and could not be read (kept raw, "
+                    "marked unusable); not asked again tonight",
+                    resource=call.resource,
+                )
         if raw is not None:
             log.info("%s: answered from the lake (paid earlier tonight)", call.describe())
             return call_payload(parse(raw.body, raw.fmt), call)
