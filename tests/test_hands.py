@@ -203,3 +203,21 @@ def test_a_hand_whose_paid_answer_could_not_be_read_is_not_paid_again_that_night
         analyze_hand(settings, HAND.encode(), None)
     assert remaining(settings) == before
     assert len(lake.raw_paths(night, "hand_analysis", status=UNUSABLE)) == 1
+
+
+def test_a_hand_paid_for_on_another_night_is_not_paid_again(sandbox, tmp_path):
+    """The hands job paid, then died before keeping its record; the next night's run answers
+    from the lake (a hand's analysis does not depend on the night)."""
+    from tourneylake.lake import Lake
+
+    settings = sandbox_settings(sandbox, tmp_path)
+    analysis, _ = analyze_hand(settings, HAND.encode(), None)
+    for record in (tmp_path / "hands").iterdir():
+        record.unlink()
+    lake = Lake(settings.data_dir)
+    (night,) = lake.raw_dates()
+    folder = lake.root / "_raw" / f"snapshot_date={night.isoformat()}"
+    folder.rename(folder.with_name(f"snapshot_date={(night - timedelta(days=1)).isoformat()}"))  # paid the night before
+    before = remaining(settings)
+    again, spent = analyze_hand(settings, HAND.encode(), None)
+    assert (again, spent) == (analysis, 0) and remaining(settings) == before

@@ -332,6 +332,13 @@ class Session:
             # for: settled first, an accepted one is the answer (and is not paid for again).
             settle_received(self.lake, self.night, call.resource, call.key)
             raw = self.lake.read_raw(self.night, call.resource, call.key)
+            if raw is None and call.resource == calls.HAND_ANALYSIS:
+                # A hand's analysis does not depend on the night (a question's filter does: its
+                # dates are the night's): one paid for on another night is the answer too.
+                raw = next(
+                    (r for d in reversed(self.lake.raw_dates()) if (r := self.lake.read_raw(d, call.resource, call.key))),
+                    None,
+                )
             if raw is None and self.lake.request_paths(self.night, call.resource, call.key, UNUSABLE):
                 # Complete, charged, and unreadable: the service would answer the same again.
                 raise UnusableResponse(
