@@ -158,7 +158,7 @@ def test_a_hand_charged_but_never_answered_is_booked_when_the_run_fails(sandbox,
     settings = sandbox_settings(sandbox, tmp_path, timeout_s=0.25, max_attempts=1)
     session = Session.open(settings, settings.base_url, sandbox.world.today - timedelta(days=1))
     before = remaining(settings)
-    with pytest.raises(TransportError), session.metered() as (budget, ledger):  # noqa: PT012
+    with pytest.raises(TransportError), session.metered(calls.HAND_ANALYSIS) as (budget, ledger):  # noqa: PT012
         try:
             sandbox.app.plan = FaultPlan(Faults(slow=1.0, slow_seconds=0.6), 0, 0.0)
             with session.client(**session.metering_hooks(budget, ledger)) as client:

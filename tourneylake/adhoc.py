@@ -117,7 +117,7 @@ def _remaining(session: Session) -> tuple[int | None, str | None]:
 def _report(session: Session, remaining: int | None, remaining_note: str | None) -> BudgetReport:
     settings, night, lake = session.settings, session.night, session.lake
     spent = session.spent_tonight()
-    cap_left = left_in_run(settings.max_searches_per_run, spent)
+    cap_left = left_in_run(settings.max_searches_per_run, session.spent_on_cap(calls.PLAYER_SUMMARY))
     report = BudgetReport(
         night=night,
         source=settings.source,
@@ -220,9 +220,7 @@ def ask(settings: Settings, question: str, timezone: str | None = None, locale: 
         spent = 0
         expression = session.cached_filter(question, timezone, locale)
         if expression is None:
-            # The night's cap, shared with the harvest (which leaves hand analyses to their own).
-            tonight = session.spent_tonight(excluding=calls.HAND_ANALYSIS)
-            with session.metered(spent_before=tonight) as (budget, ledger):
+            with session.metered(calls.NATURAL_LANGUAGE_FILTER) as (budget, ledger):
                 expression = session.ask_filter(question, timezone, locale, budget, ledger)
             spent = ledger.spent
             if catalog is None:

@@ -118,13 +118,9 @@ def analyze_hand(settings: Settings, hand_bytes: bytes, lang: str | None = None)
     stored = _stored_analysis(path)
     if stored is not None:
         return stored["analysis"], 0
-    with connected(settings, writable=True) as session:
-        with session.metered(spent_before=session.spent_tonight(only=calls.HAND_ANALYSIS)) as (
-            budget,
-            ledger,
-        ):  # the night's hand cap
-            with session.client(**session.metering_hooks(budget, ledger)) as client:
-                return _analyse_one(session, client, ledger, hand_bytes, lang, path)
+    with connected(settings, writable=True) as session, session.metered(calls.HAND_ANALYSIS) as (budget, ledger):
+        with session.client(**session.metering_hooks(budget, ledger)) as client:
+            return _analyse_one(session, client, ledger, hand_bytes, lang, path)
 
 
 @dataclass
@@ -164,7 +160,7 @@ def analyze_inbox(session: Session, lang: str | None = None) -> InboxOutcome:
             todo.append((file, content, record))
     if not todo:
         return outcome
-    with session.metered(spent_before=session.spent_tonight(only=calls.HAND_ANALYSIS)) as (budget, ledger):
+    with session.metered(calls.HAND_ANALYSIS) as (budget, ledger):
         with session.client(**session.metering_hooks(budget, ledger)) as client:
             for index, (file, content, record) in enumerate(todo):
                 refusal = f"stopped: {outcome.stopped_reason}" if outcome.stopped_reason else budget.refusal(calls.HAND_ANALYSIS)

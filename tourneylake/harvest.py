@@ -362,8 +362,7 @@ def _harvest_night(
         if earlier != night:  # the warehouse reloads every night's ledger partition
             lake.write_table("search_ledger", earlier, Ledger(lake).table(earlier))
     # A re-run of a half-finished night may spend only what the first run left of the cap.
-    # Hand analyses run in their own opt-in job with their own budget: not the harvest's cap.
-    cap = left_in_run(settings.max_searches_per_run, session.spent_tonight(excluding=calls.HAND_ANALYSIS))
+    cap = left_in_run(settings.max_searches_per_run, session.spent_on_cap(calls.PLAYER_SUMMARY))
     budget = Budget(remaining=remaining, max_searches_per_run=cap, reserve=settings.reserve_searches, costs=session.costs)
     failure: Exception | None = None  # raised once tonight's work is kept
     with session.ledger(remaining) as ledger, ExitStack() as stack:

@@ -168,14 +168,15 @@ class Session:
         return LedgerWriter(self.lake, self.night, self.run_id, remaining_before=remaining_before, account=self.account)
 
     @contextmanager
-    def metered(self, *, spent_before: int = 0) -> Iterator[tuple[Budget, LedgerWriter]]:
-        """Metered calls outside the harvest (a question, a hand): a budget with the run's cap and
-        reserve from a free reading, and the ledger; when the block ends the run is reconciled
+    def metered(self, resource: str) -> Iterator[tuple[Budget, LedgerWriter]]:
+        """Metered calls of ``resource`` outside the harvest (a question, a hand): a budget with
+        what the night's cap for them leaves (:meth:`spent_on_cap`) and the reserve, from a free
+        reading, and the ledger; when the block ends the run is reconciled
         with the service's count (also when it ends by an error: a call charged whose answer never
         came is booked now), and the night's ledger partition is published."""
         budget = Budget(
             remaining=self.read_remaining(),
-            max_searches_per_run=left_in_run(self.settings.max_searches_per_run, spent_before),
+            max_searches_per_run=left_in_run(self.settings.max_searches_per_run, self.spent_on_cap(resource)),
             reserve=self.settings.reserve_searches,
             costs=self.costs,
         )
@@ -204,6 +205,14 @@ class Session:
 
     def spent_tonight(self, *, only: str | None = None, excluding: str | None = None) -> int:
         return Ledger(self.lake).spent(self.night, only=only, excluding=excluding, account=self.account)
+
+    def spent_on_cap(self, resource: str) -> int:
+        """Tonight's searches that count against the cap a call of ``resource`` draws on (re-runs
+        share it): hand analyses, an opt-in job, have a cap of their own; the harvest and the
+        questions share the other."""
+        if resource == calls.HAND_ANALYSIS:
+            return self.spent_tonight(only=calls.HAND_ANALYSIS)
+        return self.spent_tonight(excluding=calls.HAND_ANALYSIS)
 
     def metering_hooks(self, budget: Budget | None, ledger: LedgerWriter) -> dict[str, Callable[..., Future[None] | None]]:
         """``before_attempt``: the budget's permission, then the write-ahead line;
@@ -347,7 +356,7 @@ class Session:
                     resource=call.resource,
                 )
         if raw is not None:
-            log.info("%s: answered from the lake (paid earlier tonight)", call.describe())
+            log.info("%s: answered from the lake (paid for earlier)", call.describe())
             return call_payload(parse(raw.body, raw.fmt), call)
         return client.send(call).payload
 
