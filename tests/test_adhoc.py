@@ -124,3 +124,39 @@ def test_a_question_shares_the_nights_cap(sandbox, tmp_path):
     with pytest.raises(BudgetRefused, match="run cap"):
         ask_question(settings, "scheduled tournaments over $50", "UTC", "en-US")
     assert remaining(settings) == before
+
+
+def test_two_processes_asking_the_same_question_at_once_pay_once(sandbox, tmp_path):
+    """Two `filter ask` runs of one question at the same moment (each its own session, as two
+    processes have): the second waits for the first's paid answer and takes it from the lake."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from tourneylake.sandbox import Faults
+    from tourneylake.sandbox.faults import FaultPlan
+
+    settings = sandbox_settings(sandbox, tmp_path)
+    question = "rebuys over $20 in the last 90 days"
+    before = remaining(settings)
+    sandbox.app.plan = FaultPlan(Faults(), 0, 400.0)  # 400 ms a call: both runs in flight at once
+    try:
+        with ThreadPoolExecutor(2) as pool:
+            answers = list(pool.map(lambda _: ask_question(settings, question, "UTC", "en-US"), range(2)))
+    finally:
+        sandbox.app.plan = FaultPlan(Faults(), 0, 0.0)
+    assert sorted(spent for _, spent in answers) == [0, 1] and answers[0][0] == answers[1][0]
+    assert before - remaining(settings) == 1
+    assert [(r["resource"], r["cost"]) for r in ledger_rows(settings) if r["resource"] == "nlq"] == [("nlq", 1)]
+
+
+def test_questions_cached_at_once_are_all_kept(sandbox, tmp_path):
+    """The question cache is one document: two runs adding an entry each at once keep both."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from tourneylake.lake import Lake
+    from tourneylake.session import NLQ_CACHE
+    from tourneylake.state import StateStore
+
+    store = StateStore(Lake(tmp_path / "lake"))
+    with ThreadPoolExecutor(4) as pool:
+        list(pool.map(lambda i: store.set_entry(NLQ_CACHE, f"question {i}", f"Class:{i}"), range(40)))
+    assert store.read(NLQ_CACHE) == {f"question {i}": f"Class:{i}" for i in range(40)}

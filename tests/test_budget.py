@@ -127,6 +127,7 @@ def test_unknown_remaining_and_no_cap_is_unlimited() -> None:
 def test_learned_costs_are_used() -> None:
     costs = CostModel()
     costs.observe(PLAYER_SUMMARY, 100, 98)
+    costs.observe(PLAYER_SUMMARY, 98, 96)
     result = plan([t("a"), t("b"), t("c")], max_searches_per_run=5, costs=costs)
     assert names(result.calls) == ["a", "b"]
     assert result.searches_planned == 4
@@ -221,12 +222,16 @@ def test_cost_model_prior_and_learning() -> None:
     assert costs.cost("something_new") == 1  # assumed metered until observed
     assert not costs.learned(PLAYER_SUMMARY)
 
+    assert costs.observe(PLAYER_SUMMARY, 350, 150)  # someone else spent 199 meanwhile
+    assert costs.cost(PLAYER_SUMMARY) == 1 and not costs.learned(PLAYER_SUMMARY)  # one reading: outvoted
     assert costs.observe(PLAYER_SUMMARY, 150, 148)
-    assert costs.cost(PLAYER_SUMMARY) == 2 and costs.learned(PLAYER_SUMMARY)
-    assert costs.observe(PLAYER_SUMMARY, 148, 147)
-    assert costs.cost(PLAYER_SUMMARY) == 1  # tie: the most recent
-    assert costs.observe(PLAYER_SUMMARY, 147, 146)
-    assert costs.observe(PLAYER_SUMMARY, 146, 136)  # one polluted reading does not move it
+    assert costs.cost(PLAYER_SUMMARY) == 1  # 1 (the documented vote), 2, 200: the documented cost wins ties
+    assert costs.observe(PLAYER_SUMMARY, 148, 146)
+    assert costs.cost(PLAYER_SUMMARY) == 2 and costs.learned(PLAYER_SUMMARY)  # two readings agree
+    assert costs.observe(PLAYER_SUMMARY, 146, 145)
+    assert costs.observe(PLAYER_SUMMARY, 145, 144)
+    assert costs.cost(PLAYER_SUMMARY) == 1  # 3 votes to 2
+    assert costs.observe(PLAYER_SUMMARY, 144, 134)  # one polluted reading does not move it
     assert costs.cost(PLAYER_SUMMARY) == 1
 
     assert not costs.observe(PLAYER_SUMMARY, 10, 500)  # top-up or reset: ignored
@@ -238,9 +243,9 @@ def test_cost_model_window_forgets_old_readings() -> None:
     costs = CostModel(window=3)
     for _ in range(3):
         costs.observe(HAND_ANALYSIS, 10, 5)
-    for _ in range(2):
+    for _ in range(3):
         costs.observe(HAND_ANALYSIS, 10, 6)
-    assert costs.cost(HAND_ANALYSIS) == 4
+    assert costs.cost(HAND_ANALYSIS) == 4  # the 5s are forgotten
 
 
 # ----------------------------------------------------------------------------------- guard
@@ -299,8 +304,11 @@ def test_budget_learns_cost_only_from_isolated_calls() -> None:
     costs = CostModel()
     budget = Budget(remaining=100, max_searches_per_run=None, reserve=0, costs=costs)
     assert budget.try_reserve(PLAYER_SUMMARY)
-    budget.settle(PLAYER_SUMMARY, 97, charged=True)  # alone: a clean reading
-    assert costs.cost(PLAYER_SUMMARY) == 3 and budget.spent == 3 and budget.remaining == 97
+    budget.settle(PLAYER_SUMMARY, 97, charged=True)  # alone: a clean reading, one vote
+    assert costs.cost(PLAYER_SUMMARY) == 1 and budget.spent == 1 and budget.remaining == 97
+    assert budget.try_reserve(PLAYER_SUMMARY)
+    budget.settle(PLAYER_SUMMARY, 94, charged=True)  # a second that agrees: learned, and charged
+    assert costs.cost(PLAYER_SUMMARY) == 3 and budget.spent == 4 and budget.remaining == 94
 
     costs = CostModel()
     budget = Budget(remaining=100, max_searches_per_run=None, reserve=0, costs=costs)

@@ -221,3 +221,54 @@ def test_a_hand_paid_for_on_another_night_is_not_paid_again(sandbox, tmp_path):
     before = remaining(settings)
     again, spent = analyze_hand(settings, HAND.encode(), None)
     assert (again, spent) == (analysis, 0) and remaining(settings) == before
+
+
+def test_a_hand_analysed_while_another_client_spends_costs_what_a_hand_costs(sandbox, tmp_path):
+    """Another client of the account (a harvest, a person on the website) spends 200 searches
+    between the run's reading and the hand's answer: the hand is booked at 5, not 205 (its one
+    reading is outvoted by the documented cost), and the 200 are shown as someone else's."""
+    from tourneylake.ledger import EXTERNAL_SPENDING
+
+    settings = sandbox_settings(sandbox, tmp_path)
+    original = sandbox.accounts.remaining(DEMO.username)
+    drained = []
+
+    def drain_after_the_reading(body: bytes, fmt: str) -> bytes:
+        if not drained:
+            drained.append(200)
+            sandbox.accounts.set_remaining(DEMO.username, sandbox.accounts.remaining(DEMO.username) - 200)
+        return body
+
+    sandbox.app.answer_rewrites[("countries", "")] = drain_after_the_reading
+    try:
+        _, spent = analyze_hand(settings, HAND.replace("Hand #", "Hand #7").encode(), None)
+    finally:
+        del sandbox.app.answer_rewrites[("countries", "")]
+        sandbox.accounts.set_remaining(DEMO.username, original)
+    assert drained and spent == 5
+    rows = ledger_rows(settings)
+    assert [(r["resource"], r["cost"]) for r in rows if r["resource"] == "hand_analysis"] == [("hand_analysis", 5)]
+    (external,) = [r for r in rows if r["outcome"] == EXTERNAL_SPENDING]
+    assert external["cost"] == 0 and external["error"].startswith("200 searches spent by another client")
+
+
+def test_one_hand_analysed_by_two_processes_at_once_is_paid_once(sandbox, tmp_path):
+    """Two `hand analyze` runs of one hand at the same moment (each its own session, as two
+    processes have): the second waits for the first's paid answer and takes it from the lake."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from tourneylake.sandbox import Faults
+    from tourneylake.sandbox.faults import FaultPlan
+
+    settings = sandbox_settings(sandbox, tmp_path)
+    hand = HAND.replace("Hand #", "Hand #5").encode()
+    before = remaining(settings)
+    sandbox.app.plan = FaultPlan(Faults(), 0, 400.0)  # 400 ms a call: both runs in flight at once
+    try:
+        with ThreadPoolExecutor(2) as pool:
+            answers = list(pool.map(lambda _: analyze_hand(settings, hand, None), range(2)))
+    finally:
+        sandbox.app.plan = FaultPlan(Faults(), 0, 0.0)
+    assert sorted(spent for _, spent in answers) == [0, 5] and answers[0][0] == answers[1][0]
+    assert before - remaining(settings) == 5
+    assert [r["cost"] for r in ledger_rows(settings) if r["resource"] == "hand_analysis"] == [5]

@@ -113,9 +113,11 @@ class CostModel:
 
     Starts from :data:`DEFAULT_COSTS` (or ``prior``). :meth:`observe` learns from one call's
     ``RemainingSearches`` before and after; only the caller knows whether the difference is
-    clean (exactly one metered call in flight, nothing else spending on the account), so it
-    decides when to call it. The learned cost is the most frequent of the last ``window``
-    observations (ties: the most recent), so one polluted reading cannot move it.
+    clean (exactly one metered call of its own in flight), so it decides when to call it. Even
+    a clean difference includes what anything else spent on the account meanwhile (a hand
+    analysed during a harvest, a person on the website), so a cost is learned by majority: the
+    most frequent of the last ``window`` observations, with the documented cost as one more vote
+    that wins its ties. One reading, however polluted, never moves a cost; two that agree do.
     """
 
     def __init__(self, prior: Mapping[str, int] | None = None, *, window: int = 20) -> None:
@@ -125,7 +127,8 @@ class CostModel:
         self._lock = threading.Lock()
 
     def observe(self, resource: str, before: int | None, after: int | None) -> bool:
-        """Learn from one isolated call; returns whether the reading was used.
+        """Learn from one isolated call; returns whether the reading was taken (a vote; the
+        cost moves only when the votes say so, see the class).
 
         Ignored: an unknown reading, and a negative difference (the account was topped up or
         the daily quota reset in between: says nothing about the call).
@@ -139,22 +142,26 @@ class CostModel:
             self._observed.setdefault(resource, deque(maxlen=self._window)).append(spent)
         return True
 
+    def _prior_cost(self, resource: str) -> int:
+        return self._prior.get(resource, UNKNOWN_RESOURCE_COST)
+
     def cost(self, resource: str) -> int:
         """The expected searches of one call of ``resource``."""
+        prior = self._prior_cost(resource)
         with self._lock:
             seen = self._observed.get(resource)
-            if seen:
-                counts = Counter(seen)
-                best = max(counts.values())
-                for value in reversed(seen):
-                    if counts[value] == best:
-                        return value
-            return self._prior.get(resource, UNKNOWN_RESOURCE_COST)
+            if not seen:
+                return prior
+            votes = Counter(seen)
+            votes[prior] += 1  # the documented cost is one vote, and wins a tie
+            best = max(votes.values())
+            if votes[prior] == best:
+                return prior
+            return next(value for value in reversed(seen) if votes[value] == best)
 
     def learned(self, resource: str) -> bool:
         """Whether ``cost(resource)`` comes from observations rather than the prior."""
-        with self._lock:
-            return bool(self._observed.get(resource))
+        return self.cost(resource) != self._prior_cost(resource)
 
     def snapshot(self) -> dict[str, int]:
         """Current cost of every resource known from the prior or observations."""
@@ -311,7 +318,7 @@ class Budget:
     ``remaining`` follows the truth: each response's ``RemainingSearches``. Responses of
     concurrent calls can arrive out of order, so a reading only ever lowers what we believe,
     except after a call that ran alone (nothing else reserved during its life), whose reading is
-    exact and also teaches :class:`CostModel` the resource's cost. While ``remaining`` is
+    exact and also gives :class:`CostModel` a vote on the resource's cost. While ``remaining`` is
     unknown and a reserve is set, only one metered call may be in flight: its answer tells us
     where we stand before anything else is spent.
 
@@ -448,9 +455,10 @@ class Budget:
             charge = reservation.amount
             if charged and exact and remaining_after is not None:
                 assert reservation.before is not None
-                observed = reservation.before - remaining_after
-                if observed >= 0 and self._costs.observe(resource, reservation.before, remaining_after):
-                    charge = observed
+                # A vote for the cost model; what the call is charged is what the model now says
+                # (a reading that includes someone else's spending is outvoted, not charged here)
+                if self._costs.observe(resource, reservation.before, remaining_after):
+                    charge = self._costs.cost(resource)
             if uncertain and not charged:
                 self._uncertain += charge
             if charged:

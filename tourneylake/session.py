@@ -233,7 +233,7 @@ class Session:
             if not call.metered:
                 return None
             charged = _charged(attempt)
-            if budget is not None:  # settle first: an isolated call teaches the cost model the true cost
+            if budget is not None:  # settle first: an isolated call votes on the cost the row records
                 budget.settle(call.resource, attempt.remaining_after, charged, uncertain=attempt.outcome == UNCERTAIN)
             return ledger.record_soon(
                 key_digest(call.key),
@@ -331,30 +331,40 @@ class Session:
         return booked
 
     def paid_payload(self, call: calls.Call, client: Client) -> Node | None:
-        """The payload of ``call``'s answer: the one already paid for tonight when the lake holds
-        it (a run that died after paying, before keeping what it bought), else from the service."""
-        raw = None
-        if self.writable:
-            from tourneylake.from_raw import settle_received  # the normalisers' module: not every command's
+        """The payload of ``call``'s answer: the one already paid for when the lake holds it (a
+        run that died after paying, before keeping what it bought; another process that asked
+        the same a moment ago), else from the service.
 
-            # A body of this request left `received` (its run died before reading it) is paid
-            # for: settled first, an accepted one is the answer (and is not paid for again).
-            settle_received(self.lake, self.night, call.resource, call.key)
-            raw = self.lake.read_raw(self.night, call.resource, call.key)
-            if raw is None and call.resource == calls.HAND_ANALYSIS:
-                # A hand's analysis does not depend on the night (a question's filter does: its
-                # dates are the night's): one paid for on another night is the answer too.
-                raw = next(
-                    (r for d in reversed(self.lake.raw_dates()) if (r := self.lake.read_raw(d, call.resource, call.key))),
-                    None,
-                )
-            if raw is None and self.lake.request_paths(self.night, call.resource, call.key, UNUSABLE):
-                # Complete, charged, and unreadable: the service would answer the same again.
-                raise UnusableResponse(
-                    f"{call.describe()}: its answer tonight was paid for and could not be read (kept raw, "
-                    "marked unusable); not asked again tonight",
-                    resource=call.resource,
-                )
+        A writable session looks and asks under the lake's lock for the resource, so two
+        processes asking the same question (or analysing the same hand) pay once: the second
+        waits, then finds the first one's answer saved (the client saves and settles a body
+        before ``send`` returns)."""
+        if not self.writable:
+            return client.send(call).payload
+        with self.lake.lock(f"paid-{call.resource}"):
+            return self._paid_payload(call, client)
+
+    def _paid_payload(self, call: calls.Call, client: Client) -> Node | None:
+        from tourneylake.from_raw import settle_received  # the normalisers' module: not every command's
+
+        # A body of this request left `received` (its run died before reading it) is paid
+        # for: settled first, an accepted one is the answer (and is not paid for again).
+        settle_received(self.lake, self.night, call.resource, call.key)
+        raw = self.lake.read_raw(self.night, call.resource, call.key)
+        if raw is None and call.resource == calls.HAND_ANALYSIS:
+            # A hand's analysis does not depend on the night (a question's filter does: its
+            # dates are the night's): one paid for on another night is the answer too.
+            raw = next(
+                (r for d in reversed(self.lake.raw_dates()) if (r := self.lake.read_raw(d, call.resource, call.key))),
+                None,
+            )
+        if raw is None and self.lake.request_paths(self.night, call.resource, call.key, UNUSABLE):
+            # Complete, charged, and unreadable: the service would answer the same again.
+            raise UnusableResponse(
+                f"{call.describe()}: its answer tonight was paid for and could not be read (kept raw, "
+                "marked unusable); not asked again tonight",
+                resource=call.resource,
+            )
         if raw is not None:
             log.info("%s: answered from the lake (paid for earlier)", call.describe())
             return call_payload(parse(raw.body, raw.fmt), call)
@@ -388,9 +398,7 @@ class Session:
         if payload is not None and not payload.text:
             inner = payload.one("Filter")
             expression = (inner.text if inner is not None else "") or ""
-        cache = self.state.read(NLQ_CACHE)
-        cache[self._nlq_key(question, timezone, locale)] = expression
-        self.state.write(NLQ_CACHE, cache)
+        self.state.set_entry(NLQ_CACHE, self._nlq_key(question, timezone, locale), expression)
         return expression
 
 

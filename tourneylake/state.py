@@ -37,3 +37,11 @@ class StateStore:
     def write(self, name: str, value: dict[str, Any]) -> None:
         data = orjson.dumps(value, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS)
         atomic_write(self.directory / f"{name}.json", data, fsync=self.lake.fsync)
+
+    def set_entry(self, name: str, key: str, value: Any) -> None:
+        """Set one entry of a document, under the lake's lock for it: two processes adding
+        entries at once both keep theirs (a read-modify-write each, one after the other)."""
+        with self.lake.lock(f"state-{name}"):
+            document = self.read(name)
+            document[key] = value
+            self.write(name, document)
