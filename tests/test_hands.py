@@ -272,3 +272,28 @@ def test_one_hand_analysed_by_two_processes_at_once_is_paid_once(sandbox, tmp_pa
     assert sorted(spent for _, spent in answers) == [0, 5] and answers[0][0] == answers[1][0]
     assert before - remaining(settings) == 5
     assert [r["cost"] for r in ledger_rows(settings) if r["resource"] == "hand_analysis"] == [5]
+
+
+def test_a_hand_run_killed_mid_call_is_reconciled_by_the_next_hand_run(sandbox, tmp_path):
+    """A `hand analyze` killed after sending (the service charged 5, no answer came) left its
+    run open, with no account name; the next run of the same credentials books the 5 to that
+    run's night (also with `accounts:` configured, when no harvest ever reconciles it), and
+    writes that night's `search_ledger` partition again."""
+    from tourneylake.lake import Lake
+    from tourneylake.ledger import RECONCILED_AFTER_CRASH, Ledger, LedgerWriter
+
+    settings = sandbox_settings(sandbox, tmp_path)
+    lake = Lake(settings.data_dir)
+    earlier = sandbox.world.today - timedelta(days=3)
+    before = remaining(settings)
+    dying = LedgerWriter(lake, earlier, "killed-hand", remaining_before=before)
+    dying.sent("hand_analysis", "k1", 1)
+    dying._file.close()  # killed mid-call
+    sandbox.accounts.set_remaining(DEMO.username, before - 5)  # ... after the service charged it
+    _, spent = analyze_hand(settings, HAND.replace("Hand #", "Hand #3").encode(), None)
+    assert spent == 5
+    assert Ledger(lake).dead_runs() == []
+    booked = [r for r in ledger_rows(settings, earlier) if r["outcome"] == RECONCILED_AFTER_CRASH]
+    assert [(r["run_id"], r["cost"]) for r in booked] == [("killed-hand", 5)]
+    assert sum(lake.read_table("search_ledger", earlier).column("cost").to_pylist()) == 5
+    assert sum(int(r["cost"]) for r in ledger_rows(settings)) == before - remaining(settings) == 10

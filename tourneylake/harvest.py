@@ -357,10 +357,7 @@ def _harvest_night(
             outcome.failed.append((Target(player.network, player.name, name, None, player.priority), str(exc)))
         log.error("account %s: %s (its %d pair(s) failed)", session.account, exc, len(outcome.failed))
         return outcome
-    for earlier, booked in session.reconcile_dead_runs(remaining).items():
-        outcome.reconciled += booked
-        if earlier != night:  # the warehouse reloads every night's ledger partition
-            lake.write_table("search_ledger", earlier, Ledger(lake).table(earlier))
+    outcome.reconciled += sum(session.reconcile_dead_runs(remaining).values())
     # A re-run of a half-finished night may spend only what the first run left of the cap.
     cap = left_in_run(settings.max_searches_per_run, session.spent_on_cap(calls.PLAYER_SUMMARY))
     budget = Budget(remaining=remaining, max_searches_per_run=cap, reserve=settings.reserve_searches, costs=session.costs)

@@ -171,11 +171,13 @@ class Session:
     def metered(self, resource: str) -> Iterator[tuple[Budget, LedgerWriter]]:
         """Metered calls of ``resource`` outside the harvest (a question, a hand): a budget with
         what the night's cap for them leaves (:meth:`spent_on_cap`) and the reserve, from a free
-        reading, and the ledger; when the block ends the run is reconciled
+        reading (which also reconciles this account's dead runs), and the ledger; when the block ends the run is reconciled
         with the service's count (also when it ends by an error: a call charged whose answer never
         came is booked now), and the night's ledger partition is published."""
+        remaining = self.read_remaining()
+        self.reconcile_dead_runs(remaining)  # an earlier run of these credentials that died mid-call
         budget = Budget(
-            remaining=self.read_remaining(),
+            remaining=remaining,
             max_searches_per_run=left_in_run(self.settings.max_searches_per_run, self.spent_on_cap(resource)),
             reserve=self.settings.reserve_searches,
             costs=self.costs,
@@ -303,10 +305,22 @@ class Session:
         the ledger explains, at most the cost of the calls it could not see answered — is written
         to the run's own night. Returns the searches booked per night whose ledger changed.
 
-        Call it holding the lake's ``harvest`` lock (two reconcilers must not close one run).
-        With no reading now, nothing is closed: a later run, with a reading, reconciles them."""
+        Only this session's account's runs (a run without an account name is the default
+        credentials', whoever reconciles it next: a harvest, a question or a hand), under the
+        lake's lock for that account, so two reconcilers never close one run. An earlier night
+        whose ledger changed has its ``search_ledger`` partition written again now (tonight's is
+        written by the run itself). With no reading now, nothing is closed: a later run, with a
+        reading, reconciles them."""
+        with self.lake.lock(f"reconcile-{self.account or ''}"):
+            booked = self._reconcile_dead_runs(remaining_now)
+        for night in booked:
+            if night != self.night:
+                self.lake.write_table("search_ledger", night, Ledger(self.lake).table(night))
+        return booked
+
+    def _reconcile_dead_runs(self, remaining_now: int | None) -> dict[date, int]:
         book = Ledger(self.lake)
-        dead = book.dead_runs(account=self.account)
+        dead = [run for run in book.dead_runs() if run.account == self.account]
         if dead and remaining_now is None:
             log.warning("%d run(s) ended with calls unanswered; no reading of the searches left now: reconciled later", len(dead))
             return {}
