@@ -289,10 +289,13 @@ def test_a_hand_run_killed_mid_call_is_reconciled_by_the_next_hand_run(sandbox, 
     dying = LedgerWriter(lake, earlier, "killed-hand", remaining_before=before)
     dying.sent("hand_analysis", "k1", 1)
     dying._file.close()  # killed mid-call
+    other = LedgerWriter(lake, earlier, "killed-bob", remaining_before=50, account="bob")
+    other.sent("player_summary", "k2", 1)
+    other._file.close()  # another account's: not these credentials' to reconcile
     sandbox.accounts.set_remaining(DEMO.username, before - 5)  # ... after the service charged it
     _, spent = analyze_hand(settings, HAND.replace("Hand #", "Hand #3").encode(), None)
     assert spent == 5
-    assert Ledger(lake).dead_runs() == []
+    assert [run.run_id for run in Ledger(lake).dead_runs()] == ["killed-bob"]
     booked = [r for r in ledger_rows(settings, earlier) if r["outcome"] == RECONCILED_AFTER_CRASH]
     assert [(r["run_id"], r["cost"]) for r in booked] == [("killed-hand", 5)]
     assert sum(lake.read_table("search_ledger", earlier).column("cost").to_pylist()) == 5
