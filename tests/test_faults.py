@@ -448,6 +448,10 @@ def test_when_the_last_flush_fails_too_the_nights_first_failure_is_still_said(
     with pytest.raises(OSError, match="No space left") as caught:
         _harvest(settings)
     assert any("RuntimeError: a normaliser bug" in note for note in caught.value.__notes__)
+    # What was spent is in the warehouse's search_ledger all the same.
+    published = Lake(settings.data_dir).read_table("search_ledger", NIGHT).column("cost").to_pylist()
+    booked = [int(r["cost"]) for r in ledger_rows(settings, NIGHT)]
+    assert sorted(published) == sorted(booked) and sum(booked) >= 3  # the bug stops new searches at the third
 
 
 def test_metadata_tables_cut_short_by_a_kill_are_all_written_by_the_re_run(

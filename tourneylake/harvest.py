@@ -18,9 +18,9 @@ import asyncio
 import logging
 import time
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import ExitStack
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from datetime import date
 from pathlib import Path
@@ -362,7 +362,7 @@ def _harvest_night(
     cap = left_in_run(settings.max_searches_per_run, session.spent_on_cap(calls.PLAYER_SUMMARY))
     budget = Budget(remaining=remaining, max_searches_per_run=cap, reserve=settings.reserve_searches, costs=session.costs)
     failure: Exception | None = None  # raised once tonight's work is kept
-    with session.ledger(remaining) as ledger, ExitStack() as stack:
+    with _ledger_published(lake, night, keep_tables), session.ledger(remaining) as ledger, ExitStack() as stack:
         sink: SummarySink | TablesWorker | _RawOnly
         if worker is not None:
             sink = worker
@@ -419,14 +419,30 @@ def _harvest_night(
         outcome.searches_spent = ledger.spent
         outcome.remaining_searches = budget.remaining
         outcome.stopped_reason = budget.stopped_reason
-    if keep_tables:
-        lake.write_table("search_ledger", night, Ledger(lake).table(night))
     fatal = next((reason for _, reason in outcome.failed if reason.startswith("credentials:")), None)
     if fatal and keep_tables:  # one account among several fails its pairs only
         raise RunFailed(fatal)
     if failure is not None:
         raise failure
     return outcome
+
+
+@contextmanager
+def _ledger_published(lake: Lake, night: date, publish: bool) -> Iterator[None]:
+    """Write the night's ``search_ledger`` partition from its ledger when the block ends (the
+    ledger closed inside it), also when the night failed: what was spent is in the warehouse
+    whatever went wrong. A write failing behind the night's own failure is logged, not raised."""
+    try:
+        yield
+    except BaseException:
+        if publish:
+            try:
+                lake.write_table("search_ledger", night, Ledger(lake).table(night))
+            except Exception as exc:  # noqa: BLE001 - the night's own failure is the one raised
+                log.warning("tonight's search_ledger partition could not be written (%s): the next run writes it", exc)
+        raise
+    if publish:
+        lake.write_table("search_ledger", night, Ledger(lake).table(night))
 
 
 def _report_rejected(worker: TablesWorker, plan: Plan, outcome: HarvestOutcome) -> None:
