@@ -219,3 +219,25 @@ def test_what_killed_processes_left_in_tmp_is_swept_once_a_day_old(tmp_path: Pat
     assert lake.sweep_tmp() == 0 and len(list(tmp.iterdir())) == 3  # young: perhaps a live writer's
     assert lake.sweep_tmp(older_than_s=-1) == 3 and not list(tmp.iterdir())
     assert lake.partitions("currencies") == [date(2026, 11, 20)]  # nothing outside _tmp/
+
+
+def test_a_parts_data_reaches_the_disk_before_its_name(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every part is fsynced before it is renamed into place: after a power loss a partition
+    holds whole parts, not empty files in place of the night it replaced."""
+    import os
+
+    lake = Lake(tmp_path).claim("sandbox")
+    synced: list[str] = []
+    fsync = os.fsync
+
+    def recording(fd: int) -> None:
+        synced.append(os.readlink(f"/proc/self/fd/{fd}"))
+        fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", recording)
+    with lake.partition_writer("t", NIGHT) as writer:
+        writer.write(_table(3))
+        writer.write(_table(2, "b"))
+    parts = [Path(p).name for p in lake.partition_files("t", NIGHT)]
+    assert len(parts) == 2
+    assert all(any(s.endswith(f"/.{name}.tmp") for s in synced) for name in parts)

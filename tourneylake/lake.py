@@ -82,7 +82,7 @@ import pyarrow.parquet as pq
 
 from tourneylake.errors import TourneylakeError
 from tourneylake.raw_saver import raw_file_bytes, rename_settled
-from tourneylake.storage import AnyPath, StorePath, location, remove_tree
+from tourneylake.storage import AnyPath, StorePath, fsync_file, location, remove_tree
 from tourneylake.storage import atomic_write as atomic_write
 from tourneylake.storage import fsync_dir as _fsync_dir
 
@@ -547,6 +547,8 @@ class PartitionWriter:
         partial = path.with_name(f".{path.name}.tmp")
         try:
             pq.write_table(data, partial, compression="zstd", write_statistics=True)
+            if self.lake.fsync:  # its data on the disk before its name: a power loss leaves no empty part
+                fsync_file(partial)
         except BaseException:
             partial.unlink(missing_ok=True)
             raise

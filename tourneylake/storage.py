@@ -326,6 +326,15 @@ def atomic_write(path: AnyPath, data: bytes, *, fsync: bool) -> None:
         fsync_dir(path.parent)
 
 
+def fsync_file(path: Path) -> None:
+    """Flush a file another library wrote by name (a Parquet part) to the disk."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
 def fsync_dir(path: Path) -> None:
     try:
         fd = os.open(path, os.O_RDONLY)
