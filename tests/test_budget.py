@@ -400,3 +400,11 @@ def test_budget_guard_under_threads(cap: int | None, remaining: int, reserve: in
     assert budget.in_flight == 0
     assert budget.remaining == remaining - allowed
     assert budget.remaining >= reserve
+
+
+def test_cost_model_starts_from_earlier_votes_and_hands_over_only_its_own() -> None:
+    costs = CostModel(votes={PLAYER_SUMMARY: [2]})
+    assert costs.cost(PLAYER_SUMMARY) == 1  # one earlier vote: outvoted
+    assert costs.observe(PLAYER_SUMMARY, 10, 8)
+    assert costs.cost(PLAYER_SUMMARY) == 2  # with this run's, two agree
+    assert costs.take_new_votes() == {PLAYER_SUMMARY: [2]} and costs.take_new_votes() == {}

@@ -427,12 +427,10 @@ def test_a_body_our_side_cannot_save_stops_the_night_but_the_calls_in_flight_fin
     assert sum(int(r["cost"]) for r in ledger_rows(settings, NIGHT)) == spent  # that one too is booked
 
 
-def test_when_the_last_flush_fails_too_the_nights_first_failure_is_still_said(
-    sandbox, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def _normaliser_bug_at_the_third(sandbox, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The summary sink fails on the third player of ``roster(6)`` (a bug of ours, not the service's)."""
     from tourneylake.from_raw import SummarySink
 
-    settings = _night(sandbox, tmp_path, sandbox.world.roster(6), tables_worker="off")
     add = SummarySink.add
 
     def normaliser_bug(self: SummarySink, root: object, key: dict, *args: object) -> None:
@@ -440,10 +438,20 @@ def test_when_the_last_flush_fails_too_the_nights_first_failure_is_still_said(
             raise RuntimeError("a normaliser bug")
         add(self, root, key, *args)
 
+    monkeypatch.setattr(SummarySink, "add", normaliser_bug)
+
+
+def test_when_the_last_flush_fails_too_the_nights_first_failure_is_still_said(
+    sandbox, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tourneylake.from_raw import SummarySink
+
+    settings = _night(sandbox, tmp_path, sandbox.world.roster(6), tables_worker="off")
+
     def disk_full(self: SummarySink) -> None:
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(SummarySink, "add", normaliser_bug)
+    _normaliser_bug_at_the_third(sandbox, monkeypatch)
     monkeypatch.setattr(SummarySink, "flush", disk_full)
     with pytest.raises(OSError, match="No space left") as caught:
         _harvest(settings)
@@ -452,6 +460,22 @@ def test_when_the_last_flush_fails_too_the_nights_first_failure_is_still_said(
     published = Lake(settings.data_dir).read_table("search_ledger", NIGHT).column("cost").to_pylist()
     booked = [int(r["cost"]) for r in ledger_rows(settings, NIGHT)]
     assert sorted(published) == sorted(booked) and sum(booked) >= 3  # the bug stops new searches at the third
+
+
+def test_a_ledger_export_that_fails_after_the_night_failed_does_not_hide_the_nights_failure(
+    sandbox, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tourneylake.ledger import Ledger
+
+    settings = _night(sandbox, tmp_path, sandbox.world.roster(6), tables_worker="off")
+
+    def disk_full(self: Ledger, night: object, **kw: object) -> int:
+        raise OSError(28, "No space left on device")
+
+    _normaliser_bug_at_the_third(sandbox, monkeypatch)
+    monkeypatch.setattr(Ledger, "publish", disk_full)
+    with pytest.raises(RuntimeError, match="a normaliser bug"):
+        _harvest(settings)
 
 
 def test_metadata_tables_cut_short_by_a_kill_are_all_written_by_the_re_run(

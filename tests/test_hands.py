@@ -274,6 +274,12 @@ def test_one_hand_analysed_by_two_processes_at_once_is_paid_once(sandbox, tmp_pa
     assert [r["cost"] for r in ledger_rows(settings) if r["resource"] == "hand_analysis"] == [5]
 
 
+def _killed_mid_call(writer, resource: str) -> None:
+    """A run's ledger as a process killed after sending one call of ``resource`` leaves it."""
+    writer.sent(resource, "k1", 1)
+    writer._file.close()
+
+
 def test_a_hand_run_killed_mid_call_is_reconciled_by_the_next_hand_run(sandbox, tmp_path):
     """A `hand analyze` killed after sending (the service charged 5, no answer came) left its
     run open, with no account name; the next run of the same credentials books the 5 to that
@@ -286,12 +292,9 @@ def test_a_hand_run_killed_mid_call_is_reconciled_by_the_next_hand_run(sandbox, 
     lake = Lake(settings.data_dir)
     earlier = sandbox.world.today - timedelta(days=3)
     before = remaining(settings)
-    dying = LedgerWriter(lake, earlier, "killed-hand", remaining_before=before)
-    dying.sent("hand_analysis", "k1", 1)
-    dying._file.close()  # killed mid-call
-    other = LedgerWriter(lake, earlier, "killed-bob", remaining_before=50, account="bob")
-    other.sent("player_summary", "k2", 1)
-    other._file.close()  # another account's: not these credentials' to reconcile
+    _killed_mid_call(LedgerWriter(lake, earlier, "killed-hand", remaining_before=before), "hand_analysis")
+    _killed_mid_call(LedgerWriter(lake, earlier, "killed-bob", remaining_before=50, account="bob"), "player_summary")
+    # (another account's: not these credentials' to reconcile)
     sandbox.accounts.set_remaining(DEMO.username, before - 5)  # ... after the service charged it
     _, spent = analyze_hand(settings, HAND.replace("Hand #", "Hand #3").encode(), None)
     assert spent == 5
@@ -300,3 +303,46 @@ def test_a_hand_run_killed_mid_call_is_reconciled_by_the_next_hand_run(sandbox, 
     assert [(r["run_id"], r["cost"]) for r in booked] == [("killed-hand", 5)]
     assert sum(lake.read_table("search_ledger", earlier).column("cost").to_pylist()) == 5
     assert sum(int(r["cost"]) for r in ledger_rows(settings)) == before - remaining(settings) == 10
+
+
+def test_a_dead_run_is_left_to_later_while_a_harvest_of_its_credentials_runs(sandbox, tmp_path):
+    """While a harvest of the same credentials holds its lock (spending, with charges not yet in
+    the ledger), a hand run does not compare counts for a dead run (it would book the harvest's
+    charges to it): the run stays open, and the next run without a harvest reconciles it."""
+    from tourneylake.lake import Lake
+    from tourneylake.ledger import RECONCILED_AFTER_CRASH, Ledger, LedgerWriter
+
+    settings = sandbox_settings(sandbox, tmp_path)
+    lake = Lake(settings.data_dir)
+    earlier = sandbox.world.today - timedelta(days=3)
+    before = remaining(settings)
+    _killed_mid_call(LedgerWriter(lake, earlier, "killed-hand", remaining_before=before), "hand_analysis")  # never charged
+    sandbox.accounts.set_remaining(DEMO.username, before - 5)  # the harvest's charges, not in its ledger yet
+    with lake.lock("harvest"):  # the harvest
+        _, spent = analyze_hand(settings, HAND.replace("Hand #", "Hand #4").encode(), None)
+    assert spent == 5 and [run.run_id for run in Ledger(lake).dead_runs()] == ["killed-hand"]
+    sandbox.accounts.set_remaining(DEMO.username, remaining(settings) + 5)  # (the harvest's charges undone)
+    analyze_hand(settings, HAND.replace("Hand #", "Hand #6").encode(), None)
+    assert Ledger(lake).dead_runs() == []
+    assert [r["cost"] for r in ledger_rows(settings, earlier) if r["outcome"] == RECONCILED_AFTER_CRASH] == [0]
+
+
+def test_a_changed_price_is_learned_across_runs_of_one_call_each(sandbox, tmp_path):
+    """The service starts charging 6 for a hand: one run's one reading is outvoted by the
+    documented 5, but the votes are kept in the lake, so the second run's reading agrees with
+    the first and the hand is booked at 6."""
+    settings = sandbox_settings(sandbox, tmp_path)
+    original = sandbox.accounts.remaining(DEMO.username)
+
+    def one_more_after_the_reading(body: bytes, fmt: str) -> bytes:
+        sandbox.accounts.set_remaining(DEMO.username, sandbox.accounts.remaining(DEMO.username) - 1)
+        return body
+
+    sandbox.app.answer_rewrites[("countries", "")] = one_more_after_the_reading
+    try:
+        costs = [analyze_hand(settings, HAND.replace("Hand #", f"Hand #8{i}").encode(), None)[1] for i in range(2)]
+    finally:
+        del sandbox.app.answer_rewrites[("countries", "")]
+        sandbox.accounts.set_remaining(DEMO.username, original)
+    assert costs == [5, 6]
+    assert orjson.loads((tmp_path / "lake" / "_state" / "cost_votes.json").read_bytes()) == {"hand_analysis": [6, 6]}

@@ -230,6 +230,8 @@ def test_runs_carry_their_accounts_name_and_readings_filter_by_it(lake: Lake) ->
     assert ledger.spend_per_night(account="bob") == {NIGHT: (2, 1)} and ledger.spend_per_night(account="carol") == {}
     since = datetime(2026, 11, 20, tzinfo=UTC)
     assert ledger.spent_since(since, except_run="a1") == 6 and ledger.spent_since(since, except_run="a1", account="bob") == 2
+    # None is the default credentials' runs only: another account's spending is off another count
+    assert ledger.spent_since(since, except_run="a1", account=None) == 4
     assert ledger.table(NIGHT).column("account").to_pylist() == ["alice", "bob", None]
 
     dying = LedgerWriter(lake, NIGHT, "b2", remaining_before=18, account="bob")
@@ -310,3 +312,17 @@ def test_a_call_whose_line_was_queued_before_a_failure_does_not_go_out(lake: Lak
     writer.close()
     (dead,) = Ledger(lake).dead_runs()
     assert [line["call"] for line in dead.unanswered] == ["k1"] and b'"k2"' not in Path(dead.path).read_bytes()
+
+
+def test_publishing_a_night_waits_for_another_publisher_of_it(lake: Lake) -> None:
+    """Two runs publishing one night's `search_ledger` take turns (each reads and writes under
+    the night's export lock), so a stale copy is never swapped in after a newer one."""
+    with LedgerWriter(lake, NIGHT, "r1", remaining_before=10) as writer:
+        writer.record("k1", **row(run_id="r1", cost=3))
+    done = threading.Event()
+    with lake.lock(f"ledger-export-{NIGHT.isoformat()}"):
+        publisher = threading.Thread(target=lambda: (Ledger(lake).publish(NIGHT), done.set()))
+        publisher.start()
+        assert not done.wait(0.3)  # waits for the holder
+    publisher.join(10)
+    assert done.is_set() and lake.read_table("search_ledger", NIGHT).column("cost").to_pylist() == [3]

@@ -118,13 +118,28 @@ class CostModel:
     analysed during a harvest, a person on the website), so a cost is learned by majority: the
     most frequent of the last ``window`` observations, with the documented cost as one more vote
     that wins its ties. One reading, however polluted, never moves a cost; two that agree do.
+    ``votes`` are earlier runs' (kept by the session between runs, see :meth:`take_new_votes`):
+    a process that makes one call a run still learns a changed price over two runs.
     """
 
-    def __init__(self, prior: Mapping[str, int] | None = None, *, window: int = 20) -> None:
+    def __init__(
+        self, prior: Mapping[str, int] | None = None, *, window: int = 20, votes: Mapping[str, Iterable[int]] | None = None
+    ) -> None:
         self._prior: dict[str, int] = dict(DEFAULT_COSTS if prior is None else prior)
-        self._observed: dict[str, deque[int]] = {}
         self._window = window
+        self._observed: dict[str, deque[int]] = {r: deque(map(int, v), maxlen=window) for r, v in (votes or {}).items()}
+        self._new: dict[str, list[int]] = {}
         self._lock = threading.Lock()
+
+    @property
+    def window(self) -> int:
+        return self._window
+
+    def take_new_votes(self) -> dict[str, list[int]]:
+        """The votes observed since the last call (or since this model was made), then forgets them."""
+        with self._lock:
+            new, self._new = self._new, {}
+        return new
 
     def observe(self, resource: str, before: int | None, after: int | None) -> bool:
         """Learn from one isolated call; returns whether the reading was taken (a vote; the
@@ -140,6 +155,7 @@ class CostModel:
             return False
         with self._lock:
             self._observed.setdefault(resource, deque(maxlen=self._window)).append(spent)
+            self._new.setdefault(resource, []).append(spent)
         return True
 
     def _prior_cost(self, resource: str) -> int:

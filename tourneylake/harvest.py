@@ -285,7 +285,7 @@ def harvest_players(session: Session, watchlist: Watchlist, *, batch_size: int =
 
     Holds the lake's ``harvest`` lock: two harvests of one lake (overlapping runs without the
     Dagster instance's pools) take turns instead of paying twice for the same targets."""
-    with session.lake.lock("harvest"):
+    with session.lake.lock(session.harvest_lock):
         return _harvest(session, watchlist, batch_size)
 
 
@@ -301,7 +301,7 @@ def harvest_account(session: Session, watchlist: Watchlist) -> HarvestOutcome:
 
     assert session.account is not None, "harvest_account needs a session opened for an account"
     share = share_of(watchlist, session.account)
-    with session.lake.lock(f"harvest-{session.account}"):
+    with session.lake.lock(session.harvest_lock):
         return _harvest(session, share, batch_size=0, keep_tables=False)  # no batches: nothing is normalised here
 
 
@@ -335,7 +335,10 @@ def _harvest(session: Session, watchlist: Watchlist, batch_size: int, *, keep_ta
         worker = None
         if keep_tables and worker_wanted(session.settings, watchlist):
             worker = worker_stack.enter_context(TablesWorker(Path(session.settings.data_dir), session.night, batch_size))
-        return _harvest_night(session, watchlist, batch_size, keep_tables, worker)
+        try:
+            return _harvest_night(session, watchlist, batch_size, keep_tables, worker)
+        finally:
+            session.save_cost_votes()
 
 
 def _harvest_night(
@@ -362,7 +365,7 @@ def _harvest_night(
     cap = left_in_run(settings.max_searches_per_run, session.spent_on_cap(calls.PLAYER_SUMMARY))
     budget = Budget(remaining=remaining, max_searches_per_run=cap, reserve=settings.reserve_searches, costs=session.costs)
     failure: Exception | None = None  # raised once tonight's work is kept
-    with _ledger_published(lake, night, keep_tables), session.ledger(remaining) as ledger, ExitStack() as stack:
+    with _ledger_published(lake, night, keep_tables) as night_failed, session.ledger(remaining) as ledger, ExitStack() as stack:
         sink: SummarySink | TablesWorker | _RawOnly
         if worker is not None:
             sink = worker
@@ -419,6 +422,7 @@ def _harvest_night(
         outcome.searches_spent = ledger.spent
         outcome.remaining_searches = budget.remaining
         outcome.stopped_reason = budget.stopped_reason
+        night_failed.append(failure is not None)
     fatal = next((reason for _, reason in outcome.failed if reason.startswith("credentials:")), None)
     if fatal and keep_tables:  # one account among several fails its pairs only
         raise RunFailed(fatal)
@@ -428,21 +432,26 @@ def _harvest_night(
 
 
 @contextmanager
-def _ledger_published(lake: Lake, night: date, publish: bool) -> Iterator[None]:
+def _ledger_published(lake: Lake, night: date, publish: bool) -> Iterator[list[bool]]:
     """Write the night's ``search_ledger`` partition from its ledger when the block ends (the
     ledger closed inside it), also when the night failed: what was spent is in the warehouse
-    whatever went wrong. A write failing behind the night's own failure is logged, not raised."""
+    whatever went wrong. A write failing behind the night's own failure (raised out of the
+    block, or told by appending ``True`` to the yielded list) is logged, not raised: the
+    night's failure is the one to say."""
+    night_failed: list[bool] = []
     try:
-        yield
+        yield night_failed
     except BaseException:
+        night_failed.append(True)
+        raise
+    finally:
         if publish:
             try:
-                lake.write_table("search_ledger", night, Ledger(lake).table(night))
-            except Exception as exc:  # noqa: BLE001 - the night's own failure is the one raised
+                Ledger(lake).publish(night)
+            except Exception as exc:
+                if not any(night_failed):
+                    raise
                 log.warning("tonight's search_ledger partition could not be written (%s): the next run writes it", exc)
-        raise
-    if publish:
-        lake.write_table("search_ledger", night, Ledger(lake).table(night))
 
 
 def _report_rejected(worker: TablesWorker, plan: Plan, outcome: HarvestOutcome) -> None:

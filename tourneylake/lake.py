@@ -293,15 +293,16 @@ class Lake:
         return path.with_name(f"{digest}.json.gz" if status == OK else f"{digest}.{token}.{status}.json.gz")
 
     @contextlib.contextmanager
-    def lock(self, name: str) -> Iterator[None]:
+    def lock(self, name: str, *, wait: bool = True) -> Iterator[bool]:
         """An exclusive lock on this lake, between processes (``_state/<name>.lock``, ``flock``:
-        the kernel drops it when its holder dies). Waits for the holder to finish. On an object
-        store there is no lock: it does nothing (one writer per lake per night, see the module
-        docstring)."""
+        the kernel drops it when its holder dies). Waits for the holder to finish; with
+        ``wait=False`` the block runs at once and is told ``False`` when another holds it. Yields
+        whether the lock is held. On an object store there is no lock: it does nothing and
+        yields ``False`` (one writer per lake per night, see the module docstring)."""
         from tourneylake.storage import lock
 
-        with lock(self.root / "_state" / f"{_check_name('lock', name)}.lock"):
-            yield
+        with lock(self.root / "_state" / f"{_check_name('lock', name)}.lock", wait=wait) as held:
+            yield held
 
     def request_paths(self, snapshot_date: date | str, resource: str, key: Mapping[str, str], status: str) -> list[AnyPath]:
         """The stored bodies of one request (``key``) with ``status``, as :meth:`raw_paths` lists them."""

@@ -82,6 +82,9 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
+#: ``Ledger.spent_since``'s default: every account's runs.
+EVERY_ACCOUNT = object()
+
 LEDGER_DIR = "_ledger"
 _SPEC = TABLES["search_ledger"]
 #: The table's columns as the JSON lines hold them (``snapshot_date`` is the folder).
@@ -563,6 +566,17 @@ class Ledger:
         except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
             raise LedgerError(f"the ledger of {night} holds a row that does not fit the schema: {exc}") from None
 
+    def publish(self, night: date, *, when_empty: bool = True) -> int:
+        """Write the night's ``search_ledger`` partition from its ledger (``when_empty=False``:
+        only when it has rows), reading and writing under the lake's lock for that night's
+        export: two runs publishing one night (a harvest, a reconciler of an earlier night, a
+        question) never swap a stale copy in after a newer one. Returns the rows written."""
+        with self.lake.lock(f"ledger-export-{night.isoformat()}"):
+            table = self.table(night)
+            if not table.num_rows and not when_empty:
+                return 0
+            return self.lake.write_table("search_ledger", night, table)
+
     def _open_paths(self) -> list[AnyPath]:
         if not isinstance(self.base, StorePath):
             return sorted(self.base.glob(f"{PARTITION}=*/run-*.open.jsonl"))
@@ -583,8 +597,10 @@ class Ledger:
                     dead.append(run)
         return dead
 
-    def spent_since(self, moment: datetime, *, except_run: str, account: str | None = None) -> int:
-        """Searches other runs recorded after ``moment`` (files untouched since are skipped)."""
+    def spent_since(self, moment: datetime, *, except_run: str, account: str | object | None = EVERY_ACCOUNT) -> int:
+        """Searches other runs of ``account`` recorded after ``moment`` (files untouched since are
+        skipped). Here ``account=None`` is the runs without an account name only (the default
+        credentials'): another account's spending comes off another account's count."""
         if not self.base.is_dir():
             return 0
         total = 0
@@ -597,7 +613,7 @@ class Ledger:
                 continue
             night = date.fromisoformat(path.parent.name.split("=", 1)[1])
             run = _read_run(path, night)
-            if account is not None and run.account != account:
+            if account is not EVERY_ACCOUNT and run.account != account:
                 continue
             for row in run.entries:
                 called = _time(row.get("called_at"))

@@ -104,9 +104,8 @@ def player_tables(lake: Lake, night: date, unusable: list[str] | None = None) ->
                 if name not in sink.rows:
                     lake.drop_partition(name, night)
         rows.update(sink.rows)
-    ledger = Ledger(lake).table(night)
-    if ledger.num_rows:
-        rows["search_ledger"] = lake.write_table("search_ledger", night, ledger)
+    if published := Ledger(lake).publish(night, when_empty=False):
+        rows["search_ledger"] = published
     return rows
 
 

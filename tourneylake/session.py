@@ -34,7 +34,7 @@ from tourneylake.api.errors import NOT_FOUND_CODES, UnusableResponse
 from tourneylake.budget import Budget, CostModel
 from tourneylake.config import Settings
 from tourneylake.errors import BudgetRefused, RunFailed
-from tourneylake.lake import UNUSABLE, Lake, key_digest
+from tourneylake.lake import UNUSABLE, Lake, LakeError, key_digest
 from tourneylake.ledger import (
     EXTERNAL_SPENDING,
     RECONCILED,
@@ -57,6 +57,18 @@ log = logging.getLogger(__name__)
 RECENT_READING_S = 5.0
 
 NLQ_CACHE = "nlq_cache"
+#: The cost model's votes of earlier runs, per resource (see ``budget.CostModel``).
+COST_VOTES = "cost_votes"
+
+
+def _cost_votes(lake: Lake) -> dict[str, list[int]]:
+    """Earlier runs' cost votes; none when the document is missing or damaged (a cache)."""
+    try:
+        document = StateStore(lake).read(COST_VOTES)
+    except LakeError as exc:
+        log.warning("%s", exc)
+        return {}
+    return {r: [int(v) for v in votes if type(v) is int and v >= 0] for r, votes in document.items() if type(votes) is list}
 
 
 def today() -> date:
@@ -105,7 +117,24 @@ class Session:
             lake.claim(settings.source)
             lake.sweep_tmp()
             warm_async_transport()  # a night's session: its harvest will want the async client
-        return cls(settings, base_url, night, lake, writable, account=account)
+        return cls(settings, base_url, night, lake, writable, costs=CostModel(votes=_cost_votes(lake)), account=account)
+
+    def save_cost_votes(self) -> None:
+        """Add this session's new cost votes to the lake's (the last ``window`` per resource), so
+        the next run starts from them. A cache: a failure to write it is logged, not raised."""
+        new = self.costs.take_new_votes()
+        if not new or not self.writable:
+            return
+        window = self.costs.window
+
+        def add(document: dict[str, Any]) -> None:
+            for resource, votes in new.items():
+                document[resource] = [*document.get(resource, []), *votes][-window:]
+
+        try:
+            self.state.update(COST_VOTES, add)
+        except (OSError, LakeError) as exc:
+            log.warning("the cost model's votes could not be kept (%s): the next run starts without them", exc)
 
     @property
     def state(self) -> StateStore:
@@ -175,7 +204,12 @@ class Session:
         with the service's count (also when it ends by an error: a call charged whose answer never
         came is booked now), and the night's ledger partition is published."""
         remaining = self.read_remaining()
-        self.reconcile_dead_runs(remaining)  # an earlier run of these credentials that died mid-call
+        with self.lake.lock(self.harvest_lock, wait=False) as alone:
+            # An earlier run of these credentials that died mid-call, reconciled here only when no
+            # harvest of them is spending now (its unrecorded charges would be booked to the dead
+            # run) and on a local lake (an object store has no lock: its harvests reconcile).
+            if alone:
+                self.reconcile_dead_runs(remaining)
         budget = Budget(
             remaining=remaining,
             max_searches_per_run=left_in_run(self.settings.max_searches_per_run, self.spent_on_cap(resource)),
@@ -196,14 +230,18 @@ class Session:
                     raise
                 self.reconcile_run(ledger)
         finally:
+            self.save_cost_votes()
             self.publish_ledger()
 
     def publish_ledger(self) -> None:
         """Rewrite the night's ``search_ledger`` partition from its ledger (when it has rows), so
         the warehouse sees metered calls made outside the harvest too."""
-        table = Ledger(self.lake).table(self.night)
-        if table.num_rows:
-            self.lake.write_table("search_ledger", self.night, table)
+        Ledger(self.lake).publish(self.night, when_empty=False)
+
+    @property
+    def harvest_lock(self) -> str:
+        """The lake lock a harvest of this session's credentials holds (see ``harvest``)."""
+        return "harvest" if self.account is None else f"harvest-{self.account}"
 
     def spent_tonight(self, *, only: str | None = None, excluding: str | None = None) -> int:
         return Ledger(self.lake).spent(self.night, only=only, excluding=excluding, account=self.account)
@@ -306,16 +344,16 @@ class Session:
         to the run's own night. Returns the searches booked per night whose ledger changed.
 
         Only this session's account's runs (a run without an account name is the default
-        credentials', whoever reconciles it next: a harvest, a question or a hand), under the
-        lake's lock for that account, so two reconcilers never close one run. An earlier night
-        whose ledger changed has its ``search_ledger`` partition written again now (tonight's is
-        written by the run itself). With no reading now, nothing is closed: a later run, with a
-        reading, reconciles them."""
-        with self.lake.lock(f"reconcile-{self.account or ''}"):
-            booked = self._reconcile_dead_runs(remaining_now)
+        credentials', whoever reconciles it next: a harvest, a question or a hand). Call it
+        holding :attr:`harvest_lock`: two reconcilers never close one run, and no harvest of these
+        credentials spends while it compares counts. An earlier night whose ledger changed has
+        its ``search_ledger`` partition written again now (tonight's is written by the run
+        itself). With no reading now, nothing is closed: a later run, with a reading, reconciles
+        them."""
+        booked = self._reconcile_dead_runs(remaining_now)
         for night in booked:
             if night != self.night:
-                self.lake.write_table("search_ledger", night, Ledger(self.lake).table(night))
+                Ledger(self.lake).publish(night)
         return booked
 
     def _reconcile_dead_runs(self, remaining_now: int | None) -> dict[date, int]:

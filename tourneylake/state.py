@@ -4,6 +4,7 @@ one-line error naming the file."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import orjson
@@ -39,9 +40,13 @@ class StateStore:
         atomic_write(self.directory / f"{name}.json", data, fsync=self.lake.fsync)
 
     def set_entry(self, name: str, key: str, value: Any) -> None:
-        """Set one entry of a document, under the lake's lock for it: two processes adding
-        entries at once both keep theirs (a read-modify-write each, one after the other)."""
+        """Set one entry of a document (see :meth:`update`)."""
+        self.update(name, lambda document: document.__setitem__(key, value))
+
+    def update(self, name: str, change: Callable[[dict[str, Any]], None]) -> None:
+        """Change a document in place, under the lake's lock for it: two processes changing it
+        at once both keep their changes (a read-modify-write each, one after the other)."""
         with self.lake.lock(f"state-{name}"):
             document = self.read(name)
-            document[key] = value
+            change(document)
             self.write(name, document)

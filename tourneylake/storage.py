@@ -377,10 +377,11 @@ def mtime(path: AnyPath) -> float | None:
 
 
 @contextlib.contextmanager
-def lock(path: AnyPath) -> Iterator[bool]:
+def lock(path: AnyPath, *, wait: bool = True) -> Iterator[bool]:
     """An exclusive lock between processes: ``flock`` on a local file (the kernel drops it when
-    its holder dies; waits for the holder). An object store has no lock: this yields ``False``
-    and relies on the one-writer-per-night rule (Dagster's pools serialise the runs)."""
+    its holder dies; waits for the holder, or with ``wait=False`` yields ``False`` at once when
+    another holds it). An object store has no lock: this yields ``False`` and relies on the
+    one-writer-per-night rule (Dagster's pools serialise the runs)."""
     if isinstance(path, StorePath):
         yield False
         return
@@ -389,6 +390,9 @@ def lock(path: AnyPath) -> Iterator[bool]:
         try:
             fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
+            if not wait:
+                yield False
+                return
             log.info("another process holds %s: waiting for it to finish", path)
             fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
         try:
