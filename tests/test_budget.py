@@ -222,16 +222,16 @@ def test_cost_model_prior_and_learning() -> None:
     assert costs.cost("something_new") == 1  # assumed metered until observed
     assert not costs.learned(PLAYER_SUMMARY)
 
-    assert costs.observe(PLAYER_SUMMARY, 350, 150)  # someone else spent 199 meanwhile
+    assert not costs.observe(PLAYER_SUMMARY, 350, 150)  # someone else spent 199 meanwhile: not a price
+    assert not costs.observe(PLAYER_SUMMARY, 150, 150)  # let off (a player not found): not a price either
+    assert costs.observe(PLAYER_SUMMARY, 152, 150)
     assert costs.cost(PLAYER_SUMMARY) == 1 and not costs.learned(PLAYER_SUMMARY)  # one reading: outvoted
     assert costs.observe(PLAYER_SUMMARY, 150, 148)
-    assert costs.cost(PLAYER_SUMMARY) == 1  # 1 (the documented vote), 2, 200: the documented cost wins ties
-    assert costs.observe(PLAYER_SUMMARY, 148, 146)
     assert costs.cost(PLAYER_SUMMARY) == 2 and costs.learned(PLAYER_SUMMARY)  # two readings agree
-    assert costs.observe(PLAYER_SUMMARY, 146, 145)
-    assert costs.observe(PLAYER_SUMMARY, 145, 144)
-    assert costs.cost(PLAYER_SUMMARY) == 1  # 3 votes to 2
-    assert costs.observe(PLAYER_SUMMARY, 144, 134)  # one polluted reading does not move it
+    assert costs.observe(PLAYER_SUMMARY, 148, 147)
+    assert costs.cost(PLAYER_SUMMARY) == 1  # 1 (the documented vote) and 1 against 2 and 2: a tie it wins
+    assert costs.observe(PLAYER_SUMMARY, 147, 146)
+    assert costs.observe(PLAYER_SUMMARY, 146, 136)  # one polluted reading does not move it
     assert costs.cost(PLAYER_SUMMARY) == 1
 
     assert not costs.observe(PLAYER_SUMMARY, 10, 500)  # top-up or reset: ignored
@@ -408,3 +408,5 @@ def test_cost_model_starts_from_earlier_votes_and_hands_over_only_its_own() -> N
     assert costs.observe(PLAYER_SUMMARY, 10, 8)
     assert costs.cost(PLAYER_SUMMARY) == 2  # with this run's, two agree
     assert costs.take_new_votes() == {PLAYER_SUMMARY: [2]} and costs.take_new_votes() == {}
+    assert CostModel(votes={PLAYER_SUMMARY: [0, 0, 0], HAND_ANALYSIS: [500, 500]}).snapshot()[PLAYER_SUMMARY] == 1
+    assert CostModel(votes={HAND_ANALYSIS: [500, 500]}).cost(HAND_ANALYSIS) == 5  # kept votes are checked too

@@ -286,14 +286,15 @@ def test_a_hand_run_killed_mid_call_is_reconciled_by_the_next_hand_run(sandbox, 
     run's night (also with `accounts:` configured, when no harvest ever reconciles it), and
     writes that night's `search_ledger` partition again."""
     from tourneylake.lake import Lake
-    from tourneylake.ledger import RECONCILED_AFTER_CRASH, Ledger, LedgerWriter
+    from tourneylake.ledger import RECONCILED_AFTER_CRASH, Ledger, LedgerWriter, login_digest
 
     settings = sandbox_settings(sandbox, tmp_path)
     lake = Lake(settings.data_dir)
     earlier = sandbox.world.today - timedelta(days=3)
     before = remaining(settings)
     _killed_mid_call(LedgerWriter(lake, earlier, "killed-hand", remaining_before=before), "hand_analysis")
-    _killed_mid_call(LedgerWriter(lake, earlier, "killed-bob", remaining_before=50, account="bob"), "player_summary")
+    bob = login_digest("bob@example.com")
+    _killed_mid_call(LedgerWriter(lake, earlier, "killed-bob", remaining_before=50, account="bob", login=bob), "player_summary")
     # (another account's: not these credentials' to reconcile)
     sandbox.accounts.set_remaining(DEMO.username, before - 5)  # ... after the service charged it
     _, spent = analyze_hand(settings, HAND.replace("Hand #", "Hand #3").encode(), None)
@@ -318,9 +319,10 @@ def test_a_dead_run_is_left_to_later_while_a_harvest_of_its_credentials_runs(san
     before = remaining(settings)
     _killed_mid_call(LedgerWriter(lake, earlier, "killed-hand", remaining_before=before), "hand_analysis")  # never charged
     sandbox.accounts.set_remaining(DEMO.username, before - 5)  # the harvest's charges, not in its ledger yet
-    with lake.lock("harvest"):  # the harvest
+    with lake.lock("harvest-main"):  # a harvest (of an account that may share the username)
         _, spent = analyze_hand(settings, HAND.replace("Hand #", "Hand #4").encode(), None)
     assert spent == 5 and [run.run_id for run in Ledger(lake).dead_runs()] == ["killed-hand"]
+    assert not (tmp_path / "lake" / "_state" / "cost_votes.json").exists()  # its reading may hold the harvest's
     sandbox.accounts.set_remaining(DEMO.username, remaining(settings) + 5)  # (the harvest's charges undone)
     analyze_hand(settings, HAND.replace("Hand #", "Hand #6").encode(), None)
     assert Ledger(lake).dead_runs() == []
@@ -346,3 +348,36 @@ def test_a_changed_price_is_learned_across_runs_of_one_call_each(sandbox, tmp_pa
         sandbox.accounts.set_remaining(DEMO.username, original)
     assert costs == [5, 6]
     assert orjson.loads((tmp_path / "lake" / "_state" / "cost_votes.json").read_bytes()) == {"hand_analysis": [6, 6]}
+
+
+def test_a_dead_run_of_another_account_name_with_the_same_username_is_these_credentials(sandbox, tmp_path):
+    """`accounts:` may name the default username again (`main: coach@...`): a killed run of
+    `main` spent from the same count, so a hand run of the default credentials reconciles it."""
+    from tourneylake.lake import Lake
+    from tourneylake.ledger import RECONCILED_AFTER_CRASH, Ledger, LedgerWriter, login_digest
+
+    settings = sandbox_settings(sandbox, tmp_path)
+    lake = Lake(settings.data_dir)
+    earlier = sandbox.world.today - timedelta(days=2)
+    before = remaining(settings)
+    main = LedgerWriter(lake, earlier, "killed-main", remaining_before=before, account="main", login=login_digest(DEMO.username))
+    _killed_mid_call(main, "player_summary")
+    sandbox.accounts.set_remaining(DEMO.username, before - 1)  # the service charged it
+    analyze_hand(settings, HAND.replace("Hand #", "Hand #2").encode(), None)
+    assert Ledger(lake).dead_runs() == []
+    booked = [
+        (r["run_id"], r["account"], r["cost"]) for r in ledger_rows(settings, earlier) if r["outcome"] == RECONCILED_AFTER_CRASH
+    ]
+    assert booked == [("killed-main", "main", 1)]
+
+
+def test_a_damaged_cost_votes_file_is_started_again(sandbox, tmp_path):
+    """The votes are a cache: a file that is not JSON, or holds no lists, costs nothing and is
+    written again from the run's own votes."""
+    settings = sandbox_settings(sandbox, tmp_path)
+    votes = tmp_path / "lake" / "_state" / "cost_votes.json"
+    for i, damage in enumerate([b"{not json", b'{"hand_analysis": 5}']):
+        votes.parent.mkdir(parents=True, exist_ok=True)
+        votes.write_bytes(damage)
+        _, spent = analyze_hand(settings, HAND.replace("Hand #", f"Hand #9{i}").encode(), None)
+        assert spent == 5 and orjson.loads(votes.read_bytes()) == {"hand_analysis": [5]}

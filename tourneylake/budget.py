@@ -127,7 +127,9 @@ class CostModel:
     ) -> None:
         self._prior: dict[str, int] = dict(DEFAULT_COSTS if prior is None else prior)
         self._window = window
-        self._observed: dict[str, deque[int]] = {r: deque(map(int, v), maxlen=window) for r, v in (votes or {}).items()}
+        self._observed: dict[str, deque[int]] = {
+            r: deque((x for x in v if self._plausible(r, x)), maxlen=window) for r, v in (votes or {}).items()
+        }
         self._new: dict[str, list[int]] = {}
         self._lock = threading.Lock()
 
@@ -145,18 +147,26 @@ class CostModel:
         """Learn from one isolated call; returns whether the reading was taken (a vote; the
         cost moves only when the votes say so, see the class).
 
-        Ignored: an unknown reading, and a negative difference (the account was topped up or
-        the daily quota reset in between: says nothing about the call).
+        Ignored: an unknown reading, a negative difference (the account was topped up or the
+        daily quota reset in between: says nothing about the call) and an implausible one (see
+        :meth:`_plausible`).
         """
         if before is None or after is None:
             return False
         spent = before - after
-        if spent < 0:
+        if not self._plausible(resource, spent):
             return False
         with self._lock:
             self._observed.setdefault(resource, deque(maxlen=self._window)).append(spent)
             self._new.setdefault(resource, []).append(spent)
         return True
+
+    def _plausible(self, resource: str, spent: int) -> bool:
+        """A metered call's reading can vote between 1 and 10x its documented cost: 0 (a call
+        the service let off, say a player not found) would make the resource free (no cap, no
+        reserve, and never a vote again), and a huge drop is someone else's spending."""
+        prior = self._prior_cost(resource)
+        return prior > 0 and type(spent) is int and 1 <= spent <= 10 * prior
 
     def _prior_cost(self, resource: str) -> int:
         return self._prior.get(resource, UNKNOWN_RESOURCE_COST)

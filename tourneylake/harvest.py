@@ -422,8 +422,8 @@ def _harvest_night(
         outcome.searches_spent = ledger.spent
         outcome.remaining_searches = budget.remaining
         outcome.stopped_reason = budget.stopped_reason
-        night_failed.append(failure is not None)
-    fatal = next((reason for _, reason in outcome.failed if reason.startswith("credentials:")), None)
+        fatal = next((reason for _, reason in outcome.failed if reason.startswith("credentials:")), None)
+        night_failed.append(failure is not None or (fatal is not None and keep_tables))
     if fatal and keep_tables:  # one account among several fails its pairs only
         raise RunFailed(fatal)
     if failure is not None:

@@ -304,6 +304,13 @@ class Lake:
         with lock(self.root / "_state" / f"{_check_name('lock', name)}.lock", wait=wait) as held:
             yield held
 
+    def lock_names(self, prefix: str) -> list[str]:
+        """The names of this lake's locks starting with ``prefix`` (any process ever took them)."""
+        folder = self.root / "_state"
+        if not self.local or not folder.is_dir():
+            return []
+        return sorted(p.name.removesuffix(".lock") for p in folder.glob(f"{prefix}*.lock"))
+
     def request_paths(self, snapshot_date: date | str, resource: str, key: Mapping[str, str], status: str) -> list[AnyPath]:
         """The stored bodies of one request (``key``) with ``status``, as :meth:`raw_paths` lists them."""
         digest = key_digest(key) + "."

@@ -25,7 +25,10 @@ reconciliations use.
 
 A writer made with ``account=`` (the account's *name*, never its secret) writes it in the header
 and in every row (the ``account`` column); the reader's ``runs``, ``spent``, ``spent_since``,
-``dead_runs`` and ``spend_per_night`` take ``account=`` to count one account's runs only.
+``dead_runs`` and ``spend_per_night`` take ``account=`` to count one account's runs only. With
+``login=`` (:func:`login_digest` of the username, never the name) the header also says whose
+count the run spent from, so runs under two account names with one username are known to share
+it (:meth:`RunLog.same_credentials`, used by the reconciliations).
 
 **On an object store** (a lake at an ``s3://``… URL, see ``lake.py``) nothing can be appended
 to, renamed atomically or locked, so a run is a folder of segments instead of one file: every
@@ -48,6 +51,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import hashlib
 import io
 import logging
 import os
@@ -77,6 +81,7 @@ __all__ = [
     "LedgerError",
     "LedgerWriter",
     "RunLog",
+    "login_digest",
     "unexplained_charges",
 ]
 
@@ -134,12 +139,22 @@ class LedgerWriter:
     whose ledger cannot be written stops paying for calls. Its run is then not closed but left
     open, so the next run books what the service charged beyond the rows it could write."""
 
-    def __init__(self, lake: Lake, night: date, run_id: str, *, remaining_before: int | None, account: str | None = None) -> None:
+    def __init__(
+        self,
+        lake: Lake,
+        night: date,
+        run_id: str,
+        *,
+        remaining_before: int | None,
+        account: str | None = None,
+        login: str | None = None,
+    ) -> None:
         self.directory = _night_dir(lake, night)
         self.night = night
         self.run_id = run_id
         self.remaining_before = remaining_before
         self.account = account  # the account's name (never its secret), or None
+        self.login = login  # a digest of the username the service counts against (see `login_digest`)
         self._remote = not lake.local
         self._segments = 0  # object store: segments written
         self._done = False  # object store: closed (or left open for the next run)
@@ -175,6 +190,8 @@ class LedgerWriter:
         }
         if self.account is not None:
             header["account"] = self.account
+        if self.login is not None:
+            header["login"] = self.login
         if self._remote:  # no flock there: the host and pid tell a live writer from a dead one
             header["host"] = socket.gethostname()
         return header
@@ -354,6 +371,7 @@ class RunLog:
     started_at: datetime | None = None
     remaining_before: int | None = None
     account: str | None = None
+    login: str | None = None
     pid: int | None = None
     host: str | None = None
     entries: list[dict[str, Any]] = field(default_factory=list)
@@ -363,6 +381,13 @@ class RunLog:
     @property
     def spent(self) -> int:
         return sum(int(e.get("cost") or 0) for e in self.entries)
+
+    def same_credentials(self, account: str | object | None, login: str | None) -> bool:
+        """Whether this run spent from the count of ``login`` (when both runs name their login)
+        or else of the account named ``account`` (``EVERY_ACCOUNT``: any)."""
+        if login is not None and self.login is not None:
+            return self.login == login
+        return account is EVERY_ACCOUNT or self.account == account
 
     @property
     def uncertain(self) -> Counter[str]:
@@ -416,6 +441,7 @@ def _read_run(path: AnyPath, night: date) -> RunLog:
                 log.started_at = _time(line.get("started_at"))
                 log.remaining_before = line.get("remaining_before")
                 log.account = line.get("account")
+                log.login = line.get("login") if isinstance(line.get("login"), str) else None
                 log.pid = line.get("pid") if isinstance(line.get("pid"), int) else None
                 log.host = line.get("host")
             elif kind == "sent":
@@ -597,10 +623,14 @@ class Ledger:
                     dead.append(run)
         return dead
 
-    def spent_since(self, moment: datetime, *, except_run: str, account: str | object | None = EVERY_ACCOUNT) -> int:
+    def spent_since(
+        self, moment: datetime, *, except_run: str, account: str | object | None = EVERY_ACCOUNT, login: str | None = None
+    ) -> int:
         """Searches other runs of ``account`` recorded after ``moment`` (files untouched since are
         skipped). Here ``account=None`` is the runs without an account name only (the default
-        credentials'): another account's spending comes off another account's count."""
+        credentials'): another account's spending comes off another account's count. With
+        ``login``, a run that names its login counts when the login is the same, whatever its
+        account's name (two names for one username spend from one count)."""
         if not self.base.is_dir():
             return 0
         total = 0
@@ -613,7 +643,7 @@ class Ledger:
                 continue
             night = date.fromisoformat(path.parent.name.split("=", 1)[1])
             run = _read_run(path, night)
-            if account is not EVERY_ACCOUNT and run.account != account:
+            if not run.same_credentials(account, login):
                 continue
             for row in run.entries:
                 called = _time(row.get("called_at"))
@@ -658,6 +688,14 @@ def _untouched_since(path: AnyPath, moment: datetime) -> bool:
         when = path.modified()
         return when is not None and when < moment
     return path.stat().st_mtime < moment.timestamp()
+
+
+def login_digest(username: str | None) -> str | None:
+    """What a run's header says of the username it spent from: a digest (the ledger never holds
+    a credential), so runs under two account names with one username are known to share a count."""
+    if not username:
+        return None
+    return hashlib.sha256(b"tourneylake-login\x1f" + username.encode()).hexdigest()[:16]
 
 
 def unexplained_charges(*, before: int | None, after: int | None, recorded: int, others: int, uncertain_cost: int) -> int:

@@ -18,12 +18,13 @@ promises are kept in one place:
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import uuid
 from collections import Counter
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from typing import Any
@@ -42,6 +43,7 @@ from tourneylake.ledger import (
     UNCERTAIN,
     Ledger,
     LedgerWriter,
+    login_digest,
     unexplained_charges,
 )
 from tourneylake.raw_saver import RawSaver, saver_wanted
@@ -65,10 +67,10 @@ def _cost_votes(lake: Lake) -> dict[str, list[int]]:
     """Earlier runs' cost votes; none when the document is missing or damaged (a cache)."""
     try:
         document = StateStore(lake).read(COST_VOTES)
-    except LakeError as exc:
-        log.warning("%s", exc)
+    except (LakeError, OSError) as exc:
+        log.warning("the cost model's earlier votes are not read (%s): it starts from the documented costs", exc)
         return {}
-    return {r: [int(v) for v in votes if type(v) is int and v >= 0] for r, votes in document.items() if type(votes) is list}
+    return {r: [v for v in votes if type(v) is int] for r, votes in document.items() if type(votes) is list}
 
 
 def today() -> date:
@@ -105,6 +107,8 @@ class Session:
     #: The watchlist account whose settings these are (``None``: the settings' one account). Its
     #: ledger rows carry the name, and its spending and reconciliations count its own runs only.
     account: str | None = None
+    #: Whether this run's cost votes may be kept (not when a harvest spent beside it, see `metered`).
+    _trusted_votes: bool = field(default=True, repr=False)
 
     @classmethod
     def open(
@@ -123,17 +127,24 @@ class Session:
         """Add this session's new cost votes to the lake's (the last ``window`` per resource), so
         the next run starts from them. A cache: a failure to write it is logged, not raised."""
         new = self.costs.take_new_votes()
-        if not new or not self.writable:
+        if not new or not self.writable or not self._trusted_votes:
             return
         window = self.costs.window
 
         def add(document: dict[str, Any]) -> None:
             for resource, votes in new.items():
-                document[resource] = [*document.get(resource, []), *votes][-window:]
+                kept = document.get(resource)
+                kept = [v for v in kept if type(v) is int] if type(kept) is list else []
+                document[resource] = [*kept, *votes][-window:]
 
         try:
             self.state.update(COST_VOTES, add)
-        except (OSError, LakeError) as exc:
+        except LakeError:  # a damaged document (a cache): started again from this run's votes
+            with contextlib.suppress(OSError, LakeError):
+                fresh: dict[str, Any] = {}
+                add(fresh)
+                self.state.write(COST_VOTES, fresh)
+        except OSError as exc:
             log.warning("the cost model's votes could not be kept (%s): the next run starts without them", exc)
 
     @property
@@ -194,7 +205,24 @@ class Session:
 
     # ------------------------------------------------------------------ the ledger
     def ledger(self, remaining_before: int | None) -> LedgerWriter:
-        return LedgerWriter(self.lake, self.night, self.run_id, remaining_before=remaining_before, account=self.account)
+        return LedgerWriter(
+            self.lake, self.night, self.run_id, remaining_before=remaining_before, account=self.account, login=self.login
+        )
+
+    @property
+    def login(self) -> str | None:
+        """The digest of the username these calls spend from (see ``ledger.login_digest``)."""
+        return login_digest(self.settings.username)
+
+    @contextmanager
+    def _no_harvest_running(self) -> Iterator[bool]:
+        """Whether no harvest of this lake runs (every ``harvest*`` lock taken, held for the
+        block): any of them may spend from these credentials' count (two account names can
+        share a username), so a reconciliation would book its unrecorded charges. ``False`` on
+        an object store, which has no lock."""
+        with ExitStack() as held:
+            names = {self.harvest_lock, *self.lake.lock_names("harvest")}
+            yield all(held.enter_context(self.lake.lock(name, wait=False)) for name in sorted(names))
 
     @contextmanager
     def metered(self, resource: str) -> Iterator[tuple[Budget, LedgerWriter]]:
@@ -203,13 +231,14 @@ class Session:
         reading (which also reconciles this account's dead runs), and the ledger; when the block ends the run is reconciled
         with the service's count (also when it ends by an error: a call charged whose answer never
         came is booked now), and the night's ledger partition is published."""
-        remaining = self.read_remaining()
-        with self.lake.lock(self.harvest_lock, wait=False) as alone:
+        with self._no_harvest_running() as alone:
+            remaining = self.read_remaining()
             # An earlier run of these credentials that died mid-call, reconciled here only when no
-            # harvest of them is spending now (its unrecorded charges would be booked to the dead
-            # run) and on a local lake (an object store has no lock: its harvests reconcile).
+            # harvest is spending now (its unrecorded charges would be booked to the dead run)
+            # and on a local lake (an object store has no lock: its harvests reconcile).
             if alone:
                 self.reconcile_dead_runs(remaining)
+        self._trusted_votes = alone  # beside a harvest, a reading includes its charges
         budget = Budget(
             remaining=remaining,
             max_searches_per_run=left_in_run(self.settings.max_searches_per_run, self.spent_on_cap(resource)),
@@ -319,7 +348,7 @@ class Session:
             return 0
         certain = not ledger.uncertain and ledger.lowest_remaining is not None
         after = ledger.lowest_remaining if certain else self.read_remaining()
-        others = Ledger(self.lake).spent_since(ledger.started_at, except_run=self.run_id, account=self.account)
+        others = Ledger(self.lake).spent_since(ledger.started_at, except_run=self.run_id, account=self.account, login=self.login)
         extra = unexplained_charges(
             before=ledger.remaining_before, after=after, recorded=ledger.spent, others=others,
             uncertain_cost=self._uncertain_cost(ledger.uncertain),
@@ -358,13 +387,17 @@ class Session:
 
     def _reconcile_dead_runs(self, remaining_now: int | None) -> dict[date, int]:
         book = Ledger(self.lake)
-        dead = [run for run in book.dead_runs() if run.account == self.account]
+        dead = [run for run in book.dead_runs() if run.same_credentials(self.account, self.login)]
         if dead and remaining_now is None:
             log.warning("%d run(s) ended with calls unanswered; no reading of the searches left now: reconciled later", len(dead))
             return {}
         booked: dict[date, int] = {}
         for run in dead:
-            others = book.spent_since(run.started_at, except_run=run.run_id, account=self.account) if run.started_at else 0
+            others = (
+                book.spent_since(run.started_at, except_run=run.run_id, account=self.account, login=self.login)
+                if run.started_at
+                else 0
+            )
             extra = unexplained_charges(
                 before=run.remaining_before, after=remaining_now, recorded=run.spent, others=others,
                 uncertain_cost=self._uncertain_cost(run.uncertain),
