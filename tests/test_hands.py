@@ -381,3 +381,44 @@ def test_a_damaged_cost_votes_file_is_started_again(sandbox, tmp_path):
         votes.write_bytes(damage)
         _, spent = analyze_hand(settings, HAND.replace("Hand #", f"Hand #9{i}").encode(), None)
         assert spent == 5 and orjson.loads(votes.read_bytes()) == {"hand_analysis": [5]}
+
+
+def test_another_account_names_dead_run_waits_for_that_accounts_harvest(sandbox, tmp_path):
+    """A harvest of `alice` may close a dead run of `main` (same username) only under `main`'s
+    harvest lock: while `main`'s harvest runs, that harvest reconciles its own run."""
+    from tourneylake.lake import Lake
+    from tourneylake.ledger import Ledger, LedgerWriter, login_digest
+
+    settings = sandbox_settings(sandbox, tmp_path)
+    lake = Lake(settings.data_dir)
+    earlier = sandbox.world.today - timedelta(days=2)
+    before = remaining(settings)
+    main = LedgerWriter(lake, earlier, "killed-main", remaining_before=before, account="main", login=login_digest(DEMO.username))
+    _killed_mid_call(main, "player_summary")
+    alice = Session.open(settings, settings.base_url, sandbox.world.today, account="alice")
+    with lake.lock("harvest-alice"):  # alice's harvest, reconciling at its start
+        with lake.lock("harvest-main"):  # main's harvest runs
+            assert alice.reconcile_dead_runs(before) == {}
+        assert [run.run_id for run in Ledger(lake).dead_runs()] == ["killed-main"]
+        assert alice.reconcile_dead_runs(before) == {earlier: 0}  # main's lock free: closed (not charged)
+    assert Ledger(lake).dead_runs() == []
+
+
+def test_a_hands_vote_is_not_kept_when_a_harvest_started_during_its_call(sandbox, tmp_path, monkeypatch):
+    from contextlib import ExitStack
+
+    from tourneylake import hands
+    from tourneylake.lake import Lake
+
+    settings = sandbox_settings(sandbox, tmp_path)
+    analyse = hands._analyse_one
+    harvest = ExitStack()
+
+    def a_harvest_starts(*args, **kwargs):
+        harvest.enter_context(Lake(settings.data_dir).lock("harvest-other"))
+        return analyse(*args, **kwargs)
+
+    monkeypatch.setattr(hands, "_analyse_one", a_harvest_starts)
+    with harvest:
+        _, spent = analyze_hand(settings, HAND.replace("Hand #", "Hand #77").encode(), None)
+    assert spent == 5 and not (tmp_path / "lake" / "_state" / "cost_votes.json").exists()

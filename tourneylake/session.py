@@ -18,7 +18,6 @@ promises are kept in one place:
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import uuid
 from collections import Counter
@@ -43,6 +42,7 @@ from tourneylake.ledger import (
     UNCERTAIN,
     Ledger,
     LedgerWriter,
+    RunLog,
     login_digest,
     unexplained_charges,
 )
@@ -61,6 +61,11 @@ RECENT_READING_S = 5.0
 NLQ_CACHE = "nlq_cache"
 #: The cost model's votes of earlier runs, per resource (see ``budget.CostModel``).
 COST_VOTES = "cost_votes"
+
+
+def harvest_lock_name(account: str | None) -> str:
+    """The lake lock a harvest of ``account`` (``None``: the settings' one account) holds."""
+    return "harvest" if account is None else f"harvest-{account}"
 
 
 def _cost_votes(lake: Lake) -> dict[str, list[int]]:
@@ -138,12 +143,7 @@ class Session:
                 document[resource] = [*kept, *votes][-window:]
 
         try:
-            self.state.update(COST_VOTES, add)
-        except LakeError:  # a damaged document (a cache): started again from this run's votes
-            with contextlib.suppress(OSError, LakeError):
-                fresh: dict[str, Any] = {}
-                add(fresh)
-                self.state.write(COST_VOTES, fresh)
+            self.state.update(COST_VOTES, add, reset_damaged=True)
         except OSError as exc:
             log.warning("the cost model's votes could not be kept (%s): the next run starts without them", exc)
 
@@ -215,14 +215,25 @@ class Session:
         return login_digest(self.settings.username)
 
     @contextmanager
-    def _no_harvest_running(self) -> Iterator[bool]:
-        """Whether no harvest of this lake runs (every ``harvest*`` lock taken, held for the
-        block): any of them may spend from these credentials' count (two account names can
-        share a username), so a reconciliation would book its unrecorded charges. ``False`` on
-        an object store, which has no lock."""
+    def _no_harvest_running(self) -> Iterator[frozenset[str] | None]:
+        """When no harvest of this lake runs, the names of all its ``harvest*`` locks, taken and
+        held for the block; else ``None`` (also on an object store, which has no lock). Any
+        harvest may spend from these credentials' count (two account names can share a
+        username), so a reconciliation beside it would book its unrecorded charges. The names
+        are listed again once taken: a harvest of a new account may have made its lock since."""
         with ExitStack() as held:
-            names = {self.harvest_lock, *self.lake.lock_names("harvest")}
-            yield all(held.enter_context(self.lake.lock(name, wait=False)) for name in sorted(names))
+            taken: set[str] = set()
+            for _ in range(3):
+                names = {self.harvest_lock, *self.lake.lock_names("harvest")} - taken
+                if not names:
+                    yield frozenset(taken)
+                    return
+                for name in sorted(names):
+                    if not held.enter_context(self.lake.lock(name, wait=False)):
+                        yield None
+                        return
+                    taken.add(name)
+            yield None  # new harvests kept appearing: not alone
 
     @contextmanager
     def metered(self, resource: str) -> Iterator[tuple[Budget, LedgerWriter]]:
@@ -231,14 +242,14 @@ class Session:
         reading (which also reconciles this account's dead runs), and the ledger; when the block ends the run is reconciled
         with the service's count (also when it ends by an error: a call charged whose answer never
         came is booked now), and the night's ledger partition is published."""
-        with self._no_harvest_running() as alone:
+        with self._no_harvest_running() as holding:
             remaining = self.read_remaining()
             # An earlier run of these credentials that died mid-call, reconciled here only when no
             # harvest is spending now (its unrecorded charges would be booked to the dead run)
             # and on a local lake (an object store has no lock: its harvests reconcile).
-            if alone:
-                self.reconcile_dead_runs(remaining)
-        self._trusted_votes = alone  # beside a harvest, a reading includes its charges
+            if holding is not None:
+                self.reconcile_dead_runs(remaining, holding=holding)
+        self._trusted_votes = holding is not None  # beside a harvest, a reading includes its charges
         budget = Budget(
             remaining=remaining,
             max_searches_per_run=left_in_run(self.settings.max_searches_per_run, self.spent_on_cap(resource)),
@@ -259,6 +270,9 @@ class Session:
                     raise
                 self.reconcile_run(ledger)
         finally:
+            if self._trusted_votes:  # a harvest that started during the calls spent beside them
+                with self._no_harvest_running() as holding:
+                    self._trusted_votes = holding is not None
             self.save_cost_votes()
             self.publish_ledger()
 
@@ -270,7 +284,7 @@ class Session:
     @property
     def harvest_lock(self) -> str:
         """The lake lock a harvest of this session's credentials holds (see ``harvest``)."""
-        return "harvest" if self.account is None else f"harvest-{self.account}"
+        return harvest_lock_name(self.account)
 
     def spent_tonight(self, *, only: str | None = None, excluding: str | None = None) -> int:
         return Ledger(self.lake).spent(self.night, only=only, excluding=excluding, account=self.account)
@@ -366,7 +380,7 @@ class Session:
             ledger.record(**{**self._reconciliation(self.run_id, 0, EXTERNAL_SPENDING, why, after), "resource": "external"})
         return extra
 
-    def reconcile_dead_runs(self, remaining_now: int | None) -> dict[date, int]:
+    def reconcile_dead_runs(self, remaining_now: int | None, *, holding: frozenset[str] | None = None) -> dict[date, int]:
         """Close the runs that ended with metered calls unanswered (killed, interrupted): what the
         service charged for them — the drop in searches left since the run started, less what
         the ledger explains, at most the cost of the calls it could not see answered — is written
@@ -374,18 +388,22 @@ class Session:
 
         Only this session's account's runs (a run without an account name is the default
         credentials', whoever reconciles it next: a harvest, a question or a hand). Call it
-        holding :attr:`harvest_lock`: two reconcilers never close one run, and no harvest of these
-        credentials spends while it compares counts. An earlier night whose ledger changed has
+        holding :attr:`harvest_lock` (``holding``: the harvest locks this process holds, that
+        one by default): a run of another account name with the same username is closed only
+        under that account's harvest lock too (taken here without waiting, else left for later)
+        and only if still open, so two reconcilers never close one run, and no harvest of the
+        run's account spends while counts are compared (on an object store, which has no lock,
+        only this account's runs are closed). An earlier night whose ledger changed has
         its ``search_ledger`` partition written again now (tonight's is written by the run
         itself). With no reading now, nothing is closed: a later run, with a reading, reconciles
         them."""
-        booked = self._reconcile_dead_runs(remaining_now)
+        booked = self._reconcile_dead_runs(remaining_now, holding or frozenset({self.harvest_lock}))
         for night in booked:
             if night != self.night:
                 Ledger(self.lake).publish(night)
         return booked
 
-    def _reconcile_dead_runs(self, remaining_now: int | None) -> dict[date, int]:
+    def _reconcile_dead_runs(self, remaining_now: int | None, holding: frozenset[str]) -> dict[date, int]:
         book = Ledger(self.lake)
         dead = [run for run in book.dead_runs() if run.same_credentials(self.account, self.login)]
         if dead and remaining_now is None:
@@ -393,27 +411,44 @@ class Session:
             return {}
         booked: dict[date, int] = {}
         for run in dead:
-            others = (
-                book.spent_since(run.started_at, except_run=run.run_id, account=self.account, login=self.login)
-                if run.started_at
-                else 0
-            )
-            extra = unexplained_charges(
-                before=run.remaining_before, after=remaining_now, recorded=run.spent, others=others,
-                uncertain_cost=self._uncertain_cost(run.uncertain),
-            )  # fmt: skip
-            row = None
-            if run.unanswered or extra:
-                unanswered = f"{len(run.unanswered)} call(s) unanswered when run {run.run_id} ended"
-                if run.remaining_before is None:
-                    why = f"{unanswered}; it had no reading of the searches left, so their cost cannot be counted"
-                else:
-                    why = f"{unanswered}; the service charged {extra} search(es) the ledger did not show"
-                row = self._reconciliation(run.run_id, extra, RECONCILED_AFTER_CRASH, why, remaining_now)
-                log.warning("%s (night %s)", why, run.night)
-                booked[run.night] = booked.get(run.night, 0) + extra
-            book.close_dead_run(run, row)
+            with ExitStack() as held:
+                if not self._may_close(run, holding, held):
+                    continue
+                booked_for = self._close_dead_run(book, run, remaining_now)
+                if booked_for is not None:
+                    booked[run.night] = booked.get(run.night, 0) + booked_for
         return booked
+
+    def _may_close(self, run: RunLog, holding: frozenset[str], held: ExitStack) -> bool:
+        name = harvest_lock_name(run.account)
+        if name in holding:
+            return True
+        if not held.enter_context(self.lake.lock(name, wait=False)):
+            return False  # that account's harvest runs (or an object store): it reconciles its own
+        return run.path.exists()  # not closed by that harvest before the lock was ours
+
+    def _close_dead_run(self, book: Ledger, run: RunLog, remaining_now: int | None) -> int | None:
+        """Reconcile and close one dead run; returns what was booked (``None``: no row)."""
+        others = (
+            book.spent_since(run.started_at, except_run=run.run_id, account=self.account, login=self.login)
+            if run.started_at
+            else 0
+        )
+        extra = unexplained_charges(
+            before=run.remaining_before, after=remaining_now, recorded=run.spent, others=others,
+            uncertain_cost=self._uncertain_cost(run.uncertain),
+        )  # fmt: skip
+        if not run.unanswered and not extra:
+            book.close_dead_run(run, None)
+            return None
+        unanswered = f"{len(run.unanswered)} call(s) unanswered when run {run.run_id} ended"
+        if run.remaining_before is None:
+            why = f"{unanswered}; it had no reading of the searches left, so their cost cannot be counted"
+        else:
+            why = f"{unanswered}; the service charged {extra} search(es) the ledger did not show"
+        log.warning("%s (night %s)", why, run.night)
+        book.close_dead_run(run, self._reconciliation(run.run_id, extra, RECONCILED_AFTER_CRASH, why, remaining_now))
+        return extra
 
     def paid_payload(self, call: calls.Call, client: Client) -> Node | None:
         """The payload of ``call``'s answer: the one already paid for when the lake holds it (a

@@ -4,6 +4,7 @@ one-line error naming the file."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from typing import Any
 
@@ -12,6 +13,8 @@ import orjson
 from tourneylake.lake import Lake, LakeError, atomic_write
 
 STATE_DIR = "_state"
+
+log = logging.getLogger(__name__)
 
 
 class StateStore:
@@ -43,10 +46,18 @@ class StateStore:
         """Set one entry of a document (see :meth:`update`)."""
         self.update(name, lambda document: document.__setitem__(key, value))
 
-    def update(self, name: str, change: Callable[[dict[str, Any]], None]) -> None:
+    def update(self, name: str, change: Callable[[dict[str, Any]], None], *, reset_damaged: bool = False) -> None:
         """Change a document in place, under the lake's lock for it: two processes changing it
-        at once both keep their changes (a read-modify-write each, one after the other)."""
+        at once both keep their changes (a read-modify-write each, one after the other).
+        ``reset_damaged``: a damaged document is started again from ``{}`` (logged), for one
+        that is only a cache."""
         with self.lake.lock(f"state-{name}"):
-            document = self.read(name)
+            try:
+                document = self.read(name)
+            except LakeError as exc:
+                if not reset_damaged:
+                    raise
+                log.warning("%s: written again from this run's entries", exc)
+                document = {}
             change(document)
             self.write(name, document)
