@@ -350,11 +350,11 @@ def test_a_changed_price_is_learned_across_runs_of_one_call_each(sandbox, tmp_pa
     assert orjson.loads((tmp_path / "lake" / "_state" / "cost_votes.json").read_bytes()) == {"hand_analysis": [6, 6]}
 
 
-def test_a_dead_run_of_another_account_name_with_the_same_username_is_these_credentials(sandbox, tmp_path):
-    """`accounts:` may name the default username again (`main: coach@...`): a killed run of
-    `main` spent from the same count, so a hand run of the default credentials reconciles it."""
+def _killed_run_of_main(sandbox, tmp_path):
+    """A run of the account name `main`, with the default username, killed two nights ago
+    mid-call; returns (settings, lake, that night, the searches left when it started)."""
     from tourneylake.lake import Lake
-    from tourneylake.ledger import RECONCILED_AFTER_CRASH, Ledger, LedgerWriter, login_digest
+    from tourneylake.ledger import LedgerWriter, login_digest
 
     settings = sandbox_settings(sandbox, tmp_path)
     lake = Lake(settings.data_dir)
@@ -362,6 +362,15 @@ def test_a_dead_run_of_another_account_name_with_the_same_username_is_these_cred
     before = remaining(settings)
     main = LedgerWriter(lake, earlier, "killed-main", remaining_before=before, account="main", login=login_digest(DEMO.username))
     _killed_mid_call(main, "player_summary")
+    return settings, lake, earlier, before
+
+
+def test_a_dead_run_of_another_account_name_with_the_same_username_is_these_credentials(sandbox, tmp_path):
+    """`accounts:` may name the default username again (`main: coach@...`): a killed run of
+    `main` spent from the same count, so a hand run of the default credentials reconciles it."""
+    from tourneylake.ledger import RECONCILED_AFTER_CRASH, Ledger
+
+    settings, lake, earlier, before = _killed_run_of_main(sandbox, tmp_path)
     sandbox.accounts.set_remaining(DEMO.username, before - 1)  # the service charged it
     analyze_hand(settings, HAND.replace("Hand #", "Hand #2").encode(), None)
     assert Ledger(lake).dead_runs() == []
@@ -386,15 +395,9 @@ def test_a_damaged_cost_votes_file_is_started_again(sandbox, tmp_path):
 def test_another_account_names_dead_run_waits_for_that_accounts_harvest(sandbox, tmp_path):
     """A harvest of `alice` may close a dead run of `main` (same username) only under `main`'s
     harvest lock: while `main`'s harvest runs, that harvest reconciles its own run."""
-    from tourneylake.lake import Lake
-    from tourneylake.ledger import Ledger, LedgerWriter, login_digest
+    from tourneylake.ledger import Ledger
 
-    settings = sandbox_settings(sandbox, tmp_path)
-    lake = Lake(settings.data_dir)
-    earlier = sandbox.world.today - timedelta(days=2)
-    before = remaining(settings)
-    main = LedgerWriter(lake, earlier, "killed-main", remaining_before=before, account="main", login=login_digest(DEMO.username))
-    _killed_mid_call(main, "player_summary")
+    settings, lake, earlier, before = _killed_run_of_main(sandbox, tmp_path)
     alice = Session.open(settings, settings.base_url, sandbox.world.today, account="alice")
     with lake.lock("harvest-alice"):  # alice's harvest, reconciling at its start
         with lake.lock("harvest-main"):  # main's harvest runs
