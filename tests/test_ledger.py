@@ -326,3 +326,15 @@ def test_publishing_a_night_waits_for_another_publisher_of_it(lake: Lake) -> Non
         assert not done.wait(0.3)  # waits for the holder
     publisher.join(10)
     assert done.is_set() and lake.read_table("search_ledger", NIGHT).column("cost").to_pylist() == [3]
+
+
+def test_a_line_submitted_after_close_is_refused_not_lost_in_a_new_file(lake: Lake) -> None:
+    writer = LedgerWriter(lake, NIGHT, "late", remaining_before=10)
+    writer.record("k1", **row(run_id="late"))
+    writer.close()
+    with pytest.raises(LedgerError, match="closed"):
+        writer.sent_soon("player_summary", "k2", 1)  # its call does not go out
+    with pytest.raises(LedgerError, match="closed"):
+        writer.record_soon("k3", **row(run_id="late"))
+    (run,) = Ledger(lake).runs(NIGHT)
+    assert run.closed and [e["cost"] for e in run.entries] == [1] and Ledger(lake).dead_runs() == []

@@ -170,6 +170,7 @@ class LedgerWriter:
         self._transport_failures: Counter[str] = Counter()  # resources of attempts with no answer read
         self._writer: ThreadPoolExecutor | None = None  # the thread that writes the lines, from the first
         self._failed: BaseException | None = None  # the write that failed: no line is written after it
+        self._closing = False  # close() has begun: no line is taken after it
 
     @property
     def path(self) -> AnyPath | None:
@@ -233,6 +234,8 @@ class LedgerWriter:
         order of the calls). The line is written even if whoever waits for it is cancelled."""
         if self._failed is not None:
             raise self._refusal()
+        if self._closing:
+            raise LedgerError(f"run {self.run_id}: its ledger is closed; no line is written after it")
         if self._writer is None:
             self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tourneylake-ledger")
         return submit_to_finish(self._writer, self._write_or_fail, line)
@@ -290,7 +293,11 @@ class LedgerWriter:
 
     def close(self) -> None:
         """Mark the run closed and release the file (its name loses ``.open``) — unless calls
-        are still unanswered: then the file stays ``.open`` for the next run to reconcile."""
+        are still unanswered: then the file stays ``.open`` for the next run to reconcile. A line
+        submitted once closing has begun is refused (:class:`LedgerError`): a write-ahead line
+        so refused keeps its call from going out."""
+        with self._lock:
+            self._closing = True
         if self._writer is not None:
             self._writer.shutdown(wait=True)  # every line asked for is written first
             self._writer = None
