@@ -410,3 +410,4 @@ def test_cost_model_starts_from_earlier_votes_and_hands_over_only_its_own() -> N
     assert costs.take_new_votes() == {PLAYER_SUMMARY: [2]} and costs.take_new_votes() == {}
     assert CostModel(votes={PLAYER_SUMMARY: [0, 0, 0], HAND_ANALYSIS: [500, 500]}).snapshot()[PLAYER_SUMMARY] == 1
     assert CostModel(votes={HAND_ANALYSIS: [500, 500]}).cost(HAND_ANALYSIS) == 5  # kept votes are checked too
+    assert CostModel(votes={HAND_ANALYSIS: ["6", 6.0, True, None, 6]}).cost(HAND_ANALYSIS) == 5  # one vote, not four

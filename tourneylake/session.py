@@ -69,13 +69,14 @@ def harvest_lock_name(account: str | None) -> str:
 
 
 def _cost_votes(lake: Lake) -> dict[str, list[int]]:
-    """Earlier runs' cost votes; none when the document is missing or damaged (a cache)."""
+    """Earlier runs' cost votes; none when the document is missing or damaged (a cache). Each
+    vote is checked by the cost model (:meth:`~tourneylake.budget.CostModel._plausible`)."""
     try:
         document = StateStore(lake).read(COST_VOTES)
     except (LakeError, OSError) as exc:
         log.warning("the cost model's earlier votes are not read (%s): it starts from the documented costs", exc)
         return {}
-    return {r: [v for v in votes if type(v) is int] for r, votes in document.items() if type(votes) is list}
+    return {r: votes for r, votes in document.items() if type(votes) is list}
 
 
 def today() -> date:
@@ -138,9 +139,8 @@ class Session:
 
         def add(document: dict[str, Any]) -> None:
             for resource, votes in new.items():
-                kept = document.get(resource)
-                kept = [v for v in kept if type(v) is int] if type(kept) is list else []
-                document[resource] = [*kept, *votes][-window:]
+                kept = document.get(resource)  # what is not a vote is dropped when read (`_cost_votes`)
+                document[resource] = [*(kept if type(kept) is list else []), *votes][-window:]
 
         try:
             self.state.update(COST_VOTES, add, reset_damaged=True)
@@ -239,9 +239,11 @@ class Session:
     def metered(self, resource: str) -> Iterator[tuple[Budget, LedgerWriter]]:
         """Metered calls of ``resource`` outside the harvest (a question, a hand): a budget with
         what the night's cap for them leaves (:meth:`spent_on_cap`) and the reserve, from a free
-        reading (which also reconciles this account's dead runs), and the ledger; when the block ends the run is reconciled
-        with the service's count (also when it ends by an error: a call charged whose answer never
-        came is booked now), and the night's ledger partition is published."""
+        reading, and the ledger. Before it, these credentials' dead runs are reconciled when no
+        harvest runs. When the block ends the run is reconciled with the service's count (also
+        when it ends by an error: a call charged whose answer never came is booked now), its
+        cost votes are kept (unless a harvest ran beside it), and the night's ledger partition is
+        published."""
         with self._no_harvest_running() as holding:
             remaining = self.read_remaining()
             # An earlier run of these credentials that died mid-call, reconciled here only when no
