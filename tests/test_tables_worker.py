@@ -82,7 +82,16 @@ _PER_FETCH = {"fetched_at", "server_time"}
 
 
 def _workers() -> list[psutil.Process]:
-    return [p for p in psutil.Process().children(recursive=True) if "tourneylake.tables_worker" in " ".join(p.cmdline())]
+    """This process's live tables workers (a child that has ended, a zombie not yet reaped
+    among them, is none: its command line can no longer be read)."""
+    return [p for p in psutil.Process().children(recursive=True) if "tourneylake.tables_worker" in _cmdline(p)]
+
+
+def _cmdline(process: psutil.Process) -> str:
+    try:
+        return " ".join(process.cmdline())
+    except (psutil.ZombieProcess, psutil.NoSuchProcess):
+        return ""
 
 
 def _no_worker_left() -> bool:
