@@ -5,14 +5,17 @@ from __future__ import annotations
 
 import errno
 import threading
+import uuid
+from collections.abc import Iterator
 from datetime import UTC, date, datetime
 from pathlib import Path
 
+import fsspec
 import orjson
 import pytest
 
 from tourneylake.lake import Lake
-from tourneylake.ledger import COLUMNS, Ledger, LedgerError, LedgerWriter, unexplained_charges
+from tourneylake.ledger import COLUMNS, Ledger, LedgerError, LedgerWriter, _run_bytes, unexplained_charges
 from tourneylake.normalize.schemas import TABLES
 
 NIGHT = date(2026, 11, 20)
@@ -33,6 +36,21 @@ def row(**values) -> dict:
 @pytest.fixture
 def lake(tmp_path: Path) -> Lake:
     return Lake(tmp_path).claim("sandbox")
+
+
+@pytest.fixture
+def store_lake() -> Iterator[Lake]:
+    """A lake on an object store (``memory://``, in-process): its ledger lines are PUTs, which
+    the writer's own thread makes."""
+    url = f"memory://tl-ledger-{uuid.uuid4().hex[:8]}/data"
+    yield Lake(url).claim("sandbox")
+    fsspec.filesystem("memory").rm(url.removeprefix("memory://").split("/")[0], recursive=True)
+
+
+def run_lines(writer: LedgerWriter) -> bytes:
+    assert writer.path is not None
+    with _run_bytes(writer.path) as handle:
+        return handle.read()
 
 
 def test_the_schema_is_the_catalogues() -> None:
@@ -58,10 +76,14 @@ def test_rows_are_read_back_and_exported(lake: Lake) -> None:
     assert run.closed and run.remaining_before == 100 and run.unanswered == [] and ledger.dead_runs() == []
 
 
-def test_lines_are_written_by_the_writers_own_thread_in_the_order_asked(lake: Lake, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The harvest's event loop never waits on the ledger file (a write can wait for the file
-    system's journal): one thread of the writer's own writes every line, in order, and a
-    ``sent_soon`` future is done only once its line is in the file."""
+@pytest.mark.parametrize("where", ["local", "object store"])
+def test_lines_are_written_in_the_order_asked_and_a_future_is_done_once_its_line_is_in(
+    where: str, lake: Lake, store_lake: Lake, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On a local disk the caller writes each line itself (one write to the page cache: a
+    round trip through a thread cost each call more than the write), and its future is done as
+    it is returned; on an object store (a PUT a line) one thread of the writer's own writes
+    them. Either way in order, and a ``sent_soon`` future is done only once its line is in."""
     writing_threads: set[str] = set()
     write = LedgerWriter._write
 
@@ -70,20 +92,25 @@ def test_lines_are_written_by_the_writers_own_thread_in_the_order_asked(lake: La
         write(self, line)
 
     monkeypatch.setattr(LedgerWriter, "_write", spied)
-    with LedgerWriter(lake, NIGHT, "r1", remaining_before=100) as writer:
+    local = where == "local"
+    with LedgerWriter(lake if local else store_lake, NIGHT, "r1", remaining_before=100) as writer:
         for i in range(30):
-            writer.sent_soon("player_summary", f"k{i}", 1).result()
-            assert writer.path is not None and f'"call":"k{i}"'.encode() in writer.path.read_bytes()
+            sent = writer.sent_soon("player_summary", f"k{i}", 1)
+            assert sent.done() if local else sent.result(10) is None
+            assert f'"call":"k{i}"'.encode() in run_lines(writer)
             writer.record_soon(f"k{i}", **row(remaining_after=99 - i))  # not waited for: close() does
         assert writer.spent == 30
-    assert writing_threads and threading.current_thread().name not in writing_threads
-    assert all(name.startswith("tourneylake-ledger") for name in writing_threads)
-    lines = [orjson.loads(line) for line in writer.path.read_bytes().splitlines()]
+    if local:
+        assert writing_threads == {threading.current_thread().name}
+    else:
+        assert writing_threads and all(name.startswith("tourneylake-ledger") for name in writing_threads)
+    lines = [orjson.loads(line) for line in run_lines(writer).splitlines()]
     assert [(line["kind"], line.get("call")) for line in lines[1:-1]] == [
         (kind, f"k{i}") for i in range(30) for kind in ("sent", "entry")
     ]
-    (run,) = Ledger(lake).runs(NIGHT)
-    assert run.closed and Ledger(lake).spent(NIGHT) == 30
+    ledger = Ledger(lake if local else store_lake)
+    (run,) = ledger.runs(NIGHT)
+    assert run.closed and ledger.spent(NIGHT) == 30
 
 
 def test_after_a_ledger_write_fails_no_line_is_written_and_the_run_is_left_for_reconciliation(
@@ -244,8 +271,8 @@ def test_runs_carry_their_accounts_name_and_readings_filter_by_it(lake: Lake) ->
 
 
 def _held_writer(monkeypatch: pytest.MonkeyPatch, fail_at: str | None = None) -> threading.Event:
-    """The writer thread held before its first line until the event is set; the row of call
-    ``fail_at`` fails (a full disk)."""
+    """The writer thread (an object-store lake's) held before its first line until the event
+    is set; the row of call ``fail_at`` fails (a full disk)."""
     release = threading.Event()
     write = LedgerWriter._write
 
@@ -259,11 +286,12 @@ def _held_writer(monkeypatch: pytest.MonkeyPatch, fail_at: str | None = None) ->
     return release
 
 
-def test_a_line_is_written_even_when_its_waiter_is_cancelled(lake: Lake, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_line_is_written_even_when_its_waiter_is_cancelled(store_lake: Lake, monkeypatch: pytest.MonkeyPatch) -> None:
     """A harvest task cancelled while it waits for its row (a sibling failed, Ctrl-C) stops
     waiting; the row of the call it paid for is still written, and the run closes whole."""
     import asyncio
 
+    lake = store_lake
     release = _held_writer(monkeypatch)
     writer = LedgerWriter(lake, NIGHT, "r1", remaining_before=100)
 
@@ -296,7 +324,8 @@ def test_a_row_that_cannot_be_written_leaves_the_run_open_for_reconciliation(lak
     assert dead.run_id == "r1" and [line["call"] for line in dead.unanswered] == ["k1"] and dead.entries == []
 
 
-def test_a_call_whose_line_was_queued_before_a_failure_does_not_go_out(lake: Lake, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_call_whose_line_was_queued_before_a_failure_does_not_go_out(store_lake: Lake, monkeypatch: pytest.MonkeyPatch) -> None:
+    lake = store_lake
     release = _held_writer(monkeypatch, fail_at="k1")
     writer = LedgerWriter(lake, NIGHT, "r1", remaining_before=100)
     sent_k1 = writer.sent_soon("player_summary", "k1", 1)
@@ -311,7 +340,8 @@ def test_a_call_whose_line_was_queued_before_a_failure_does_not_go_out(lake: Lak
     assert writer.uncertain == {}  # ... so it cannot have been charged
     writer.close()
     (dead,) = Ledger(lake).dead_runs()
-    assert [line["call"] for line in dead.unanswered] == ["k1"] and b'"k2"' not in Path(dead.path).read_bytes()
+    with _run_bytes(dead.path) as handle:
+        assert [line["call"] for line in dead.unanswered] == ["k1"] and b'"k2"' not in handle.read()
 
 
 def test_publishing_a_night_waits_for_another_publisher_of_it(lake: Lake) -> None:

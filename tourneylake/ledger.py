@@ -127,17 +127,21 @@ class LedgerWriter:
     """Append-only log of one run for one night. Thread-safe. Use as a context manager (or call
     :meth:`close`): the file is created on the first line, with the run header.
 
-    Lines are written by one thread of the writer's own, in the order they were asked for:
-    a write can wait for the file system's journal while other files are fsynced (0.3 ms on
-    average, up to 20 ms, measured in a 2,000-summary harvest: ~1.2 s of a night), and the
-    harvest's event loop must not wait with it. :meth:`sent` and :meth:`record` return once
-    their line is in the file, as before; :meth:`sent_soon` and :meth:`record_soon` return a
-    future for it instead, which the asynchronous client awaits (the call goes out, or its
-    caller hears of the answer, only once the line is written). A line asked for is written
-    even if whoever waits for it is cancelled. After a write fails, every later one raises
-    :class:`LedgerError` at once, and so does every write-ahead line already queued: a night
-    whose ledger cannot be written stops paying for calls. Its run is then not closed but left
-    open, so the next run books what the service charged beyond the rows it could write."""
+    :meth:`sent` and :meth:`record` return once their line is in the file; :meth:`sent_soon`
+    and :meth:`record_soon` return a future for it, which the asynchronous client waits for
+    (the call goes out, or its caller hears of the answer, only once the line is written).
+
+    On a local disk the caller writes the line itself, under the writer's lock (so in the
+    order asked for), and the future is done when it returns: a line is one ``write`` to the
+    page cache, 30 µs on average in a 2,000-summary harvest, where handing it to a thread and
+    back held each call ~1.2 ms (measured, ``benchmarks/RESULTS.md``; the harvest's bodies are
+    fsynced by another process, :mod:`tourneylake.raw_saver`, so a line seldom waits for the
+    journal). On an object store a line is a PUT, so one thread of the writer's own writes the
+    lines, in order, and a line asked for is written even if whoever waits for it is
+    cancelled. After a write fails, every later one raises :class:`LedgerError` at once, and so
+    does every write-ahead line already queued: a night whose ledger cannot be written stops
+    paying for calls. Its run is then not closed but left open, so the next run books what the
+    service charged beyond the rows it could write."""
 
     def __init__(
         self,
@@ -168,7 +172,7 @@ class LedgerWriter:
         self.lowest_remaining: int | None = None  # the fewest searches left any answer of the run reported
         self._unanswered: dict[tuple[str | None, int], str] = {}  # (call, attempt) → resource, while in flight
         self._transport_failures: Counter[str] = Counter()  # resources of attempts with no answer read
-        self._writer: ThreadPoolExecutor | None = None  # the thread that writes the lines, from the first
+        self._writer: ThreadPoolExecutor | None = None  # object store: the thread that writes the lines
         self._failed: BaseException | None = None  # the write that failed: no line is written after it
         self._closing = False  # close() has begun: no line is taken after it
 
@@ -230,15 +234,35 @@ class LedgerWriter:
         return LedgerError(f"the ledger could not be written ({self._failed}); no call is paid for without it")
 
     def _queue(self, line: Mapping[str, Any]) -> Future[None]:
-        """Hand ``line`` to the writer thread (called under the lock: the file's order is the
-        order of the calls). The line is written even if whoever waits for it is cancelled."""
+        """Write ``line`` here (a local file) or hand it to the writer thread (an object store);
+        called under the lock, so the file's order is the order of the calls. A queued line is
+        written even if whoever waits for it is cancelled."""
         if self._failed is not None:
             raise self._refusal()
         if self._closing:
             raise LedgerError(f"run {self.run_id}: its ledger is closed; no line is written after it")
+        if not self._remote:
+            return self._write_here(line)
         if self._writer is None:
             self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tourneylake-ledger")
         return submit_to_finish(self._writer, self._write_or_fail, line)
+
+    def _write_here(self, line: Mapping[str, Any]) -> Future[None]:
+        """``line`` written by the caller: a done future, with the write's error if it failed
+        (an interrupt is the caller's own, and raised)."""
+        written: Future[None] = Future()
+        written.set_running_or_notify_cancel()
+        try:
+            self._write(line)
+        except Exception as exc:  # noqa: BLE001 - the waiter's, as the writer thread would give it
+            self._failed = exc
+            written.set_exception(exc)
+        except BaseException as exc:
+            self._failed = exc
+            raise
+        else:
+            written.set_result(None)
+        return written
 
     def _write_or_fail(self, line: Mapping[str, Any]) -> None:
         if self._failed is not None and line["kind"] == "sent":

@@ -468,6 +468,23 @@ class _StopAt(tenacity.stop.stop_base):
         return time.monotonic() >= self.deadline
 
 
+async def _finished(future: Future[None]) -> None:
+    """Wait for another thread's work; work already done (a ledger line its caller wrote)
+    without a round through the event loop."""
+    if future.done():
+        future.result()
+    else:
+        await asyncio.wrap_future(future)
+
+
+def _failure(future: Future[Any] | asyncio.Future[Any]) -> BaseException | None:
+    """A finished future's error, or its cancellation."""
+    try:
+        return future.exception()
+    except BaseException as exc:  # noqa: BLE001 - cancelled: that is what it ended with
+        return exc
+
+
 def _tell(hook: BodyStatus | None, status: str) -> None:
     if hook is not None:
         hook(status)
@@ -870,7 +887,7 @@ class AsyncClient(_Resources):
                     # reaches every call still waiting for a slot.
                     (method, url, params, headers), written = protocol.prepare(call, number)
                     if written is not None:  # the ledger's write-ahead line, before the call goes out
-                        await asyncio.wrap_future(written)
+                        await _finished(written)
                     started, t0 = datetime.now(UTC), time.perf_counter()
                     try:
                         response: httpx.Response | httpx.HTTPError = await self._request(
@@ -892,9 +909,11 @@ class AsyncClient(_Resources):
                     self._slots.refused(at_limit)
                     raise
                 finally:  # the body is named by its status, and the attempt is in the ledger, before its caller hears of it
-                    if settling:  # the ledger's (a thread's) and the saver's: all of them, whichever fails
-                        done = await asyncio.gather(*map(asyncio.wrap_future, settling), return_exceptions=True)
-                        failed = next((r for r in done if isinstance(r, BaseException)), None)
+                    if settling:  # the ledger's and the saver's: all of them, whichever fails
+                        waiting = [asyncio.wrap_future(f) for f in settling if not f.done()]
+                        if waiting:
+                            await asyncio.wait(waiting)
+                        failed = next(filter(None, map(_failure, settling)), None)
                         if failed is not None:
                             raise failed
         raise AssertionError("unreachable")  # pragma: no cover
