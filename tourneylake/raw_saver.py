@@ -35,7 +35,7 @@ An object-store lake (one PUT per body, no fsync) and ``TOURNEYLAKE_RAW_SAVER=th
 in-process saving. Messages (:mod:`tourneylake.pipes`): ``["save", id, path, resource, key, fmt,
 fetched_at, snapshot_date, body]`` and ``["rename", id, path, target]``; the answer ``[id, None]``,
 or ``[id, "<what failed>"]``. This module is imported by the saver before its first body: it
-keeps to the standard library, orjson and msgspec.
+keeps to the standard library, orjson, msgspec and isal.
 """
 
 from __future__ import annotations
@@ -43,7 +43,6 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
-import gzip
 import hashlib
 import logging
 import os
@@ -57,6 +56,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import orjson
+from isal import isal_zlib
 
 from tourneylake.pipes import frame, receive, split_frames, worker_env
 from tourneylake.storage import AnyPath, atomic_write, replace
@@ -104,8 +104,9 @@ def raw_file_bytes(resource: str, key: Mapping[str, str], fmt: str, fetched_at: 
         "body_encoding": encoding,
         "body": text,
     }
-    # Level 1: JSON/XML bodies shrink ~8x at a few ms per 300 kB, cheap next to the call.
-    return gzip.compress(orjson.dumps(envelope), compresslevel=1, mtime=0)
+    # ISA-L's deflate at level 1: a gzip stream any gzip reads, ~6x smaller than the body, in
+    # a third of zlib's time (25 vs 78 us a summary, measured). 31: a gzip header and trailer.
+    return isal_zlib.compress(orjson.dumps(envelope), 1, 31)
 
 
 def rename_settled(path: AnyPath, target: AnyPath) -> None:
