@@ -1,17 +1,22 @@
 """The rebuild's reading of raw bodies: ``lake._gunzip`` is ``gzip.decompress`` (result and
 exception) on every input; ``raw_paths`` lists a night in pathlib's order; the GC pause of
-``SummarySink.add_stored`` leaves the collector as it found it."""
+``SummarySink.add_stored`` leaves the collector as it found it, and it reads a night's answers
+a batch at a time."""
 
 from __future__ import annotations
 
 import gc
 import gzip
+from contextlib import ExitStack
+from datetime import UTC, date, datetime
 from pathlib import Path
 
 import pytest
 
 from tourneylake import from_raw
+from tourneylake.api import calls
 from tourneylake.lake import OK, Lake, _gunzip, _status_of
+from tourneylake.reference import InForce
 
 DATA = b'{"resource": "player-summary", "body": "' + b"x" * 5000 + b'"}'
 ONE = gzip.compress(DATA, mtime=0)  # the same bytes in every process: pytest-xdist compares the ids
@@ -70,3 +75,24 @@ def test_gc_pause_restores_the_collector() -> None:
         assert not gc.isenabled()  # the caller's choice is kept
     finally:
         gc.enable()
+
+
+def test_a_nights_stored_answers_are_read_a_batch_at_a_time(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A rebuild never holds a night's bodies all at once (20,000 summaries are ~300 MB): it
+    reads at most a batch ahead of the normaliser, and every answer is still read."""
+    lake = Lake(tmp_path).claim("sandbox")
+    night = date(2019, 12, 10)
+    body = (Path(__file__).parent / "data" / "recorded" / "player-summary.json").read_bytes()
+    for i in range(7):
+        key = {"network": "PokerStars", "player": f"player{i}"}
+        lake.settle_raw(lake.write_raw(night, calls.PLAYER_SUMMARY, key, body, "json", datetime(2019, 12, 10, tzinfo=UTC)), OK)
+    events: list[str] = []
+    read, add = from_raw.read_raw_file, from_raw.SummarySink.add
+    monkeypatch.setattr(from_raw, "read_raw_file", lambda path: (events.append("read"), read(path))[1])
+    monkeypatch.setattr(from_raw.SummarySink, "add", lambda self, *args: (events.append("add"), add(self, *args))[1])
+    with ExitStack() as stack:
+        sink = from_raw.SummarySink(lake, night, InForce(lake, night), stack, batch_size=3)
+        stored = sink.add_stored()
+    assert len(stored.done) == 7 and not stored.unusable
+    ahead = [events[: i + 1].count("read") - events[: i + 1].count("add") for i in range(len(events))]
+    assert events.count("read") == 7 and max(ahead) == 3
