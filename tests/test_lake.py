@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import base64
 import gzip
+import hashlib
 from datetime import UTC, date, datetime
 from pathlib import Path
 
@@ -48,8 +50,37 @@ def test_raw_is_written_received_then_named_by_its_status(tmp_path: Path) -> Non
     (raw,) = list(lake.iter_raw(NIGHT))
     assert raw.body == b'{"Response": {"@x": "2"}}' and raw.key == reordered
     assert raw.fmt == "json" and raw.fetched_at == FETCHED and raw.resource == "player_summary" and raw.status == "ok"
-    envelope = orjson.loads(gzip.decompress(accepted.read_bytes()))
-    assert envelope["format"] == "json" and envelope["key"] == reordered
+    line, body = gzip.decompress(accepted.read_bytes()).split(b"\n", 1)  # a header line, then the body as received
+    header = orjson.loads(line)
+    assert header["format"] == "json" and header["key"] == reordered and body == raw.body
+    assert header["body_bytes"] == len(body) and header["sha256"] == hashlib.sha256(body).hexdigest()
+
+
+@pytest.mark.parametrize("body", [b'{"Response": {"@x": "1"}}', b"\xff\xfe not utf-8\n<Response/>"])
+def test_a_raw_file_of_the_first_layout_still_reads(tmp_path: Path, body: bytes) -> None:
+    """Bodies kept before the header-line layout are one JSON document, the body inside as text
+    (base64 when it is not UTF-8): the lake reads them as it always did."""
+    lake = Lake(tmp_path).claim("sandbox")
+    path = lake.settle_raw(lake.write_raw(NIGHT, "player_summary", KEY, b"{}", "json", FETCHED), "ok")
+    try:
+        text, encoding = body.decode("utf-8"), "utf-8"
+    except UnicodeDecodeError:
+        text, encoding = base64.b64encode(body).decode("ascii"), "base64"
+    header = orjson.loads(gzip.decompress(path.read_bytes()).split(b"\n", 1)[0])
+    del header["body_bytes"]
+    path.write_bytes(gzip.compress(orjson.dumps({**header, "body_encoding": encoding, "body": text})))
+    (raw,) = list(lake.iter_raw(NIGHT))
+    assert raw.body == body and raw.key == KEY and raw.fetched_at == FETCHED and raw.fmt == "json"
+
+
+@pytest.mark.parametrize("cut", [1, -1])
+def test_a_raw_file_whose_body_is_not_the_length_its_header_says_is_damaged(tmp_path: Path, cut: int) -> None:
+    lake = Lake(tmp_path).claim("sandbox")
+    path = lake.settle_raw(lake.write_raw(NIGHT, "player_summary", KEY, b'{"Response": {}}', "json", FETCHED), "ok")
+    data = gzip.decompress(path.read_bytes())
+    path.write_bytes(gzip.compress(data[:cut] if cut < 0 else data + b" "))
+    with pytest.raises(LakeError, match=r"is damaged \(\d+ body bytes, the header says 16\).*kept as is"):
+        list(lake.iter_raw(NIGHT))
 
 
 def test_a_refusal_never_hides_an_accepted_answer(tmp_path: Path) -> None:

@@ -26,10 +26,13 @@ Layout::
   our normaliser cannot read is renamed ``unusable`` too, and back to accepted once a rebuild
   with a fixed normaliser reads it.
   A body left ``received`` (the process died in between) is read and settled by the next run.
-  The file is a gzip-compressed JSON envelope ``{"resource", "key", "format", "fetched_at",
-  "snapshot_date", "sha256", "body", "body_encoding"}`` with the body as text (base64 if it is
-  not UTF-8); the digest is of the sorted key, which never holds credentials
-  (:meth:`Lake.write_raw` refuses one).
+  The file is gzipped: one line of JSON, the header ``{"resource", "key", "format",
+  "fetched_at", "snapshot_date", "sha256", "body_bytes"}``, then the body exactly as received
+  (``zcat`` shows it; for a JSON answer ``zcat … | jq`` shows both). Files written before
+  2026-11-26 are one JSON document instead, the same header with the body inside as text
+  (``"body"``, base64 when ``"body_encoding"`` says so); both are read. The new layout spares
+  every read the body's escaping (29 us of a summary's rebuild, measured). The digest is of the
+  sorted key, which never holds credentials (:meth:`Lake.write_raw` refuses one).
 * **Tables** are written one night at a time through :meth:`Lake.partition_writer`: parts go to
   a temporary directory and, on success, replace the night's partition with two renames (the old
   one is moved aside first and deleted last), so a failed run never loses the previous data.
@@ -634,23 +637,32 @@ def damaged_part(path: str | Path, night: date, exc: BaseException) -> LakeError
 
 
 def read_raw_file(path: AnyPath) -> RawResponse:
-    """One stored body; a damaged file is a :class:`LakeError` naming it (nothing is deleted)."""
+    """One stored body, in either layout (see the module docstring); a damaged file is a
+    :class:`LakeError` naming it (nothing is deleted)."""
     try:
-        envelope: dict[str, Any] = orjson.loads(_gunzip(path.read_bytes()))
-    except (OSError, EOFError, orjson.JSONDecodeError) as exc:
+        data = _gunzip(path.read_bytes())
+        end = data.find(b"\n")  # the first layout is one JSON document: never a raw newline
+        if end < 0:
+            header: dict[str, Any] = orjson.loads(data)
+            text = header["body"]
+            body = base64.b64decode(text) if header.get("body_encoding") == "base64" else text.encode("utf-8")
+        else:
+            header = orjson.loads(memoryview(data)[:end])
+            body = data[end + 1 :]
+            if len(body) != header["body_bytes"]:
+                raise ValueError(f"{len(body)} body bytes, the header says {header['body_bytes']}")
+    except (OSError, EOFError, ValueError, KeyError, TypeError) as exc:  # JSONDecodeError is a ValueError
         raise LakeError(
             f"raw body {path} is damaged ({exc}); it is kept as is: move it aside to fetch that answer again"
         ) from None
-    text = envelope["body"]
-    body = base64.b64decode(text) if envelope.get("body_encoding") == "base64" else text.encode("utf-8")
     return RawResponse(
-        resource=envelope["resource"],
-        key=envelope["key"],
-        fmt=envelope["format"],
-        fetched_at=datetime.fromisoformat(envelope["fetched_at"]),
+        resource=header["resource"],
+        key=header["key"],
+        fmt=header["format"],
+        fetched_at=datetime.fromisoformat(header["fetched_at"]),
         body=body,
         status=_status_of(path),
-        snapshot_date=date.fromisoformat(envelope["snapshot_date"]),
+        snapshot_date=date.fromisoformat(header["snapshot_date"]),
         path=path,
     )
 
