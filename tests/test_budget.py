@@ -270,6 +270,43 @@ def test_budget_guard_cap_and_reserve() -> None:
     assert not budget.try_reserve(HAND_ANALYSIS)
 
 
+def test_a_reading_that_shows_a_call_still_in_flight_does_not_count_it_twice() -> None:
+    """Call A's answer arrives; B is reserved and sent, and B's answer is read before A's body
+    is (a slot is free as soon as an answer arrives). B's reading (1 left) already shows A's
+    charge: C may go, down to the reserve and no further. Before, A counted twice and C was
+    refused with a search left (a night's player deferred for nothing)."""
+    budget = Budget(remaining=3, max_searches_per_run=None, reserve=0, costs=CostModel())
+    a = budget.reserve_call(PLAYER_SUMMARY)
+    assert a is not None
+    budget.answered(a)
+    b = budget.reserve_call(PLAYER_SUMMARY)
+    assert b is not None
+    budget.answered(b)
+    budget.settle(PLAYER_SUMMARY, 1, charged=True, reservation=b)  # B first: A's reading comes later
+    c = budget.reserve_call(PLAYER_SUMMARY)
+    assert c is not None
+    assert budget.reserve_call(PLAYER_SUMMARY) is None  # the last search is C's
+    assert budget.refusal(PLAYER_SUMMARY) == "budget: reserve 0 reached"
+    budget.settle(PLAYER_SUMMARY, 2, charged=True, reservation=a)  # A's older reading changes nothing
+    assert budget.remaining == 1 and budget.in_flight == 1 and budget.reserve_call(PLAYER_SUMMARY) is None
+    budget.settle(PLAYER_SUMMARY, 0, charged=True, reservation=c)
+    assert budget.spent == 3 and budget.remaining == 0 and budget.in_flight == 0
+
+
+def test_a_reading_does_not_show_a_call_whose_answer_had_not_arrived() -> None:
+    """A and B in flight together (A's answer not yet arrived when B was reserved): B's reading
+    may have been written before A was charged, so A still counts against the reserve."""
+    budget = Budget(remaining=3, max_searches_per_run=None, reserve=0, costs=CostModel())
+    a = budget.reserve_call(PLAYER_SUMMARY)
+    b = budget.reserve_call(PLAYER_SUMMARY)
+    assert a is not None and b is not None
+    budget.answered(b)
+    budget.answered(a)  # after B was reserved
+    budget.settle(PLAYER_SUMMARY, 2, charged=True, reservation=b)
+    assert budget.reserve_call(PLAYER_SUMMARY) is not None  # 2 left - A - this one = 0
+    assert budget.reserve_call(PLAYER_SUMMARY) is None
+
+
 def test_budget_failed_call_releases_its_reservation() -> None:
     budget = Budget(remaining=101, max_searches_per_run=None, reserve=100, costs=CostModel())
     assert budget.try_reserve(PLAYER_SUMMARY)

@@ -20,6 +20,7 @@ The budget has two bounds, each optional (``None`` = unknown or unlimited):
 
 from __future__ import annotations
 
+import itertools
 import threading
 from collections import Counter, deque
 from collections.abc import Iterable, Mapping
@@ -41,6 +42,7 @@ __all__ = [
     "Budget",
     "CostModel",
     "Plan",
+    "Reservation",
     "Target",
     "TargetKey",
     "plan_night",
@@ -327,11 +329,20 @@ def _min_known(*bounds: int | None) -> int | None:
 # ----------------------------------------------------------------------------------- run guard
 
 
-@dataclass
-class _Reservation:
+@dataclass(eq=False)
+class Reservation:
+    """One metered call's claim on the budget, from :meth:`Budget.reserve_call` to its settle.
+
+    ``reserved_at`` / ``answered_at``: the budget's clock when it was made and when its answer
+    arrived (:meth:`Budget.answered`). ``reflected``: a reading taken since already shows its
+    charge (see :meth:`Budget.settle`), so the reserve no longer counts it twice."""
+
     amount: int
     before: int | None
     isolated: bool
+    reserved_at: int = 0
+    answered_at: int | None = None
+    reflected: bool = False
 
 
 class Budget:
@@ -348,9 +359,19 @@ class Budget:
     unknown and a reserve is set, only one metered call may be in flight: its answer tells us
     where we stand before anything else is spent.
 
-    Free resources (cost 0) are always allowed, even after :meth:`stop`. Reservations of one
-    resource are settled first-in first-out (the interface carries no token); they differ only
-    if the learned cost changed in between, by at most that change.
+    A reading can already show the charge of calls still in flight: a call whose answer
+    arrived (:meth:`answered`) before another call was reserved was charged before that other
+    call's answer was written, so that answer's ``RemainingSearches`` includes it. Such calls
+    stop counting against the reserve once the reading is taken (they still count against the
+    run cap, which is about our own spending). Without this, answers settled out of order (a
+    slot is free as soon as an answer arrives, before its body is saved and read) made the
+    budget count a charge twice and refuse a call the account could pay for.
+
+    Free resources (cost 0) are always allowed, even after :meth:`stop`. :meth:`reserve_call`
+    returns the call's :class:`Reservation`, which :meth:`answered` and :meth:`settle` take;
+    :meth:`try_reserve` keeps none, and its reservations of one resource are settled
+    first-in first-out (they differ only if the learned cost changed in between, by at most
+    that change, and the oldest one's clock is the conservative one).
     """
 
     def __init__(
@@ -373,8 +394,10 @@ class Budget:
         self._spent = 0
         self._uncertain = 0  # calls that may have been charged (no answer arrived): the cap counts them
         self._in_flight = 0
-        self._reservations: dict[str, deque[_Reservation]] = {}
-        self._all_in_flight: list[_Reservation] = []
+        self._reflected = 0  # of _in_flight: what the current reading already shows as charged
+        self._clock = itertools.count(1)
+        self._reservations: dict[str, deque[Reservation]] = {}
+        self._all_in_flight: list[Reservation] = []
         self._stopped: str | None = None
         # Once a call was abandoned (timeout, unreadable body) the service may still charge it
         # later, so later readings could include its cost: learning stops for this run.
@@ -430,7 +453,7 @@ class Budget:
             if self._reserve > 0 and self._in_flight > 0:
                 return "budget: searches left unknown until the first answer"
             return None
-        if self._remaining - self._in_flight - cost < self._reserve:
+        if self._remaining - (self._in_flight - self._reflected) - cost < self._reserve:
             return f"budget: reserve {self._reserve} reached"
         return None
 
@@ -443,23 +466,43 @@ class Budget:
     def try_reserve(self, resource: str) -> bool:
         """Reserve one call of ``resource``; ``False`` when it could cross the cap or the reserve,
         or after :meth:`stop`. Thread-safe. Every ``True`` must be followed by :meth:`settle`."""
+        return self.reserve_call(resource) is not None
+
+    def reserve_call(self, resource: str) -> Reservation | None:
+        """:meth:`try_reserve`, returning the call's reservation (``None``: refused). A free
+        call's is empty (amount 0): nothing to settle."""
         cost = self._costs.cost(resource)
         with self._lock:
             if self._refusal(cost) is not None:
-                return False
+                return None
             if cost <= 0:
-                return True  # free: nothing to reserve or settle
+                return Reservation(0, None, False)  # free: nothing to reserve or settle
             isolated = self._in_flight == 0
             for other in self._all_in_flight:
                 other.isolated = False
             before = self._remaining if self._is_reading else None
-            reservation = _Reservation(cost, before, isolated)
+            reservation = Reservation(cost, before, isolated, reserved_at=next(self._clock))
             self._reservations.setdefault(resource, deque()).append(reservation)
             self._all_in_flight.append(reservation)
             self._in_flight += cost
-            return True
+            return reservation
 
-    def settle(self, resource: str, remaining_after: int | None, charged: bool, *, uncertain: bool = False) -> None:
+    def answered(self, reservation: Reservation) -> None:
+        """The call's answer has arrived (before its body is saved and read): whatever it was
+        charged is in every answer to a call reserved from now on."""
+        with self._lock:
+            if reservation.amount and reservation.answered_at is None:
+                reservation.answered_at = next(self._clock)
+
+    def settle(
+        self,
+        resource: str,
+        remaining_after: int | None,
+        charged: bool,
+        *,
+        uncertain: bool = False,
+        reservation: Reservation | None = None,
+    ) -> None:
         """Record the end of a reserved call: ``remaining_after`` is the response's
         ``RemainingSearches`` (``None`` if there was no readable response), ``charged`` whether
         the service charged for it (a successful metered answer). ``uncertain``: no answer came
@@ -468,13 +511,18 @@ class Budget:
         the reconciliation's, and the searches left are the next answer's."""
         with self._lock:
             queue = self._reservations.get(resource)
-            reservation = queue.popleft() if queue else None
+            if reservation is not None and reservation.amount and queue and reservation in queue:
+                queue.remove(reservation)
+            else:
+                reservation = queue.popleft() if queue else None
             if reservation is None:
                 # A free call (never reserved) or a settle without a reservation: just read the truth.
                 self._read(remaining_after, exact=False)
                 return
             self._all_in_flight.remove(reservation)
             self._in_flight -= reservation.amount
+            if reservation.reflected:
+                self._reflected -= reservation.amount
             if remaining_after is None:
                 self._abandoned = True
             exact = reservation.isolated and reservation.before is not None and not self._abandoned
@@ -492,14 +540,27 @@ class Budget:
                 if remaining_after is None and self._remaining is not None:
                     self._remaining -= charge  # no reading: assume the expected charge
                     self._is_reading = False
-            self._read(remaining_after, exact=reservation.isolated)
+            if self._read(remaining_after, exact=reservation.isolated):
+                self._reflect(reservation.reserved_at)
 
-    def _read(self, remaining_after: int | None, *, exact: bool) -> None:
+    def _read(self, remaining_after: int | None, *, exact: bool) -> bool:
+        """Take a reading as the searches left when it is news; whether it was taken."""
         if remaining_after is None:
-            return
+            return False
         if self._remaining is None or exact or remaining_after < self._remaining:
             self._remaining = remaining_after
             self._is_reading = True
+            return True
+        return False
+
+    def _reflect(self, reserved_at: int) -> None:
+        """The reading just taken answered a call reserved at ``reserved_at``: the calls in
+        flight whose answers had arrived by then were charged before it, so it shows them. A
+        later reading is lower, so newer, and shows them too (the count only falls in a night)."""
+        for other in self._all_in_flight:
+            if not other.reflected and other.answered_at is not None and other.answered_at < reserved_at:
+                other.reflected = True
+                self._reflected += other.amount
 
     def stop(self, reason: str) -> None:
         """No more metered calls this run (after a quota error); the first reason is kept."""

@@ -31,7 +31,7 @@ from typing import Any
 from tourneylake.api import ApiError, AsyncClient, Attempt, Client, CredentialsError, ReceivedBody, calls
 from tourneylake.api.client import call_payload, recent_reading, warm_async_transport
 from tourneylake.api.errors import NOT_FOUND_CODES, UnusableResponse
-from tourneylake.budget import Budget, CostModel
+from tourneylake.budget import Budget, CostModel, Reservation
 from tourneylake.config import Settings
 from tourneylake.errors import BudgetRefused, RunFailed
 from tourneylake.lake import UNUSABLE, Lake, LakeError, key_digest
@@ -301,25 +301,43 @@ class Session:
 
     def metering_hooks(self, budget: Budget | None, ledger: LedgerWriter) -> dict[str, Callable[..., Future[None] | None]]:
         """``before_attempt``: the budget's permission, then the write-ahead line;
-        ``on_attempt``: settle the budget and write the attempt's row. Each returns the future
-        of its line's write (see :class:`LedgerWriter`), which the client waits for."""
+        ``on_answer``: the budget hears the answer arrived; ``on_attempt``: settle the budget
+        and write the attempt's row. The first and the last return the future of their line's
+        write (see :class:`LedgerWriter`), which the client waits for."""
+        # (id of the call, attempt) → the call (kept, so its id is never another's) and its claim
+        reservations: dict[tuple[int, int], tuple[calls.Call, Reservation]] = {}
 
         def gate(call: calls.Call, number: int) -> Future[None] | None:
             if not call.metered:
                 return None
-            if budget is not None and not budget.try_reserve(call.resource):
-                raise BudgetRefused(
-                    budget.refusal(call.resource) or budget.stopped_reason or "budget: no searches left for this run"
-                )
+            if budget is not None:
+                reservation = budget.reserve_call(call.resource)
+                if reservation is None:
+                    raise BudgetRefused(
+                        budget.refusal(call.resource) or budget.stopped_reason or "budget: no searches left for this run"
+                    )
+                reservations[id(call), number] = (call, reservation)
             return ledger.sent_soon(call.resource, key_digest(call.key), number)
+
+        def answered(call: calls.Call, number: int) -> None:
+            held = reservations.get((id(call), number))
+            if budget is not None and held is not None:
+                budget.answered(held[1])
 
         def record(attempt: Attempt) -> Future[None] | None:
             call = attempt.call
             if not call.metered:
                 return None
             charged = _charged(attempt)
+            held = reservations.pop((id(call), attempt.number), None)
             if budget is not None:  # settle first: an isolated call votes on the cost the row records
-                budget.settle(call.resource, attempt.remaining_after, charged, uncertain=attempt.outcome == UNCERTAIN)
+                budget.settle(
+                    call.resource,
+                    attempt.remaining_after,
+                    charged,
+                    uncertain=attempt.outcome == UNCERTAIN,
+                    reservation=None if held is None else held[1],
+                )
             return ledger.record_soon(
                 key_digest(call.key),
                 called_at=attempt.started_at,
@@ -339,7 +357,7 @@ class Session:
                 duration_ms=round(attempt.duration_s * 1000, 3),
             )
 
-        return {"before_attempt": gate, "on_attempt": record}
+        return {"before_attempt": gate, "on_answer": answered, "on_attempt": record}
 
     def _uncertain_cost(self, resources: Counter[str]) -> int:
         return sum(self.costs.cost(resource) * count for resource, count in resources.items())

@@ -16,7 +16,8 @@ Two hooks let a caller keep its promises:
   are usable without parsing them again;
 - ``on_attempt`` receives an :class:`Attempt` for every try (outcome, searches left, duration),
   which the pipeline writes to the search ledger; ``before_attempt`` may raise to refuse a try
-  (the budget guard).
+  (the budget guard), and ``on_answer`` is told the moment a try's answer arrives, before its
+  body is saved and read (the budget: later answers show what it was charged).
 
 The async client sends with aiohttp (one session, a connection per slot; :class:`_AiohttpLane`),
 answering with ``httpx.Response`` objects and raising httpx's exceptions, so everything above it
@@ -208,6 +209,7 @@ class _PoolSaver:
 #: written on the ledger's own thread): before it goes out, before its caller hears of it.
 AttemptHook = Callable[[Attempt], Future[None] | None]
 GateHook = Callable[[Call, int], Future[None] | None]
+AnswerHook = Callable[[Call, int], None]
 
 
 class _Protocol:
@@ -221,6 +223,7 @@ class _Protocol:
         on_attempt: AttemptHook | None,
         before_attempt: GateHook | None,
         retry_until: float | None = None,
+        on_answer: AnswerHook | None = None,
     ) -> None:
         url = base_url or settings.base_url
         if url == "sandbox" or not url.startswith(("http://", "https://")):
@@ -233,6 +236,7 @@ class _Protocol:
         self.on_body = on_body
         self.on_attempt = on_attempt
         self.before_attempt = before_attempt
+        self.on_answer = on_answer
         self.retry_until = retry_until  # a time.monotonic() deadline after which nothing is retried
         self._remaining: int | None = None
         self._credentials = {
@@ -336,6 +340,11 @@ class _Protocol:
         if call.metered:  # the count is about to change: no reading from before it stands
             _forget_reading(self.account)
         return self.request_parts(call), written
+
+    def answered(self, call: Call, number: int) -> None:
+        """An answer to this try arrived (any status), before anything reads it."""
+        if self.on_answer is not None:
+            self.on_answer(call, number)
 
     @property
     def account(self) -> tuple[str, str, str]:
@@ -538,10 +547,11 @@ class Client(_Resources):
         on_body: BodyHook | None = None,
         on_attempt: AttemptHook | None = None,
         before_attempt: GateHook | None = None,
+        on_answer: AnswerHook | None = None,
         retry_until: float | None = None,
         transport: httpx.BaseTransport | None = None,
     ) -> None:
-        self.protocol = _Protocol(settings, base_url, on_body, on_attempt, before_attempt, retry_until)
+        self.protocol = _Protocol(settings, base_url, on_body, on_attempt, before_attempt, retry_until, on_answer)
         self._http = httpx.Client(**self.protocol.http_options(settings.concurrency), transport=transport)
 
     @property
@@ -565,6 +575,8 @@ class Client(_Resources):
                     )
                 except httpx.HTTPError as exc:
                     response = exc
+                else:
+                    protocol.answered(call, number)
                 return protocol.finish(call, response, number, started, t0)
         raise AssertionError("unreachable")  # pragma: no cover
 
@@ -821,11 +833,12 @@ class AsyncClient(_Resources):
         on_body: BodyHook | None = None,
         on_attempt: AttemptHook | None = None,
         before_attempt: GateHook | None = None,
+        on_answer: AnswerHook | None = None,
         retry_until: float | None = None,
         transport: httpx.AsyncBaseTransport | None = None,
         body_saver: BodySaver | None = None,
     ) -> None:
-        self.protocol = _Protocol(settings, base_url, on_body, on_attempt, before_attempt, retry_until)
+        self.protocol = _Protocol(settings, base_url, on_body, on_attempt, before_attempt, retry_until, on_answer)
         self._slots = AdaptiveLimit(settings.concurrency, settings.concurrency_probe_s)
         self._saver = body_saver
         if body_saver is None and on_body is not None:
@@ -895,6 +908,8 @@ class AsyncClient(_Resources):
                         )
                     except httpx.HTTPError as exc:
                         response = exc
+                    else:
+                        protocol.answered(call, number)
                 saved, status_hook, settling = False, None, []
                 if self._saver is not None and isinstance(response, httpx.Response) and response.status_code == 200:
                     settle = await self._saver.save(ReceivedBody(call, response.content, protocol.settings.format, started))
