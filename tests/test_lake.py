@@ -79,7 +79,27 @@ def test_a_raw_file_whose_body_is_not_the_length_its_header_says_is_damaged(tmp_
     path = lake.settle_raw(lake.write_raw(NIGHT, "player_summary", KEY, b'{"Response": {}}', "json", FETCHED), "ok")
     data = gzip.decompress(path.read_bytes())
     path.write_bytes(gzip.compress(data[:cut] if cut < 0 else data + b" "))
-    with pytest.raises(LakeError, match=r"is damaged \(\d+ body bytes, the header says 16\).*kept as is"):
+    with pytest.raises(LakeError, match=r"is damaged \(ValueError: \d+ body bytes, the header says 16\).*kept as is"):
+        list(lake.iter_raw(NIGHT))
+
+
+def test_a_raw_file_damaged_inside_or_without_a_header_field_is_a_clear_error(tmp_path: Path) -> None:
+    """A flipped byte in the compressed stream, or a header without its night: a LakeError
+    naming the file (the bare zlib or KeyError said neither what nor where), and the file kept."""
+    lake = Lake(tmp_path).claim("sandbox")
+    path = lake.settle_raw(lake.write_raw(NIGHT, "player_summary", KEY, b'{"Response": {}}' * 50, "json", FETCHED), "ok")
+    good = path.read_bytes()
+    flipped = bytearray(good)
+    flipped[10] ^= 0xFF  # the first byte of the deflate stream: zlib cannot read its blocks
+    path.write_bytes(bytes(flipped))
+    with pytest.raises(LakeError, match=rf"raw body {path} is damaged \(error: .*kept as is"):
+        list(lake.iter_raw(NIGHT))
+    assert path.read_bytes() == bytes(flipped)
+    line, body = gzip.decompress(good).split(b"\n", 1)
+    header = orjson.loads(line)
+    del header["snapshot_date"]
+    path.write_bytes(gzip.compress(orjson.dumps(header) + b"\n" + body))
+    with pytest.raises(LakeError, match=r"is damaged \(KeyError: 'snapshot_date'\)"):
         list(lake.iter_raw(NIGHT))
 
 

@@ -137,6 +137,32 @@ def test_after_a_ledger_write_fails_no_line_is_written_and_the_run_is_left_for_r
     assert dead.run_id == "r1" and [line["call"] for line in dead.unanswered] == ["k1"]  # the line that failed is not there
 
 
+def test_a_ctrl_c_during_a_local_write_is_the_callers_and_later_lines_are_written(
+    lake: Lake, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A Ctrl-C lands while the caller writes a line (the sync client, on the main thread): it
+    is raised to the caller, whose call then never goes out; the ledger is not broken by it."""
+    write = LedgerWriter._write
+    interrupted = []
+
+    def ctrl_c_once(self: LedgerWriter, line: dict) -> None:
+        if line.get("call") == "k2" and not interrupted:
+            interrupted.append(line)
+            raise KeyboardInterrupt
+        write(self, line)
+
+    monkeypatch.setattr(LedgerWriter, "_write", ctrl_c_once)
+    with LedgerWriter(lake, NIGHT, "r1", remaining_before=100) as writer:
+        writer.sent("player_summary", "k1", 1)
+        writer.record("k1", **row(remaining_after=99))
+        with pytest.raises(KeyboardInterrupt):
+            writer.sent("player_summary", "k2", 1)
+        writer.sent("player_summary", "k3", 1)
+        writer.record("k3", **row(remaining_after=98))
+    (run,) = Ledger(lake).runs(NIGHT)
+    assert run.closed and run.unanswered == [] and [e["remaining_after"] for e in run.entries] == [99, 98]
+
+
 def test_a_row_that_does_not_fit_is_refused(lake: Lake) -> None:
     with LedgerWriter(lake, NIGHT, "r1", remaining_before=None) as writer:
         with pytest.raises(LedgerError, match="unknown columns \\['remaining_before'\\]"):

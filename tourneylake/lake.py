@@ -71,6 +71,7 @@ import os
 import re
 import shutil
 import uuid
+import zlib
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
@@ -651,20 +652,20 @@ def read_raw_file(path: AnyPath) -> RawResponse:
             body = data[end + 1 :]
             if len(body) != header["body_bytes"]:
                 raise ValueError(f"{len(body)} body bytes, the header says {header['body_bytes']}")
-    except (OSError, EOFError, ValueError, KeyError, TypeError) as exc:  # JSONDecodeError is a ValueError
+        return RawResponse(
+            resource=header["resource"],
+            key=header["key"],
+            fmt=header["format"],
+            fetched_at=datetime.fromisoformat(header["fetched_at"]),
+            body=body,
+            status=_status_of(path),
+            snapshot_date=date.fromisoformat(header["snapshot_date"]),
+            path=path,
+        )
+    except (OSError, EOFError, zlib.error, ValueError, KeyError, TypeError) as exc:  # JSONDecodeError is a ValueError
         raise LakeError(
-            f"raw body {path} is damaged ({exc}); it is kept as is: move it aside to fetch that answer again"
+            f"raw body {path} is damaged ({type(exc).__name__}: {exc}); it is kept as is: move it aside to fetch that answer again"
         ) from None
-    return RawResponse(
-        resource=header["resource"],
-        key=header["key"],
-        fmt=header["format"],
-        fetched_at=datetime.fromisoformat(header["fetched_at"]),
-        body=body,
-        status=_status_of(path),
-        snapshot_date=date.fromisoformat(header["snapshot_date"]),
-        path=path,
-    )
 
 
 def _gunzip(data: bytes) -> bytes:

@@ -248,8 +248,9 @@ class LedgerWriter:
         return submit_to_finish(self._writer, self._write_or_fail, line)
 
     def _write_here(self, line: Mapping[str, Any]) -> Future[None]:
-        """``line`` written by the caller: a done future, with the write's error if it failed
-        (an interrupt is the caller's own, and raised)."""
+        """``line`` written by the caller: a done future, with the write's error if it failed.
+        An interrupt (Ctrl-C) is the caller's own, and raised: the file has the line whole or
+        not at all (one buffered write), so later lines are still written."""
         written: Future[None] = Future()
         written.set_running_or_notify_cancel()
         try:
@@ -257,9 +258,6 @@ class LedgerWriter:
         except Exception as exc:  # noqa: BLE001 - the waiter's, as the writer thread would give it
             self._failed = exc
             written.set_exception(exc)
-        except BaseException as exc:
-            self._failed = exc
-            raise
         else:
             written.set_result(None)
         return written

@@ -205,8 +205,9 @@ class _PoolSaver:
         self.pool.shutdown(wait=True)
 
 
-#: Both may return the future of a write the call must wait for (the search ledger's line,
-#: written on the ledger's own thread): before it goes out, before its caller hears of it.
+#: Both may return the future of a write the call must wait for (the search ledger's line;
+#: done already when written by its caller, see `LedgerWriter`): before it goes out, before
+#: its caller hears of it.
 AttemptHook = Callable[[Attempt], Future[None] | None]
 GateHook = Callable[[Call, int], Future[None] | None]
 AnswerHook = Callable[[Call, int], None]
@@ -926,8 +927,8 @@ class AsyncClient(_Resources):
                 finally:  # the body is named by its status, and the attempt is in the ledger, before its caller hears of it
                     if settling:  # the ledger's and the saver's: all of them, whichever fails
                         waiting = [asyncio.wrap_future(f) for f in settling if not f.done()]
-                        if waiting:
-                            await asyncio.wait(waiting)
+                        if waiting:  # gather: a cancelled caller stops waiting for them (the work is done all the same)
+                            await asyncio.gather(*waiting, return_exceptions=True)
                         failed = next(filter(None, map(_failure, settling)), None)
                         if failed is not None:
                             raise failed
