@@ -307,6 +307,26 @@ def test_a_reading_does_not_show_a_call_whose_answer_had_not_arrived() -> None:
     assert budget.reserve_call(PLAYER_SUMMARY) is None
 
 
+def test_a_claim_settled_by_another_settle_judges_nothing_by_its_reading() -> None:
+    """A settle without a claim takes the oldest of its resource, which may be another call's:
+    that call's own settle then finds its claim gone and takes a younger one, reserved after a
+    hand analysis's answer arrived. Its reading is still not taken to show that charge."""
+    budget = Budget(remaining=30, max_searches_per_run=None, reserve=0, costs=CostModel())
+    hand = CostModel().cost(HAND_ANALYSIS)
+    a = budget.reserve_call(PLAYER_SUMMARY)
+    h = budget.reserve_call(HAND_ANALYSIS)
+    assert a is not None and h is not None
+    budget.answered(h)
+    assert budget.try_reserve(PLAYER_SUMMARY)  # X, without a claim, after H's answer arrived
+    budget.settle(PLAYER_SUMMARY, 29, charged=True)  # X's answer: takes A's claim, the oldest
+    budget.settle(PLAYER_SUMMARY, 20, charged=True, reservation=a)  # A (sent before H's answer): takes X's
+    assert budget.in_flight == hand
+    made = 0
+    while budget.reserve_call(PLAYER_SUMMARY) is not None:
+        made += 1
+    assert made == 20 - hand  # H still counts against the reserve
+
+
 def test_budget_failed_call_releases_its_reservation() -> None:
     budget = Budget(remaining=101, max_searches_per_run=None, reserve=100, costs=CostModel())
     assert budget.try_reserve(PLAYER_SUMMARY)

@@ -511,8 +511,12 @@ class Budget:
         the reconciliation's, and the searches left are the next answer's."""
         with self._lock:
             queue = self._reservations.get(resource)
-            if reservation is not None and reservation.amount and queue and reservation in queue:
-                queue.remove(reservation)
+            # The call's own claim; without one, the oldest (its clock is the earliest, so what
+            # its reading shows is judged conservatively); a claim given but no longer held (settled
+            # twice) takes the oldest too, but its reading then shows nothing of the others.
+            own = reservation is None or (bool(reservation.amount) and bool(queue) and reservation in queue)
+            if reservation is not None and own:
+                queue.remove(reservation)  # type: ignore[union-attr]
             else:
                 reservation = queue.popleft() if queue else None
             if reservation is None:
@@ -540,7 +544,7 @@ class Budget:
                 if remaining_after is None and self._remaining is not None:
                     self._remaining -= charge  # no reading: assume the expected charge
                     self._is_reading = False
-            if self._read(remaining_after, exact=reservation.isolated):
+            if self._read(remaining_after, exact=reservation.isolated) and own:
                 self._reflect(reservation.reserved_at)
 
     def _read(self, remaining_after: int | None, *, exact: bool) -> bool:
