@@ -60,6 +60,7 @@ from itertools import chain
 from operator import attrgetter, methodcaller
 from typing import Any
 
+import msgspec
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -138,6 +139,11 @@ def _getters(names: tuple[str, ...]) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
 
 
 _T_GET = _getters(_T_COLS)
+# The fast path takes a tournament's attributes in one call (``msgspec.structs.astuple``) and
+# its columns with one ``zip``: where each column is among the struct's fields.
+_T_FIELDS = [f.name for f in msgspec.structs.fields(F.Tournament)]
+_T_FIELD_INDEX = tuple(_T_FIELDS.index("value" if n == "$" else n[1:]) for n in _T_COLS)
+_astuple = msgspec.structs.astuple
 _E_GET = _getters(_E_COLS)
 _ET_GET = _getters(_ET_COLS)
 _ST_GET = _getters(_ST_COLS)
@@ -636,8 +642,14 @@ class SummaryNormalizer:
         self._t_extras += sum(1 for e in tournaments.extras if e)
         self._e_keys += tournaments.entry_keys
         fast = tournaments.fast
+        if fast and tournaments.raws:  # a third less than a getter a column (measured)
+            fields = list(zip(*map(_astuple, tournaments.raws), strict=True))
+            for col, index in zip(self._t_cols.values(), _T_FIELD_INDEX, strict=True):
+                col += fields[index]
+        else:
+            for col, getter in zip(self._t_cols.values(), _T_GET[fast], strict=True):
+                col += map(getter, tournaments.raws)
         for cols, getters, raws in (
-            (self._t_cols, _T_GET, tournaments.raws),
             (self._e_cols, _E_GET, tournaments.entry_raws),
             (self._et_cols, _ET_GET, tournaments.entry_tournaments),
         ):
