@@ -68,9 +68,10 @@ def test_a_raw_file_of_the_first_layout_still_reads(tmp_path: Path, body: bytes)
         text, encoding = base64.b64encode(body).decode("ascii"), "base64"
     header = orjson.loads(gzip.decompress(path.read_bytes()).split(b"\n", 1)[0])
     del header["body_bytes"]
-    path.write_bytes(gzip.compress(orjson.dumps({**header, "body_encoding": encoding, "body": text})))
-    (raw,) = list(lake.iter_raw(NIGHT))
-    assert raw.body == body and raw.key == KEY and raw.fetched_at == FETCHED and raw.fmt == "json"
+    for option in (0, orjson.OPT_INDENT_2):  # as written, and as someone pretty-printed it by hand
+        path.write_bytes(gzip.compress(orjson.dumps({**header, "body_encoding": encoding, "body": text}, option=option)))
+        (raw,) = list(lake.iter_raw(NIGHT))
+        assert raw.body == body and raw.key == KEY and raw.fetched_at == FETCHED and raw.fmt == "json"
 
 
 @pytest.mark.parametrize("cut", [1, -1])

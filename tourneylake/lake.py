@@ -642,14 +642,13 @@ def read_raw_file(path: AnyPath) -> RawResponse:
     :class:`LakeError` naming it (nothing is deleted)."""
     try:
         data = _gunzip(path.read_bytes())
-        end = data.find(b"\n")  # the first layout is one JSON document: never a raw newline
-        if end < 0:
-            header: dict[str, Any] = orjson.loads(data)
+        header = _header_line(data)
+        if header is None:  # the first layout: one JSON document, the body inside it as text
+            header = orjson.loads(data)
             text = header["body"]
             body = base64.b64decode(text) if header.get("body_encoding") == "base64" else text.encode("utf-8")
         else:
-            header = orjson.loads(memoryview(data)[:end])
-            body = data[end + 1 :]
+            body = data[data.index(b"\n") + 1 :]
             if len(body) != header["body_bytes"]:
                 raise ValueError(f"{len(body)} body bytes, the header says {header['body_bytes']}")
         return RawResponse(
@@ -666,6 +665,20 @@ def read_raw_file(path: AnyPath) -> RawResponse:
         raise LakeError(
             f"raw body {path} is damaged ({type(exc).__name__}: {exc}); it is kept as is: move it aside to fetch that answer again"
         ) from None
+
+
+def _header_line(data: bytes) -> dict[str, Any] | None:
+    """The header of a raw file of the current layout: a first line that is a JSON object with
+    ``body_bytes``. ``None`` for the first layout (orjson never writes a raw newline; a file
+    pretty-printed by hand has one, but its first line is no such object)."""
+    end = data.find(b"\n")
+    if end < 0:
+        return None
+    try:
+        header = orjson.loads(memoryview(data)[:end])
+    except orjson.JSONDecodeError:
+        return None
+    return header if type(header) is dict and "body_bytes" in header else None
 
 
 def _gunzip(data: bytes) -> bytes:
