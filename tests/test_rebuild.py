@@ -351,9 +351,11 @@ def test_the_command_rebuilds_nights_side_by_side_when_asked(harvested, tmp_path
     assert result.exit_code != 0 and isinstance(result.exception, RuntimeError)
 
 
-def test_a_rebuild_waits_for_a_harvest_of_the_same_lake(harvested, tmp_path) -> None:
+@pytest.mark.parametrize("harvest_lock", ["harvest", "harvest-alice"])
+def test_a_rebuild_waits_for_a_harvest_of_the_same_lake(harvested, tmp_path, harvest_lock: str) -> None:
     """A rebuild that read a night half-harvested could swap its partial tables in after the
-    harvest's: it waits for the harvest's lock (a harvest waits for a rebuild the same way)."""
+    harvest's: it waits for the harvest's lock, the one account's or any of several accounts'
+    (a harvest waits for a rebuild the same way)."""
     import threading
 
     settings = _copy(harvested, tmp_path / "d")
@@ -363,7 +365,7 @@ def test_a_rebuild_waits_for_a_harvest_of_the_same_lake(harvested, tmp_path) -> 
     def rebuild_now() -> None:
         done.append(rebuild(settings, [NIGHTS[1]]))
 
-    with lake.lock("harvest"):  # a harvest under way (another process, in life)
+    with lake.lock(harvest_lock):  # a harvest under way (another process, in life)
         worker = threading.Thread(target=rebuild_now)
         worker.start()
         worker.join(5.0)  # a night's rebuild takes well under a second here

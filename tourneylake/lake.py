@@ -72,7 +72,7 @@ import re
 import shutil
 import uuid
 import zlib
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from pathlib import Path
@@ -177,6 +177,11 @@ def _status_of(path: AnyPath) -> str:
     """``<digest>.json.gz`` is an accepted answer; ``<digest>.<token>.<status>.json.gz`` is not."""
     parts = path.name[: -len(".json.gz")].split(".")
     return OK if len(parts) == 1 else parts[-1]
+
+
+# The lock a harvest of the lake holds: this name for the settings' one account, with
+# ``-<account>`` for each of several (``session.harvest_lock_name``). A rebuild holds them all.
+HARVEST_LOCK = "harvest"
 
 
 class Lake:
@@ -307,6 +312,27 @@ class Lake:
 
         with lock(self.root / "_state" / f"{_check_name('lock', name)}.lock", wait=wait) as held:
             yield held
+
+    @contextlib.contextmanager
+    def lock_every(self, prefix: str, *, also: Iterable[str] = (), wait: bool = True) -> Iterator[frozenset[str] | None]:
+        """Every lock whose name starts with ``prefix``, and ``also``, taken in name order and
+        held for the block; the names are listed again once taken (a process may have made a new
+        one meanwhile), until none is new. Yields their names; ``None`` when ``wait=False`` and one
+        is held elsewhere, or new ones kept appearing (after three rounds). On an object store,
+        where there is no lock, ``None`` with ``wait=False`` and no names otherwise."""
+        with contextlib.ExitStack() as held:
+            taken: set[str] = set()
+            for _ in range(3):
+                names = ({*also, *self.lock_names(prefix)} if self.local else set()) - taken
+                if not names:
+                    yield frozenset(taken) if self.local or wait else None
+                    return
+                for name in sorted(names):
+                    if not held.enter_context(self.lock(name, wait=wait)) and not wait:
+                        yield None
+                        return
+                    taken.add(name)
+            yield None  # new ones kept appearing
 
     def lock_names(self, prefix: str) -> list[str]:
         """The names of this lake's locks starting with ``prefix`` (any process ever took them)."""

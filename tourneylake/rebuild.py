@@ -28,7 +28,7 @@ from pathlib import Path
 from tourneylake.config import Settings
 from tourneylake.errors import TourneylakeError
 from tourneylake.from_raw import FREE_RESOURCES, SummarySink, free_table, metadata_tables, settle_received, target_name
-from tourneylake.lake import Lake
+from tourneylake.lake import HARVEST_LOCK, Lake
 from tourneylake.ledger import Ledger
 from tourneylake.normalize.schemas import TABLES
 from tourneylake.normalize.summary import SUMMARY_TABLES
@@ -111,7 +111,8 @@ def player_tables(lake: Lake, night: date, unusable: list[str] | None = None) ->
 
 def rebuild(settings: Settings, nights: Iterable[date] | None = None, *, warehouse: bool = True) -> RebuildOutcome:
     """Rebuild ``nights`` (all the lake holds when ``None``) and reload the warehouse. Holds the
-    lake's ``harvest`` lock: a harvest of the same lake waits for it, and it for a harvest."""
+    lake's harvest locks (every account's): a harvest of the same lake waits for it, and it for
+    a harvest."""
     lake = Lake(settings.data_dir)
     if not lake.exists:
         raise NothingToRebuild(f"no lake in {settings.data_dir}: nothing to rebuild (run `tourneylake run` first)")
@@ -122,8 +123,9 @@ def rebuild(settings: Settings, nights: Iterable[date] | None = None, *, warehou
     if missing:
         raise NothingToRebuild(f"the lake holds no raw answers for {', '.join(d.isoformat() for d in missing)}")
     # A harvest of the lake (which writes tonight's answers and tables) and a rebuild take turns:
-    # a rebuild that read a night half-harvested could swap its partial tables in last.
-    with lake.lock("harvest"):
+    # a rebuild that read a night half-harvested could swap its partial tables in last. Every
+    # account's harvest: several accounts' harvests make one night's tables together.
+    with lake.lock_every(HARVEST_LOCK, also=[HARVEST_LOCK]):
         return _rebuild(settings, lake, wanted, every=every, warehouse=warehouse)
 
 

@@ -34,7 +34,7 @@ from tourneylake.api.errors import NOT_FOUND_CODES, UnusableResponse
 from tourneylake.budget import Budget, CostModel, Reservation
 from tourneylake.config import Settings
 from tourneylake.errors import BudgetRefused, RunFailed
-from tourneylake.lake import UNUSABLE, Lake, LakeError, key_digest
+from tourneylake.lake import HARVEST_LOCK, UNUSABLE, Lake, LakeError, key_digest
 from tourneylake.ledger import (
     EXTERNAL_SPENDING,
     RECONCILED,
@@ -65,7 +65,7 @@ COST_VOTES = "cost_votes"
 
 def harvest_lock_name(account: str | None) -> str:
     """The lake lock a harvest of ``account`` (``None``: the settings' one account) holds."""
-    return "harvest" if account is None else f"harvest-{account}"
+    return HARVEST_LOCK if account is None else f"{HARVEST_LOCK}-{account}"
 
 
 def _cost_votes(lake: Lake) -> dict[str, list[int]]:
@@ -221,19 +221,8 @@ class Session:
         harvest may spend from these credentials' count (two account names can share a
         username), so a reconciliation beside it would book its unrecorded charges. The names
         are listed again once taken: a harvest of a new account may have made its lock since."""
-        with ExitStack() as held:
-            taken: set[str] = set()
-            for _ in range(3):
-                names = {self.harvest_lock, *self.lake.lock_names("harvest")} - taken
-                if not names:
-                    yield frozenset(taken)
-                    return
-                for name in sorted(names):
-                    if not held.enter_context(self.lake.lock(name, wait=False)):
-                        yield None
-                        return
-                    taken.add(name)
-            yield None  # new harvests kept appearing: not alone
+        with self.lake.lock_every(HARVEST_LOCK, also=[self.harvest_lock], wait=False) as taken:
+            yield taken
 
     @contextmanager
     def metered(self, resource: str) -> Iterator[tuple[Budget, LedgerWriter]]:
