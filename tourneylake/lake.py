@@ -28,11 +28,12 @@ Layout::
   A body left ``received`` (the process died in between) is read and settled by the next run.
   The file is gzipped: one line of JSON, the header ``{"resource", "key", "format",
   "fetched_at", "snapshot_date", "sha256", "body_bytes"}``, then the body exactly as received
-  (``zcat`` shows it; for a JSON answer ``zcat … | jq`` shows both). Files written before
-  2026-11-26 are one JSON document instead, the same header with the body inside as text
-  (``"body"``, base64 when ``"body_encoding"`` says so); both are read. The new layout spares
-  every read the body's escaping (29 us of a summary's rebuild, measured). The digest is of the
-  sorted key, which never holds credentials (:meth:`Lake.write_raw` refuses one).
+  (``zcat`` shows it; for a JSON answer ``zcat … | jq`` shows both). Files written by earlier
+  versions are one JSON document instead, the same header with the body inside as text
+  (``"body"``, base64 when ``"body_encoding"`` says so); both are read, told apart by the first
+  line (a header has ``body_bytes``). The new layout spares every read the body's escaping
+  (29 us of a summary's rebuild, measured). The digest is of the sorted key, which never holds
+  credentials (:meth:`Lake.write_raw` refuses one).
 * **Tables** are written one night at a time through :meth:`Lake.partition_writer`: parts go to
   a temporary directory and, on success, replace the night's partition with two renames (the old
   one is moved aside first and deleted last), so a failed run never loses the previous data.
