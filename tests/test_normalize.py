@@ -459,6 +459,18 @@ def test_a_float_column_reads_a_value_alone_as_among_garbage(value: str) -> None
     assert str(alone) == str(masked)  # str: -0.0 is not 0.0
 
 
+@pytest.mark.parametrize("value", ["7", "007", "+7", "-7", "99999999999", "0x10", " 7", "7.0", "\u0661", "", "-"])
+def test_an_int_column_reads_a_value_alone_as_among_others(value: str) -> None:
+    """`int_array` takes a column of ASCII digits by the cast alone, a signed one after the
+    regex, anything else value by value: a value reads the same whichever way its column went."""
+    from tourneylake.normalize import _columns as C
+
+    alone = C.int_array([value], pa.int32()).to_pylist()
+    signed = C.int_array([value, "-1"], pa.int32()).to_pylist()[:1]  # the regex's way
+    odd = C.int_array([value, "x"], pa.int32()).to_pylist()[:1]  # value by value
+    assert alone == signed == odd
+
+
 def test_json_numbers_and_nulls_read_like_strings(rated_metadata: tree.Node, summary_body: bytes) -> None:
     """Attributes served as JSON numbers (or null) take the per-value path and still give the
     same tables as their string spelling (null: absent, also from the attributes map)."""

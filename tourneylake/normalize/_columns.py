@@ -160,6 +160,10 @@ def int_array(
     beyond ``dtype`` (or ``bounds``) is NULL, with a warning."""
     try:
         strings = _strings(values)
+        # ASCII digits only (the usual column, 3x cheaper to check than the regex, which also
+        # takes a sign): the cast alone decides (it refuses a value beyond ``dtype``)
+        if pc.all(pc.ascii_is_decimal(strings)).as_py() is not False:
+            return strings.cast(dtype)
         if pc.all(pc.match_substring_regex(strings, _INT_RE)).as_py() is not False:
             return strings.cast(dtype)
     except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):
