@@ -98,11 +98,7 @@ _I64 = pa.int64()
 # Tournament attributes with a column of their own; the rest go to `extra`.
 _TOURNAMENT_ATTRS = frozenset("@" + a for a in F.TOURNAMENT_ATTRS)  # one list, shared with the fast path
 _TOURNAMENT_KEYS = _TOURNAMENT_ATTRS | {"TournamentEntry"}
-_T_STRUCT = pa.struct([(a, pa.string()) for a in sorted(_TOURNAMENT_ATTRS)])
-_E_STRUCT = pa.struct([(a, pa.string()) for a in ("@position", "@prize", "@multientries")])
-_ET_STRUCT = pa.struct([(a, pa.string()) for a in ("@currency", "@stake", "@rake")])
 _NO_EXTRA: dict[str, str] = {}
-_ST_STRUCT = pa.struct([(a, pa.string()) for a in ("@id", "$", "@authorized")])
 _CONVERT_ERRORS = (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, OverflowError, TypeError, ValueError)
 _EVENT_COLUMNS = {
     "event_id": "@id",
@@ -124,11 +120,12 @@ _EVENT_COLUMNS = {
 }
 _EV_STRUCT = pa.struct([(a, pa.string()) for a in _EVENT_COLUMNS.values()])
 
-# The attributes each long table keeps, by their served names.
-_T_COLS = tuple(_T_STRUCT.names)
-_E_COLS = tuple(_E_STRUCT.names)
-_ET_COLS = tuple(_ET_STRUCT.names)
-_ST_COLS = tuple(_ST_STRUCT.names)
+# The attributes each long table reads, by their served names (a tournament's @id and @network
+# are its key, read with it: `_Tournaments.keys`).
+_T_COLS = tuple(sorted(_TOURNAMENT_ATTRS - {"@id", "@network"}))
+_E_COLS = ("@position", "@prize", "@multientries")
+_ET_COLS = ("@currency", "@stake", "@rake")
+_ST_COLS = ("@id", "$", "@authorized")
 
 
 def _from_dicts(names: tuple[str, ...]) -> Callable[[list[dict[str, Any]]], list[list[Any]]]:
@@ -148,8 +145,7 @@ _T_FROM_DICTS = _from_dicts(_T_COLS)
 _T_FIELDS = [f.name for f in msgspec.structs.fields(F.Tournament)]
 _T_FIELD_INDEX = tuple(_T_FIELDS.index(n[1:]) for n in _T_COLS)
 _astuple = msgspec.structs.astuple
-assert _E_COLS == ("@position", "@prize", "@multientries") and _ET_COLS == ("@currency", "@stake", "@rake")
-_E_FROM = (
+_E_FROM = (  # in _E_COLS' order, and _ET_FROM in _ET_COLS'
     _from_dicts(_E_COLS),
     lambda es: ([e.position for e in es], [e.prize for e in es], [e.multientries for e in es]),
 )
