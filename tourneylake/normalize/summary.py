@@ -866,7 +866,8 @@ class SummaryNormalizer:
         entries = list(map(_t_entry, ts))
         if ts and set(map(type, entries)) == _ENTRY_ONLY:
             served = map(_e_name, entries)
-            who = [player if not s or s.casefold() == folded else s for s in served]
+            # served as asked (the usual case) needs no casefold
+            who = [player if not s or s == player or s.casefold() == folded else s for s in served]
             entry_keys = [(net, tid, w) for (net, tid), w in zip(keys, who, strict=True)]
             entry_ts = ts
         else:
