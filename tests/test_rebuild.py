@@ -22,7 +22,7 @@ from tests.helpers import harvest_nights, sandbox_settings
 from tourneylake.cli import app
 from tourneylake.config import Settings
 from tourneylake.harvest import last_harvested
-from tourneylake.lake import Lake, LakeError
+from tourneylake.lake import REBUILD_LOCK, Lake, LakeError
 from tourneylake.rebuild import NothingToRebuild, rebuild
 from tourneylake.sandbox import running_sandbox
 from tourneylake.state import StateStore
@@ -370,5 +370,32 @@ def test_a_rebuild_waits_for_a_harvest_of_the_same_lake(harvested, tmp_path, har
         worker.start()
         worker.join(5.0)  # a night's rebuild takes well under a second here
         assert worker.is_alive() and not done  # waiting
+        with lake.lock(REBUILD_LOCK, wait=False) as free:
+            assert not free  # what a harvest starting now looks for
     worker.join(60)
     assert not worker.is_alive() and done and done[0].nights == [NIGHTS[1]]
+
+
+def test_a_harvest_that_starts_during_a_rebuild_waits_for_it(tmp_path) -> None:
+    """A rebuild takes the harvest locks it lists when it starts; an account's first harvest,
+    whose lock did not exist then, sees the rebuild's own lock and waits for it, without holding
+    its lock meanwhile (the rebuild may be waiting for that one)."""
+    import threading
+
+    lake = Lake(tmp_path / "d")
+    entered = threading.Event()
+
+    def harvest() -> None:
+        with lake.lock_for_harvest("harvest-new"):
+            entered.set()
+
+    with lake.lock(REBUILD_LOCK):  # a rebuild under way (another process, in life)
+        worker = threading.Thread(target=harvest)
+        worker.start()
+        assert not entered.wait(1.0)
+        with lake.lock("harvest-new", wait=False) as free:
+            assert free
+    assert entered.wait(10)
+    worker.join(10)
+    with lake.lock_for_harvest("harvest-new") as held:  # no rebuild: at once
+        assert held

@@ -285,7 +285,7 @@ def harvest_players(session: Session, watchlist: Watchlist, *, batch_size: int =
 
     Holds the lake's ``harvest`` lock: two harvests of one lake (overlapping runs without the
     Dagster instance's pools) take turns instead of paying twice for the same targets."""
-    with session.lake.lock(session.harvest_lock):
+    with session.lake.lock_for_harvest(session.harvest_lock):
         return _harvest(session, watchlist, batch_size)
 
 
@@ -301,7 +301,7 @@ def harvest_account(session: Session, watchlist: Watchlist) -> HarvestOutcome:
 
     assert session.account is not None, "harvest_account needs a session opened for an account"
     share = share_of(watchlist, session.account)
-    with session.lake.lock(session.harvest_lock):
+    with session.lake.lock_for_harvest(session.harvest_lock):
         return _harvest(session, share, batch_size=0, keep_tables=False)  # no batches: nothing is normalised here
 
 

@@ -181,8 +181,11 @@ def _status_of(path: AnyPath) -> str:
 
 
 # The lock a harvest of the lake holds: this name for the settings' one account, with
-# ``-<account>`` for each of several (``session.harvest_lock_name``). A rebuild holds them all.
+# ``-<account>`` for each of several (``session.harvest_lock_name``). A rebuild holds them all,
+# and REBUILD_LOCK while it takes them: a harvest whose lock it could not list yet (an account's
+# first) sees that and waits for it (`Lake.lock_for_harvest`).
 HARVEST_LOCK = "harvest"
+REBUILD_LOCK = "rebuild"
 
 
 class Lake:
@@ -313,6 +316,24 @@ class Lake:
 
         with lock(self.root / "_state" / f"{_check_name('lock', name)}.lock", wait=wait) as held:
             yield held
+
+    @contextlib.contextmanager
+    def lock_for_harvest(self, name: str) -> Iterator[bool]:
+        """A harvest's lock ``name`` (:data:`HARVEST_LOCK`, or with ``-<account>``), held for the
+        block once no rebuild runs. A rebuild holds :data:`REBUILD_LOCK` and takes every harvest
+        lock it lists; one made after its listing (an account's first harvest) would slip past
+        it, so the harvest looks for the rebuild once it holds its own lock and, when one runs,
+        lets its lock go and waits for the rebuild before it tries again (never holding its own
+        while it waits: the rebuild may be waiting for it). Yields what :meth:`lock` yields."""
+        while True:
+            with self.lock(name) as held:
+                with self.lock(REBUILD_LOCK, wait=False) as no_rebuild:
+                    pass
+                if no_rebuild or not self.local:
+                    yield held
+                    return
+            with self.lock(REBUILD_LOCK):
+                pass
 
     @contextlib.contextmanager
     def lock_every(self, prefix: str, *, also: Iterable[str] = (), wait: bool = True) -> Iterator[frozenset[str] | None]:

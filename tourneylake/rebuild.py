@@ -28,7 +28,7 @@ from pathlib import Path
 from tourneylake.config import Settings
 from tourneylake.errors import TourneylakeError
 from tourneylake.from_raw import FREE_RESOURCES, SummarySink, free_table, metadata_tables, settle_received, target_name
-from tourneylake.lake import HARVEST_LOCK, Lake
+from tourneylake.lake import HARVEST_LOCK, REBUILD_LOCK, Lake
 from tourneylake.ledger import Ledger
 from tourneylake.normalize.schemas import TABLES
 from tourneylake.normalize.summary import SUMMARY_TABLES
@@ -124,8 +124,9 @@ def rebuild(settings: Settings, nights: Iterable[date] | None = None, *, warehou
         raise NothingToRebuild(f"the lake holds no raw answers for {', '.join(d.isoformat() for d in missing)}")
     # A harvest of the lake (which writes tonight's answers and tables) and a rebuild take turns:
     # a rebuild that read a night half-harvested could swap its partial tables in last. Every
-    # account's harvest: several accounts' harvests make one night's tables together.
-    with lake.lock_every(HARVEST_LOCK, also=[HARVEST_LOCK]):
+    # account's harvest: several accounts' harvests make one night's tables together; one that
+    # starts after the locks were listed sees REBUILD_LOCK and waits (`Lake.lock_for_harvest`).
+    with lake.lock(REBUILD_LOCK), lake.lock_every(HARVEST_LOCK, also=[HARVEST_LOCK]):
         return _rebuild(settings, lake, wanted, every=every, warehouse=warehouse)
 
 
