@@ -363,7 +363,9 @@ def _leaf_strings(raw: Any, out: list[str]) -> list[str]:
 
 def _summary_shape() -> dict[str, Any]:
     """A summary as DuckDB's ``json_transform`` types it: every member the tables need, each
-    value a VARCHAR, the repeatable children whose shape varies (a bare object or a list) JSON."""
+    value a VARCHAR, the repeatable children as lists (their usual shape), events and entries as
+    JSON. A lone child served as a bare object reads as NULL, its rows not made: the measure errs
+    low (the sandbox writes some; the recorded answer none)."""
     from tourneylake.normalize._fast import TOURNAMENT_ATTRS
 
     v = "VARCHAR"

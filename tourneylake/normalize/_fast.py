@@ -48,8 +48,8 @@ class Entry(Struct, gc=False, forbid_unknown_fields=True):
     multientries: _Str = field(default=None, name="@multientries")
 
 
-# Field names are the attribute names without "@" (the tree path's column order is kept by
-# `summary._T_STRUCT`, which reads them by name); an attribute outside this list would go to
+# Field names are the attribute names without "@" (the tables' column order is kept by
+# `summary._T_COLS`, which finds them by name); an attribute outside this list would go to
 # the `extra` map, so it is refused here (forbid_unknown_fields) and read the tree way.
 TOURNAMENT_ATTRS = (
     "id",
