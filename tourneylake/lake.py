@@ -175,8 +175,12 @@ def key_digest(key: Mapping[str, str]) -> str:
 
 
 def _status_of(path: AnyPath) -> str:
+    return _status_named(path.name)
+
+
+def _status_named(name: str) -> str:
     """``<digest>.json.gz`` is an accepted answer; ``<digest>.<token>.<status>.json.gz`` is not."""
-    parts = path.name[: -len(".json.gz")].split(".")
+    parts = name[: -len(".json.gz")].split(".")
     return OK if len(parts) == 1 else parts[-1]
 
 
@@ -395,10 +399,10 @@ class Lake:
             if not folder.is_dir():
                 continue
             if isinstance(folder, Path):
-                # A night holds thousands of bodies: their names listed and sorted as strings (in one
-                # folder the order pathlib's comparison gives), not globbed and sorted as Paths.
-                paths = [folder / n for n in sorted(n for n in os.listdir(folder) if n.endswith(".json.gz"))]
-                out.extend(p for p in paths if status is None or _status_of(p) == status)
+                # A night holds thousands of bodies: their names listed, picked and sorted as strings
+                # (in one folder the order pathlib's comparison gives), a Path made only for those kept.
+                names = (n for n in os.listdir(folder) if n.endswith(".json.gz"))
+                out.extend(folder / n for n in sorted(names) if status is None or _status_named(n) == status)
             else:
                 out.extend(p for p in sorted(folder.glob("*.json.gz")) if status is None or _status_of(p) == status)
         return out
