@@ -56,7 +56,7 @@ def test_raw_paths_in_pathlib_order(tmp_path: Path) -> None:
         (folder / name).write_bytes(b"")
     expected = sorted(folder.glob("*.json.gz"))
     assert lake.raw_paths("2026-03-01", status=None) == expected
-    assert lake.raw_paths("2026-03-01") == [p for p in expected if _status_of(p) == OK]
+    assert lake.raw_paths("2026-03-01") == [p for p in expected if _status_of(p.name) == OK]
     assert [p.name for p in lake.raw_paths("2026-03-01", status="unusable")] == ["a.tok.unusable.json.gz"]
 
 

@@ -174,11 +174,7 @@ def key_digest(key: Mapping[str, str]) -> str:
     return hashlib.sha256(canonical).hexdigest()[:32]
 
 
-def _status_of(path: AnyPath) -> str:
-    return _status_named(path.name)
-
-
-def _status_named(name: str) -> str:
+def _status_of(name: str) -> str:
     """``<digest>.json.gz`` is an accepted answer; ``<digest>.<token>.<status>.json.gz`` is not."""
     parts = name[: -len(".json.gz")].split(".")
     return OK if len(parts) == 1 else parts[-1]
@@ -402,9 +398,9 @@ class Lake:
                 # A night holds thousands of bodies: their names listed, picked and sorted as strings
                 # (in one folder the order pathlib's comparison gives), a Path made only for those kept.
                 names = (n for n in os.listdir(folder) if n.endswith(".json.gz"))
-                out.extend(folder / n for n in sorted(names) if status is None or _status_named(n) == status)
+                out.extend(folder / n for n in sorted(names) if status is None or _status_of(n) == status)
             else:
-                out.extend(p for p in sorted(folder.glob("*.json.gz")) if status is None or _status_of(p) == status)
+                out.extend(p for p in sorted(folder.glob("*.json.gz")) if status is None or _status_of(p.name) == status)
         return out
 
     def raw_dates(self) -> list[date]:
@@ -709,7 +705,7 @@ def read_raw_file(path: AnyPath) -> RawResponse:
             fmt=header["format"],
             fetched_at=datetime.fromisoformat(header["fetched_at"]),
             body=body,
-            status=_status_of(path),
+            status=_status_of(path.name),
             snapshot_date=date.fromisoformat(header["snapshot_date"]),
             path=path,
         )
