@@ -2,7 +2,7 @@
 
 from dagster import DailyPartitionsDefinition
 
-from tourneylake.filters import FIRST_NIGHT
+from tourneylake.api.filters import FIRST_NIGHT
 
 # From the service's first day of data to the last night that has ended (UTC): a night is
 # harvested once it is over, so its partition means the whole night, whenever it is fetched.

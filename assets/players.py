@@ -25,8 +25,8 @@ from assets.partitions import SERVICE_POOL, account_pool, nightly_partitions
 from assets.report import fails_cleanly, listing, night_of
 from assets.resource import TourneylakeResource
 from tourneylake.config import Settings
-from tourneylake.harvest import HarvestOutcome, harvest_account, harvest_players, target_lines
-from tourneylake.rebuild import player_tables
+from tourneylake.night.harvest import HarvestOutcome, harvest_account, harvest_players, target_lines
+from tourneylake.tables.night_tables import player_tables
 
 
 def _checks(asset_key: str | AssetKey) -> list[AssetCheckSpec]:

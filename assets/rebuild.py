@@ -10,7 +10,7 @@ from dagster import OpExecutionContext, op
 from assets.partitions import WAREHOUSE_POOL
 from assets.report import fails_cleanly, listing, night_of
 from assets.resource import TourneylakeResource
-from tourneylake.rebuild import rebuild
+from tourneylake.tables.rebuild import rebuild
 
 
 # The warehouse's pool: a rebuild reloads the DuckDB file, which one writer at a time may hold.

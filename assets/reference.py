@@ -5,7 +5,7 @@ from dagster import AssetExecutionContext, Backoff, MaterializeResult, RetryPoli
 from assets.partitions import SERVICE_POOL, nightly_partitions
 from assets.report import fails_cleanly, night_of
 from assets.resource import TourneylakeResource
-from tourneylake.harvest import refresh_free_resource, refresh_metadata
+from tourneylake.night.harvest import refresh_free_resource, refresh_metadata
 
 # Free calls: a transient failure is worth another try a little later (a wrong password or a
 # data directory of another source is not: those are errors tourneylake raises on purpose, and

@@ -26,13 +26,14 @@ from typing import Any, Literal
 from dagster import ConfigurableResource, EnvVar, InitResourceContext
 from pydantic import Field, PrivateAttr, SecretStr, create_model
 
-from tourneylake.accounts import account_settings
-from tourneylake.config import ENV_PREFIX, ConfigError, Settings, load_settings
-from tourneylake.lake import Lake
-from tourneylake.service import connect
-from tourneylake.session import Session
-from tourneylake.warehouse import Warehouse
-from tourneylake.watchlist import Watchlist, load_watchlist
+from tourneylake.config import ENV_PREFIX, Settings, load_settings
+from tourneylake.errors import ConfigError
+from tourneylake.lake.lake import Lake
+from tourneylake.night.accounts import account_settings
+from tourneylake.night.endpoint import connect
+from tourneylake.night.session import Session
+from tourneylake.night.watchlist import Watchlist, load_watchlist
+from tourneylake.tables.warehouse import Warehouse
 
 
 def _config_type(annotation: Any) -> type:

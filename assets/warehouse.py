@@ -25,10 +25,10 @@ from dagster import (
 from assets.partitions import WAREHOUSE_POOL, nightly_partitions
 from assets.report import fails_cleanly, night_of
 from assets.resource import TourneylakeResource
-from tourneylake.lake import Lake
-from tourneylake.normalize.schemas import TABLES, duckdb_type
-from tourneylake.normalize.summary import SUMMARY_TABLES
-from tourneylake.warehouse import LOAD_ORDER, sql_dir
+from tourneylake.lake.lake import Lake
+from tourneylake.schemas import TABLES, duckdb_type
+from tourneylake.tables.normalize.summary import SUMMARY_TABLES
+from tourneylake.tables.warehouse import LOAD_ORDER, sql_dir
 
 FILE = AssetKey("warehouse")
 LAKE_ASSETS = ["metadata", "countries", "news", "player_summaries"]

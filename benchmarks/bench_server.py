@@ -119,7 +119,7 @@ def render(seed: int, players: int, today: date, distinct: int, shape: str) -> t
 
     from tourneylake.api import encode_password
     from tourneylake.api.calls import segment
-    from tourneylake.filters import filter_for_night
+    from tourneylake.api.filters import filter_for_night
     from tourneylake.sandbox import DEMO, SandboxServer
 
     t0 = time.perf_counter()

@@ -212,7 +212,7 @@ def settings_for(base_url: str, data_dir: Path, concurrency: int = CONCURRENCY, 
 
 
 def watchlist_for(players: list[tuple[str, str]]) -> Any:
-    from tourneylake.watchlist import parse_watchlist
+    from tourneylake.night.watchlist import parse_watchlist
 
     lines = ["players:"]
     for network, name in players:
@@ -233,8 +233,8 @@ def prepare_night(base_url: str, data_dir: Path, concurrency: int = CONCURRENCY,
     nightly job's first steps: countries, metadata, news) already in the lake. The harvest then
     takes its searches-left reading from the countries answer (a free answer seconds old), as it
     does in a night."""
-    from tourneylake.harvest import refresh_free_resource, refresh_metadata
-    from tourneylake.session import Session
+    from tourneylake.night.harvest import refresh_free_resource, refresh_metadata
+    from tourneylake.night.session import Session
 
     settings = settings_for(base_url, data_dir, concurrency, fmt)
     session = Session.open(settings, base_url, TODAY)
@@ -247,9 +247,9 @@ def prepare_night(base_url: str, data_dir: Path, concurrency: int = CONCURRENCY,
 def harvest_once(
     base_url: str, players: list[tuple[str, str]], data_dir: Path, concurrency: int = CONCURRENCY, fmt: str = "json"
 ) -> HarvestRun:
-    """Time :func:`tourneylake.harvest.harvest_players` (fetch, raw write, parse, normalise,
+    """Time :func:`tourneylake.night.harvest.harvest_players` (fetch, raw write, parse, normalise,
     Parquet parts, ledger) over a fresh data directory; metadata is fetched before the clock."""
-    from tourneylake.harvest import harvest_players
+    from tourneylake.night.harvest import harvest_players
 
     night = prepare_night(base_url, data_dir, concurrency, fmt)
     watchlist = watchlist_for(players)

@@ -4,7 +4,7 @@
     Sandbox summaries (fetched once from a sandbox process) and the recorded summary x50:
     ``tree.parse`` alone (orjson), parse + normalise (add + flush) on the fast path, on the tree
     path (``fast=False``), and, with ``--baseline``, with another ``summary.py`` (e.g. the last
-    commit's: ``git show HEAD:tourneylake/normalize/summary.py > /tmp/old_summary.py``). The
+    commit's: ``git show HEAD:tourneylake/tables/normalize/summary.py > /tmp/old_summary.py``). The
     variants alternate within each round; medians are reported.
 
 ``python -m benchmarks.normalise rss [--players 2000,20000] [--baseline FILE]``
@@ -38,7 +38,7 @@ BATCH = 500
 
 def _normalizer_class(baseline: str | None) -> Any:
     if baseline is None:
-        from tourneylake.normalize.summary import SummaryNormalizer
+        from tourneylake.tables.normalize.summary import SummaryNormalizer
 
         return SummaryNormalizer
     spec = importlib.util.spec_from_file_location("baseline_summary", baseline)
@@ -57,7 +57,7 @@ def fetch(players: int, path: Path) -> None:
 
 
 def _speed(data: dict[str, Any], rounds: int, baseline: str | None) -> dict[str, Any]:
-    from tourneylake.tree import parse
+    from tourneylake.api.tree import parse
 
     rates, stat_types, set_types, axis = data["meta"]
     ours = _normalizer_class(None)
@@ -125,7 +125,7 @@ def _synthetic(bodies: list[tuple[str, str, bytes]], i: int) -> tuple[str, str, 
 def _rss_child(data_path: str, players: int, baseline: str | None) -> dict[str, Any]:
     import psutil
 
-    from tourneylake.tree import parse
+    from tourneylake.api.tree import parse
 
     data = pickle.loads(Path(data_path).read_bytes())
     bodies = data["bodies"]

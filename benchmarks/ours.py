@@ -1,7 +1,7 @@
 """One timed harvest of ours, in a fresh process (run by :mod:`benchmarks.run`).
 
 Fetches tonight's metadata first (untimed: dlt does not need it), then times
-:func:`tourneylake.harvest.harvest_players` over ``--players`` sandbox players: fetch with the
+:func:`tourneylake.night.harvest.harvest_players` over ``--players`` sandbox players: fetch with the
 async client, every body written raw to the lake before it is parsed, normalise, Parquet parts,
 ledger. Prints one JSON line with the seconds, the rows per table and the process's memory:
 ``rss_before_mb`` (after imports and metadata) and ``peak_rss_mb`` (``VmHWM``: the high-water
@@ -55,7 +55,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     from benchmarks.common import prepare_night, roster, watchlist_for
-    from tourneylake.harvest import harvest_players
+    from tourneylake.night.harvest import harvest_players
 
     players = roster(args.players)
     night = prepare_night(args.base_url, Path(args.data_dir), args.concurrency, args.format)

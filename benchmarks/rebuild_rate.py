@@ -1,5 +1,5 @@
 """The rebuild's own rate, in a fresh process (run by :mod:`benchmarks.run`, benchmark 6): one
-night's tables made again from its raw answers (:func:`tourneylake.rebuild.rebuild_night`: read,
+night's tables made again from its raw answers (:func:`tourneylake.tables.night_tables.rebuild_night`: read,
 parse, normalise, Parquet), timed alone — no interpreter start, no imports, no warehouse load —
 so its summaries per CPU-second are the per-core throughput the issue asks about. Then each of
 its steps alone over the same answers (reading and gunzipping the files, parsing, normalising,
@@ -39,10 +39,10 @@ def steps(lake: Any, night: date) -> dict[str, float]:
     """CPU microseconds per summary of each step of the rebuild, alone, in its order."""
     from tourneylake.api import calls
     from tourneylake.api.answers import read_answer
-    from tourneylake.from_raw import summary_labels
-    from tourneylake.lake import Lake
-    from tourneylake.normalize.summary import SummaryNormalizer
-    from tourneylake.reference import InForce
+    from tourneylake.lake.lake import Lake
+    from tourneylake.tables.night_tables import summary_labels
+    from tourneylake.tables.normalize.summary import SummaryNormalizer
+    from tourneylake.tables.reference import InForce
 
     n = len(lake.raw_paths(night, calls.PLAYER_SUMMARY))
     out: dict[str, float] = {}
@@ -90,9 +90,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     from tourneylake.api import calls
-    from tourneylake.lake import Lake
-    from tourneylake.nopandas import skip_pandas_sniffing
-    from tourneylake.rebuild import rebuild_night
+    from tourneylake.lake.lake import Lake
+    from tourneylake.runtime.without_pandas import skip_pandas_sniffing
+    from tourneylake.tables.night_tables import rebuild_night
 
     skip_pandas_sniffing()  # as `tourneylake rebuild` does
     lake = Lake(args.data_dir)

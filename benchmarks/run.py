@@ -366,7 +366,7 @@ def _summary_shape() -> dict[str, Any]:
     value a VARCHAR, the repeatable children as lists (their usual shape), events and entries as
     JSON. A lone child served as a bare object reads as NULL, its rows not made: the measure errs
     low (the sandbox writes some; the recorded answer none)."""
-    from tourneylake.normalize._fast import TOURNAMENT_ATTRS
+    from tourneylake.tables.normalize._fast import TOURNAMENT_ATTRS
 
     v = "VARCHAR"
     statistics = {
@@ -437,8 +437,8 @@ def _normalise_figures(
 ) -> dict[str, float]:
     import pyarrow as pa
 
-    from tourneylake.normalize.summary import SummaryNormalizer
-    from tourneylake.tree import parse
+    from tourneylake.api.tree import parse
+    from tourneylake.tables.normalize.summary import SummaryNormalizer
 
     parsed = [(n, p, parse(b, "json")) for n, p, b in bodies]
     strings = [_leaf_strings(root.raw, []) for _, _, root in parsed]
@@ -534,8 +534,8 @@ def bench_normalise(players: int, repeats: int) -> Result:
 def bench_warehouse(lake_dir: Path, repeats: int) -> Result:
     import duckdb
 
-    from tourneylake.lake import Lake
-    from tourneylake.warehouse import LOAD_ORDER, Warehouse
+    from tourneylake.lake.lake import Lake
+    from tourneylake.tables.warehouse import LOAD_ORDER, Warehouse
 
     lake = Lake(lake_dir)
     tables = {t: lake.partition_files(t, NIGHT) for t in LOAD_ORDER}

@@ -18,12 +18,12 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
-from tourneylake.accounts import account_settings
+from tourneylake.api.filters import FIRST_NIGHT
 from tourneylake.cli import Sandbox, app, console, ended_night, err, fail, launch, reported, settings_from, setup_logging
-from tourneylake.filters import FIRST_NIGHT
-from tourneylake.nopandas import skip_pandas_sniffing
-from tourneylake.progress import ProgressSnapshot, listening
-from tourneylake.watchlist import load_watchlist
+from tourneylake.night.accounts import account_settings
+from tourneylake.night.progress import ProgressSnapshot, listening
+from tourneylake.night.watchlist import load_watchlist
+from tourneylake.runtime.without_pandas import skip_pandas_sniffing
 
 __all__ = ["PARTIAL", "app", "main"]
 
@@ -49,7 +49,7 @@ def progress_bar() -> Iterator[None]:
         TextColumn("{task.fields[searches]} searches"),
     )
     tasks: dict[str, Any] = {}
-    lines = logging.getLogger("tourneylake.progress")
+    lines = logging.getLogger("tourneylake.night.progress")
     level = lines.level
     with Progress(*columns, console=err, transient=True) as bar:
 
@@ -180,7 +180,7 @@ def run(
         for account in listed.accounts:  # and every account's credentials are where it says
             account_settings(settings, account)
         _ = settings.warehouse_path  # a lake at a URL needs TOURNEYLAKE_WAREHOUSE: said before any search
-        from tourneylake.tables_worker import prestart, worker_wanted
+        from tourneylake.tables.worker import prestart, worker_wanted
 
         if worker_wanted(settings, listed):
             prestart()  # the tables worker starts on the other core while Dagster is imported

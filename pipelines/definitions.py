@@ -120,7 +120,7 @@ def __getattr__(name: str) -> Definitions:
 
 def watchlist_accounts(settings: Settings) -> list[str]:
     """The names of the watchlist's accounts (none: the settings' one account)."""
-    from tourneylake.watchlist import load_watchlist
+    from tourneylake.night.watchlist import load_watchlist
 
     if not settings.watchlist.is_file():
         return []

@@ -1,5 +1,5 @@
--- Statement templates for every warehouse table, rendered by tourneylake.warehouse from the table
--- catalogue (tourneylake/normalize/schemas.py): @table is the table's quoted name, @columns its
+-- Statement templates for every warehouse table, rendered by tourneylake.tables.warehouse from the table
+-- catalogue (tourneylake/schemas.py): @table is the table's quoted name, @columns its
 -- column definitions, @key its key columns, @key_match their equality between t (the table) and s
 -- (the night's rows). Only identifiers from the catalogue are substituted (checked and quoted);
 -- values are always bound parameters ($files: the night's Parquet parts, $snapshot_date).

@@ -1,4 +1,4 @@
--- Views answering the questions users ask. Applied by tourneylake.warehouse (CREATE OR REPLACE).
+-- Views answering the questions users ask. Applied by tourneylake.tables.warehouse (CREATE OR REPLACE).
 
 -- The latest value of every statistic per player and filter (filter_name '' = unfiltered).
 CREATE OR REPLACE VIEW latest_player_statistics AS

@@ -10,13 +10,13 @@ import orjson
 
 from tourneylake.api import Client
 from tourneylake.config import Settings
-from tourneylake.harvest import HarvestOutcome, harvest_players, refresh_free_resource, refresh_metadata
-from tourneylake.lake import Lake
-from tourneylake.ledger import Ledger
+from tourneylake.lake.lake import Lake
+from tourneylake.lake.ledger import Ledger
+from tourneylake.night.harvest import HarvestOutcome, harvest_players, refresh_free_resource, refresh_metadata
+from tourneylake.night.session import Session
+from tourneylake.night.watchlist import load_watchlist
 from tourneylake.sandbox import DEMO
-from tourneylake.session import Session
-from tourneylake.warehouse import Warehouse
-from tourneylake.watchlist import load_watchlist
+from tourneylake.tables.warehouse import Warehouse
 
 HAND = """PokerStars Hand #1234567890: Tournament #42, $10+$1 USD Hold'em No Limit - Level I (10/20)
 Table '42 1' 9-max Seat #1 is the button

@@ -22,11 +22,11 @@ from pipelines.cli import harvest_of
 from pipelines.definitions import assets_for
 from pipelines.nightly import run_night
 from tests.helpers import ledger_rows, player_line, sandbox_settings, write_watchlist
-from tourneylake.accounts import account_settings, assign, share_of
-from tourneylake.config import ConfigError
-from tourneylake.lake import Lake
+from tourneylake.errors import ConfigError
+from tourneylake.lake.lake import Lake
+from tourneylake.night.accounts import account_settings, assign, share_of
+from tourneylake.night.watchlist import AccountDef, WatchedPlayer, WatchlistError, parse_watchlist
 from tourneylake.sandbox import running_sandbox
-from tourneylake.watchlist import AccountDef, WatchedPlayer, WatchlistError, parse_watchlist
 
 NIGHT = date(2026, 11, 20)
 
@@ -189,7 +189,7 @@ def test_three_accounts_share_a_night_each_within_its_own_budget(sandbox, tmp_pa
 
 
 def test_the_budget_is_planned_per_account_without_a_search(sandbox, tmp_path: Path, monkeypatch) -> None:
-    from tourneylake.adhoc import budget_reports
+    from tourneylake.night.forecast import budget_reports
 
     monkeypatch.setenv("TL_HEALTHY_PW", "healthy-pw")
     monkeypatch.setenv("TL_TINY_PW", "tiny-pw")

@@ -1,4 +1,4 @@
-"""Between nights (``tourneylake.adhoc``): the budget report, filter check and question
+"""Between nights (``tourneylake.night.forecast``): the budget report, filter check and question
 conversion against the sandbox over real HTTP — free where promised, one search per question."""
 
 from __future__ import annotations
@@ -9,11 +9,12 @@ import pytest
 from typer.testing import CliRunner
 
 from tests.helpers import ledger_rows, player_line, remaining, sandbox_settings, write_watchlist
-from tourneylake.adhoc import ask as ask_question
-from tourneylake.adhoc import budget_report, check_filter
-from tourneylake.harvest import refresh_metadata
+from tourneylake.night.forecast import budget_report
+from tourneylake.night.harvest import refresh_metadata
+from tourneylake.night.session import Session
+from tourneylake.questions import ask as ask_question
+from tourneylake.questions import check_filter
 from tourneylake.sandbox import running_sandbox
-from tourneylake.session import Session
 
 pytestmark = pytest.mark.xdist_group("adhoc")
 
@@ -152,9 +153,9 @@ def test_questions_cached_at_once_are_all_kept(sandbox, tmp_path):
     """The question cache is one document: two runs adding an entry each at once keep both."""
     from concurrent.futures import ThreadPoolExecutor
 
-    from tourneylake.lake import Lake
-    from tourneylake.session import NLQ_CACHE
-    from tourneylake.state import StateStore
+    from tourneylake.lake.lake import Lake
+    from tourneylake.lake.state import StateStore
+    from tourneylake.night.session import NLQ_CACHE
 
     store = StateStore(Lake(tmp_path / "lake"))
     with ThreadPoolExecutor(4) as pool:

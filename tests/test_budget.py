@@ -7,7 +7,7 @@ from datetime import date
 
 import pytest
 
-from tourneylake.budget import (
+from tourneylake.night.budget import (
     HAND_ANALYSIS,
     METADATA,
     NLQ,

@@ -122,8 +122,8 @@ def test_a_killed_run_keeps_what_it_paid_for(tmp_path: Path, tables_worker: str)
     import psutil
 
     from tourneylake.config import SANDBOX_USERNAME
-    from tourneylake.lake import Lake
-    from tourneylake.ledger import Ledger
+    from tourneylake.lake.lake import Lake
+    from tourneylake.lake.ledger import Ledger
     from tourneylake.sandbox import running_sandbox
 
     data = tmp_path / "data"
@@ -147,7 +147,7 @@ def test_a_killed_run_keeps_what_it_paid_for(tmp_path: Path, tables_worker: str)
             lines = b"".join(p.read_bytes() for p in ledger_dir.glob("run-*.jsonl")) if ledger_dir.exists() else b""
             paid_before_kill = lines.count(b'"outcome":"ok"')
             if paid_before_kill >= 3:
-                workers = [p for p in psutil.Process(process.pid).children() if "tables_worker" in " ".join(p.cmdline())]
+                workers = [p for p in psutil.Process(process.pid).children() if "tourneylake.tables.worker" in " ".join(p.cmdline())]
                 process.send_signal(signal.SIGKILL)
                 break
             time.sleep(0.05)

@@ -28,8 +28,8 @@ from tourneylake.api import (
     encode_password,
 )
 from tourneylake.api.client import AdaptiveLimit, _described, retry_after_seconds
+from tourneylake.api.tree import Element, to_json, to_xml
 from tourneylake.config import Settings
-from tourneylake.tree import Element, to_json, to_xml
 
 from .scripted_server import Reply, ScriptedServer
 

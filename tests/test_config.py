@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from tourneylake.config import ConfigError, Settings, load_settings
+from tourneylake.config import Settings, load_settings
+from tourneylake.errors import ConfigError
 
 
 @pytest.fixture(autouse=True)

@@ -9,8 +9,8 @@ import pytest
 
 from tourneylake.api import CredentialsError, UnknownServiceError, read_envelope
 from tourneylake.api.envelope import service_error
+from tourneylake.api.tree import Node, parse_json, parse_xml, to_json, to_xml
 from tourneylake.sandbox.stats import STATISTIC_IDS as SANDBOX_STATISTIC_IDS
-from tourneylake.tree import Node, parse_json, parse_xml, to_json, to_xml
 
 RECORDED = Path(__file__).parent / "data" / "recorded"
 

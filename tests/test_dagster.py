@@ -24,7 +24,7 @@ from assets.warehouse import VIEWS
 from pipelines.definitions import defs
 from tourneylake.config import SANDBOX_PASSWORD
 from tourneylake.sandbox import running_sandbox
-from tourneylake.warehouse import LOAD_ORDER
+from tourneylake.tables.warehouse import LOAD_ORDER
 
 pytestmark = [pytest.mark.xdist_group("dagster"), pytest.mark.slow]
 
@@ -106,7 +106,7 @@ def test_the_code_location_loads_as_dagster_dev_would() -> None:
 
 
 def test_reference_assets_materialise_and_metadata_is_cached_by_hash(sandbox, tmp_path: Path) -> None:
-    from tourneylake.lake import Lake
+    from tourneylake.lake.lake import Lake
 
     resource = TourneylakeResource(base_url=sandbox.base_url, data_dir=str(tmp_path))
     first = materialize([metadata, countries, news], partition_key=NIGHT.isoformat(), resources={"tourneylake": resource})
@@ -140,7 +140,7 @@ def test_reference_assets_materialise_and_metadata_is_cached_by_hash(sandbox, tm
 
 
 def test_a_deliberate_failure_is_one_line_and_not_retried(sandbox, tmp_path: Path) -> None:
-    from tourneylake.lake import Lake
+    from tourneylake.lake.lake import Lake
 
     Lake(tmp_path).claim("live:https://elsewhere.example")  # a data directory of another source
     resource = TourneylakeResource(base_url=sandbox.base_url, data_dir=str(tmp_path))
@@ -179,7 +179,7 @@ def test_the_rebuild_job_remakes_a_night_from_raw_without_a_request(sandbox, tmp
     import httpx
 
     from pipelines.definitions import build_definitions
-    from tourneylake.lake import Lake
+    from tourneylake.lake.lake import Lake
 
     sandbox.world.set_today(NIGHT)
     resource = TourneylakeResource(base_url=sandbox.base_url, data_dir=str(tmp_path), watchlist=str(REPO / "watchlist.yaml"))

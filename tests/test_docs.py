@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tourneylake.warehouse import Warehouse
+from tourneylake.tables.warehouse import Warehouse
 
 DOCS = Path(__file__).resolve().parent.parent / "docs"
 

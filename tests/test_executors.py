@@ -25,7 +25,7 @@ from assets.resource import TourneylakeResource
 from pipelines.definitions import IN_PROCESS, build_definitions
 from pipelines.nightly import run_night
 from tests.helpers import player_line, sandbox_settings, write_watchlist
-from tourneylake.lake import Lake
+from tourneylake.lake.lake import Lake
 from tourneylake.sandbox import DEMO, running_sandbox
 
 REPO = Path(__file__).resolve().parent.parent

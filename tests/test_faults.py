@@ -27,16 +27,17 @@ import pytest
 
 from tests.helpers import ledger_rows, player_line, remaining, sandbox_settings, write_watchlist
 from tourneylake.api import calls
+from tourneylake.api.tree import MalformedPayload
 from tourneylake.errors import RunFailed
-from tourneylake.harvest import UNUSABLE_ANSWER, harvest_players, refresh_free_resource, refresh_metadata
-from tourneylake.lake import UNUSABLE, Lake
-from tourneylake.ledger import EXTERNAL_SPENDING
-from tourneylake.rebuild import rebuild
+from tourneylake.lake.lake import Lake
+from tourneylake.lake.ledger import EXTERNAL_SPENDING
+from tourneylake.lake.raw import UNUSABLE
+from tourneylake.night.harvest import UNUSABLE_ANSWER, harvest_players, refresh_free_resource, refresh_metadata
+from tourneylake.night.session import Session
+from tourneylake.night.watchlist import load_watchlist
 from tourneylake.sandbox import DEMO, Faults, running_sandbox
 from tourneylake.sandbox.faults import FaultPlan
-from tourneylake.session import Session
-from tourneylake.tree import MalformedPayload
-from tourneylake.watchlist import load_watchlist
+from tourneylake.tables.rebuild import rebuild
 
 pytestmark = pytest.mark.xdist_group("faults")
 
@@ -177,7 +178,7 @@ def test_an_unreadable_answer_is_paid_once_a_night_across_re_runs(sandbox, tmp_p
 def test_an_answer_the_normaliser_refuses_fails_that_player_only_and_a_rebuild_recovers_it(
     sandbox, tmp_path: Path, monkeypatch
 ) -> None:
-    from tourneylake.normalize.summary import SummaryNormalizer
+    from tourneylake.tables.normalize.summary import SummaryNormalizer
 
     roster = sandbox.world.roster(4)
     refused = roster[2]
@@ -388,7 +389,7 @@ def test_hostile_answers_fail_their_player_only_and_never_the_night(sandbox, tmp
     lake = Lake(settings.data_dir)
     kept = {raw.key["player"] for raw in lake.iter_raw(NIGHT, calls.PLAYER_SUMMARY, status=UNUSABLE)}
     assert kept == {deep[1], odd_id[1]}  # kept raw, marked
-    refused = {r.getMessage() for r in caplog.records if r.name == "tourneylake.from_raw"}
+    refused = {r.getMessage() for r in caplog.records if r.name == "tourneylake.tables.night_tables"}
     assert any(odd_id[1] in m and "cannot be read and is kept raw" in m for m in refused)
     for reference in (news, countries):  # free answers: a warning, or a row without the bad value
         assert reference.rows > 0 or reference.warnings, reference
@@ -429,7 +430,7 @@ def test_a_body_our_side_cannot_save_stops_the_night_but_the_calls_in_flight_fin
 
 def _normaliser_bug_at_the_third(sandbox, monkeypatch: pytest.MonkeyPatch) -> None:
     """The summary sink fails on the third player of ``roster(6)`` (a bug of ours, not the service's)."""
-    from tourneylake.from_raw import SummarySink
+    from tourneylake.tables.night_tables import SummarySink
 
     add = SummarySink.add
 
@@ -444,7 +445,7 @@ def _normaliser_bug_at_the_third(sandbox, monkeypatch: pytest.MonkeyPatch) -> No
 def test_when_the_last_flush_fails_too_the_nights_first_failure_is_still_said(
     sandbox, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from tourneylake.from_raw import SummarySink
+    from tourneylake.tables.night_tables import SummarySink
 
     settings = _night(sandbox, tmp_path, sandbox.world.roster(6), tables_worker="off")
 
@@ -465,7 +466,7 @@ def test_when_the_last_flush_fails_too_the_nights_first_failure_is_still_said(
 def test_a_ledger_export_that_fails_after_the_night_failed_does_not_hide_the_nights_failure(
     sandbox, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from tourneylake.ledger import Ledger
+    from tourneylake.lake.ledger import Ledger
 
     settings = _night(sandbox, tmp_path, sandbox.world.roster(6), tables_worker="off")
 

@@ -19,7 +19,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tourneylake.filters import (
+from tourneylake.api.filters import (
     DURATION_UNIT_SECONDS,
     Constraint,
     ConstraintDefinition,
@@ -31,7 +31,7 @@ from tourneylake.filters import (
     parse_filter,
     parse_range,
 )
-from tourneylake.tree import parse_json
+from tourneylake.api.tree import parse_json
 
 DATA = Path(__file__).parent / "data"
 CORPUS: dict[str, Any] = json.loads((DATA / "filters" / "corpus.json").read_text(encoding="utf-8"))

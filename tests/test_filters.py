@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tourneylake.filters import (
+from tourneylake.api.filters import (
     Constraint,
     DateSpec,
     Filter,
@@ -24,7 +24,7 @@ from tourneylake.filters import (
     parse_filter,
     parse_range,
 )
-from tourneylake.tree import parse_json, parse_xml
+from tourneylake.api.tree import parse_json, parse_xml
 
 RECORDED = Path(__file__).parent / "data" / "recorded"
 
@@ -434,9 +434,9 @@ def test_check_with_metadata_without_currencies_or_options() -> None:
 
 from datetime import UTC, date, datetime, timedelta  # noqa: E402 - this section's own imports
 
-from tourneylake import filters  # noqa: E402
+from tourneylake.api import filters  # noqa: E402
+from tourneylake.api.filters import DATA_START, FIRST_NIGHT, NightFilter, NightFilterError, filter_for_night  # noqa: E402
 from tourneylake.errors import TourneylakeError  # noqa: E402
-from tourneylake.filters import DATA_START, FIRST_NIGHT, NightFilter, NightFilterError, filter_for_night  # noqa: E402
 
 NIGHT = date(2026, 11, 18)
 END = calendar.timegm((2026, 11, 19, 0, 0, 0)) - 1  # the night's last second, UTC
@@ -927,7 +927,7 @@ def test_every_filter_is_sent_capped_at_the_night(constraints: list[Constraint],
 
 # ------------------------------------------------------------ the trailing ';' (service-notes §4)
 
-from tourneylake.filters import ConstraintDefinition, canonical_filter, parse_duration  # noqa: E402
+from tourneylake.api.filters import ConstraintDefinition, canonical_filter, parse_duration  # noqa: E402
 
 
 @pytest.mark.parametrize(

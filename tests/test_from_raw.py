@@ -1,4 +1,4 @@
-"""A night's tables from its raw answers (``tourneylake.from_raw``): the path both the harvest
+"""A night's tables from its raw answers (``tourneylake.tables.night_tables``): the path both the harvest
 and the rebuild take, so it is tested on real recorded answers, with no network."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ import orjson
 import pytest
 
 from tourneylake.api import calls
-from tourneylake.from_raw import metadata_tables, settle_received, summary_labels
-from tourneylake.lake import Lake
+from tourneylake.lake.lake import Lake
+from tourneylake.tables.night_tables import metadata_tables, settle_received, summary_labels
 
 DATA = Path(__file__).parent / "data"
 NIGHT1, NIGHT2 = date(2019, 12, 10), date(2019, 12, 11)

@@ -32,7 +32,7 @@ from tests.fuzz.cases import (
     serialise,
     xml_attacks,
 )
-from tourneylake import tree
+from tourneylake.api import tree
 from tourneylake.api.envelope import MalformedEnvelope, read_envelope, service_error
 
 # Cases per hypothesis example: the summaries of one example are normalised as one batch (a

@@ -12,8 +12,8 @@ import pytest
 from tests.helpers import HAND, ledger_rows, remaining, sandbox_settings
 from tourneylake.errors import RunFailed
 from tourneylake.hands import HandAnalysisRefused, analyze_hand, analyze_inbox, inbox_dir
+from tourneylake.night.session import Session
 from tourneylake.sandbox import DEMO, FREE, running_sandbox
-from tourneylake.session import Session
 
 pytestmark = pytest.mark.xdist_group("hands")
 
@@ -129,7 +129,8 @@ def test_a_hand_paid_for_but_not_kept_is_not_paid_again(sandbox, tmp_path):
 def test_a_hand_whose_answer_was_left_unread_is_not_paid_again(sandbox, tmp_path):
     """The process died after the answer was saved, before its envelope was read (the body is
     still ``received``): the re-run settles it and answers from it."""
-    from tourneylake.lake import OK, RECEIVED, Lake
+    from tourneylake.lake.lake import Lake
+    from tourneylake.lake.raw import OK, RECEIVED
 
     settings = sandbox_settings(sandbox, tmp_path)
     analysis, spent = analyze_hand(settings, HAND.encode(), None)
@@ -188,7 +189,8 @@ def test_a_hand_whose_paid_answer_could_not_be_read_is_not_paid_again_that_night
     """An answer paid for and marked unusable (complete, unreadable: the service would answer
     the same) is not asked again that night; it stays in the lake for a rebuild."""
     from tourneylake.api import UnusableResponse
-    from tourneylake.lake import UNUSABLE, Lake
+    from tourneylake.lake.lake import Lake
+    from tourneylake.lake.raw import UNUSABLE
 
     settings = sandbox_settings(sandbox, tmp_path)
     analyze_hand(settings, HAND.encode(), None)
@@ -208,7 +210,7 @@ def test_a_hand_whose_paid_answer_could_not_be_read_is_not_paid_again_that_night
 def test_a_hand_paid_for_on_another_night_is_not_paid_again(sandbox, tmp_path):
     """The hands job paid, then died before keeping its record; the next night's run answers
     from the lake (a hand's analysis does not depend on the night)."""
-    from tourneylake.lake import Lake
+    from tourneylake.lake.lake import Lake
 
     settings = sandbox_settings(sandbox, tmp_path)
     analysis, _ = analyze_hand(settings, HAND.encode(), None)
@@ -227,7 +229,7 @@ def test_a_hand_analysed_while_another_client_spends_costs_what_a_hand_costs(san
     """Another client of the account (a harvest, a person on the website) spends 200 searches
     between the run's reading and the hand's answer: the hand is booked at 5, not 205 (its one
     reading is outvoted by the documented cost), and the 200 are shown as someone else's."""
-    from tourneylake.ledger import EXTERNAL_SPENDING
+    from tourneylake.lake.ledger import EXTERNAL_SPENDING
 
     settings = sandbox_settings(sandbox, tmp_path)
     original = sandbox.accounts.remaining(DEMO.username)
@@ -285,8 +287,8 @@ def test_a_hand_run_killed_mid_call_is_reconciled_by_the_next_hand_run(sandbox, 
     run open, with no account name; the next run of the same credentials books the 5 to that
     run's night (also with `accounts:` configured, when no harvest ever reconciles it), and
     writes that night's `search_ledger` partition again."""
-    from tourneylake.lake import Lake
-    from tourneylake.ledger import RECONCILED_AFTER_CRASH, Ledger, LedgerWriter, login_digest
+    from tourneylake.lake.lake import Lake
+    from tourneylake.lake.ledger import RECONCILED_AFTER_CRASH, Ledger, LedgerWriter, login_digest
 
     settings = sandbox_settings(sandbox, tmp_path)
     lake = Lake(settings.data_dir)
@@ -310,8 +312,8 @@ def test_a_dead_run_is_left_to_later_while_a_harvest_of_its_credentials_runs(san
     """While a harvest of the same credentials holds its lock (spending, with charges not yet in
     the ledger), a hand run does not compare counts for a dead run (it would book the harvest's
     charges to it): the run stays open, and the next run without a harvest reconciles it."""
-    from tourneylake.lake import Lake
-    from tourneylake.ledger import RECONCILED_AFTER_CRASH, Ledger, LedgerWriter
+    from tourneylake.lake.lake import Lake
+    from tourneylake.lake.ledger import RECONCILED_AFTER_CRASH, Ledger, LedgerWriter
 
     settings = sandbox_settings(sandbox, tmp_path)
     lake = Lake(settings.data_dir)
@@ -353,8 +355,8 @@ def test_a_changed_price_is_learned_across_runs_of_one_call_each(sandbox, tmp_pa
 def _killed_run_of_main(sandbox, tmp_path):
     """A run of the account name `main`, with the default username, killed two nights ago
     mid-call; returns (settings, lake, that night, the searches left when it started)."""
-    from tourneylake.lake import Lake
-    from tourneylake.ledger import LedgerWriter, login_digest
+    from tourneylake.lake.lake import Lake
+    from tourneylake.lake.ledger import LedgerWriter, login_digest
 
     settings = sandbox_settings(sandbox, tmp_path)
     lake = Lake(settings.data_dir)
@@ -368,7 +370,7 @@ def _killed_run_of_main(sandbox, tmp_path):
 def test_a_dead_run_of_another_account_name_with_the_same_username_is_these_credentials(sandbox, tmp_path):
     """`accounts:` may name the default username again (`main: coach@...`): a killed run of
     `main` spent from the same count, so a hand run of the default credentials reconciles it."""
-    from tourneylake.ledger import RECONCILED_AFTER_CRASH, Ledger
+    from tourneylake.lake.ledger import RECONCILED_AFTER_CRASH, Ledger
 
     settings, lake, earlier, before = _killed_run_of_main(sandbox, tmp_path)
     sandbox.accounts.set_remaining(DEMO.username, before - 1)  # the service charged it
@@ -395,7 +397,7 @@ def test_a_damaged_cost_votes_file_is_started_again(sandbox, tmp_path):
 def test_another_account_names_dead_run_waits_for_that_accounts_harvest(sandbox, tmp_path):
     """A harvest of `alice` may close a dead run of `main` (same username) only under `main`'s
     harvest lock: while `main`'s harvest runs, that harvest reconciles its own run."""
-    from tourneylake.ledger import Ledger
+    from tourneylake.lake.ledger import Ledger
 
     settings, lake, earlier, before = _killed_run_of_main(sandbox, tmp_path)
     alice = Session.open(settings, settings.base_url, sandbox.world.today, account="alice")
@@ -411,7 +413,7 @@ def test_a_hands_vote_is_not_kept_when_a_harvest_started_during_its_call(sandbox
     from contextlib import ExitStack
 
     from tourneylake import hands
-    from tourneylake.lake import Lake
+    from tourneylake.lake.lake import Lake
 
     settings = sandbox_settings(sandbox, tmp_path)
     analyse = hands._analyse_one

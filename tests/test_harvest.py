@@ -1,4 +1,4 @@
-"""The harvest of a night (``tourneylake.harvest``) against the sandbox over real HTTP: planning
+"""The harvest of a night (``tourneylake.night.harvest``) against the sandbox over real HTTP: planning
 within the budget over several nights, and nothing paid for what is known locally to fail."""
 
 from __future__ import annotations
@@ -9,10 +9,10 @@ from datetime import date, timedelta
 import pytest
 
 from tests.helpers import ledger_rows, player_line, remaining, sandbox_settings, write_watchlist
-from tourneylake.harvest import harvest_players, refresh_metadata
+from tourneylake.night.harvest import harvest_players, refresh_metadata
+from tourneylake.night.session import Session
+from tourneylake.night.watchlist import load_watchlist
 from tourneylake.sandbox import running_sandbox
-from tourneylake.session import Session
-from tourneylake.watchlist import load_watchlist
 
 # One worker runs the whole file, so every test shares the module's sandbox (and its clock).
 pytestmark = pytest.mark.xdist_group("harvest")
@@ -32,7 +32,7 @@ def key(row: dict) -> tuple[str, str, str]:
 
 
 def test_watchlist_larger_than_budget_is_served_over_several_nights(sandbox, tmp_path):
-    from tourneylake.adhoc import budget_report
+    from tourneylake.night.forecast import budget_report
 
     roster = sandbox.world.roster(12)
     lines = ["filters:", '  sng: "Class:SNG"', '  recent: "Date:1Y"', "players:"]

@@ -21,10 +21,11 @@ import pytest
 from pipelines.nightly import run_night
 from tests.helpers import ledger_rows, player_line
 from tourneylake.config import SANDBOX_USERNAME, Settings
-from tourneylake.lake import Lake
-from tourneylake.normalize.schemas import TABLES
-from tourneylake.rebuild import rebuild
+from tourneylake.lake.lake import Lake
 from tourneylake.sandbox import running_sandbox
+from tourneylake.sandbox.truth import truth
+from tourneylake.schemas import TABLES
+from tourneylake.tables.rebuild import rebuild
 
 pytestmark = [pytest.mark.xdist_group("history"), pytest.mark.slow]
 
@@ -134,10 +135,10 @@ def test_day_windows_add_up_to_the_truth(sandbox, tmp_path: Path) -> None:
                 "FROM player_daily_results WHERE network = ? AND player = ? AND filter_name = 'all_sng'",
                 [network, player],
             ).fetchone()
-            truth = sandbox.world.truth(network, player, f"Class:SNG;Date:{start_of(days[0])}~{end_of(days[-1])}")
+            expected = truth(sandbox.world, network, player, f"Class:SNG;Date:{start_of(days[0])}~{end_of(days[-1])}")
             assert found[0] == 5  # one row per day
-            assert found[1] == int(truth["Count"]) == found[3]
-            assert found[2] == pytest.approx(truth.profit_usd, abs=0.005 * 5)  # each day's Profit is served to the cent
+            assert found[1] == int(expected["Count"]) == found[3]
+            assert found[2] == pytest.approx(expected.profit_usd, abs=0.005 * 5)  # each day's Profit is served to the cent
             assert found[4] == pytest.approx(found[2])
         sent = {
             f

@@ -13,7 +13,8 @@ import orjson
 import pyarrow as pa
 import pytest
 
-from tourneylake.lake import Lake, LakeError, LakeSourceMismatch
+from tourneylake.errors import LakeError, LakeSourceMismatch
+from tourneylake.lake.lake import Lake
 
 NIGHT = date(2019, 12, 10)
 FETCHED = datetime(2019, 12, 10, 3, 0, tzinfo=UTC)
@@ -236,7 +237,7 @@ def test_the_lake_lock_makes_processes_take_turns(tmp_path: Path) -> None:
     lake = Lake(tmp_path).claim("sandbox")
     mark = tmp_path / "holder-done"
     code = (
-        "import time\nfrom pathlib import Path\nfrom tourneylake.lake import Lake\n"
+        "import time\nfrom pathlib import Path\nfrom tourneylake.lake.lake import Lake\n"
         f"with Lake({str(tmp_path)!r}).lock('harvest'):\n"
         "    print('held', flush=True)\n    time.sleep(1)\n"
         f"    Path({str(mark)!r}).write_text('done')\n"

@@ -1,4 +1,4 @@
-"""The search ledger (``tourneylake.ledger``): one writer, one reader, the catalogue's schema,
+"""The search ledger (``tourneylake.lake.ledger``): one writer, one reader, the catalogue's schema,
 write-ahead announcements, runs that died, and the reconciliation arithmetic."""
 
 from __future__ import annotations
@@ -14,9 +14,9 @@ import fsspec
 import orjson
 import pytest
 
-from tourneylake.lake import Lake
-from tourneylake.ledger import COLUMNS, Ledger, LedgerError, LedgerWriter, _run_bytes, unexplained_charges
-from tourneylake.normalize.schemas import TABLES
+from tourneylake.lake.lake import Lake
+from tourneylake.lake.ledger import COLUMNS, Ledger, LedgerError, LedgerWriter, _run_bytes, unexplained_charges
+from tourneylake.schemas import TABLES
 
 NIGHT = date(2026, 11, 20)
 

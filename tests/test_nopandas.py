@@ -1,4 +1,4 @@
-"""pyarrow without pandas where no frame is made (tourneylake/nopandas.py), in fresh interpreters:
+"""pyarrow without pandas where no frame is made (tourneylake/runtime/without_pandas.py), in fresh interpreters:
 pandas is imported by the test session itself, so only a new process shows what pyarrow does."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import sys
 SKIPPED = """
 import sys
 import pyarrow as pa
-from tourneylake.nopandas import skip_pandas_sniffing
+from tourneylake.runtime.without_pandas import skip_pandas_sniffing
 skip_pandas_sniffing()
 pa.array(["x", None]); pa.Table.from_pydict({"a": [1, 2]}); pa.array([1.5])
 print("pandas" in sys.modules)
@@ -20,7 +20,7 @@ print(type(frame).__name__, pa.array(pandas.Series([3, 4])).to_pylist())
 
 REFUSED = """
 import pyarrow as pa
-from tourneylake.nopandas import refuse_pandas
+from tourneylake.runtime.without_pandas import refuse_pandas
 refuse_pandas()
 print(pa.array(["x"]).to_pylist())
 try:

@@ -12,8 +12,9 @@ import orjson
 import pyarrow as pa
 import pytest
 
-from tourneylake import tree
-from tourneylake.normalize import (
+from tourneylake.api import tree
+from tourneylake.sandbox.stats import STATISTIC_IDS as SANDBOX_STATISTIC_IDS
+from tourneylake.tables.normalize import (
     SCHEMAS,
     TABLES,
     Rates,
@@ -26,7 +27,6 @@ from tourneylake.normalize import (
     statistic_types,
     tables_markdown,
 )
-from tourneylake.sandbox.stats import STATISTIC_IDS as SANDBOX_STATISTIC_IDS
 
 DATA = Path(__file__).parent / "data"
 NIGHT = date(2019, 12, 10)
@@ -436,7 +436,7 @@ def test_the_sandbox_catalog_shapes_are_read() -> None:
 
 
 def test_float_columns_tolerate_garbage() -> None:
-    from tourneylake.normalize import _columns as C
+    from tourneylake.tables.normalize import _columns as C
 
     assert C.float_array(["1.5", "", None, "nan", "USD1", "-2", "1e3"]).to_pylist() == [1.5, None, None, None, None, -2.0, 1000.0]
     assert C.float_array(["1", 2, 2.5]).to_pylist() == [1.0, 2.0, 2.5]
@@ -452,7 +452,7 @@ def test_float_columns_tolerate_garbage() -> None:
 def test_a_float_column_reads_a_value_alone_as_among_garbage(value: str) -> None:
     """A column the cast takes whole skips the regex (`float_array`): alone, a value reads as it
     does in a column the regex has to mask ("USD1" sends that one the regex way)."""
-    from tourneylake.normalize import _columns as C
+    from tourneylake.tables.normalize import _columns as C
 
     alone = C.float_array([value]).to_pylist()
     masked = C.float_array([value, "USD1"]).to_pylist()[:1]
@@ -463,7 +463,7 @@ def test_a_float_column_reads_a_value_alone_as_among_garbage(value: str) -> None
 def test_an_int_column_reads_a_value_alone_as_among_others(value: str) -> None:
     """`int_array` takes a column of ASCII digits by the cast alone, a signed one after the
     regex, anything else value by value: a value reads the same whichever way its column went."""
-    from tourneylake.normalize import _columns as C
+    from tourneylake.tables.normalize import _columns as C
 
     alone = C.int_array([value], pa.int32()).to_pylist()
     signed = C.int_array([value, "-1"], pa.int32()).to_pylist()[:1]  # the regex's way
@@ -589,7 +589,7 @@ def test_out_of_range_values_are_null_with_a_warning(
     statistics["Profit"]["$"] = "1e400"
     statistics["FirstGameDate"]["$"] = "253402300800"  # one second after 9999-12-31
     player["Statistics"]["Timeline"]["Event"][0]["@date"] = "9" * 30
-    with caplog.at_level(logging.WARNING, logger="tourneylake.normalize"):
+    with caplog.at_level(logging.WARNING, logger="tourneylake.tables.normalize"):
         tables = normalize_one(rated_metadata, _node(raw))
 
     (snapshot,) = tables["player_snapshots"].to_pylist()

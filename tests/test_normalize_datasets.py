@@ -13,8 +13,8 @@ import orjson
 import pyarrow as pa
 import pytest
 
-from tourneylake import tree
-from tourneylake.normalize import Rates, SummaryNormalizer, axis_types, series_types, statistic_types
+from tourneylake.api import tree
+from tourneylake.tables.normalize import Rates, SummaryNormalizer, axis_types, series_types, statistic_types
 
 DATA = Path(__file__).parent / "data"
 NIGHT = date(2019, 12, 10)

@@ -18,11 +18,10 @@ import pyarrow as pa
 import pytest
 
 from tests.fuzz.cases import make_case
-from tourneylake import tree
-from tourneylake.api import calls
-from tourneylake.normalize import Rates, SummaryNormalizer, axis_types, series_types, statistic_types
-from tourneylake.normalize._seen import SeenKeys
+from tourneylake.api import calls, tree
 from tourneylake.sandbox import DEMO, SandboxServer, World, running_sandbox
+from tourneylake.tables.normalize import Rates, SummaryNormalizer, axis_types, series_types, statistic_types
+from tourneylake.tables.normalize._seen import SeenKeys
 
 DATA = Path(__file__).parent / "data"
 NIGHT = date(2019, 12, 10)

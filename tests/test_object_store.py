@@ -1,4 +1,4 @@
-"""The lake at a URL (``tourneylake.storage``): ``memory://`` and ``file://`` in-process, and a
+"""The lake at a URL (``tourneylake.lake.storage``): ``memory://`` and ``file://`` in-process, and a
 real S3 API on loopback (``moto_server`` in a subprocess): two nights harvested into
 ``s3://bucket/prefix``, the warehouse rebuilt from there, a second process reading the same lake,
 a writer killed mid-partition leaving no partial partition, and one-line errors without secrets."""
@@ -24,14 +24,15 @@ from typer.testing import CliRunner
 
 from tests.helpers import harvest_nights, player_line, sandbox_settings
 from tourneylake.cli import app
-from tourneylake.config import ConfigError, load_settings
-from tourneylake.lake import Lake, LakeError
-from tourneylake.ledger import Ledger, LedgerWriter
-from tourneylake.rebuild import rebuild
+from tourneylake.config import load_settings
+from tourneylake.errors import ConfigError, LakeError
+from tourneylake.lake.lake import Lake
+from tourneylake.lake.ledger import Ledger, LedgerWriter
+from tourneylake.lake.state import StateStore
+from tourneylake.lake.storage import StorePath
 from tourneylake.sandbox import running_sandbox
-from tourneylake.state import StateStore
-from tourneylake.storage import StorePath
-from tourneylake.warehouse import Warehouse
+from tourneylake.tables.rebuild import rebuild
+from tourneylake.tables.warehouse import Warehouse
 
 NIGHT = date(2026, 11, 20)
 NIGHTS = [date(2026, 11, 20), date(2026, 11, 21)]
@@ -268,7 +269,7 @@ def _subprocess_env() -> dict[str, str]:
 
 _READ_LAKE = """
 import sys, orjson
-from tourneylake.lake import Lake
+from tourneylake.lake.lake import Lake
 lake = Lake(sys.argv[1])
 out = {t: sorted(orjson.dumps(r, option=orjson.OPT_SORT_KEYS).decode() for r in lake.read_table(t).to_pylist())
        for t in lake.tables()}
@@ -326,7 +327,7 @@ def test_two_nights_on_s3_rebuilt_and_read_by_another_process(s3: str, tmp_path:
 _KILLED_WRITER = """
 import os, signal, sys
 import pyarrow as pa
-from tourneylake.lake import Lake, PartitionWriter
+from tourneylake.lake.lake import Lake, PartitionWriter
 lake = Lake(sys.argv[1])
 commit = PartitionWriter._commit
 def die(self, folder, *, failed):

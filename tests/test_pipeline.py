@@ -14,6 +14,7 @@ from tests.helpers import ledger_rows
 from tourneylake.api import encode_password
 from tourneylake.config import SANDBOX_APPKEY, SANDBOX_PASSWORD, SANDBOX_USERNAME, Settings
 from tourneylake.sandbox import running_sandbox
+from tourneylake.sandbox.truth import truth
 
 pytestmark = [pytest.mark.xdist_group("pipeline"), pytest.mark.slow]
 
@@ -160,15 +161,15 @@ def test_statistics_and_usd_amounts_equal_the_worlds_truth(sandbox, make_setting
             ("GGNetwork", "José María", "no_sats", "Type!:SAT"),
             ("iPoker", "Zoë O'Brien", "", ""),
         ]:
-            truth = sandbox.world.truth(network, player, expression, today=NIGHT1)
+            expected = truth(sandbox.world, network, player, expression, today=NIGHT1)
             stored = dict(
                 con.execute(
                     "SELECT statistic, value FROM player_statistics WHERE network = ? AND player = ? AND filter_name = ? AND snapshot_date = ?",
                     [network, player, filter_name, NIGHT1],
                 ).fetchall()
             )
-            assert stored == {k: v for k, v in truth.items() if k in stored} and set(truth) <= set(stored) | {None}
-            assert stored["Count"] == truth["Count"]
+            assert stored == {k: v for k, v in expected.items() if k in stored} and set(expected) <= set(stored) | {None}
+            assert stored["Count"] == expected["Count"]
         rates = sandbox.world.published_rates(NIGHT1)
         rows = con.execute("SELECT currency, stake, rake, stake_usd, rake_usd, usd_rate_missing FROM tournaments").fetchall()
         assert rows
@@ -223,7 +224,7 @@ def test_quota_running_out_mid_night_keeps_what_was_fetched(sandbox, make_settin
 def test_paid_responses_survive_a_failure_after_fetching(sandbox, make_settings, monkeypatch) -> None:
     """Normalising blows up after the responses were paid: they are in the lake, and the next
     run rebuilds the night from them without spending a search."""
-    from tourneylake.normalize import summary
+    from tourneylake.tables.normalize import summary
 
     sandbox.world.set_today(NIGHT1)
     settings = make_settings()

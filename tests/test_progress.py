@@ -1,4 +1,4 @@
-"""Progress a person can follow (``tourneylake.progress``): a line every few seconds and at the
+"""Progress a person can follow (``tourneylake.night.progress``): a line every few seconds and at the
 end for logs and Dagster's run log, and every step for the terminal's bar."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import pytest
 from rich.console import Console
 
 import pipelines.cli
-from tourneylake.progress import ProgressSnapshot, Tracker, listening
+from tourneylake.night.progress import ProgressSnapshot, Tracker, listening
 
 
 def test_a_line_says_done_total_rate_time_left_and_searches() -> None:
@@ -23,10 +23,10 @@ def test_a_line_says_done_total_rate_time_left_and_searches() -> None:
 def test_listeners_see_every_step_and_the_log_only_some(caplog: pytest.LogCaptureFixture) -> None:
     seen: list[int] = []
     tracker = Tracker("summaries", 50, log_every_s=3600)
-    with caplog.at_level(logging.INFO, logger="tourneylake.progress"), listening(lambda s: seen.append(s.done)):
+    with caplog.at_level(logging.INFO, logger="tourneylake.night.progress"), listening(lambda s: seen.append(s.done)):
         for spent in range(1, 51):
             tracker.advance(searches=spent)
-        lines = [r.getMessage() for r in caplog.records if r.name == "tourneylake.progress"]
+        lines = [r.getMessage() for r in caplog.records if r.name == "tourneylake.night.progress"]
     tracker.advance()  # after the block: no listener any more
     assert seen == list(range(1, 51))
     assert len(lines) == 1 and lines[0].startswith("summaries: 50/50 (") and lines[0].endswith("50 searches spent")

@@ -1,4 +1,4 @@
-"""The raw saver (:mod:`tourneylake.raw_saver`): a harvest's paid bodies saved by a second process.
+"""The raw saver (:mod:`tourneylake.lake.raw_saver`): a harvest's paid bodies saved by a second process.
 
 Each test drives a real saver process over its real pipes, from a real event loop, into a real
 lake: the file it writes is the one the harvest would have written; a body is acknowledged only
@@ -25,13 +25,15 @@ import pytest
 from tests.helpers import player_line, remaining, sandbox_settings, write_watchlist
 from tourneylake.api import ReceivedBody, calls
 from tourneylake.api.client import _PoolSaver
-from tourneylake.harvest import harvest_players, refresh_metadata
-from tourneylake.lake import OK, RECEIVED, Lake, LakeError, read_raw_file
-from tourneylake.pipes import frame, worker_env
-from tourneylake.raw_saver import RAW_SAVER_ENV, RawSaver, raw_file_bytes, saver_wanted
+from tourneylake.errors import LakeError
+from tourneylake.lake.lake import Lake
+from tourneylake.lake.raw import OK, RECEIVED, raw_file_bytes, read_raw_file
+from tourneylake.lake.raw_saver import RAW_SAVER_ENV, RawSaver, saver_wanted
+from tourneylake.night.harvest import harvest_players, refresh_metadata
+from tourneylake.night.session import Session
+from tourneylake.night.watchlist import load_watchlist
+from tourneylake.runtime.pipes import frame, worker_env
 from tourneylake.sandbox import running_sandbox
-from tourneylake.session import Session
-from tourneylake.watchlist import load_watchlist
 
 NIGHT = date(2026, 11, 20)
 FETCHED = datetime(2026, 11, 20, 3, 4, 5, 678901, tzinfo=UTC)
@@ -42,7 +44,7 @@ def _received(player: str, body: bytes = b'{"Response": {"success": true}}', fmt
 
 
 def _savers() -> list[psutil.Process]:
-    return [p for p in psutil.Process().children(recursive=True) if "tourneylake.raw_saver" in " ".join(p.cmdline())]
+    return [p for p in psutil.Process().children(recursive=True) if "tourneylake.lake.raw_saver" in " ".join(p.cmdline())]
 
 
 def _no_saver_left() -> bool:
@@ -141,7 +143,7 @@ def test_a_saver_that_cannot_start_leaves_every_save_to_the_harvest(
     def no_process(*args: object, **kwargs: object) -> None:
         raise failure
 
-    monkeypatch.setattr("tourneylake.raw_saver.subprocess.Popen", no_process)
+    monkeypatch.setattr("tourneylake.lake.raw_saver.subprocess.Popen", no_process)
     lake = Lake(tmp_path)
     saver = RawSaver(lake, NIGHT)
     assert saver.pid is None
@@ -183,7 +185,7 @@ _STAND_IN = "import sys, time; sys.stdin.buffer.read(4); sys.stdout.buffer.write
 def test_a_saver_answering_garbage_is_stopped_and_the_harvest_saves_everything_itself(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, answer: bytes
 ) -> None:
-    monkeypatch.setattr("tourneylake.raw_saver._command", lambda fsync: [sys.executable, "-c", _STAND_IN.format(answer)])
+    monkeypatch.setattr("tourneylake.lake.raw_saver._command", lambda fsync: [sys.executable, "-c", _STAND_IN.format(answer)])
     lake = Lake(tmp_path)
     saver = RawSaver(lake, NIGHT)
     _save_four(lake, saver)
@@ -194,8 +196,8 @@ def test_a_saver_answering_garbage_is_stopped_and_the_harvest_saves_everything_i
 def test_a_silent_saver_is_stopped_at_close_and_the_harvest_saves_everything_itself(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("tourneylake.raw_saver._command", lambda fsync: [sys.executable, "-c", _STAND_IN.format(b"")])
-    monkeypatch.setattr("tourneylake.raw_saver._CLOSE_TIMEOUT_S", 1.0)
+    monkeypatch.setattr("tourneylake.lake.raw_saver._command", lambda fsync: [sys.executable, "-c", _STAND_IN.format(b"")])
+    monkeypatch.setattr("tourneylake.lake.raw_saver._CLOSE_TIMEOUT_S", 1.0)
     lake = Lake(tmp_path)
 
     async def night() -> None:
@@ -237,8 +239,8 @@ def test_a_body_is_saved_even_when_its_call_is_cancelled_while_it_waits_for_a_th
                 lake.write_raw(NIGHT, call.resource, call.key, received.body, received.format, received.fetched_at)
 
             return _PoolSaver(on_body, 1)
-        monkeypatch.setattr("tourneylake.raw_saver._THREADS", 1)
-        monkeypatch.setattr("tourneylake.raw_saver.subprocess.Popen", _no_process)  # the harvest saves itself
+        monkeypatch.setattr("tourneylake.lake.raw_saver._THREADS", 1)
+        monkeypatch.setattr("tourneylake.lake.raw_saver.subprocess.Popen", _no_process)  # the harvest saves itself
         return RawSaver(lake, NIGHT)
 
     async def night() -> None:
@@ -298,7 +300,10 @@ def test_a_harvest_gone_with_bodies_in_the_pipe_leaves_every_whole_one_saved(tmp
     )
     torn = frame(["save", 9, str(paths[0]) + ".torn", calls.PLAYER_SUMMARY, {}, "json", "", "", b"{}"])[:-3]
     saver = subprocess.Popen(
-        [sys.executable, "-m", "tourneylake.raw_saver", "1"], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, env=worker_env()
+        [sys.executable, "-m", "tourneylake.lake.raw_saver", "1"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        env=worker_env(),
     )
     saver.communicate(messages + torn, timeout=30)  # the harvest's end of the pipe closes mid-frame
     assert saver.returncode == 0

@@ -13,12 +13,12 @@ from pathlib import Path
 import pytest
 
 from tests.helpers import ledger_rows, player_line, remaining, sandbox_settings, write_watchlist
-from tourneylake import session as session_module
 from tourneylake.api.client import recent_reading
-from tourneylake.harvest import harvest_players, refresh_free_resource, refresh_metadata
+from tourneylake.night import session as session_module
+from tourneylake.night.harvest import harvest_players, refresh_free_resource, refresh_metadata
+from tourneylake.night.session import Session
+from tourneylake.night.watchlist import load_watchlist
 from tourneylake.sandbox import DEMO, running_sandbox
-from tourneylake.session import Session
-from tourneylake.watchlist import load_watchlist
 
 pytestmark = pytest.mark.xdist_group("readings")
 

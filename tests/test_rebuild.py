@@ -1,4 +1,4 @@
-"""Rebuilding nights from raw (``tourneylake.rebuild`` and ``tourneylake rebuild``): which nights,
+"""Rebuilding nights from raw (``tourneylake.tables.rebuild`` and ``tourneylake rebuild``): which nights,
 one-line errors, and a damaged warehouse replaced by a fresh one — without a request.
 (Identity with the original nights, every table compared both ways: ``test_history.py``.)"""
 
@@ -21,13 +21,14 @@ from typer.testing import CliRunner
 from tests.helpers import harvest_nights, sandbox_settings
 from tourneylake.cli import app
 from tourneylake.config import Settings
-from tourneylake.harvest import last_harvested
-from tourneylake.lake import REBUILD_LOCK, Lake, LakeError
-from tourneylake.rebuild import NothingToRebuild, rebuild
+from tourneylake.errors import LakeError
+from tourneylake.lake.lake import REBUILD_LOCK, Lake
+from tourneylake.lake.state import StateStore
+from tourneylake.night.harvest import last_harvested
 from tourneylake.sandbox import running_sandbox
-from tourneylake.state import StateStore
-from tourneylake.tables_worker import RebuildWorkers, TablesWorkerError, rebuild_workers
-from tourneylake.warehouse import LOAD_ORDER, Warehouse, WarehouseError
+from tourneylake.tables.rebuild import NothingToRebuild, rebuild
+from tourneylake.tables.warehouse import LOAD_ORDER, Warehouse, WarehouseError
+from tourneylake.tables.worker import RebuildWorkers, TablesWorkerError, rebuild_workers
 
 pytestmark = pytest.mark.xdist_group("rebuild")
 
@@ -167,7 +168,7 @@ def test_nights_rebuilt_side_by_side_are_the_nights_rebuilt_one_after_another(ha
     two = _copy(harvested, tmp_path / "two", drop_tables=True, rebuild_workers=2)
     serial = rebuild(one)
     # Side by side, this process makes no night's player tables itself: the workers do.
-    monkeypatch.setattr("tourneylake.rebuild.player_tables", lambda *a, **k: pytest.fail("made in process"))
+    monkeypatch.setattr("tourneylake.tables.night_tables.player_tables", lambda *a, **k: pytest.fail("made in process"))
     parallel = rebuild(two)
     assert parallel.nights == serial.nights == NIGHTS and parallel.rows == serial.rows
     assert parallel.warehouse_rows == serial.warehouse_rows
@@ -299,8 +300,8 @@ _WRITING = """
 import signal, sys, time
 from datetime import date
 import pyarrow as pa
-from tourneylake.lake import Lake
-from tourneylake.tables_worker import _stop
+from tourneylake.lake.lake import Lake
+from tourneylake.tables.worker import _stop
 signal.signal(signal.SIGTERM, _stop)
 with Lake(sys.argv[1]).partition_writer("player_snapshots", date(2026, 11, 20)) as writer:
     writer.write(pa.table({"x": [1, 2, 3]}))
@@ -339,7 +340,7 @@ def test_the_command_rebuilds_nights_side_by_side_when_asked(harvested, tmp_path
     def in_process(*args, **kwargs):
         raise RuntimeError("made in process")
 
-    monkeypatch.setattr("tourneylake.rebuild.player_tables", in_process)
+    monkeypatch.setattr("tourneylake.tables.night_tables.player_tables", in_process)
 
     def invoke_with(workers: str):
         return CliRunner().invoke(app, ["rebuild", "--all", "--workers", workers, "--data-dir", str(settings.data_dir)])

@@ -13,10 +13,12 @@ from pathlib import Path
 
 import pytest
 
-from tourneylake import from_raw
 from tourneylake.api import calls
-from tourneylake.lake import OK, Lake, _gunzip, _status_of
-from tourneylake.reference import InForce
+from tourneylake.lake.lake import Lake
+from tourneylake.lake.raw import OK, _gunzip
+from tourneylake.lake.raw import status_of as _status_of
+from tourneylake.tables import night_tables as from_raw
+from tourneylake.tables.reference import InForce
 
 DATA = b'{"resource": "player-summary", "body": "' + b"x" * 5000 + b'"}'
 ONE = gzip.compress(DATA, mtime=0)  # the same bytes in every process: pytest-xdist compares the ids

@@ -11,13 +11,14 @@ import httpx
 import orjson
 import pytest
 
-from tourneylake import tree
+from tourneylake.api import tree
 from tourneylake.errors import TourneylakeError
 from tourneylake.sandbox import DEMO, FREE, NotLoopback, SandboxServer, SandboxStartError, World, running_sandbox
 from tourneylake.sandbox.app import DroppedConnection
 from tourneylake.sandbox.filtering import FilterNotSupported, compile_filter
 from tourneylake.sandbox.handanalysis import HandParseError, analyse
 from tourneylake.sandbox.nlq import convert
+from tourneylake.sandbox.truth import player_history, truth
 
 TODAY = date(2026, 3, 1)
 NOON = 12 * 3600
@@ -309,7 +310,7 @@ def test_url_encoded_names(sandbox: SandboxServer, network: str, name: str) -> N
     node = get(sandbox, summary_path(network, name))
     player = node.find("PlayerResponse/PlayerView/Player")
     assert (player.attr("network"), player.attr("name")) == (network, name)
-    assert statistics(node) == dict(sandbox.world.truth(network, name))
+    assert statistics(node) == dict(truth(sandbox.world, network, name))
 
 
 FILTERS = [
@@ -349,19 +350,19 @@ def test_filtered_statistics_equal_truth(sandbox: SandboxServer, filter_text: st
         node = get(sandbox, summary_path(network, name), params={"filter": filter_text} if filter_text else None)
         assert node.attr("success") == "true", filter_text
         assert node.find("PlayerResponse/PlayerView/Filter").text == (filter_text or None)
-        truth = sandbox.world.truth(network, name, filter_text)
-        assert statistics(node) == dict(truth), filter_text
+        expected = truth(sandbox.world, network, name, filter_text)
+        assert statistics(node) == dict(expected), filter_text
         recent = node.find("PlayerResponse/PlayerView/Player/RecentTournaments")
         served_ids = [t.attr("id") for t in recent.all("Tournament")] if recent else []
-        assert served_ids == [str(r.tournament.id) for r in reversed(truth.results[-30:])]
-        if truth["Count"] != "0":
-            assert f"{truth.profit_usd:.2f}".replace("-0.00", "0.00") == truth["Profit"]
+        assert served_ids == [str(r.tournament.id) for r in reversed(expected.results[-30:])]
+        if expected["Count"] != "0":
+            assert f"{expected.profit_usd:.2f}".replace("-0.00", "0.00") == expected["Profit"]
 
 
 def test_filters_really_restrict(sandbox: SandboxServer) -> None:
     world = sandbox.world
     net, name = "PokerStars", "Borbas.Geri"
-    count = lambda f: int(world.truth(net, name, f)["Count"])  # noqa: E731
+    count = lambda f: int(truth(world, net, name, f)["Count"])  # noqa: E731
     total = count("")
     assert total > 50
     for positive, negative in (("Type:T", "Type!:T"), ("Class:SNG", "Class!:SNG"), ("Entrants:*~9", "Entrants!:*~9")):
@@ -374,8 +375,8 @@ def test_filters_really_restrict(sandbox: SandboxServer) -> None:
     # A cash range compares the stake converted at the rates of the tournament's own start day
     # (Zoë's EUR 1.36 stakes are worth USD 1.43 to 1.52 depending on the day: the bound splits them).
     for net, name, low in (("PokerStars", "Borbas.Geri", 200), ("iPoker", "Zoë O'Brien", 148)):
-        selected = {r.tournament.id for r in world.player_history(net, name, f"Stake:USD{low / 100:.2f}~*")}
-        results = world.player_history(net, name)
+        selected = {r.tournament.id for r in player_history(world, net, name, f"Stake:USD{low / 100:.2f}~*")}
+        results = player_history(world, net, name)
         assert 0 < len(selected) < len(results)
         for r in results:
             t = r.tournament
@@ -440,7 +441,7 @@ def test_world_is_lazy_deterministic_and_shares_tournaments() -> None:
     seen: Counter[tuple[str, int]] = Counter()
     players_of: dict[tuple[str, int], set[str]] = {}
     for network, name in roster:
-        for r in world.player_history(network, name):
+        for r in player_history(world, network, name):
             key = (network, r.tournament.id)
             seen[key] += 1
             players_of.setdefault(key, set()).add(name)
@@ -451,11 +452,11 @@ def test_world_is_lazy_deterministic_and_shares_tournaments() -> None:
     views = {
         (r.tournament.date, r.tournament.template.name, r.tournament.entrants)
         for name in players_of[(net, tid)]
-        for r in world.player_history(net, name)
+        for r in player_history(world, net, name)
         if r.tournament.id == tid
     }
     assert len(views) == 1
-    currencies = {r.tournament.currency for n, m in roster for r in world.player_history(n, m)}
+    currencies = {r.tournament.currency for n, m in roster for r in player_history(world, n, m)}
     assert {"USD", "EUR", "GBP", "CAD", "CNY"} <= currencies
 
 

@@ -9,7 +9,7 @@ from datetime import date
 import httpx
 import pytest
 
-from tourneylake import tree
+from tourneylake.api import tree
 from tourneylake.errors import TourneylakeError
 from tourneylake.sandbox import DEMO, Faults, FaultSpecError, running_sandbox
 

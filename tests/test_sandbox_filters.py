@@ -22,10 +22,11 @@ from hypothesis import given
 from tests.helpers import sandbox_settings
 from tests.test_filter_corpus import BOUNDED, ENTRIES, LATER_CATALOG, valid_filters
 from tourneylake.api import Client, RequestRejected
-from tourneylake.filters import Constraint, Filter, FilterCatalog, format_filter, parse_filter
+from tourneylake.api.filters import Constraint, Filter, FilterCatalog, format_filter, parse_filter
 from tourneylake.sandbox import DEMO, SandboxServer, World, filtering, running_sandbox
 from tourneylake.sandbox.filtering import UNSUPPORTED, FilterNotSupported, compile_filter, published_vocabulary
 from tourneylake.sandbox.metadata import filter_catalog
+from tourneylake.sandbox.truth import player_history
 from tourneylake.sandbox.world import Result
 
 TODAY = date(2026, 3, 1)
@@ -57,11 +58,11 @@ def served_count(client: Client, network: str, player: str, text: str) -> int:
 
 
 def everything(sandbox: SandboxServer, network: str, player: str) -> list[Result]:
-    return sandbox.world.player_history(network, player)
+    return player_history(sandbox.world, network, player)
 
 
 def selected_ids(sandbox: SandboxServer, network: str, player: str, text: str) -> set[int]:
-    return {r.tournament.id for r in sandbox.world.player_history(network, player, text)}
+    return {r.tournament.id for r in player_history(sandbox.world, network, player, text)}
 
 
 def in_currency(world: World, cents: float, own: str, target: str, when: int) -> int:
@@ -234,12 +235,12 @@ def test_saved_is_refused_with_101012_and_costs_nothing(sandbox: SandboxServer, 
 
 
 def test_the_sandbox_does_not_use_the_clients_validator() -> None:
-    """filtering.py takes the client's tokenizer and nothing else from tourneylake.filters."""
+    """filtering.py takes the client's tokenizer and nothing else from tourneylake.api.filters."""
     tree = ast.parse(inspect.getsource(filtering))
     imported = {
         alias.name
         for node in ast.walk(tree)
-        if isinstance(node, ast.ImportFrom) and node.module == "tourneylake.filters"
+        if isinstance(node, ast.ImportFrom) and node.module == "tourneylake.api.filters"
         for alias in node.names
     }
     assert imported == {"parse_filter", "Constraint", "FilterSyntaxError"}
@@ -302,7 +303,7 @@ def test_the_sandbox_agrees_with_every_corpus_verdict(sandbox: SandboxServer, en
 
 
 WORLD = World(seed=5, players=12, today=TODAY)
-HISTORY = WORLD.player_history(*WORLD.roster(3)[2])
+HISTORY = player_history(WORLD, *WORLD.roster(3)[2])
 
 
 def _evaluable(f: Filter) -> Filter:

@@ -24,6 +24,7 @@ import pytest
 from tourneylake.sandbox import DEMO, FREE, SandboxServer, World, running_sandbox
 from tourneylake.sandbox.app import SummaryRequest
 from tourneylake.sandbox.stats import summarise
+from tourneylake.sandbox.truth import player_history, truth
 from tourneylake.sandbox.world import CURRENCY_BASE_RATES, RATES_CACHE_DAYS, day_start
 
 NIGHT = date(2026, 3, 1)
@@ -104,7 +105,7 @@ def player_response_xml(server: SandboxServer, network: str, player: str, filter
 def test_the_chosen_players_have_non_usd_tournaments_in_the_window(sandbox: SandboxServer) -> None:
     currencies = set()
     for network, name in PLAYERS:
-        results = sandbox.world.player_history(network, name, AS_OF_FILTERS[0])
+        results = player_history(sandbox.world, network, name, AS_OF_FILTERS[0])
         own = {r.tournament.currency for r in results} - {"USD"}
         assert own, name
         currencies |= own
@@ -136,8 +137,8 @@ def test_as_of_truth_is_identical_on_both_days(sandbox: SandboxServer) -> None:
     world = sandbox.world
     for network, name in PLAYERS:
         for filter_text in AS_OF_FILTERS:
-            night = world.truth(network, name, filter_text, today=NIGHT)
-            later = world.truth(network, name, filter_text, today=LATER)
+            night = truth(world, network, name, filter_text, today=NIGHT)
+            later = truth(world, network, name, filter_text, today=LATER)
             assert dict(later) == dict(night), (name, filter_text)
             assert later.profit_usd == night.profit_usd
             assert [r.tournament.id for r in later.results] == [r.tournament.id for r in night.results]
@@ -149,7 +150,7 @@ def test_converting_at_the_serving_day_would_have_moved_history(sandbox: Sandbox
     world = sandbox.world
     moved = 0
     for network, name in PLAYERS:
-        results = world.player_history(network, name, AS_OF_FILTERS[0], today=NIGHT)
+        results = player_history(world, network, name, AS_OF_FILTERS[0], today=NIGHT)
 
         def served_on(day: date) -> list[tuple[str, str | None]]:
             rates = world.rates(day)
@@ -272,11 +273,11 @@ def test_rates_cache_holds_a_multi_year_history_without_thrashing() -> None:
     assert world.rates_cache_info()[2] == RATES_CACHE_DAYS >= 4000
     players = [(n, p) for n, p in world.roster(40)]
     for network, name in players:  # every day of play since 2019, and the serving days
-        world.truth(network, name)
+        truth(world, network, name)
     hits, misses, _, size = world.rates_cache_info()
     assert size == misses > 365  # several years of days, each computed once
     for network, name in players:
-        world.truth(network, name)
+        truth(world, network, name)
     assert world.rates_cache_info()[1] == misses  # the second pass computes nothing
     assert world.rates_cache_info()[0] > hits
 
@@ -288,7 +289,7 @@ def test_rates_are_the_same_after_eviction() -> None:
     first = [tiny.rates(d) for d in days]
     assert tiny.rates_cache_info()[3] == 2
     assert [tiny.rates(d) for d in days] == first == [roomy.rates(d) for d in days]
-    assert dict(tiny.truth("iPoker", "Zoë O'Brien")) == dict(roomy.truth("iPoker", "Zoë O'Brien"))
+    assert dict(truth(tiny, "iPoker", "Zoë O'Brien")) == dict(truth(roomy, "iPoker", "Zoë O'Brien"))
     # callers get copies: mutating one does not touch the cache
     first[0]["EUR"] = 99.0
     assert tiny.rates(days[0])["EUR"] != 99.0

@@ -1,4 +1,4 @@
-"""One night's context (``tourneylake.session``) against the sandbox over real HTTP: bodies kept
+"""One night's context (``tourneylake.night.session``) against the sandbox over real HTTP: bodies kept
 and named by status, the searches left read only from a logged-in answer, and the ledger's
 reconciliations with the service's count."""
 
@@ -11,8 +11,8 @@ import pytest
 from tests.helpers import ledger_rows, remaining, sandbox_settings
 from tourneylake.api import calls
 from tourneylake.errors import RunFailed
+from tourneylake.night.session import Session
 from tourneylake.sandbox import DEMO, running_sandbox
-from tourneylake.session import Session
 
 pytestmark = pytest.mark.xdist_group("session")
 

@@ -1,4 +1,4 @@
-"""The night's summary tables made in a second process (``tourneylake.tables_worker``).
+"""The night's summary tables made in a second process (``tourneylake.tables.worker``).
 
 Against the sandbox over real HTTP, with real Parquet and a real worker process:
 
@@ -25,14 +25,15 @@ import pytest
 
 from tests.helpers import player_line, remaining, sandbox_settings, write_watchlist
 from tourneylake.api import calls
-from tourneylake.harvest import harvest_players, refresh_metadata
-from tourneylake.lake import OK, Lake
-from tourneylake.normalize.summary import SUMMARY_TABLES
-from tourneylake.pipes import worker_env
+from tourneylake.lake.lake import Lake
+from tourneylake.lake.raw import OK
+from tourneylake.night.harvest import harvest_players, refresh_metadata
+from tourneylake.night.session import Session
+from tourneylake.night.watchlist import load_watchlist
+from tourneylake.runtime.pipes import worker_env
 from tourneylake.sandbox import DEMO, running_sandbox
-from tourneylake.session import Session
-from tourneylake.tables_worker import TablesWorkerError
-from tourneylake.watchlist import load_watchlist
+from tourneylake.tables.normalize.summary import SUMMARY_TABLES
+from tourneylake.tables.worker import TablesWorkerError
 
 pytestmark = pytest.mark.xdist_group("tables_worker")
 
@@ -84,7 +85,7 @@ _PER_FETCH = {"fetched_at", "server_time"}
 def _workers() -> list[psutil.Process]:
     """This process's live tables workers (a child that has ended, a zombie not yet reaped
     among them, is none: its command line can no longer be read)."""
-    return [p for p in psutil.Process().children(recursive=True) if "tourneylake.tables_worker" in _cmdline(p)]
+    return [p for p in psutil.Process().children(recursive=True) if "tourneylake.tables.worker" in _cmdline(p)]
 
 
 def _cmdline(process: psutil.Process) -> str:
@@ -165,7 +166,7 @@ def test_the_worker_environment_holds_no_credentials(monkeypatch) -> None:
 def test_a_worker_started_ahead_makes_the_next_harvests_tables_and_one_never_used_ends(sandbox, tmp_path: Path) -> None:
     """``tourneylake run`` starts the worker before it imports Dagster (``prestart``): the
     harvest takes that very process; one no harvest takes ends when its input is closed."""
-    from tourneylake import tables_worker
+    from tourneylake.tables import worker as tables_worker
 
     settings = _settings(sandbox, tmp_path / "ahead", sandbox.world.roster(5), tables_worker="on")
     tables_worker.prestart()
@@ -187,7 +188,7 @@ def test_a_worker_started_ahead_makes_the_next_harvests_tables_and_one_never_use
 # still commits at "finish", as the worker does (what it could normalise is kept).
 _CRASHING_WORKER = """
 import sys
-from tourneylake.pipes import receive, send
+from tourneylake.runtime.pipes import receive, send
 inp, out = sys.stdin.buffer, sys.stdout.buffer
 while (message := receive(inp)) is not None:
     if message[0] == "add":
@@ -208,7 +209,7 @@ def test_a_normaliser_failure_is_never_left_unsaid(tmp_path: Path, monkeypatch: 
     import time
     from datetime import UTC, datetime
 
-    from tourneylake import tables_worker
+    from tourneylake.tables import worker as tables_worker
 
     def stand_in(**_: object) -> subprocess.Popen[bytes]:
         return subprocess.Popen(
@@ -238,7 +239,7 @@ def test_a_stuck_worker_is_stopped_and_the_night_fails_instead_of_hanging(
 ) -> None:
     """A worker alive but stuck (a stalled disk; here stopped by a signal) when the night's last
     flush waits for it: after the bound it is killed and the night fails, its answers kept."""
-    from tourneylake import tables_worker
+    from tourneylake.tables import worker as tables_worker
 
     monkeypatch.setattr(tables_worker, "_STUCK_S", 2.0)
     roster = sandbox.world.roster(5)  # 10 pairs

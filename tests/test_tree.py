@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tourneylake.tree import (
+from tourneylake.api.tree import (
     MAX_DEPTH,
     ContainerWhereValueExpected,
     Element,

@@ -11,10 +11,11 @@ import orjson
 import pyarrow as pa
 import pytest
 
-from tourneylake import tree
-from tourneylake.lake import Lake, LakeError
-from tourneylake.normalize import SCHEMAS, Rates, SummaryNormalizer, normalize_metadata, series_types, statistic_types
-from tourneylake.warehouse import LOAD_ORDER, Warehouse
+from tourneylake.api import tree
+from tourneylake.errors import LakeError
+from tourneylake.lake.lake import Lake
+from tourneylake.tables.normalize import SCHEMAS, Rates, SummaryNormalizer, normalize_metadata, series_types, statistic_types
+from tourneylake.tables.warehouse import LOAD_ORDER, Warehouse
 
 DATA = Path(__file__).parent / "data"
 NIGHT1 = date(2019, 12, 10)
@@ -155,7 +156,7 @@ def test_a_key_twice_in_a_partition_is_loaded_once_with_a_warning(
         if loaded_before:
             db.load_night(lake, NIGHT1)
         caplog.clear()
-        with caplog.at_level("WARNING", logger="tourneylake.warehouse"):
+        with caplog.at_level("WARNING", logger="tourneylake.tables.warehouse"):
             db.load_night(lake, NIGHT1)
         assert _snapshot(db) == expected
         assert db.check("tournaments_unique") == 0 and db.check("entries_unique") == 0

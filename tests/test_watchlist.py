@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from tourneylake.errors import TourneylakeError
-from tourneylake.watchlist import (
+from tourneylake.night.watchlist import (
     DEFAULT_PRIORITY,
     FilterDef,
     WatchedPlayer,

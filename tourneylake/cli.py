@@ -91,7 +91,7 @@ def parse_night(value: str | None, flag: str = "--date", *, default: date | None
 def ended_night(value: str | None) -> date:
     """The night to harvest: a UTC day that has ended (default: yesterday), not before the
     service's data starts — a night is harvested once it is over, so it means the whole night."""
-    from tourneylake.filters import FIRST_NIGHT
+    from tourneylake.api.filters import FIRST_NIGHT
 
     today = datetime.now(UTC).date()
     night = parse_night(value, default=today - timedelta(days=1))
@@ -253,7 +253,7 @@ def budget(
     night: Night = None,
 ) -> None:
     """Searches left, tonight's plan, what would be deferred and why, and the spend per night (free)."""
-    from tourneylake.adhoc import budget_reports
+    from tourneylake.night.forecast import budget_reports
 
     settings = settings_from(sandbox, data_dir=data_dir, watchlist=watchlist)
     when = parse_night(night)
@@ -271,7 +271,7 @@ def filter_check(
     sandbox: Sandbox = False,
 ) -> None:
     """Check a filter's syntax and (with metadata in the lake or the sandbox) its constraints. Free."""
-    from tourneylake.adhoc import check_filter
+    from tourneylake.questions import check_filter
 
     settings = settings_from(sandbox, data_dir=data_dir)
     problems = call(lambda: check_filter(settings, expression))
@@ -291,7 +291,7 @@ def filter_ask(
     sandbox: Sandbox = False,
 ) -> None:
     """Convert a question to a filter (1 search the first time; cached after)."""
-    from tourneylake.adhoc import ask
+    from tourneylake.questions import ask
 
     settings = settings_from(sandbox, data_dir=data_dir)
     expression, cost = call(lambda: ask(settings, question, timezone, locale))
@@ -340,8 +340,8 @@ def rebuild(
     verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
 ) -> None:
     """Re-normalise nights from the lake's raw answers: no network call, no search."""
-    from tourneylake.nopandas import skip_pandas_sniffing
-    from tourneylake.rebuild import rebuild as run_rebuild
+    from tourneylake.runtime.without_pandas import skip_pandas_sniffing
+    from tourneylake.tables.rebuild import rebuild as run_rebuild
 
     setup_logging(verbose)
     skip_pandas_sniffing()
@@ -360,8 +360,8 @@ def rebuild(
         nights = [start + timedelta(days=i) for i in range((end - start).days + 1)]
     settings = settings_from(data_dir=data_dir, rebuild_workers=workers)
     if nights is not None and len(nights) > 1:
-        from tourneylake.lake import Lake
-        from tourneylake.rebuild import nights_in_lake
+        from tourneylake.lake.lake import Lake
+        from tourneylake.tables.rebuild import nights_in_lake
 
         held = set(nights_in_lake(Lake(settings.data_dir)))
         asked, nights = nights, [d for d in nights if d in held]  # a range may span nights that never ran
@@ -403,7 +403,7 @@ def query(
         raise fail("--csv and --json: choose one")
     import duckdb
 
-    from tourneylake.warehouse import Warehouse, sql_dir
+    from tourneylake.tables.warehouse import Warehouse, sql_dir
 
     settings = settings_from(data_dir=data_dir)
     path = settings.warehouse_path

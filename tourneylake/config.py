@@ -13,14 +13,14 @@ be logged, printed in a traceback or shown by Dagster without leaking.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from pydantic import BeforeValidator, Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from tourneylake.errors import ConfigError
-from tourneylake.storage import check_location, is_url, shown
+from tourneylake.errors import ConfigError, one_line
 
 __all__ = [
     "ENV_PREFIX",
@@ -38,6 +38,42 @@ SANDBOX_APPNAME = "demo"
 SANDBOX_APPKEY = "sandboxkey2026"
 SANDBOX_USERNAME = "analyst@example.com"
 SANDBOX_PASSWORD = "correct-horse-battery"
+
+
+# ---------------------------------------------------------------- the data directory's URL
+_URL = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
+_USERINFO = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*://)[^/@]*@")
+
+
+def is_url(value: object) -> bool:
+    """Whether ``value`` is a filesystem URL (``scheme://…``) rather than a local path."""
+    return isinstance(value, str) and _URL.match(value) is not None
+
+
+def shown(url: str) -> str:
+    """A URL as it may be printed: any ``user:password@`` part hidden."""
+    return _USERINFO.sub(r"\1***@", url)
+
+
+def check_location(value: str) -> str:
+    """A data directory URL's protocol is known and installed, and it holds no credentials; a
+    ``ValueError`` (one line) otherwise. Reaches nothing."""
+    import fsspec
+
+    match = _URL.match(value)
+    assert match is not None
+    protocol = match.group(1).lower()
+    if _USERINFO.match(value):
+        raise ValueError("must not hold credentials: the store's own environment provides them (AWS_* for s3, …)")
+    if not value[match.end() :].strip("/") and protocol not in ("file", "memory"):
+        raise ValueError(f"a {protocol}:// URL needs a bucket or a path, e.g. {protocol}://bucket/prefix")
+    try:
+        fsspec.get_filesystem_class(protocol)
+    except ValueError:
+        raise ValueError(f"unknown filesystem protocol {protocol!r} (fsspec knows file, memory, s3, gs, az, …)") from None
+    except ImportError as exc:
+        raise ValueError(f"the {protocol}:// filesystem needs a package that is not installed ({one_line(exc)})") from None
+    return value
 
 
 def _data_dir(value: Any) -> Any:

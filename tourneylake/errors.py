@@ -10,6 +10,9 @@ module imports nothing of ours, so every room can use it.
 
 from __future__ import annotations
 
+import os
+import re
+
 
 class TourneylakeError(Exception):
     """Base of every error tourneylake raises on purpose."""
@@ -25,3 +28,23 @@ class RunFailed(TourneylakeError):
 
 class BudgetRefused(TourneylakeError):
     """The run's budget does not allow another metered call (cap, reserve, or a quota stop)."""
+
+
+class LakeError(TourneylakeError, RuntimeError):
+    """A lake operation that cannot proceed."""
+
+
+class LakeSourceMismatch(LakeError):
+    """The data directory holds data from another source (synthetic vs live never mix)."""
+
+
+_SECRET_ENV = re.compile(r"SECRET|TOKEN|PASSWORD|CREDENTIAL|KEY", re.IGNORECASE)
+
+
+def one_line(exc: BaseException) -> str:
+    """An exception's text on one line, with any secret of the environment masked."""
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    for name, value in os.environ.items():
+        if value and len(value) >= 6 and _SECRET_ENV.search(name) and value in text:
+            text = text.replace(value, "***")
+    return text

@@ -20,12 +20,12 @@ from typing import Any
 import orjson
 
 from tourneylake.api import ApiError, Client, CredentialsError, QuotaError, SubscriptionError, calls
+from tourneylake.api.tree import Node
 from tourneylake.config import Settings
 from tourneylake.errors import BudgetRefused, RunFailed
-from tourneylake.lake import atomic_write
-from tourneylake.ledger import LedgerWriter
-from tourneylake.session import Session, connected
-from tourneylake.tree import Node
+from tourneylake.lake.ledger import LedgerWriter
+from tourneylake.lake.storage import atomic_write
+from tourneylake.night.session import Session, connected
 
 __all__ = [
     "HandAnalysisRefused",

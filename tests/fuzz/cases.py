@@ -11,7 +11,7 @@ bombs, external entities and DTDs reading a secret file, XInclude, odd encodings
 :func:`make_case` draws a case from any :class:`random.Random`: hypothesis's ``st.randoms()``
 in ``tests/test_fuzz.py``, a seeded one per case in ``benchmarks/fuzz.py``.
 :meth:`Harness.run` feeds it to every entry point (:data:`ENTRY_POINTS`) and returns what went
-wrong: an exception other than :class:`~tourneylake.tree.MalformedPayload` (any exception at
+wrong: an exception other than :class:`~tourneylake.api.tree.MalformedPayload` (any exception at
 all from ``SummaryNormalizer.flush`` and ``service_error``), an ``add`` that failed but changed
 the batch, a table that cannot be read back, an error message too long to be anything but
 the body, or the secret file's content in a tree or a message.
@@ -32,9 +32,9 @@ from typing import Any
 import orjson
 import pyarrow as pa
 
-from tourneylake import tree
+from tourneylake.api import tree
 from tourneylake.api.envelope import read_envelope, service_error
-from tourneylake.normalize import (
+from tourneylake.tables.normalize import (
     SCHEMAS,
     Rates,
     SummaryNormalizer,

@@ -35,11 +35,11 @@ from tourneylake.api.errors import (
     RequestRejected,
     ServiceError,
     SubscriptionError,
-    TourneylakeError,
     TransportError,
     UnknownServiceError,
     UnusableResponse,
 )
+from tourneylake.errors import TourneylakeError
 
 __all__ = [
     "DOCUMENTED_COSTS",

@@ -2,7 +2,7 @@
 cut short (worth another try) or is complete (never worth paying for again).
 
 Free of the HTTP stack (no httpx, no settings), so the tables worker
-(:mod:`tourneylake.tables_worker`) and the rebuild import only what reading needs;
+(:mod:`tourneylake.tables.worker`) and the rebuild import only what reading needs;
 :mod:`tourneylake.api.client` re-exports these.
 """
 
@@ -19,7 +19,7 @@ from defusedxml.ElementTree import DefusedXMLParser
 from tourneylake.api.calls import Call
 from tourneylake.api.envelope import Envelope, read_envelope
 from tourneylake.api.errors import MalformedResponse, UnusableResponse
-from tourneylake.tree import MalformedPayload, Node, parse
+from tourneylake.api.tree import MalformedPayload, Node, parse
 
 __all__ = ["call_payload", "cut_short", "metadata_is_cached", "read_accepted_envelope", "read_answer"]
 

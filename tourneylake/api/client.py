@@ -66,10 +66,10 @@ from tourneylake.api.errors import (
     TransportError,
     UnusableResponse,
 )
+from tourneylake.api.tree import Node, parse
 from tourneylake.config import Settings
 from tourneylake.errors import ConfigError
-from tourneylake.threads import submit_to_finish
-from tourneylake.tree import Node, parse
+from tourneylake.runtime.threads import submit_to_finish
 
 log = logging.getLogger(__name__)
 
@@ -126,7 +126,7 @@ class ApiResponse:
     @property
     def root(self) -> Node:
         """The body's tree (parsed on each use when the call was read for its envelope only;
-        raises :class:`~tourneylake.tree.MalformedPayload` if it cannot be read)."""
+        raises :class:`~tourneylake.api.tree.MalformedPayload` if it cannot be read)."""
         return self.tree if self.tree is not None else parse(self.body, self.format)
 
     @property
@@ -230,7 +230,7 @@ class _Protocol:
         if url == "sandbox" or not url.startswith(("http://", "https://")):
             raise ConfigError(
                 f"base URL {url!r} is not an http(s) URL; for the built-in sandbox use "
-                "tourneylake.service.connect(), which starts it"
+                "tourneylake.night.endpoint.connect(), which starts it"
             )
         self.settings = settings
         self.base_url = url.rstrip("/")
@@ -818,7 +818,7 @@ class AsyncClient(_Resources):
     """Asynchronous client; at most ``settings.concurrency`` requests in flight at once (the
     service polices parallel sessions per account: error 101024).
 
-    Each 200 body is saved by ``body_saver`` (a night's harvest: :class:`tourneylake.raw_saver.RawSaver`,
+    Each 200 body is saved by ``body_saver`` (a night's harvest: :class:`tourneylake.lake.raw_saver.RawSaver`,
     another process) or else ``on_body`` runs on a small worker-thread pool, not on the event
     loop: saving a body (file writes, fsync) would otherwise stall every other request in flight.
     Each call still awaits the save before parsing the body, so the promise holds (a 200 body is

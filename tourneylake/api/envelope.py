@@ -5,7 +5,7 @@ and no real sample carries ``appVersion``.
 
 A value out of range (an epoch beyond the year 9999, a count beyond 64 bits) reads as ``None``
 with a logged warning, never as a wrong value; structural garbage (an object where a value must
-be) raises :class:`~tourneylake.tree.MalformedPayload` from the tree. :func:`read_envelope`
+be) raises :class:`~tourneylake.api.tree.MalformedPayload` from the tree. :func:`read_envelope`
 raises only :class:`MalformedEnvelope` or another ``MalformedPayload``; :func:`service_error`
 never raises (it is called where only a service error is expected).
 """
@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from tourneylake.api.errors import ServiceError, error_for_code
-from tourneylake.tree import MalformedPayload, Node, element_path
+from tourneylake.api.tree import MalformedPayload, Node, element_path
 
 log = logging.getLogger(__name__)
 
@@ -26,7 +26,7 @@ _INT64 = (-(2**63), 2**63 - 1)
 
 class MalformedEnvelope(MalformedPayload):
     """A parsed body that is no service envelope (no ``Response`` root, no ``success``). A
-    :class:`~tourneylake.tree.MalformedPayload`, like everything a reader of a body raises:
+    :class:`~tourneylake.api.tree.MalformedPayload`, like everything a reader of a body raises:
     the client tells a body cut short (retried) from a complete unreadable one by the body."""
 
 
@@ -113,7 +113,7 @@ def read_user_info(node: Node | None) -> UserInfo | None:
 
 def read_envelope(root: Node) -> Envelope:
     """The envelope of a parsed response; raises :class:`MalformedEnvelope` if it is not one
-    (and the tree's :class:`~tourneylake.tree.MalformedPayload` for structural garbage in it)."""
+    (and the tree's :class:`~tourneylake.api.tree.MalformedPayload` for structural garbage in it)."""
     if root.name != "Response":
         raise MalformedEnvelope(f"expected a Response root element, got {element_path([root.name])!r}")
     success = _bool(root.attr("success"))

@@ -6,7 +6,7 @@ Use it for development, tests, demos and benchmarks (design §6)::
 
     with running_sandbox(seed=7, today="2026-03-01") as sandbox:
         sandbox.base_url          # http://127.0.0.1:<port>; resources under /api/demo/...
-        sandbox.world.truth("PokerStars", "Borbas.Geri", "Class:SNG")   # what the summary serves
+        truth(sandbox.world, "PokerStars", "Borbas.Geri", "Class:SNG")   # tourneylake.sandbox.truth: what the summary serves
         sandbox.accounts.set_remaining(DEMO.username, 3)
         sandbox.world.set_today("2026-03-02")                            # night 2
         sandbox.app.summary_requests     # every summary request it saw (user, network, player, filter)
@@ -28,7 +28,8 @@ default). :data:`FREE` (``free@example.com`` / ``free-password``) is a non-subsc
 searches a day.
 """
 
-from tourneylake.sandbox.accounts import DEMO, FREE, Accounts, encode_password
+from tourneylake.api.client import encode_password
+from tourneylake.sandbox.accounts import DEMO, FREE, Accounts
 from tourneylake.sandbox.app import Costs
 from tourneylake.sandbox.faults import Faults, FaultSpecError
 from tourneylake.sandbox.server import NotLoopback, SandboxServer, SandboxStartError, running_sandbox, serve_forever

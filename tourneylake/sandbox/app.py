@@ -52,6 +52,7 @@ from starlette.responses import HTMLResponse, PlainTextResponse, Response
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
+from tourneylake.api.tree import Element
 from tourneylake.sandbox import catalog, handanalysis, nlq
 from tourneylake.sandbox.accounts import Accounts, User
 from tourneylake.sandbox.faults import FaultPlan, Faults
@@ -66,7 +67,6 @@ from tourneylake.sandbox.responses import (
     user_info,
 )
 from tourneylake.sandbox.world import World
-from tourneylake.tree import Element
 
 __all__ = ["Costs", "DroppedConnection", "SandboxApp", "SummaryRequest", "negotiate"]
 

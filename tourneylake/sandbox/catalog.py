@@ -13,9 +13,9 @@ from __future__ import annotations
 
 from datetime import date, timedelta
 
+from tourneylake.api.tree import Element
 from tourneylake.sandbox.hashing import mix
 from tourneylake.sandbox.world import day_start
-from tourneylake.tree import Element
 
 __all__ = ["COUNTRIES", "countries_payload", "news_items", "news_payload"]
 

@@ -1,7 +1,7 @@
 """Evaluate a filter string against a player's results, as the service would.
 
 **The sandbox reads filters itself.** It shares the client's tokenizer
-(:func:`tourneylake.filters.parse_filter`: ``;``, ``,``, ``!``, ``:`` and the trailing ``;``) but
+(:func:`tourneylake.api.filters.parse_filter`: ``;``, ``,``, ``!``, ``:`` and the trailing ``;``) but
 not its value grammar nor its validator: the constraint names, types, options and currencies are
 those of the sandbox's own metadata (:func:`published_vocabulary`), and every value is read here.
 So the sandbox is a second, independent reading of service-notes §4, and a filter the client's
@@ -60,8 +60,8 @@ from datetime import UTC, datetime, tzinfo
 from decimal import ROUND_HALF_UP, Decimal
 from functools import cached_property, lru_cache
 
+from tourneylake.api.filters import Constraint, FilterSyntaxError, parse_filter
 from tourneylake.errors import TourneylakeError
-from tourneylake.filters import Constraint, FilterSyntaxError, parse_filter
 from tourneylake.sandbox.metadata import template, type_categories
 from tourneylake.sandbox.world import CURRENCY_BASE_RATES, Result, World
 
@@ -98,7 +98,7 @@ class FilterNotSupported(TourneylakeError, ValueError):
 class Vocabulary:
     """What the sandbox's metadata publishes for filters: each constraint's ``@type``, each
     Multiselect's option ids, and the currencies. Read from the metadata template, never from
-    :class:`tourneylake.filters.FilterCatalog`."""
+    :class:`tourneylake.api.filters.FilterCatalog`."""
 
     types: frozenset[tuple[str, str]]
     options: frozenset[tuple[str, frozenset[str]]]

@@ -20,8 +20,8 @@ from datetime import date
 from functools import lru_cache
 from importlib import resources
 
-from tourneylake import tree
-from tourneylake.filters import FilterCatalog
+from tourneylake.api import tree
+from tourneylake.api.filters import FilterCatalog
 from tourneylake.sandbox.world import World
 
 __all__ = ["DayMetadata", "MetadataBook", "filter_catalog", "template", "type_categories"]
@@ -36,7 +36,7 @@ def _template_node() -> tree.Node:
 
 
 def template() -> tree.Element:
-    """A fresh copy of the recorded ``MetadataResponse`` as an :class:`~tourneylake.tree.Element`."""
+    """A fresh copy of the recorded ``MetadataResponse`` as an :class:`~tourneylake.api.tree.Element`."""
     return _template_node().to_element()
 
 

@@ -1,6 +1,6 @@
 """The response envelope, ``UserInfo``, error bodies, and the player summary payload.
 
-Bodies are written with :func:`tourneylake.tree.to_json` / :func:`~tourneylake.tree.to_xml` so
+Bodies are written with :func:`tourneylake.api.tree.to_json` / :func:`~tourneylake.api.tree.to_xml` so
 they carry the real mapping's quirks. Large payloads (metadata, summaries) are serialised once
 and *spliced* into each request's small envelope (:func:`render`), so a request costs the
 envelope, not the whole tree.
@@ -10,12 +10,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from tourneylake import tree
+from tourneylake.api import tree
+from tourneylake.api.tree import Element
 from tourneylake.sandbox.accounts import User
 from tourneylake.sandbox.catalog import COUNTRY_NAMES
 from tourneylake.sandbox.stats import RateOn, summarise
 from tourneylake.sandbox.world import Result, money
-from tourneylake.tree import Element
 
 __all__ = ["ERROR_TEXT", "envelope", "error_element", "fragment", "render", "summary_payload", "user_info"]
 

@@ -836,41 +836,5 @@ class World:
                 self._histories.popitem(last=False)
         return out
 
-    # ------------------------------------------------------------------------------- truth
-
-    def player_history(self, network: str, name: str, filter_text: str = "", today: date | None = None) -> list[Result]:
-        """The player's results that ``filter_text`` selects on ``today`` (oldest first).
-
-        Raises ``KeyError`` for an unknown player and ``ValueError`` for a filter the sandbox
-        does not understand (the service answers 101012 then).
-        """
-        from tourneylake.sandbox.filtering import compile_filter
-
-        player = self.player(network, name)
-        if player is None:
-            raise KeyError(f"no player {name!r} on {network!r}")
-        today = today or self.today
-        predicate = compile_filter(filter_text, self, self.day_end(today))
-        return predicate.apply(self.history(player, today))
-
-    def truth(self, network: str, name: str, filter_text: str = "", today: date | None = None) -> Truth:
-        """The statistics exactly as the summary serves them (id → value string; ``None`` for a
-        statistic served as ``authorized="false"``), with ``.profit_usd`` (unrounded) and
-        ``.results`` (the selected results) as attributes."""
-        from tourneylake.sandbox.stats import compute_statistics, profit_usd
-
-        today = today or self.today
-        results = self.player_history(network, name, filter_text, today)
-        return Truth(compute_statistics(results, self.rate_on, network), profit_usd(results, self.rate_on), results)
-
-
-class Truth(dict[str, str | None]):
-    """Statistic id → served value (a ``dict``), plus the unrounded profit and the results."""
-
-    def __init__(self, statistics: dict[str, str | None], profit_usd: float = 0.0, results: list[Result] | None = None) -> None:
-        super().__init__(statistics)
-        self.profit_usd = profit_usd
-        self.results: list[Result] = results or []
-
 
 _FIXED_SET = frozenset(FIXED_PLAYERS)

@@ -1,0 +1,494 @@
+"""The Parquet lake: raw responses and hive-partitioned tables under ``<data_dir>/lake``.
+
+Layout::
+
+    <data_dir>/lake/
+      _source.json                                         where this lake's data comes from
+      _raw/snapshot_date=YYYY-MM-DD/<resource>/<digest>.json.gz                   an accepted answer
+      _raw/snapshot_date=YYYY-MM-DD/<resource>/<digest>.<token>.<status>.json.gz  any other body
+      _ledger/snapshot_date=YYYY-MM-DD/run-<run id>[.open].jsonl   the search ledger (``ledger.py``)
+      _state/<name>.json                                   small documents (``state.py``)
+      <table>/snapshot_date=YYYY-MM-DD/part-NNNNN.parquet  normalised tables
+      _tmp/                                                in-flight partitions (never read)
+
+* **Opening is not claiming.** ``Lake(data_dir)`` only opens the directory (read-only commands
+  use it as is, and an absent lake simply reads as empty). :meth:`Lake.claim` records the data's
+  source (``"sandbox"`` or ``"live:<host>"``) the first time and, later, refuses another source
+  with :class:`LakeSourceMismatch`, so synthetic and live data never mix.
+* **Raw responses** are written before anything parses them, so a paid response survives any
+  later failure and re-normalising never costs a search. A body is first written as
+  ``<digest>.<token>.received.json.gz`` (one atomic ``os.replace`` of a temporary file, fsynced);
+  once the client has read its envelope, :meth:`Lake.settle_raw` renames it: an accepted answer
+  becomes ``<digest>.json.gz`` (replacing an earlier accepted one of the same request), any other
+  keeps its own name with its status (``refused-<code>``, ``malformed`` for a body cut short,
+  ``unusable`` for a complete one that cannot be read), so a refusal never hides an accepted
+  answer and readers learn a body's status from its name without parsing it. An accepted answer
+  our normaliser cannot read is renamed ``unusable`` too, and back to accepted once a rebuild
+  with a fixed normaliser reads it.
+  A body left ``received`` (the process died in between) is read and settled by the next run.
+  The file is gzipped: one line of JSON, the header ``{"resource", "key", "format",
+  "fetched_at", "snapshot_date", "sha256", "body_bytes"}``, then the body exactly as received
+  (``zcat`` shows it; for a JSON answer ``zcat … | jq`` shows both). Files written by earlier
+  versions are one JSON document instead, the same header with the body inside as text
+  (``"body"``, base64 when ``"body_encoding"`` says so); both are read, told apart by the first
+  line (a header has ``body_bytes``). The new layout spares every read the body's escaping
+  (29 us of a summary's rebuild, measured). The digest is of the sorted key, which never holds
+  credentials (:meth:`Lake.write_raw` refuses one).
+* **Tables** are written one night at a time through :meth:`Lake.partition_writer`: parts go to
+  a temporary directory and, on success, replace the night's partition with two renames (the old
+  one is moved aside first and deleted last), so a failed run never loses the previous data.
+  ``snapshot_date`` is the hive partition: it is not stored inside the files.
+
+**The lake on object storage.** ``data_dir`` may be an fsspec URL (``s3://bucket/prefix``,
+``gs://…``, ``memory://…``; ``tourneylake.lake.storage``). Local directories (and ``file://``) keep
+everything above exactly: write-then-rename, fsync, ``flock``. Any other store is treated as an
+object store — a PUT is atomic (an object is whole or absent), a rename is a copy then a delete,
+there are no locks — and the promises are kept so:
+
+* a raw body, a state document and ``_source.json`` are each one PUT (never seen half-written);
+  settling a raw body copies it to its new name and then deletes the old one: a kill in between
+  leaves both, the same bytes, and the next run settles the ``received`` one again (harmless);
+* a partition is committed by a **marker**: parts are written straight into the night's folder
+  under a fresh generation (``part-<generation>-NNNNN.parquet``), then
+  ``<table>/snapshot_date=D/_commit.json`` (one PUT, the commit point) lists that generation's
+  parts; readers (:meth:`Lake.partitions`, :meth:`Lake.partition_files`, the warehouse) see only
+  the parts the marker lists, so a writer killed at any point leaves the previous partition (or
+  none) visible and its stray parts are deleted by the next commit of that night. Dropping a
+  night deletes its marker first. ``_tmp/`` is not used;
+* :meth:`Lake.lock` is a no-op: one writer per lake per night (Dagster's pools serialise runs,
+  see ``dagster_home/dagster.yaml``) is the rule, as is one reader never racing a writer's
+  clean-up of the parts it replaced;
+* the ledger cannot append: see ``ledger.py``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import re
+import shutil
+import uuid
+from collections.abc import Iterable, Iterator, Mapping
+from datetime import UTC, date, datetime
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from tourneylake.errors import LakeError, LakeSourceMismatch
+from tourneylake.lake.partitions import (
+    COMMIT_FILE,
+    PARTITION,
+    TMP_DIR,
+    PartitionWriter,
+    check_name,
+    committed_dates,
+    damaged_part,
+    partition_dates,
+    read_commit,
+)
+from tourneylake.lake.raw import (
+    OK,
+    RECEIVED,
+    STATUS,
+    RawResponse,
+    as_date,
+    key_digest,
+    raw_file_bytes,
+    raw_stamps,
+    read_raw_file,
+    rename_settled,
+    status_of,
+)
+from tourneylake.lake.storage import AnyPath, StorePath, atomic_write, fsync_dir, location
+
+__all__ = [
+    "Lake",
+    "LakeError",
+    "LakeSourceMismatch",
+    "PartitionWriter",
+    "RawResponse",
+]
+
+log = logging.getLogger(__name__)
+
+RAW_DIR = "_raw"
+SOURCE_FILE = "_source.json"
+# Key fields that look like credentials: refused so a secret can never reach the lake.
+_CREDENTIAL_KEY = re.compile(r"pass|pwd|user.?name|secret|token|app.?key|api.?key|credential|auth", re.IGNORECASE)
+
+
+# The lock a harvest of the lake holds: this name for the settings' one account, with
+# ``-<account>`` for each of several (``session.harvest_lock_name``). A rebuild holds them all,
+# and REBUILD_LOCK while it takes them: a harvest whose lock it could not list yet (an account's
+# first) sees that and waits for it (`Lake.lock_for_harvest`).
+HARVEST_LOCK = "harvest"
+REBUILD_LOCK = "rebuild"
+
+
+class Lake:
+    """The lake under ``<data_dir>/lake``. Opening reads nothing and writes nothing; call
+    :meth:`claim` before writing data of a source."""
+
+    def __init__(self, data_dir: str | os.PathLike[str], *, fsync: bool = True) -> None:
+        self.data_dir: AnyPath = location(data_dir)  # a Path, or a StorePath for a URL
+        self.root: AnyPath = self.data_dir / "lake"
+        #: A local directory (renames, fsync, flock), else an object store (see the docstring).
+        self.local = isinstance(self.root, Path)
+        # fsync makes a paid response survive a power loss, not only a crash of this process;
+        # it costs ~1 ms per raw file on local SSD, nothing next to a network call.
+        self.fsync = fsync
+
+    def __repr__(self) -> str:
+        return f"Lake({str(self.data_dir)!r})"
+
+    @property
+    def exists(self) -> bool:
+        return (self.root / SOURCE_FILE).is_file()
+
+    # ------------------------------------------------------------------ source guard
+    @property
+    def source(self) -> str | None:
+        """The source this lake holds data of, or ``None`` before any was claimed."""
+        marker = self.root / SOURCE_FILE
+        if not marker.is_file():
+            return None
+        try:
+            return orjson.loads(marker.read_bytes()).get("source")
+        except (orjson.JSONDecodeError, AttributeError) as exc:
+            raise LakeError(f'{marker} is damaged ({exc}): restore it or write {{"source": ...}} by hand') from None
+
+    def claim(self, source: str) -> Lake:
+        """Record ``source`` as this lake's (first time) or check it is the recorded one."""
+        if not source:
+            raise LakeError("a lake needs a source ('sandbox' or 'live:<host>')")
+        recorded = self.source
+        if recorded is not None:
+            if recorded != source:
+                raise LakeSourceMismatch(
+                    f"the data directory {self.data_dir} holds data from source {recorded!r}, not "
+                    f"{source!r}; synthetic and live data never mix: use another data directory"
+                )
+            return self
+        self.root.mkdir(parents=True, exist_ok=True)
+        content = {"source": source, "created_at": datetime.now(UTC).isoformat(timespec="seconds")}
+        atomic_write(self.root / SOURCE_FILE, orjson.dumps(content, option=orjson.OPT_INDENT_2), fsync=self.fsync)
+        return self
+
+    # ------------------------------------------------------------------ raw responses
+    def _raw_folder(self, snapshot_date: date | str, resource: str) -> AnyPath:
+        day = as_date(snapshot_date)
+        return self.root / RAW_DIR / f"{PARTITION}={day.isoformat()}" / check_name("resource", resource)
+
+    def raw_path(self, snapshot_date: date | str, resource: str, key: Mapping[str, str]) -> AnyPath:
+        """Where the accepted answer to this request is (or would be)."""
+        return self._raw_folder(snapshot_date, resource) / f"{key_digest(key)}.json.gz"
+
+    def write_raw(
+        self,
+        snapshot_date: date | str,
+        resource: str,
+        key: Mapping[str, str],
+        body: bytes,
+        fmt: str,
+        fetched_at: datetime | int | float,
+    ) -> AnyPath:
+        """Store one body, as received, before anything else touches it; returns its path, to
+        be :meth:`settle_raw`-d once its envelope has been read."""
+        path = self.received_path(snapshot_date, resource, key, fmt)
+        self.write_received(path, snapshot_date, resource, key, body, fmt, fetched_at)
+        return path
+
+    def received_path(self, snapshot_date: date | str, resource: str, key: Mapping[str, str], fmt: str) -> AnyPath:
+        """A new name for a body of this request as received (``<digest>.<token>.received.json.gz``),
+        after the checks :meth:`write_raw` makes: the key holds no credential, the format is known."""
+        bad = [k for k in key if _CREDENTIAL_KEY.search(str(k))]
+        if bad:
+            raise LakeError(f"raw response key must not hold credentials (fields {bad}); key by what was asked, not who asked")
+        if fmt not in ("json", "xml"):
+            raise LakeError(f"unknown format {fmt!r}: expected 'json' or 'xml'")
+        return self._raw_folder(snapshot_date, resource) / f"{key_digest(key)}.{uuid.uuid4().hex[:12]}.{RECEIVED}.json.gz"
+
+    def write_received(
+        self,
+        path: AnyPath,
+        snapshot_date: date | str,
+        resource: str,
+        key: Mapping[str, str],
+        body: bytes,
+        fmt: str,
+        fetched_at: datetime | int | float,
+    ) -> None:
+        """Write a body to the :meth:`received_path` given (the same file whoever writes it:
+        :mod:`tourneylake.lake.raw_saver` writes it in another process)."""
+        data = raw_file_bytes(resource, key, fmt, *raw_stamps(fetched_at, snapshot_date), body)
+        atomic_write(path, data, fsync=self.fsync)
+
+    def settle_raw(self, path: AnyPath, status: str) -> AnyPath:
+        """Name a received body by its status (see the module docstring); returns the new path.
+        The rename needs no fsync: if it is lost, the body stays ``received`` and is read again.
+        A body another process already settled (the same bytes, so the same status) is left as is."""
+        target = self.settled_path(path, status)
+        if target != path:
+            rename_settled(path, target)
+        return target
+
+    @staticmethod
+    def settled_path(path: AnyPath, status: str) -> AnyPath:
+        """The name :meth:`settle_raw` gives a body of ``status``."""
+        if status != OK and not STATUS.match(status):
+            raise LakeError(f"unknown raw status {status!r}")
+        digest, token = path.name.split(".")[:2]
+        if token == "json":  # an accepted answer (``<digest>.json.gz``) being demoted
+            token = uuid.uuid4().hex[:12]
+        return path.with_name(f"{digest}.json.gz" if status == OK else f"{digest}.{token}.{status}.json.gz")
+
+    @contextlib.contextmanager
+    def lock(self, name: str, *, wait: bool = True) -> Iterator[bool]:
+        """An exclusive lock on this lake, between processes (``_state/<name>.lock``, ``flock``:
+        the kernel drops it when its holder dies). Waits for the holder to finish; with
+        ``wait=False`` the block runs at once and is told ``False`` when another holds it. Yields
+        whether the lock is held. On an object store there is no lock: it does nothing and
+        yields ``False`` (one writer per lake per night, see the module docstring)."""
+        from tourneylake.lake.storage import lock
+
+        with lock(self.root / "_state" / f"{check_name('lock', name)}.lock", wait=wait) as held:
+            yield held
+
+    @contextlib.contextmanager
+    def lock_for_harvest(self, name: str) -> Iterator[bool]:
+        """A harvest's lock ``name`` (:data:`HARVEST_LOCK`, or with ``-<account>``), held for the
+        block once no rebuild runs. A rebuild holds :data:`REBUILD_LOCK` and takes every harvest
+        lock it lists; one made after its listing (an account's first harvest) would slip past
+        it, so the harvest looks for the rebuild once it holds its own lock and, when one runs,
+        lets its lock go and waits for the rebuild before it tries again (never holding its own
+        while it waits: the rebuild may be waiting for it). Yields what :meth:`lock` yields."""
+        while True:
+            with self.lock(name) as held:
+                with self.lock(REBUILD_LOCK, wait=False) as no_rebuild:
+                    pass
+                if no_rebuild or not self.local:
+                    yield held
+                    return
+            with self.lock(REBUILD_LOCK):
+                pass
+
+    @contextlib.contextmanager
+    def lock_every(self, prefix: str, *, also: Iterable[str] = (), wait: bool = True) -> Iterator[frozenset[str] | None]:
+        """Every lock whose name starts with ``prefix``, and ``also``, taken in name order and
+        held for the block; the names are listed again once taken (a process may have made a new
+        one meanwhile), until none is new. Yields their names; ``None`` when ``wait=False`` and one
+        is held elsewhere, or new ones kept appearing (after three rounds). On an object store,
+        where there is no lock, ``None`` with ``wait=False`` and no names otherwise."""
+        with contextlib.ExitStack() as held:
+            taken: set[str] = set()
+            for _ in range(3):
+                names = ({*also, *self.lock_names(prefix)} if self.local else set()) - taken
+                if not names:
+                    yield frozenset(taken) if self.local or wait else None
+                    return
+                for name in sorted(names):
+                    if not held.enter_context(self.lock(name, wait=wait)) and not wait:
+                        yield None
+                        return
+                    taken.add(name)
+            yield None  # new ones kept appearing
+
+    def lock_names(self, prefix: str) -> list[str]:
+        """The names of this lake's locks starting with ``prefix`` (any process ever took them)."""
+        folder = self.root / "_state"
+        if not self.local or not folder.is_dir():
+            return []
+        return sorted(p.name.removesuffix(".lock") for p in folder.glob(f"{prefix}*.lock"))
+
+    def request_paths(self, snapshot_date: date | str, resource: str, key: Mapping[str, str], status: str) -> list[AnyPath]:
+        """The stored bodies of one request (``key``) with ``status``, as :meth:`raw_paths` lists them."""
+        digest = key_digest(key) + "."
+        return [path for path in self.raw_paths(snapshot_date, resource, status=status) if path.name.startswith(digest)]
+
+    def has_raw(self, snapshot_date: date | str, resource: str, key: Mapping[str, str]) -> bool:
+        """Whether an accepted answer to this request is stored."""
+        return self.raw_path(snapshot_date, resource, key).exists()
+
+    def read_raw(self, snapshot_date: date | str, resource: str, key: Mapping[str, str]) -> RawResponse | None:
+        """The accepted answer to this request, or ``None``."""
+        path = self.raw_path(snapshot_date, resource, key)
+        return read_raw_file(path) if path.exists() else None
+
+    def iter_raw(
+        self, snapshot_date: date | str, resource: str | None = None, *, status: str | None = OK
+    ) -> Iterator[RawResponse]:
+        """Stored bodies of a night (one resource or all) with ``status`` (``None``: every
+        body), one at a time, in a stable order (resource, then file name)."""
+        for path in self.raw_paths(snapshot_date, resource, status=status):
+            yield read_raw_file(path)
+
+    def raw_paths(self, snapshot_date: date | str, resource: str | None = None, *, status: str | None = OK) -> list[AnyPath]:
+        night = self.root / RAW_DIR / f"{PARTITION}={as_date(snapshot_date).isoformat()}"
+        if not night.is_dir():
+            return []
+        folders = [night / check_name("resource", resource)] if resource else sorted(p for p in night.iterdir() if p.is_dir())
+        out: list[AnyPath] = []
+        for folder in folders:
+            if not folder.is_dir():
+                continue
+            if isinstance(folder, Path):
+                # A night holds thousands of bodies: their names listed, picked and sorted as strings
+                # (in one folder the order pathlib's comparison gives), a Path made only for those kept.
+                names = (n for n in os.listdir(folder) if n.endswith(".json.gz"))
+                out.extend(folder / n for n in sorted(names) if status is None or status_of(n) == status)
+            else:
+                out.extend(p for p in sorted(folder.glob("*.json.gz")) if status is None or status_of(p.name) == status)
+        return out
+
+    def raw_dates(self) -> list[date]:
+        return partition_dates(self.root / RAW_DIR)
+
+    # ------------------------------------------------------------------ tables
+    def table_dir(self, table: str) -> AnyPath:
+        return self.root / check_name("table", table)
+
+    def partition_path(self, table: str, snapshot_date: date | str) -> AnyPath:
+        return self.table_dir(table) / f"{PARTITION}={as_date(snapshot_date).isoformat()}"
+
+    def partition_writer(self, table: str, snapshot_date: date | str) -> PartitionWriter:
+        return PartitionWriter(self, table, as_date(snapshot_date))
+
+    def write_table(self, table: str, snapshot_date: date | str, data: pa.Table) -> int:
+        """Replace one night's partition of ``table`` with ``data``; returns rows written."""
+        with self.partition_writer(table, snapshot_date) as writer:
+            writer.write(data)
+        return writer.rows
+
+    def drop_partition(self, table: str, snapshot_date: date | str) -> None:
+        """Remove one night of ``table`` (a writer that writes nothing does exactly that)."""
+        with self.partition_writer(table, snapshot_date):
+            pass
+
+    def tables(self) -> list[str]:
+        if not self.root.is_dir():
+            return []
+        return sorted(p.name for p in self.root.iterdir() if p.is_dir() and not p.name.startswith(("_", ".")))
+
+    def partitions(self, table: str) -> list[date]:
+        """The nights ``table`` has a (committed) partition of."""
+        if not self.local:
+            return committed_dates(self.table_dir(table))
+        return partition_dates(self.table_dir(table))
+
+    def all_partition_files(self, table: str) -> list[str]:
+        """Every night's parts of ``table``, oldest night first."""
+        return [f for day in self.partitions(table) for f in self.partition_files(table, day)]
+
+    def partition_files(self, table: str, snapshot_date: date | str) -> list[str]:
+        """The night's parts of ``table`` (full URLs on an object store: the parts its commit
+        marker lists, never an uncommitted writer's)."""
+        folder = self.partition_path(table, snapshot_date)
+        if not self.local:
+            committed = read_commit(folder / COMMIT_FILE)
+            return [str(folder / name) for name in committed] if committed is not None else []
+        return [str(p) for p in sorted(folder.glob("part-*.parquet"))] if folder.is_dir() else []
+
+    @property
+    def filesystem(self) -> Any:
+        """The fsspec filesystem of a lake on an object store (``None`` for a local lake)."""
+        return self.root.fs if isinstance(self.root, StorePath) else None
+
+    def _fs_path(self, file: str) -> str:
+        """A part's path as pyarrow wants it with :attr:`filesystem` (no protocol)."""
+        return str(self.filesystem._strip_protocol(file)) if self.filesystem is not None else file
+
+    def table_glob(self, table: str) -> str:
+        """A glob over every night of ``table`` (for DuckDB/pyarrow with hive partitioning).
+        Local lakes only: on an object store a glob would see uncommitted parts."""
+        if not self.local:
+            raise LakeError(
+                f"{self!r} is on an object store: read its tables through partition_files (a glob sees uncommitted parts)"
+            )
+        return str(self.table_dir(table) / f"{PARTITION}=*" / "*.parquet")
+
+    def read_partition(self, table: str, snapshot_date: date | str, columns: list[str] | None = None) -> pa.Table:
+        """One night of ``table`` (without ``snapshot_date``). A part that cannot be read is a
+        :class:`LakeError` naming the file and the rebuild that makes it again."""
+        day = as_date(snapshot_date)
+        parts = []
+        for path in self.partition_files(table, day):
+            try:
+                parts.append(pq.read_table(self._fs_path(path), columns=columns, filesystem=self.filesystem))
+            except (pa.ArrowException, OSError) as exc:
+                raise damaged_part(path, day, exc) from None
+        return pa.concat_tables(parts) if parts else pa.table({})
+
+    def read_table(self, table: str, snapshot_date: date | str | None = None) -> pa.Table:
+        """A table (one night or all) with ``snapshot_date`` restored: for tests and notebooks."""
+        import pyarrow.dataset as ds
+
+        nights = [as_date(snapshot_date)] if snapshot_date is not None else self.partitions(table)
+        parts = []
+        for day in nights:
+            files = self.partition_files(table, day)
+            if not files:
+                continue
+            try:
+                t = ds.dataset([self._fs_path(f) for f in files], format="parquet", filesystem=self.filesystem).to_table()
+            except (pa.ArrowException, OSError) as exc:
+                raise damaged_part(files[0], day, exc) from None
+            parts.append(t.append_column(PARTITION, pa.array([day] * t.num_rows, pa.date32())))
+        if not parts:
+            return pa.table({})
+        return pa.concat_tables(parts, promote_options="default")
+
+    # ------------------------------------------------------------------ internals
+    def sweep_tmp(self, older_than_s: float = 86_400.0) -> int:
+        """Remove what a killed process left in ``_tmp/`` (staged parts never swapped in, a
+        replaced partition never deleted) once untouched for ``older_than_s`` (a day: nothing
+        writes that long); returns how many. Never raw answers: those are not kept there."""
+        folder = self.root / TMP_DIR
+        if not self.local or not folder.is_dir():
+            return 0
+        cutoff = datetime.now(UTC).timestamp() - older_than_s
+        removed = 0
+        for entry in folder.iterdir():
+            with contextlib.suppress(FileNotFoundError):
+                stat = entry.lstat()
+                if max(stat.st_mtime, stat.st_ctime) >= cutoff:  # ctime: a rename (a partition set aside) counts
+                    continue
+                if entry.is_dir():
+                    shutil.rmtree(entry, ignore_errors=True)
+                else:
+                    entry.unlink()
+                removed += 1
+        if removed:
+            log.info("removed %d leftover(s) of killed processes from %s", removed, folder)
+        return removed
+
+    def _tmp_dir(self) -> Path:
+        folder = self.root / TMP_DIR / uuid.uuid4().hex
+        folder.mkdir(parents=True)
+        return folder
+
+    def _swap_in(self, staged: Path, target: Path) -> None:
+        """Replace ``target`` by ``staged``: move the old one aside, move the new one in, then
+        delete the old one. At no point is the old data gone before the new data is in place."""
+        target.parent.mkdir(parents=True, exist_ok=True)
+        aside: Path | None = None
+        try:  # both renames inside: an interrupt (Ctrl-C, a worker's SIGTERM) between them restores the old data
+            if target.exists():
+                aside = self.root / TMP_DIR / f"{uuid.uuid4().hex}.old"
+                os.replace(target, aside)  # type: ignore[arg-type]
+            os.replace(staged, target)  # type: ignore[arg-type]
+        except BaseException:
+            if aside is not None and aside.exists() and not target.exists():
+                os.replace(aside, target)  # type: ignore[arg-type]
+            raise
+        if self.fsync:
+            fsync_dir(target.parent)
+        if aside is not None:
+            shutil.rmtree(aside, ignore_errors=True)
+
+
+# ---------------------------------------------------------------------- file helpers
+# (``tourneylake.lake.storage`` holds the operations that differ between a disk and an object store)

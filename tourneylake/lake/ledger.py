@@ -1,0 +1,742 @@
+"""The search ledger: every metered call, when, what, cost, searches left, outcome.
+
+One writer (:class:`LedgerWriter`), one reader (:class:`Ledger`), one schema: the columns of the
+``search_ledger`` table in ``normalize/schemas.py``. The durable record is one JSON-lines file per
+run under ``lake/_ledger/snapshot_date=D/``, each line flushed as it is written, so a killed
+process keeps its record of what it paid for; the ``search_ledger`` Parquet partition is only
+its export for the warehouse (:meth:`Ledger.table`).
+
+Lines have a ``kind``:
+
+- ``run``: the header, with the account's searches left before the run spent anything;
+- ``sent``: written before a metered attempt goes out (write-ahead), so a call in flight when the
+  process dies is known afterwards;
+- ``entry``: a row of the table (an attempt's outcome, or a reconciliation);
+- ``closed``: the run ended and reconciled itself.
+
+A run's file is ``run-<id>.open.jsonl`` while it writes (created locked, under a temporary name,
+then renamed, so it is never seen unlocked; the ``flock`` is dropped by the kernel when the
+process dies) and ``run-<id>.jsonl`` once closed. A run that ends — normally, on an exception, a
+Ctrl-C or a SIGTERM — with calls announced but never answered is *not* closed: it stays
+``.open``, unlocked, like a run that was killed. :meth:`Ledger.dead_runs` finds those files: runs
+whose calls may have been charged unanswered, for the next run to reconcile
+(``Session.reconcile_dead_runs``); :func:`unexplained_charges` is the arithmetic both
+reconciliations use.
+
+A writer made with ``account=`` (the account's *name*, never its secret) writes it in the header
+and in every row (the ``account`` column); the reader's ``runs``, ``spent``, ``spent_since``,
+``dead_runs`` and ``spend_per_night`` take ``account=`` to count one account's runs only. With
+``login=`` (:func:`login_digest` of the username, never the name) the header also says whose
+count the run spent from, so runs under two account names with one username are known to share
+it (:meth:`RunLog.same_credentials`, used by the reconciliations).
+
+**On an object store** (a lake at an ``s3://``… URL, see ``lake.py``) nothing can be appended
+to, renamed atomically or locked, so a run is a folder of segments instead of one file: every
+write — the header with the first line, then each line, as each is flushed locally — is its own
+small object ``run-<id>.open/<seq>.jsonl`` (one PUT, whole or absent), so the write-ahead promise
+is the same (a ``sent`` line is stored before the call goes out) and a segment is never torn. We
+chose a segment per write over group commit: the ledger's writes are already serialised by its
+lock, a PUT is a few milliseconds next to a metered call, and nothing is ever buffered unsaved.
+Closing writes the ``closed`` segment, then the whole run as one object ``run-<id>.jsonl`` (the
+same name as a closed local file), then deletes the folder; a folder with such a sibling is only
+its leftover. The reader concatenates a run's segments in order, so dead runs and torn lines are
+found as before. There is no ``flock``: a run is *held* while a writer of this process has it
+open, or while the process its header names (``host``, ``pid``) is alive on this host; the
+one-writer rule (one writer per account and night: Dagster's pools serialise runs) makes an open
+run of another host a dead one — pass ``account=`` to :meth:`Ledger.dead_runs` when accounts
+harvest side by side.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import io
+import logging
+import os
+import socket
+import threading
+import uuid
+from collections import Counter
+from collections.abc import Iterable, Iterator, Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+from datetime import UTC, date, datetime
+from typing import IO, Any
+
+import orjson
+import pyarrow as pa
+
+from tourneylake.errors import TourneylakeError
+from tourneylake.lake.lake import Lake
+from tourneylake.lake.partitions import PARTITION
+from tourneylake.lake.storage import AnyPath, StorePath, atomic_write, remove_tree
+from tourneylake.runtime.threads import submit_to_finish
+from tourneylake.schemas import TABLES
+
+__all__ = [
+    "COLUMNS",
+    "LEDGER_DIR",
+    "Ledger",
+    "LedgerError",
+    "LedgerWriter",
+    "RunLog",
+    "login_digest",
+    "unexplained_charges",
+]
+
+log = logging.getLogger(__name__)
+
+#: ``Ledger.spent_since``'s default: every account's runs.
+EVERY_ACCOUNT = object()
+
+LEDGER_DIR = "_ledger"
+_SPEC = TABLES["search_ledger"]
+#: The table's columns as the JSON lines hold them (``snapshot_date`` is the folder).
+SCHEMA = pa.schema([f for f in _SPEC.schema if f.name != PARTITION])
+COLUMNS: tuple[str, ...] = tuple(SCHEMA.names)
+_REQUIRED = frozenset(f.name for f in SCHEMA if f.name in ("called_at", "run_id", "resource", "cost", "outcome"))
+#: The outcome after which the service may have charged a call we did not book (no answer read).
+UNCERTAIN = "transport_error"
+RECONCILED = "reconciled"
+RECONCILED_AFTER_CRASH = "reconciled_after_crash"
+#: A drop in the searches left that this run's calls cannot explain (another client spent them):
+#: recorded with cost 0, so it is never charged to the run or its night's cap.
+EXTERNAL_SPENDING = "external_spending"
+
+
+class LedgerError(TourneylakeError, ValueError):
+    """A ledger row that does not fit the schema, or a ledger file that cannot be read."""
+
+
+#: Object store: the runs this process is writing (its stand-in for the local ``flock``).
+_LIVE: set[str] = set()
+_LIVE_LOCK = threading.Lock()
+OPEN_SUFFIX = ".open"  # object store: ``run-<id>.open/`` holds an open run's segments
+
+
+def _night_dir(lake: Lake, night: date) -> AnyPath:
+    return lake.root / LEDGER_DIR / f"{PARTITION}={night.isoformat()}"
+
+
+def _dumps(line: Mapping[str, Any]) -> bytes:
+    return orjson.dumps(line, option=orjson.OPT_NAIVE_UTC) + b"\n"
+
+
+class LedgerWriter:
+    """Append-only log of one run for one night. Thread-safe. Use as a context manager (or call
+    :meth:`close`): the file is created on the first line, with the run header.
+
+    :meth:`sent` and :meth:`record` return once their line is in the file; :meth:`sent_soon`
+    and :meth:`record_soon` return a future for it, which the asynchronous client waits for
+    (the call goes out, or its caller hears of the answer, only once the line is written).
+
+    On a local disk the caller writes the line itself, under the writer's lock (so in the
+    order asked for), and the future is done when it returns: a line is one ``write`` to the
+    page cache, 30 µs on average in a 2,000-summary harvest, where handing it to a thread and
+    back held each call ~1.2 ms (measured, ``benchmarks/RESULTS.md``; the harvest's bodies are
+    fsynced by another process, :mod:`tourneylake.lake.raw_saver`, so a line seldom waits for the
+    journal). On an object store a line is a PUT, so one thread of the writer's own writes the
+    lines, in order, and a line asked for is written even if whoever waits for it is
+    cancelled. After a write fails, every later one raises :class:`LedgerError` at once, and so
+    does every write-ahead line already queued: a night whose ledger cannot be written stops
+    paying for calls. Its run is then not closed but left open, so the next run books what the
+    service charged beyond the rows it could write."""
+
+    def __init__(
+        self,
+        lake: Lake,
+        night: date,
+        run_id: str,
+        *,
+        remaining_before: int | None,
+        account: str | None = None,
+        login: str | None = None,
+    ) -> None:
+        self.directory = _night_dir(lake, night)
+        self.night = night
+        self.run_id = run_id
+        self.remaining_before = remaining_before
+        self.account = account  # the account's name (never its secret), or None
+        self.login = login  # a digest of the username the service counts against (see `login_digest`)
+        self._remote = not lake.local
+        self._segments = 0  # object store: segments written
+        self._done = False  # object store: closed (or left open for the next run)
+        self._written: list[bytes] = []  # object store: the run's lines, for the closed object
+        self.started_at = datetime.now(UTC)
+        self._lock = threading.Lock()
+        self._file: IO[bytes] | None = None
+        self._path: AnyPath | None = None
+        self.spent = 0
+        self.attempts = 0
+        self.lowest_remaining: int | None = None  # the fewest searches left any answer of the run reported
+        self._unanswered: dict[tuple[str | None, int], str] = {}  # (call, attempt) → resource, while in flight
+        self._transport_failures: Counter[str] = Counter()  # resources of attempts with no answer read
+        self._writer: ThreadPoolExecutor | None = None  # object store: the thread that writes the lines
+        self._failed: BaseException | None = None  # the write that failed: no line is written after it
+        self._closing = False  # close() has begun: no line is taken after it
+
+    @property
+    def path(self) -> AnyPath | None:
+        return self._path
+
+    @property
+    def uncertain(self) -> Counter[str]:
+        """Resources of the calls the service may have charged that no row books."""
+        return _uncertain(self._unanswered.values(), self._transport_failures)
+
+    def _header(self) -> dict[str, Any]:
+        header = {
+            "kind": "run",
+            "run_id": self.run_id,
+            "started_at": self.started_at,
+            "remaining_before": self.remaining_before,
+            "pid": os.getpid(),
+        }
+        if self.account is not None:
+            header["account"] = self.account
+        if self.login is not None:
+            header["login"] = self.login
+        if self._remote:  # no flock there: the host and pid tell a live writer from a dead one
+            header["host"] = socket.gethostname()
+        return header
+
+    def _write_segment(self, line: Mapping[str, Any]) -> None:
+        """Object store: one object per write (see the module docstring)."""
+        data = _dumps(line)
+        if self._path is None:
+            self._path = self.directory / f"run-{self.run_id}{OPEN_SUFFIX}"
+            with _LIVE_LOCK:
+                _LIVE.add(str(self._path))
+            data = _dumps(self._header()) + data
+        atomic_write(self._path / f"{self._segments:08d}.jsonl", data, fsync=True)
+        self._segments += 1
+        self._written.append(data)
+
+    def _write(self, line: Mapping[str, Any]) -> None:
+        if self._remote:
+            self._write_segment(line)
+            return
+        if self._file is None:
+            self.directory.mkdir(parents=True, exist_ok=True)
+            # Locked before it is visible: a reconciler never mistakes a starting run for a dead one.
+            staging = self.directory / f".run-{self.run_id}.{uuid.uuid4().hex}.starting"
+            handle = open(staging, "ab")  # noqa: SIM115 - kept open for the run, closed in close()
+            fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
+            self._path = self.directory / f"run-{self.run_id}.open.jsonl"
+            os.replace(staging, self._path)
+            self._file = handle
+            handle.write(_dumps(self._header()))
+        self._file.write(_dumps(line))
+        self._file.flush()
+
+    def _refusal(self) -> LedgerError:
+        return LedgerError(f"the ledger could not be written ({self._failed}); no call is paid for without it")
+
+    def _queue(self, line: Mapping[str, Any]) -> Future[None]:
+        """Write ``line`` here (a local file) or hand it to the writer thread (an object store);
+        called under the lock, so the file's order is the order of the calls. A queued line is
+        written even if whoever waits for it is cancelled."""
+        if self._failed is not None:
+            raise self._refusal()
+        if self._closing:
+            raise LedgerError(f"run {self.run_id}: its ledger is closed; no line is written after it")
+        if not self._remote:
+            return self._write_here(line)
+        if self._writer is None:
+            self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tourneylake-ledger")
+        return submit_to_finish(self._writer, self._write_or_fail, line)
+
+    def _write_here(self, line: Mapping[str, Any]) -> Future[None]:
+        """``line`` written by the caller: a done future, with the write's error if it failed.
+        An interrupt (Ctrl-C) is the caller's own, and raised: the file has the line whole or
+        not at all (one buffered write), so later lines are still written."""
+        written: Future[None] = Future()
+        written.set_running_or_notify_cancel()
+        try:
+            self._write(line)
+        except Exception as exc:  # noqa: BLE001 - the waiter's, as the writer thread would give it
+            self._failed = exc
+            written.set_exception(exc)
+        else:
+            written.set_result(None)
+        return written
+
+    def _write_or_fail(self, line: Mapping[str, Any]) -> None:
+        if self._failed is not None and line["kind"] == "sent":
+            # Queued before a write failed: its call does not go out (nor counts as unanswered).
+            # A row is still tried: it books a call that was paid for.
+            with self._lock:
+                self._unanswered.pop((line["call"], line["attempt"]), None)
+            raise self._refusal()
+        try:
+            self._write(line)
+        except BaseException as exc:
+            self._failed = self._failed or exc
+            raise
+
+    def sent_soon(self, resource: str, call_key: str, attempt: int) -> Future[None]:
+        """A metered attempt is about to go out (write-ahead, see the module docstring): it may
+        go once the returned future is done."""
+        with self._lock:
+            written = self._queue({"kind": "sent", "resource": resource, "call": call_key, "attempt": attempt})
+            self._unanswered[(call_key, attempt)] = resource
+            return written
+
+    def sent(self, resource: str, call_key: str, attempt: int) -> None:
+        """:meth:`sent_soon`, returning once the line is written."""
+        self.sent_soon(resource, call_key, attempt).result()
+
+    def record(self, call_key: str | None = None, **row: Any) -> None:
+        """One row of the table; ``row`` holds its columns (missing ones are NULL). Returns once
+        the line is written."""
+        self.record_soon(call_key, **row).result()
+
+    def record_soon(self, call_key: str | None = None, **row: Any) -> Future[None]:
+        """:meth:`record`, returning a future for the line's write instead of waiting for it."""
+        unknown = set(row) - set(COLUMNS)
+        missing = {name for name in _REQUIRED if row.get(name) is None}
+        if unknown or missing:
+            raise LedgerError(f"ledger row: unknown columns {sorted(unknown)}, missing {sorted(missing)}")
+        line = {"kind": "entry", "call": call_key, **{name: row.get(name) for name in COLUMNS}}
+        if line.get("account") is None:
+            line["account"] = self.account
+        with self._lock:
+            written = self._queue(line)
+            self._unanswered.pop((call_key, row.get("attempt")), None)
+            self.spent += int(row["cost"])
+            self.attempts += 1
+            if row["outcome"] == UNCERTAIN:
+                self._transport_failures[row["resource"]] += 1
+            reported = row.get("remaining_after")
+            if reported is not None and (self.lowest_remaining is None or reported < self.lowest_remaining):
+                self.lowest_remaining = reported
+            return written
+
+    def close(self) -> None:
+        """Mark the run closed and release the file (its name loses ``.open``) — unless calls
+        are still unanswered: then the file stays ``.open`` for the next run to reconcile. A line
+        submitted once closing has begun is refused (:class:`LedgerError`): a write-ahead line
+        so refused keeps its call from going out."""
+        with self._lock:
+            self._closing = True
+        if self._writer is not None:
+            self._writer.shutdown(wait=True)  # every line asked for is written first
+            self._writer = None
+        with self._lock:
+            if self._failed is not None:
+                self._keep_open()
+                return
+            if self._remote:
+                self._close_segments()
+                return
+            if self._file is None:
+                return
+            if self._unanswered:
+                log.warning(
+                    "run %s ends with %d call(s) sent and never answered: the next run reconciles them",
+                    self.run_id,
+                    len(self._unanswered),
+                )
+                self._file.close()  # releases the flock; the file keeps its .open name
+                self._file = None
+                return
+            self._file.write(_dumps({"kind": "closed", "at": datetime.now(UTC), "spent": self.spent}))
+            self._file.flush()
+            assert self._path is not None
+            closed = self._path.with_name(f"run-{self.run_id}.jsonl")
+            os.replace(self._path, closed)
+            self._path = closed
+            self._file.close()  # releases the flock
+            self._file = None
+
+    def _keep_open(self) -> None:
+        """After a failed write: the run is released but not closed, so the next run reconciles
+        it with the service's count (a row this run could not write is not lost)."""
+        log.warning(
+            "run %s: a ledger line could not be written (%s): the run stays open for the next run to reconcile",
+            self.run_id,
+            self._failed,
+        )
+        if self._remote:
+            self._done = True
+            with _LIVE_LOCK:
+                _LIVE.discard(str(self._path))
+        elif self._file is not None:
+            with contextlib.suppress(OSError):
+                self._file.close()  # releases the flock; the file keeps its .open name
+            self._file = None
+
+    def _close_segments(self) -> None:
+        if not isinstance(self._path, StorePath) or self._done:
+            return  # nothing written, or already closed
+        self._done = True
+        with _LIVE_LOCK:
+            _LIVE.discard(str(self._path))
+        if self._unanswered:
+            log.warning(
+                "run %s ends with %d call(s) sent and never answered: the next run reconciles them",
+                self.run_id,
+                len(self._unanswered),
+            )
+            return
+        self._write_segment({"kind": "closed", "at": datetime.now(UTC), "spent": self.spent})
+        self._path = _compact(self._path, b"".join(self._written))
+
+    def __enter__(self) -> LedgerWriter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+@dataclass
+class RunLog:
+    """One run's lines, as read back."""
+
+    path: AnyPath
+    night: date
+    run_id: str
+    started_at: datetime | None = None
+    remaining_before: int | None = None
+    account: str | None = None
+    login: str | None = None
+    pid: int | None = None
+    host: str | None = None
+    entries: list[dict[str, Any]] = field(default_factory=list)
+    unanswered: list[dict[str, Any]] = field(default_factory=list)  # ``sent`` with no entry after
+    closed: bool = False
+
+    @property
+    def spent(self) -> int:
+        return sum(int(e.get("cost") or 0) for e in self.entries)
+
+    def same_credentials(self, account: str | object | None, login: str | None) -> bool:
+        """Whether this run spent from the count of ``login`` (when both runs name their login)
+        or else of the account named ``account`` (``EVERY_ACCOUNT``: any)."""
+        if login is not None and self.login is not None:
+            return self.login == login
+        return account is EVERY_ACCOUNT or self.account == account
+
+    @property
+    def uncertain(self) -> Counter[str]:
+        """Resources of the calls the service may have charged that no row books."""
+        failures = Counter(str(e.get("resource")) for e in self.entries if e.get("outcome") == UNCERTAIN)
+        return _uncertain((str(line.get("resource")) for line in self.unanswered), failures)
+
+
+def _segments(folder: StorePath) -> list[StorePath]:
+    return [p for p in folder.glob("*.jsonl") if p.name[: -len(".jsonl")].isdigit()]
+
+
+def _compact(folder: StorePath, data: bytes) -> StorePath:
+    """Object store: a closed run's lines as one object ``run-<id>.jsonl``; its folder goes."""
+    closed = folder.with_name(folder.name.removesuffix(OPEN_SUFFIX) + ".jsonl")
+    atomic_write(closed, data, fsync=True)
+    remove_tree(folder)
+    return closed
+
+
+def _run_bytes(path: AnyPath) -> IO[bytes]:
+    """A run's lines: its file, or (object store, open run) its segments in order."""
+    if isinstance(path, StorePath):
+        if path.name.endswith(OPEN_SUFFIX):
+            found = path.cat_many(_segments(path))
+            return io.BytesIO(b"".join(found[p] for p in sorted(found)))
+        return io.BytesIO(path.read_bytes())
+    return open(path, "rb")
+
+
+def _read_run(path: AnyPath, night: date) -> RunLog:
+    run_id = path.name.removeprefix("run-").split(".")[0]
+    log = RunLog(path, night, run_id)
+    pending: dict[tuple[Any, Any], dict[str, Any]] = {}
+    damaged: list[tuple[int, str]] = []
+    torn: set[int] = set()  # lines a killed process cut short (the rest still counts)
+    with _run_bytes(path) as handle:
+        for number, raw in enumerate(handle, start=1):
+            if not raw.strip():
+                continue
+            try:
+                line = orjson.loads(raw)
+            except orjson.JSONDecodeError as exc:
+                if not raw.endswith(b"\n"):
+                    torn.add(number)  # the last line, still being written or cut by a kill
+                else:
+                    damaged.append((number, str(exc)))
+                continue
+            kind = line.get("kind")
+            if kind == "run":
+                log.started_at = _time(line.get("started_at"))
+                log.remaining_before = line.get("remaining_before")
+                log.account = line.get("account")
+                log.login = line.get("login") if isinstance(line.get("login"), str) else None
+                log.pid = line.get("pid") if isinstance(line.get("pid"), int) else None
+                log.host = line.get("host")
+            elif kind == "sent":
+                pending[(line.get("call"), line.get("attempt"))] = line
+            elif kind == "entry":
+                pending.pop((line.get("call"), line.get("attempt")), None)
+                entry = {name: line.get(name) for name in COLUMNS}
+                if entry.get("account") is None:
+                    entry["account"] = log.account
+                log.entries.append(entry)
+            elif kind == "closed":
+                log.closed = True
+                if isinstance(line.get("torn_line"), int):
+                    torn.add(line["torn_line"])
+    real = [(number, why) for number, why in damaged if number not in torn]
+    if real:
+        number, why = real[0]
+        raise LedgerError(
+            f"ledger file {path} line {number} is damaged ({why}): restore the file from a backup, or delete "
+            "that line if you accept that the ledger misses one row (the raw answers are untouched)"
+        )
+    log.unanswered = list(pending.values())
+    return log
+
+
+def _uncertain(unanswered: Iterable[str], transport_failures: Counter[str]) -> Counter[str]:
+    """The calls the service may have charged that no row books: sent but never answered (in
+    flight when the run died), or answered by a transport failure (a timeout after sending)."""
+    return Counter(unanswered) + transport_failures
+
+
+def _time(value: Any) -> datetime | None:
+    return datetime.fromisoformat(value).astimezone(UTC) if isinstance(value, str) else None
+
+
+def _held_remotely(run: RunLog) -> bool:
+    """Object store: a writer of this process has the run open, or its writer is another
+    process of this host that is still alive. A run of another host counts as dead (the
+    one-writer rule, see the module docstring)."""
+    with _LIVE_LOCK:
+        if str(run.path) in _LIVE:
+            return True
+    if run.host != socket.gethostname() or run.pid is None or run.pid == os.getpid():
+        return False
+    try:
+        os.kill(run.pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # alive, another user's
+    return True
+
+
+def _held(path: AnyPath) -> bool:
+    """Whether a live process holds the run's file (its writer has the flock)."""
+    try:
+        with open(path, "rb") as handle:
+            try:
+                fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                return True
+            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+            return False
+    except FileNotFoundError:
+        return False  # closed (renamed) meanwhile
+
+
+class Ledger:
+    """Reads the ledger of a lake (every run, every night). ``account=`` (a name) narrows a
+    reading to that account's runs; ``None`` counts every account."""
+
+    def __init__(self, lake: Lake) -> None:
+        self.lake = lake
+        self.base = lake.root / LEDGER_DIR
+
+    def nights(self) -> list[date]:
+        if not self.base.is_dir():
+            return []
+        prefix = PARTITION + "="
+        return sorted(date.fromisoformat(p.name[len(prefix) :]) for p in self.base.glob(prefix + "*") if p.is_dir())
+
+    def _run_paths(self, directory: AnyPath) -> list[AnyPath]:
+        """A night's runs: its ``run-*.jsonl`` files and (object store) its open runs' folders."""
+        if not isinstance(directory, StorePath):
+            return sorted(directory.glob("run-*.jsonl")) if directory.is_dir() else []
+        entries = [p for p in directory.iterdir() if p.name.startswith("run-")]
+        closed = {p.name.removesuffix(".jsonl") for p in entries if p.is_file() and p.name.endswith(".jsonl")}
+        folders = [
+            p for p in entries if p.is_dir() and p.name.endswith(OPEN_SUFFIX) and p.name.removesuffix(OPEN_SUFFIX) not in closed
+        ]
+        return sorted([p for p in entries if p.is_file() and p.name.endswith(".jsonl")] + folders)
+
+    def _all_remote_runs(self) -> list[StorePath]:
+        """Object store: every night's runs from one recursive listing (not one per night)."""
+        assert isinstance(self.base, StorePath)
+        fs = self.base.fs
+        with contextlib.suppress(FileNotFoundError):
+            fs.invalidate_cache(self.base.path)
+        try:
+            found = fs.find(self.base.path, detail=True)
+        except FileNotFoundError:
+            return []
+        closed: dict[str, StorePath] = {}
+        folders: dict[str, StorePath] = {}
+        for name, info in found.items():
+            parts = name.rsplit("/", 3)
+            if len(parts) == 4 and parts[1].startswith(PARTITION + "=") and parts[2].endswith(OPEN_SUFFIX):
+                folder = f"{parts[0]}/{parts[1]}/{parts[2]}"
+                folders.setdefault(folder, StorePath(fs, folder, {"type": "directory"}))
+            elif parts[-1].startswith("run-") and parts[-1].endswith(".jsonl") and parts[-2].startswith(PARTITION + "="):
+                closed[name.removesuffix(".jsonl")] = StorePath(fs, name, info)
+        live = [p for key, p in folders.items() if key.removesuffix(OPEN_SUFFIX) not in closed]
+        return sorted([*closed.values(), *live])
+
+    def runs(self, night: date, *, account: str | None = None) -> list[RunLog]:
+        runs = [_read_run(path, night) for path in self._run_paths(_night_dir(self.lake, night))]
+        return [run for run in runs if account is None or run.account == account]
+
+    def entries(self, night: date, *, account: str | None = None) -> Iterator[dict[str, Any]]:
+        """Every row of one night, all runs (or one account's), in file order."""
+        for run in self.runs(night, account=account):
+            yield from run.entries
+
+    def spent(self, night: date, *, only: str | None = None, excluding: str | None = None, account: str | None = None) -> int:
+        """Searches the ledger records for a night (of one resource, or all but one)."""
+        return sum(
+            int(row.get("cost") or 0)
+            for row in self.entries(night, account=account)
+            if (only is None or row.get("resource") == only) and (excluding is None or row.get("resource") != excluding)
+        )
+
+    def spend_per_night(self, *, account: str | None = None) -> dict[date, tuple[int, int]]:
+        """(searches, rows) per night."""
+        out = {}
+        for night in self.nights():
+            rows = list(self.entries(night, account=account))
+            if rows or account is None:
+                out[night] = (sum(int(row.get("cost") or 0) for row in rows), len(rows))
+        return out
+
+    def table(self, night: date) -> pa.Table:
+        """The night's rows as the ``search_ledger`` partition (the warehouse export)."""
+        rows = list(self.entries(night))
+        columns = {name: [row.get(name) for row in rows] for name in COLUMNS}
+        columns["called_at"] = [_time(v) for v in columns["called_at"]]
+        try:
+            return pa.table(columns, schema=SCHEMA)
+        except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
+            raise LedgerError(f"the ledger of {night} holds a row that does not fit the schema: {exc}") from None
+
+    def publish(self, night: date, *, when_empty: bool = True) -> int:
+        """Write the night's ``search_ledger`` partition from its ledger (``when_empty=False``:
+        only when it has rows), reading and writing under the lake's lock for that night's
+        export: two runs publishing one night (a harvest, a reconciler of an earlier night, a
+        question) never swap a stale copy in after a newer one. Returns the rows written."""
+        with self.lake.lock(f"ledger-export-{night.isoformat()}"):
+            table = self.table(night)
+            if not table.num_rows and not when_empty:
+                return 0
+            return self.lake.write_table("search_ledger", night, table)
+
+    def _open_paths(self) -> list[AnyPath]:
+        if not isinstance(self.base, StorePath):
+            return sorted(self.base.glob(f"{PARTITION}=*/run-*.open.jsonl"))
+        return [p for p in self._all_remote_runs() if p.name.endswith(OPEN_SUFFIX)]
+
+    def dead_runs(self, *, account: str | None = None) -> list[RunLog]:
+        """Runs whose file is still open but held by no process: they died mid-run."""
+        if not self.base.is_dir():
+            return []
+        dead = []
+        for path in self._open_paths():
+            if isinstance(path, StorePath) or not _held(path):
+                night = date.fromisoformat(path.parent.name.split("=", 1)[1])
+                run = _read_run(path, night)
+                if isinstance(path, StorePath) and _held_remotely(run):
+                    continue
+                if account is None or run.account == account:
+                    dead.append(run)
+        return dead
+
+    def spent_since(
+        self, moment: datetime, *, except_run: str, account: str | object | None = EVERY_ACCOUNT, login: str | None = None
+    ) -> int:
+        """Searches other runs of ``account`` recorded after ``moment`` (files untouched since are
+        skipped). Here ``account=None`` is the runs without an account name only (the default
+        credentials'): another account's spending comes off another account's count. With
+        ``login``, a run that names its login counts when the login is the same, whatever its
+        account's name (two names for one username spend from one count)."""
+        if not self.base.is_dir():
+            return 0
+        total = 0
+        if isinstance(self.base, StorePath):
+            paths = list(self._all_remote_runs())
+        else:
+            paths = list(self.base.glob(f"{PARTITION}=*/run-*.jsonl"))
+        for path in paths:
+            if path.name.startswith(f"run-{except_run}.") or _untouched_since(path, moment):
+                continue
+            night = date.fromisoformat(path.parent.name.split("=", 1)[1])
+            run = _read_run(path, night)
+            if not run.same_credentials(account, login):
+                continue
+            for row in run.entries:
+                called = _time(row.get("called_at"))
+                if called is not None and called >= moment:
+                    total += int(row.get("cost") or 0)
+        return total
+
+    def close_dead_run(self, run: RunLog, row: Mapping[str, Any] | None) -> None:
+        """Append the reconciliation ``row`` (if any) to a dead run's file and close it."""
+        entry = None
+        if row is not None:
+            entry = {"kind": "entry", "call": None, **{name: row.get(name) for name in COLUMNS}}
+            if entry.get("account") is None:
+                entry["account"] = run.account
+        if isinstance(run.path, StorePath):  # segments: never torn; one more, then the closed object
+            with _run_bytes(run.path) as handle:
+                data = handle.read()
+            tail = (_dumps(entry) if entry is not None else b"") + _dumps(
+                {"kind": "closed", "at": datetime.now(UTC), "reconciled": True, "torn_line": None}
+            )
+            atomic_write(run.path / f"{len(_segments(run.path)):08d}.jsonl", tail, fsync=True)
+            _compact(run.path, data + tail)
+            return
+        with open(run.path, "rb") as existing:
+            lines = existing.read().splitlines(keepends=True)
+        torn = len(lines) if lines and not lines[-1].endswith(b"\n") else None
+        with open(run.path, "ab") as handle:
+            if torn is not None:  # end the line the kill cut, and say which it was
+                handle.write(b"\n")
+            if entry is not None:
+                handle.write(_dumps(entry))
+            handle.write(_dumps({"kind": "closed", "at": datetime.now(UTC), "reconciled": True, "torn_line": torn}))
+        os.replace(run.path, run.path.with_name(f"run-{run.run_id}.jsonl"))
+
+
+def _untouched_since(path: AnyPath, moment: datetime) -> bool:
+    """Whether a run's file was last written before ``moment`` (an open object-store run's
+    folder is always read: it has no one date)."""
+    if isinstance(path, StorePath):
+        if path.name.endswith(OPEN_SUFFIX):
+            return False
+        when = path.modified()
+        return when is not None and when < moment
+    return path.stat().st_mtime < moment.timestamp()
+
+
+def login_digest(username: str | None) -> str | None:
+    """What a run's header says of the username it spent from: a digest (the ledger never holds
+    a credential), so runs under two account names with one username are known to share a count."""
+    if not username:
+        return None
+    return hashlib.sha256(b"tourneylake-login\x1f" + username.encode()).hexdigest()[:16]
+
+
+def unexplained_charges(*, before: int | None, after: int | None, recorded: int, others: int, uncertain_cost: int) -> int:
+    """Searches the service counted that the ledger's rows do not explain.
+
+    ``before``/``after``: the account's searches left around the run (logged-in readings);
+    ``recorded``: what the run's rows already count; ``others``: what other runs recorded in
+    between; ``uncertain_cost``: the most the unexplained calls could cost (calls with no readable
+    answer, each at its resource's cost). The difference is clamped to ``[0, uncertain_cost]``:
+    another client draining the account, or a quota reset, can never be booked against us.
+    """
+    if before is None or after is None or uncertain_cost <= 0:
+        return 0
+    return max(0, min(uncertain_cost, (before - after) - recorded - others))

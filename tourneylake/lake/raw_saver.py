@@ -1,0 +1,360 @@
+"""The night's paid bodies saved by a second process while the harvest fetches.
+
+Every HTTP 200 body is written to the raw store before anything parses it (:mod:`tourneylake.lake.lake`):
+given its header, hashed, gzipped, written to a temporary file, fsynced, renamed, its folder
+fsynced, then renamed again by its status once it has been read. In the harvest's own process
+that was the bound of the fetching phase: each of those system calls gives up the GIL and waits
+to take it back from the event loop, on one of four threads, and each save wakes the loop
+across threads. A harvest of 2,000 summaries fetched in ~9.6 s saving them and ~4.9 s without
+(``benchmarks/RESULTS.md``).
+
+So a harvest on a local lake hands each body to this saver (``python -m tourneylake.lake.raw_saver``)
+through a pipe the event loop writes and reads itself (no thread of the harvest takes part), and
+the saver does the work on threads of its own. Nothing about what is kept changes:
+
+* **The acknowledgement is the gate.** A call's caller hears of its answer, and its ledger row
+  is written, only once the saver has said the body is on disk (written and fsynced, as before),
+  and once it has named it by its status.
+* **Nothing waits on the saver's health.** The harvest keeps every body until it is
+  acknowledged. When the saver ends (killed, crashed, or never started), every body it has not
+  acknowledged, and every later one, is saved by the harvest itself, as it was before this
+  module, to the very file name it chose, so a body the saver wrote just before it died is
+  written again, not twice. A saver that is alive but cannot be trusted (its answers do not
+  read, or it has not ended two minutes after its input closed) is killed first, and the
+  harvest's saves wait for it to end: it cannot write a body the harvest has saved since.
+* **An error is the harvest's own.** When the saver cannot save a body (a full disk, a folder
+  that cannot be made), the harvest saves it itself, so the call fails with the very exception it
+  would have raised without the saver (a :class:`~tourneylake.lake.lake.LakeError`, an ``OSError``).
+* **A harvest killed with bodies in the pipe** leaves the saver to save every whole body it has
+  read, then end at the end of its input: each is a ``received`` file the next run settles.
+* **No secrets**: the saver's environment has none of the service's variables
+  (:func:`tourneylake.runtime.pipes.worker_env`) and its messages hold the request's key, which never
+  holds credentials (:meth:`~tourneylake.lake.lake.Lake.received_path` refuses one).
+
+An object-store lake (one PUT per body, no fsync) and ``TOURNEYLAKE_RAW_SAVER=thread`` keep the
+in-process saving. Messages (:mod:`tourneylake.runtime.pipes`): ``["save", id, path, resource, key, fmt,
+fetched_at, snapshot_date, body]`` and ``["rename", id, path, target]``; the answer ``[id, None]``,
+or ``[id, "<what failed>"]``. This module is imported by the saver before its first body: it
+keeps to the standard library, orjson, msgspec and isal.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import signal
+import subprocess
+import sys
+import threading
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from tourneylake.lake.raw import raw_file_bytes, raw_stamps, rename_settled
+from tourneylake.lake.storage import AnyPath, atomic_write
+from tourneylake.runtime.pipes import frame, receive, split_frames, worker_env
+from tourneylake.runtime.threads import submit_to_finish
+
+if TYPE_CHECKING:
+    from datetime import date
+
+    from tourneylake.api import ReceivedBody
+    from tourneylake.lake.lake import Lake
+
+__all__ = ["RAW_SAVER_ENV", "RawSaver", "saver_wanted"]
+
+log = logging.getLogger(__name__)
+
+RAW_SAVER_ENV = "TOURNEYLAKE_RAW_SAVER"
+# Threads that save at once, in the saver (or in the harvest once the saver is gone): an fsync
+# waits for the disk, and ext4 commits the fsyncs that wait together in one journal commit.
+_THREADS = 4
+# A pipe holds 64 KiB unless asked: 16 calls' bodies in flight (~14-28 KB each) fit in 1 MiB,
+# so the event loop's write of a body is one system call.
+_PIPE_BYTES = 1 << 20
+_F_SETPIPE_SZ = 1031  # Linux's fcntl; elsewhere the pipe keeps its size
+# Seconds for the saver to answer what it was sent, and end, once the harvest closes its input.
+_CLOSE_TIMEOUT_S = 120.0
+# Seconds to wait for a saver to end once it was told to (its input closed, or killed).
+_END_TIMEOUT_S = 10.0
+# An answer is ``[id, None]`` or ``[id, "<what failed>"]``: a frame said to be longer is not one.
+_ANSWER_BYTES = 1 << 16
+
+
+def saver_wanted(lake: Lake) -> bool:
+    """Whether a harvest on ``lake`` saves its bodies through the saver process."""
+    return lake.local and os.environ.get(RAW_SAVER_ENV, "process") != "thread"
+
+
+def _command(fsync: bool) -> list[str]:
+    return [sys.executable, "-m", "tourneylake.lake.raw_saver", "1" if fsync else "0"]
+
+
+# ------------------------------------------------------------------------------ the harvest's side
+
+
+class _Reader(asyncio.Protocol):
+    def __init__(self, saver: RawSaver) -> None:
+        self.saver = saver
+        self.buffer = bytearray()
+
+    def data_received(self, data: bytes) -> None:
+        if self.saver._dead:
+            return
+        self.buffer += data
+        try:
+            for message in split_frames(self.buffer, _ANSWER_BYTES):
+                self.saver._answered(message)
+        except Exception as exc:  # noqa: BLE001 - not the saver's answers (stray output): trusted no more
+            log.warning("the raw saver process answered something unreadable (%s): the harvest saves its bodies itself", exc)
+            self.buffer.clear()
+            self.saver._ended()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.saver._ended()
+
+
+class _Writer(asyncio.BaseProtocol):
+    def __init__(self, saver: RawSaver) -> None:
+        self.saver = saver
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if exc is not None:  # the saver closed its input: it is gone
+            self.saver._ended()
+
+
+class RawSaver:
+    """One harvest's saver process, driven from its event loop (see the module docstring).
+
+    :meth:`save` returns once the body is on disk, with a function that names it by its status
+    and returns the future of that rename. The process starts when the saver is made (its
+    interpreter starts while the first call is out), its pipes are joined to the event loop on
+    the first body, and :meth:`aclose` ends it."""
+
+    def __init__(self, lake: Lake, night: date) -> None:
+        self.lake = lake
+        self.night = night
+        self.pid: int | None = None
+        self._writer: asyncio.WriteTransport | None = None
+        self._starting: asyncio.Task[None] | None = None
+        self._early: list[tuple[int, bytes]] = []  # messages sent while the saver was starting
+        self._gone: asyncio.Future[None] | None = None  # done once the saver's output has ended
+        self._dead = False
+        self._killed: subprocess.Popen[bytes] | None = None  # stopped by the harvest with work unanswered
+        self._next_id = 0
+        # Each message not yet answered: its future and how the harvest does the same itself.
+        self._waiting: dict[int, tuple[asyncio.Future[None], Callable[[], object]]] = {}
+        self._pool: ThreadPoolExecutor | None = None
+        self._proc = self._spawn()
+
+    def _spawn(self) -> subprocess.Popen[bytes] | None:
+        try:
+            proc = subprocess.Popen(
+                _command(self.lake.fsync), stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=worker_env(), close_fds=True
+            )
+        except Exception as exc:  # noqa: BLE001 - whatever it is, the harvest saves its bodies itself
+            log.warning("the raw saver process could not start (%s): the harvest saves its bodies itself", exc)
+            self._dead = True
+            return None
+        with contextlib.suppress(OSError):
+            import fcntl
+
+            fcntl.fcntl(proc.stdin.fileno(), _F_SETPIPE_SZ, _PIPE_BYTES)  # type: ignore[union-attr]
+        self.pid = proc.pid
+        return proc
+
+    async def save(self, received: ReceivedBody) -> Callable[[str], asyncio.Future[None]]:
+
+        call, lake = received.call, self.lake
+        path = lake.received_path(self.night, call.resource, call.key, received.format)
+        fetched_at, night = raw_stamps(received.fetched_at, self.night)
+
+        def here() -> None:
+            lake.write_received(path, self.night, call.resource, call.key, received.body, received.format, received.fetched_at)
+
+        message = ["save", str(path), call.resource, dict(call.key), received.format, fetched_at, night, received.body]
+        await self._send(message, here)
+        return lambda status: self._settle(path, status)
+
+    def _settle(self, path: AnyPath, status: str) -> asyncio.Future[None]:
+        target = self.lake.settled_path(path, status)
+        if target == path:
+            done = asyncio.get_running_loop().create_future()
+            done.set_result(None)
+            return done
+        return self._send(["rename", str(path), str(target)], lambda: rename_settled(path, target))
+
+    def _send(self, message: list[Any], here: Callable[[], object]) -> asyncio.Future[None]:
+        loop = asyncio.get_running_loop()
+        if self._dead:
+            return self._here(here)
+        answered: asyncio.Future[None] = loop.create_future()
+        self._next_id += 1
+        number = self._next_id
+        self._waiting[number] = (answered, here)
+        message.insert(1, number)
+        data = frame(message)
+        if self._writer is not None:
+            self._writer.write(data)
+        else:  # written once the saver has started
+            self._early.append((number, data))
+            if self._starting is None:
+                self._starting = loop.create_task(self._start())
+        return answered
+
+    async def _start(self) -> None:
+        """The saver's pipes joined to the event loop; its first messages written."""
+        loop = asyncio.get_running_loop()
+        self._gone = loop.create_future()
+        proc, reader = self._proc, None
+        assert proc is not None and proc.stdin is not None and proc.stdout is not None
+        try:
+            reader, _ = await loop.connect_read_pipe(lambda: _Reader(self), proc.stdout)
+            writer, _ = await loop.connect_write_pipe(lambda: _Writer(self), proc.stdin)
+        except Exception as exc:  # noqa: BLE001 - whatever it is, the harvest saves its bodies itself
+            log.warning("the raw saver's pipes could not be joined (%s): the harvest saves its bodies itself", exc)
+            for pipe in (proc.stdin, proc.stdout if reader is None else reader):
+                with contextlib.suppress(OSError):
+                    pipe.close()  # nothing was written to the saver: it ends at once
+            self._ended()
+            return
+        early, self._early = self._early, []
+        for number, data in early:
+            if number in self._waiting:
+                writer.write(data)
+        self._writer = writer
+
+    def _answered(self, message: list[Any]) -> None:
+        number, failed = message
+        entry = self._waiting.pop(number, None)
+        if entry is None:
+            return
+        answered, here = entry
+        if failed is None:
+            if not answered.done():
+                answered.set_result(None)
+        else:  # done again here, for the harvest's own error (or its success)
+            log.warning("the raw saver process could not do its part (%s): the harvest does it itself", failed)
+            self._chain(self._here(here), answered)
+
+    def _ended(self) -> None:
+        """The saver is gone (or never came): the harvest does what it left undone, and all the rest."""
+        if self._dead:
+            return
+        self._dead = True
+        proc = self._proc
+        if self._waiting:
+            if proc is not None and proc.poll() is None:
+                # Still running (silent, or its answers unreadable): stopped before the harvest
+                # saves its work, so that it cannot write a body again once the harvest has
+                # saved it and named it by its status (each save here waits for it to end).
+                proc.kill()
+                self._killed = proc
+            log.warning(
+                "the raw saver process ended (exit code %s) with %d bodies unanswered: the harvest saves them itself",
+                None if proc is None else proc.poll(),
+                len(self._waiting),
+            )
+        waiting, self._waiting = self._waiting, {}
+        for answered, here in waiting.values():
+            self._chain(self._here(here), answered)
+        if self._gone is not None and not self._gone.done():
+            self._gone.set_result(None)
+
+    def _here(self, here: Callable[[], object]) -> asyncio.Future[None]:
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(max_workers=_THREADS, thread_name_prefix="tourneylake-body")
+        killed = self._killed
+
+        def after_the_saver() -> object:
+            if killed is not None:
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    killed.wait(_END_TIMEOUT_S)
+            return here()
+
+        return asyncio.wrap_future(submit_to_finish(self._pool, after_the_saver))  # type: ignore[arg-type]
+
+    @staticmethod
+    def _chain(source: asyncio.Future[None], target: asyncio.Future[None]) -> None:
+        def copy(done: asyncio.Future[None]) -> None:
+            failed = None if done.cancelled() else done.exception()  # retrieved even if nobody waits
+            if target.done():  # its caller was cancelled: the body is saved all the same
+                return
+            if failed is not None:
+                target.set_exception(failed)
+            else:
+                target.set_result(None)
+
+        source.add_done_callback(copy)
+
+    async def aclose(self) -> None:
+        """Close the saver's input and wait for its last answers and its end (bounded), then for
+        anything the harvest is saving itself."""
+        try:
+            if self._starting is not None:
+                with contextlib.suppress(Exception):
+                    await self._starting
+            if self._writer is not None:
+                self._writer.close()
+            elif self._proc is not None:  # its pipes were never joined (no body came): it ends at once
+                for pipe in (self._proc.stdin, self._proc.stdout):
+                    with contextlib.suppress(OSError):
+                        pipe.close()  # type: ignore[union-attr]
+            if self._gone is not None:
+                try:
+                    await asyncio.wait_for(asyncio.shield(self._gone), _CLOSE_TIMEOUT_S)
+                except TimeoutError:
+                    log.warning("the raw saver process did not end in %.0f s: stopping it", _CLOSE_TIMEOUT_S)
+                    self._ended()
+            proc = self._proc
+            if proc is not None:
+                try:
+                    await asyncio.to_thread(proc.wait, _END_TIMEOUT_S)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                    try:
+                        await asyncio.to_thread(proc.wait, _END_TIMEOUT_S)
+                    except subprocess.TimeoutExpired:
+                        log.warning("the raw saver process (pid %d) did not end once killed", proc.pid)
+        finally:
+            if self._pool is not None:
+                self._pool.shutdown(wait=True)
+
+
+# ------------------------------------------------------------------------------ the saver's side
+
+
+def _serve(fsync: bool) -> int:
+    inp, out = sys.stdin.buffer, sys.stdout.buffer
+    answering = threading.Lock()
+
+    def answer(number: int, done: Future[None]) -> None:
+        exc = done.exception()
+        failed = None if exc is None else f"{type(exc).__name__}: {exc}"
+        with answering, contextlib.suppress(OSError):  # the harvest is gone: nobody to answer
+            out.write(frame([number, failed]))
+            out.flush()
+
+    def save(path: str, resource: str, key: dict[str, str], fmt: str, fetched_at: str, night: str, body: bytes) -> None:
+        atomic_write(Path(path), raw_file_bytes(resource, key, fmt, fetched_at, night, body), fsync=fsync)
+
+    with ThreadPoolExecutor(max_workers=_THREADS, thread_name_prefix="raw-saver") as pool:
+        while (message := receive(inp)) is not None:
+            op, number, *args = message
+            work = pool.submit(save, *args) if op == "save" else pool.submit(rename_settled, Path(args[0]), Path(args[1]))
+            work.add_done_callback(lambda done, number=number: answer(number, done))
+    return 0
+
+
+def main() -> int:
+    # A Ctrl-C reaches the whole process group: the harvest decides when the saver ends (its
+    # input closed), so every body it was handed is saved first.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    return _serve(fsync=sys.argv[1:2] != ["0"])
+
+
+if __name__ == "__main__":
+    sys.exit(main())

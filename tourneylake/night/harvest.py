@@ -1,0 +1,624 @@
+"""Harvesting one night from the service: metadata, the free resources, the player summaries.
+
+Each step asks the service only for what the night does not hold yet, then makes the night's
+tables from the raw answers through :mod:`tourneylake.tables.night_tables` (the same path a rebuild takes):
+
+- :func:`refresh_metadata`: one metadata call per night, with the hash of the copy in force (the
+  service answers "current" without a download when nothing changed, rates included);
+- :func:`refresh_free_resource`: countries and news, once per night;
+- :func:`harvest_players`: the summaries already paid for tonight are normalised from the lake
+  at no cost; the rest of the watchlist is planned within the budget and fetched concurrently.
+  Every filter is sent anchored to the night (:func:`tourneylake.api.filters.filter_for_night`), so
+  a night means the same whenever it is harvested.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections import deque
+from collections.abc import Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass, field
+from datetime import date
+from pathlib import Path
+
+from tourneylake.api import ApiError, AsyncClient, CredentialsError, NotFoundError, QuotaError, UnusableResponse, calls
+from tourneylake.api.client import warm_async_transport
+from tourneylake.api.filters import FilterSyntaxError, filter_for_night
+from tourneylake.api.tree import MalformedPayload
+from tourneylake.errors import BudgetRefused, LakeError, RunFailed
+from tourneylake.lake.lake import Lake
+from tourneylake.lake.ledger import Ledger, LedgerWriter
+from tourneylake.lake.raw import UNUSABLE
+from tourneylake.night.budget import Budget, Plan, Target, plan_night
+from tourneylake.night.progress import Tracker
+from tourneylake.night.session import Session, left_in_run
+from tourneylake.night.watchlist import Watchlist
+from tourneylake.tables.night_tables import (
+    FREE_RESOURCES,
+    UNREADABLE,
+    StoredSummaries,
+    SummarySink,
+    TargetKey,
+    free_table,
+    metadata_tables,
+    not_found_targets,
+    settle_received,
+    stored_targets,
+    unusable_targets,
+)
+from tourneylake.tables.worker import TablesWorker, worker_wanted
+
+__all__ = [
+    "HarvestOutcome",
+    "MetadataOutcome",
+    "ReferenceOutcome",
+    "harvest_account",
+    "harvest_players",
+    "last_harvested",
+    "refresh_free_resource",
+    "refresh_metadata",
+    "resolve_targets",
+    "target_lines",
+]
+
+log = logging.getLogger(__name__)
+
+
+# ------------------------------------------------------------------------------ reference data
+
+
+@dataclass(frozen=True)
+class MetadataOutcome:
+    metadata_hash: str | None
+    downloaded: bool  # the night's answer was the full metadata (its hash had changed)
+    called: bool  # a call was made tonight (False: the night already had its metadata)
+    rows: dict[str, int]
+    currencies_without_rate: list[str]
+
+
+def refresh_metadata(session: Session) -> MetadataOutcome:
+    """The night's metadata tables: from the lake when the night has them, else from one call
+    (with the hash of the copy in force: "current" means nothing to download)."""
+    lake, night = session.lake, session.night
+    if night in lake.partitions("currencies"):
+        in_force = session.in_force()
+        return MetadataOutcome(in_force.metadata_hash, False, False, {}, in_force.currencies_without_rate)
+    settle_received(lake, night)
+    called = False
+    if not lake.raw_paths(night, calls.METADATA):
+        with session.client() as client:
+            client.metadata(hash=session.in_force().metadata_hash)
+        called = True
+    result = metadata_tables(lake, night)
+    if result is None:  # it confirmed a copy the lake no longer holds: download it whole
+        with session.client() as client:
+            client.metadata()
+        called = True
+        result = metadata_tables(lake, night)
+    if result is None:
+        raise LakeError(f"night {night}: the service's metadata answer could not be kept as tables")
+    # `currencies` says the night's metadata tables are written (see above): it is written last,
+    # so a run killed part-way writes them all again.
+    for name, table in sorted(result.tables.items(), key=lambda item: item[0] == "currencies"):
+        lake.write_table(name, night, table)
+    in_force = session.in_force()
+    return MetadataOutcome(
+        result.metadata_hash,
+        result.downloaded,
+        called,
+        {name: table.num_rows for name, table in result.tables.items()},
+        in_force.currencies_without_rate,
+    )
+
+
+@dataclass(frozen=True)
+class ReferenceOutcome:
+    table: str
+    rows: int
+    warnings: list[str]
+    remaining_searches: int | None
+    called: bool
+
+
+def refresh_free_resource(session: Session, resource: str) -> ReferenceOutcome:
+    """Countries or news (free) for the night: fetched once, kept raw, normalised from the lake."""
+    lake, night = session.lake, session.night
+    table_name, call = FREE_RESOURCES[resource]
+    remaining = None
+    called = not lake.has_raw(night, resource, call.key)
+    if called:
+        with session.client() as client:
+            remaining = client.send(call).remaining_searches
+    try:
+        found = free_table(lake, night, resource)
+    except UNREADABLE as exc:
+        # Free, and not worth a night: keep it raw (marked), keep the table in force, say why.
+        path = lake.raw_path(night, resource, call.key)
+        if path.exists():
+            lake.settle_raw(path, UNUSABLE)
+        why = f"the {resource} answer cannot be read and is kept raw ({exc}); the last one read stays in force"
+        log.warning("night %s: %s", night, why)
+        return ReferenceOutcome(table_name, 0, [why], remaining, called)
+    if found is None:
+        raise LakeError(f"night {night}: the {resource} answer is not in the lake")
+    table, warnings = found
+    lake.write_table(table_name, night, table)
+    for warning in warnings:
+        log.warning("%s: %s", resource, warning)
+    return ReferenceOutcome(table_name, table.num_rows, warnings, remaining, called)
+
+
+# ------------------------------------------------------------------------------ players
+
+
+@dataclass
+class HarvestOutcome:
+    night: date
+    fetched: int = 0
+    reused: int = 0
+    searches_spent: int = 0
+    remaining_searches: int | None = None
+    reconciled: int = 0  # searches booked as charged without an answer (this run, and runs that died)
+    deferred: list[tuple[Target, str]] = field(default_factory=list)
+    skipped: list[tuple[Target, str]] = field(default_factory=list)
+    failed: list[tuple[Target, str]] = field(default_factory=list)
+    not_anchored: dict[str, str] = field(default_factory=dict)  # filter name → why
+    rows: dict[str, int] = field(default_factory=dict)
+    stopped_reason: str | None = None
+    concurrency: int | None = None  # requests in flight the client settled at (see AdaptiveLimit)
+
+
+def target_lines(items: Iterable[tuple[Target, str]]) -> list[str]:
+    return [f"{target}: {why}" for target, why in items]
+
+
+@dataclass
+class Resolution:
+    """The watchlist's targets for the night, and why some filters cannot be fetched."""
+
+    targets: list[Target]
+    problems: dict[str, str]  # filter name → what metadata rejects
+    skip: dict[str, str]  # filter name → why not tonight (nothing to select, question not converted)
+    unconverted: list[str]  # question filters not converted yet (only with convert=False)
+    not_anchored: dict[str, str]
+
+
+def resolve_targets(
+    session: Session,
+    watchlist: Watchlist,
+    budget: Budget | None,
+    ledger: LedgerWriter | None,
+    *,
+    convert: bool = True,
+) -> Resolution:
+    """Watchlist → the night's targets, each with the filter to send (anchored to the night).
+
+    Questions are converted once through the Natural Language Filter resource and cached; with
+    ``convert=False`` (a plan that must not spend) an uncached one keeps no expression, so the
+    planner budgets its conversion. Filters are validated against metadata, so an invalid one
+    never costs a search."""
+    night = session.night
+    catalog = session.in_force().filter_catalog
+    out = Resolution([], {}, {}, [], {})
+    sent: dict[str, tuple[str, str, bool]] = {}  # name → (as written, as sent, anchored)
+    for name, definition in watchlist.filters.items():
+        expression = definition.expression
+        if definition.is_question:
+            assert definition.question is not None
+            expression = session.cached_filter(definition.question, definition.timezone, definition.locale)
+            if expression is None and not convert:
+                out.unconverted.append(name)
+                continue
+            if expression is None:
+                try:
+                    expression = session.ask_filter(definition.question, definition.timezone, definition.locale, budget, ledger)
+                except (ApiError, BudgetRefused) as exc:
+                    out.skip[name] = f"filter {name!r}: question not converted: {exc}"
+                    continue
+        expression = expression or ""
+        if catalog is not None:
+            found = catalog.problems(expression)
+            if found:
+                out.problems[name] = "; ".join(str(problem) for problem in found)
+                continue
+        try:
+            tonight = filter_for_night(expression, night, window=definition.window, anchor=definition.anchor)
+        except FilterSyntaxError as exc:  # a Date metadata would reject (checked here when no metadata is held)
+            out.problems[name] = str(exc)
+            continue
+        if tonight.selects_nothing:
+            out.skip[name] = f"filter {name!r} selects nothing up to {night}: " + "; ".join(tonight.notes)
+            continue
+        if not tonight.anchored:
+            out.not_anchored[name] = "; ".join(tonight.notes)
+        sent[name] = (expression, tonight.sent, tonight.anchored)
+    unfiltered = filter_for_night("", night)
+    for player, name in watchlist.targets():
+        if name is None:
+            written, to_send, anchored, window = None, unfiltered.sent, unfiltered.anchored, "as_of"
+        else:
+            written, to_send, anchored = sent.get(name, (None, None, False))
+            window = watchlist.filters[name].window
+        out.targets.append(Target(player.network, player.name, name, written, player.priority, to_send, window, anchored))
+    return out
+
+
+def plan_tonight(
+    session: Session, resolution: Resolution, harvested: set[TargetKey], *, remaining: int | None, cap: int | None
+) -> Plan:
+    """The night's plan (see :func:`tourneylake.night.budget.plan_night`) for what the lake says was
+    harvested before and tonight, within ``remaining`` searches and the run's ``cap``."""
+    return plan_night(
+        resolution.targets,
+        last_fetched=last_harvested(session.lake, session.night),
+        harvested_tonight=harvested,
+        remaining=remaining,
+        max_searches_per_run=cap,
+        reserve=session.settings.reserve_searches,
+        costs=session.costs,
+        known_networks=session.in_force().known_networks,
+        filter_problems=resolution.problems,
+        skip_filters=resolution.skip,
+        run_date=session.night,
+    )
+
+
+def last_harvested(lake: Lake, night: date) -> dict[tuple[str, str, str | None], date]:
+    """The last night before ``night`` each (network, player, filter) was harvested, from the
+    lake's ``player_snapshots`` partitions."""
+    seen: dict[tuple[str, str, str | None], date] = {}
+    for when in lake.partitions("player_snapshots"):
+        if when >= night:
+            break
+        table = lake.read_partition("player_snapshots", when, columns=["network", "player", "filter_name"])
+        columns = [table.column(c).to_pylist() for c in ("network", "player", "filter_name")] if table.num_rows else [[]] * 3
+        for network, player, filter_name in zip(*columns, strict=True):
+            seen[(network, player, filter_name or None)] = when
+    return seen
+
+
+def harvest_players(session: Session, watchlist: Watchlist, *, batch_size: int = 500) -> HarvestOutcome:
+    """Harvest the night's player summaries within the budget (see the module docstring).
+
+    Holds the lake's ``harvest`` lock: two harvests of one lake (overlapping runs without the
+    Dagster instance's pools) take turns instead of paying twice for the same targets."""
+    with session.lake.lock_for_harvest(session.harvest_lock):
+        return _harvest(session, watchlist, batch_size)
+
+
+def harvest_account(session: Session, watchlist: Watchlist) -> HarvestOutcome:
+    """One account's share of a watchlist with several ``accounts:`` (``session.account``, its
+    settings from :func:`tourneylake.night.accounts.account_settings`): planned within that account's
+    budget and fetched into the raw store and the ledger, under the account's own lock, so the
+    accounts of a night run side by side. The night's tables are made once from every account's
+    answers by :func:`tourneylake.tables.night_tables.player_tables` (no account writes a partition another
+    is writing). Wrong credentials fail the account's pairs instead of raising: one account's bad
+    password or exhausted quota never stops the others."""
+    from tourneylake.night.accounts import share_of
+
+    assert session.account is not None, "harvest_account needs a session opened for an account"
+    share = share_of(watchlist, session.account)
+    with session.lake.lock_for_harvest(session.harvest_lock):
+        return _harvest(session, share, batch_size=0, keep_tables=False)  # no batches: nothing is normalised here
+
+
+class _RawOnly:
+    """The sink of one account's harvest among several: answers stay in the raw store (saved by
+    the client before they are parsed); the tables are made later from all of them."""
+
+    def __init__(self, lake: Lake, night: date) -> None:
+        self.lake, self.night = lake, night
+        self.rows: dict[str, int] = {}
+
+    def add_stored(self) -> StoredSummaries:
+        unusable = dict.fromkeys(unusable_targets(self.lake, self.night), "kept raw, cannot be read")
+        return StoredSummaries(stored_targets(self.lake, self.night), unusable)
+
+    def add(self, *_: object) -> None:
+        """Nothing to do: the answer is in the raw store."""
+
+    def reject(self, *_: object) -> None:
+        """Never called: :meth:`add` reads nothing."""
+
+    def flush(self) -> None:
+        """Nothing held."""
+
+
+def _harvest(session: Session, watchlist: Watchlist, batch_size: int, *, keep_tables: bool = True) -> HarvestOutcome:
+    # The worker and the async client's imports start first: they overlap the searches-left
+    # reading and the planning.
+    warm_async_transport()
+    with ExitStack() as worker_stack:
+        worker = None
+        if keep_tables and worker_wanted(session.settings, watchlist):
+            worker = worker_stack.enter_context(TablesWorker(Path(session.settings.data_dir), session.night, batch_size))
+        try:
+            return _harvest_night(session, watchlist, batch_size, keep_tables, worker)
+        finally:
+            session.save_cost_votes()
+
+
+def _harvest_night(
+    session: Session, watchlist: Watchlist, batch_size: int, keep_tables: bool, worker: TablesWorker | None
+) -> HarvestOutcome:
+    lake, night, settings = session.lake, session.night, session.settings
+    outcome = HarvestOutcome(night)
+    with ExitStack() as settling:
+        if not keep_tables:  # accounts of one night run side by side: one settles at a time
+            settling.enter_context(lake.lock("settle"))
+        settle_received(lake, night)
+    try:
+        remaining = session.read_remaining(recent=True)
+    except RunFailed as exc:
+        if keep_tables:
+            raise
+        # One account among several: its pairs fail, the others' harvests go on.
+        for player, name in watchlist.targets():
+            outcome.failed.append((Target(player.network, player.name, name, None, player.priority), str(exc)))
+        log.error("account %s: %s (its %d pair(s) failed)", session.account, exc, len(outcome.failed))
+        return outcome
+    outcome.reconciled += sum(session.reconcile_dead_runs(remaining).values())
+    # A re-run of a half-finished night may spend only what the first run left of the cap.
+    cap = left_in_run(settings.max_searches_per_run, session.spent_on_cap(calls.PLAYER_SUMMARY))
+    budget = Budget(remaining=remaining, max_searches_per_run=cap, reserve=settings.reserve_searches, costs=session.costs)
+    failure: Exception | None = None  # raised once tonight's work is kept
+    with _ledger_published(lake, night, keep_tables) as night_failed, session.ledger(remaining) as ledger, ExitStack() as stack:
+        sink: SummarySink | TablesWorker | _RawOnly
+        if worker is not None:
+            sink = worker
+            stored = worker.add_stored(has_stored=bool(lake.raw_paths(night, calls.PLAYER_SUMMARY, status=None)))
+        else:
+            sink = SummarySink(lake, night, session.in_force(), stack, batch_size) if keep_tables else _RawOnly(lake, night)
+            stored = sink.add_stored()
+        outcome.reused = len(stored.done)
+        not_found = not_found_targets(lake, night)  # paid once tonight: never asked again
+        resolution = resolve_targets(session, watchlist, budget, ledger)
+        outcome.not_anchored = resolution.not_anchored
+        paid = stored.done | not_found | set(stored.unusable)
+        plan = plan_tonight(session, resolution, paid, remaining=budget.remaining, cap=cap)
+        if worker is not None:
+            worker.expect(len(plan.calls))
+        for target, why in plan.skipped:
+            key = (target.network, target.player, target.filter_name or "")
+            if key in stored.unusable:
+                outcome.failed.append((target, f"{UNUSABLE_ANSWER}: {stored.unusable[key]} (paid once tonight, not asked again)"))
+            elif key in not_found:
+                outcome.skipped.append((target, NOT_FOUND))
+            elif key not in stored.done:  # those are counted as reused, not skipped
+                outcome.skipped.append((target, why))
+        outcome.deferred.extend(plan.deferred)
+        log.info(
+            "night %s: %d to fetch (%d searches planned), %d already harvested tonight, %d deferred, %d skipped",
+            night, len(plan.calls), plan.searches_planned, outcome.reused, len(plan.deferred), len(outcome.skipped),
+        )  # fmt: skip
+        try:
+            asyncio.run(_fetch(session, plan, budget, sink, outcome, ledger))
+        except Exception as exc:  # noqa: BLE001 - re-raised below, once what was normalised is kept
+            failure = exc
+        # The reconciliation is one round trip to the service; the last flush is local work:
+        # overlap them. A failure of the reconciliation (or of the fetching, above) must not
+        # cost tonight's tables: they are committed when this block ends, and it is raised after.
+        # Only a part that cannot be written keeps the night's previous tables (every raw answer
+        # is in the lake: the next run or a rebuild makes them whole).
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="tourneylake-reconcile") as pool:
+            reconciling = pool.submit(session.reconcile_run, ledger)
+            try:
+                sink.flush()
+            except Exception as exc:
+                if failure is not None:  # the night's first failure is not lost behind this one
+                    exc.add_note(f"before it, tonight's harvest had failed: {type(failure).__name__}: {failure}")
+                raise
+            finally:
+                try:
+                    outcome.reconciled += reconciling.result()
+                except Exception as exc:  # noqa: BLE001 - raised after the tables are kept
+                    failure = failure or exc
+        outcome.rows = dict(sink.rows)
+        if worker is not None:
+            _report_rejected(worker, plan, outcome)
+        outcome.searches_spent = ledger.spent
+        outcome.remaining_searches = budget.remaining
+        outcome.stopped_reason = budget.stopped_reason
+        fatal = next((reason for _, reason in outcome.failed if reason.startswith("credentials:")), None)
+        night_failed.append(failure is not None or (fatal is not None and keep_tables))
+    if fatal and keep_tables:  # one account among several fails its pairs only
+        raise RunFailed(fatal)
+    if failure is not None:
+        raise failure
+    return outcome
+
+
+@contextmanager
+def _ledger_published(lake: Lake, night: date, publish: bool) -> Iterator[list[bool]]:
+    """Write the night's ``search_ledger`` partition from its ledger when the block ends (the
+    ledger closed inside it), also when the night failed: what was spent is in the warehouse
+    whatever went wrong. A write failing behind the night's own failure (raised out of the
+    block, or told by appending ``True`` to the yielded list) is logged, not raised: the
+    night's failure is the one to say."""
+    night_failed: list[bool] = []
+    try:
+        yield night_failed
+    except BaseException:
+        night_failed.append(True)
+        raise
+    finally:
+        if publish:
+            try:
+                Ledger(lake).publish(night)
+            except Exception as exc:
+                if not any(night_failed):
+                    raise
+                log.warning("tonight's search_ledger partition could not be written (%s): the next run writes it", exc)
+
+
+def _report_rejected(worker: TablesWorker, plan: Plan, outcome: HarvestOutcome) -> None:
+    """The answers the worker's normaliser refused: failed pairs, as in process."""
+    if not worker.rejected:
+        return
+    targets = {(t.network, t.player, t.filter_name or ""): t for t in plan.calls}
+    for key, why in worker.rejected:
+        outcome.fetched -= 1
+        outcome.failed.append((targets[key], _unusable_why(why)))
+
+
+def _unusable_why(why: str) -> str:
+    return f"{UNUSABLE_ANSWER}: {why} (kept raw; `tourneylake rebuild` reads it again)"
+
+
+UNUSABLE_ANSWER = "answer unusable"
+NOT_FOUND = "not found by the service tonight (paid once, not asked again)"
+
+
+class _Fetcher:
+    """Fetches targets concurrently and sorts every one into the outcome; a target whose calls
+    failed transiently (after the client's own retries) is handed back for a later pass."""
+
+    def __init__(
+        self,
+        session: Session,
+        client: AsyncClient,
+        budget: Budget,
+        sink: SummarySink | TablesWorker | _RawOnly,
+        outcome: HarvestOutcome,
+        ledger: LedgerWriter,
+        total: int,
+    ) -> None:
+        self.session = session
+        self.client = client
+        self.budget = budget
+        self.sink = sink
+        self.outcome = outcome
+        self.ledger = ledger
+        self.progress = Tracker("summaries", total)
+        self.crashed: list[Exception] = []
+
+    def settled(self, targets: int = 1) -> None:
+        """``targets`` have their outcome for the night (fetched, failed, deferred or skipped)."""
+        self.progress.advance(targets, searches=self.ledger.spent)
+
+    async def run(self, targets: list[Target]) -> list[tuple[Target, str]]:
+        """Fetch ``targets``; returns those that failed transiently, with why."""
+        queue: deque[Target] = deque(targets)
+        transient: list[tuple[Target, str]] = []
+
+        async def worker() -> None:
+            while queue:
+                target = queue.popleft()
+                if self.budget.stopped_reason:
+                    self.outcome.deferred.append((target, self.budget.stopped_reason))
+                    self.settled()
+                    continue
+                why = await self.fetch(target)
+                if why is None:
+                    self.settled()
+                else:
+                    transient.append((target, why))
+                if self.crashed:
+                    queue.clear()
+
+        # Twice as many workers as HTTP slots: while one worker saves, parses and normalises a
+        # body, another already holds the freed slot, so the service always has `concurrency`
+        # requests in flight (never more: the client's slots bound them).
+        await asyncio.gather(*(worker() for _ in range(2 * self.session.settings.concurrency)))
+        return transient
+
+    async def fetch(self, target: Target) -> str | None:
+        """One target: its answer normalised, or the outcome says why not. Returns why when
+        the calls failed transiently (a later pass may succeed)."""
+        outcome, budget = self.outcome, self.budget
+        call = calls.player_summary(
+            target.network, target.player, target.filter_sent, target.filter_name,
+            written=target.filter_expression or "", window=target.window, anchored=target.anchored,
+        )  # fmt: skip
+        # The tables worker parses the body itself: here only its envelope is read.
+        try:
+            response = await self.client.send(call, tree=not isinstance(self.sink, TablesWorker))
+        except BudgetRefused as exc:
+            outcome.deferred.append((target, str(exc)))
+            return None
+        except CredentialsError as exc:
+            budget.stop(f"credentials refused: {exc}")
+            outcome.failed.append((target, f"credentials: {exc}"))
+            return None
+        except QuotaError as exc:
+            budget.stop(f"quota: {exc}")
+            outcome.deferred.append((target, f"quota: {exc}"))
+            return None
+        except NotFoundError:
+            outcome.skipped.append((target, NOT_FOUND))
+            return None
+        except UnusableResponse as exc:
+            outcome.failed.append((target, f"{UNUSABLE_ANSWER}: {exc} (paid once tonight, not asked again; kept raw)"))
+            return None
+        except ApiError as exc:
+            if exc.retryable:
+                return str(exc)
+            outcome.failed.append((target, str(exc)))
+            return None
+        except Exception as exc:  # noqa: BLE001 - ours (a body or ledger write): re-raised once in-flight calls settle
+            self._stop_night(exc, "while fetching")
+            return None
+        try:
+            if isinstance(self.sink, TablesWorker):  # normalised in the worker: refusals come back at the end
+                self.sink.add_answer(call.key, response.body, response.format, response.fetched_at)
+            else:
+                self.sink.add(response.root, call.key, response.fetched_at)
+        except MalformedPayload as exc:
+            # The service's answer, not our code: this player fails, the night goes on.
+            self.sink.reject(call.key, str(exc))
+            outcome.failed.append((target, _unusable_why(str(exc))))
+            return None
+        except Exception as exc:  # noqa: BLE001 - re-raised once in-flight calls settle
+            self._stop_night(exc, "while normalising")
+            return None
+        outcome.fetched += 1
+        return None
+
+    def _stop_night(self, exc: Exception, where: str) -> None:
+        """A failure on our side: no new search starts, and the calls the service is already
+        charging for finish (their bodies saved, their rows written); `_fetch` raises it then."""
+        if not self.crashed:
+            self.crashed.append(exc)
+            self.budget.stop(f"stopped: {type(exc).__name__} {where}")
+
+
+async def _fetch(
+    session: Session,
+    plan: Plan,
+    budget: Budget,
+    sink: SummarySink | TablesWorker | _RawOnly,
+    outcome: HarvestOutcome,
+    ledger: LedgerWriter,
+) -> None:
+    """Fetch the plan. What failed transiently gets one more pass at the end of the harvest,
+    after a pause (a service in trouble for a minute must not cost a player), within the run's
+    retry window; what fails again is reported failed, with why."""
+    settings = session.settings
+    retry_until = time.monotonic() + settings.retry_window_s
+    async with session.async_client(retry_until=retry_until, **session.metering_hooks(budget, ledger)) as client:
+        fetcher = _Fetcher(session, client, budget, sink, outcome, ledger, len(plan.calls))
+        failing = await fetcher.run(list(plan.calls))
+        last_pass = (
+            bool(failing)
+            and not fetcher.crashed
+            and not budget.stopped_reason
+            and time.monotonic() + settings.retry_pass_wait_s < retry_until
+        )
+        if last_pass:
+            log.warning(
+                "%d call(s) failed transiently; one more pass in %g s (first: %s)",
+                len(failing), settings.retry_pass_wait_s, failing[0][0],
+            )  # fmt: skip
+            await asyncio.sleep(settings.retry_pass_wait_s)
+            failing = await fetcher.run([target for target, _ in failing])
+        after = f" (failed again on the last pass, {settings.retry_pass_wait_s:g} s later)" if last_pass else ""
+        outcome.failed.extend((target, why + after) for target, why in failing)
+        if failing:
+            fetcher.settled(len(failing))
+        outcome.concurrency = client.concurrency
+    if fetcher.crashed:
+        raise fetcher.crashed[0]

@@ -1,0 +1,169 @@
+"""Rebuild nights from the lake's raw answers alone: no network call, no search.
+
+``tourneylake rebuild --date D | --from D --to D | --all`` (and the Dagster ``rebuild`` job) make
+every table of each night again — metadata tables, countries, news, the six summary tables and
+the ``search_ledger`` export — through :mod:`tourneylake.tables.night_tables`, the same code the harvest
+uses, with the night's own raw answers and the night's own rates (a night whose metadata was
+unchanged resolves it to the earlier full answer it confirmed, in the raw store). Then the
+warehouse: for ``--all`` a fresh file, filled while the nights are rebuilt (in night order, as
+they complete) and swapped in once every night is in (nothing stale survives, and a damaged
+warehouse is replaced); otherwise the live file, night by night after the last one. Several
+nights are rebuilt side by side, one worker process per core
+(:class:`~tourneylake.tables.worker.RebuildWorkers`); this process makes their reference tables
+first, in order, and loads the finished ones.
+
+This is how a normaliser fix reaches years of history.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager, nullcontext
+from dataclasses import dataclass, field
+from datetime import date
+from pathlib import Path
+
+from tourneylake.config import Settings
+from tourneylake.errors import TourneylakeError
+from tourneylake.lake.lake import HARVEST_LOCK, REBUILD_LOCK, Lake
+from tourneylake.lake.ledger import Ledger
+from tourneylake.schemas import TABLES
+from tourneylake.tables.night_tables import rebuild_night, reference_tables
+from tourneylake.tables.warehouse import LOAD_ORDER, Warehouse
+from tourneylake.tables.worker import RebuildWorkers, rebuild_workers
+
+__all__ = ["RebuildOutcome", "nights_in_lake", "rebuild"]
+
+log = logging.getLogger(__name__)
+
+
+class NothingToRebuild(TourneylakeError):
+    """The data directory holds no lake, or none of the nights asked for."""
+
+
+@dataclass
+class RebuildOutcome:
+    nights: list[date] = field(default_factory=list)
+    rows: dict[str, int] = field(default_factory=dict)  # table → rows written over all nights
+    warehouse_rows: dict[str, int] = field(default_factory=dict)
+    fresh_warehouse: bool = False
+    unusable: list[str] = field(default_factory=list)  # answers that still cannot be read, with why
+
+
+def nights_in_lake(lake: Lake) -> list[date]:
+    """Every night with raw answers or ledger rows."""
+    return sorted(set(lake.raw_dates()) | set(Ledger(lake).nights()))
+
+
+def rebuild(settings: Settings, nights: Iterable[date] | None = None, *, warehouse: bool = True) -> RebuildOutcome:
+    """Rebuild ``nights`` (all the lake holds when ``None``) and reload the warehouse. Holds the
+    lake's harvest locks (every account's): a harvest of the same lake waits for it, and it for
+    a harvest."""
+    lake = Lake(settings.data_dir)
+    if not lake.exists:
+        raise NothingToRebuild(f"no lake in {settings.data_dir}: nothing to rebuild (run `tourneylake run` first)")
+    every = nights is None
+    held = nights_in_lake(lake)
+    wanted = held if nights is None else sorted(set(nights))
+    missing = sorted(set(wanted) - set(held))
+    if missing:
+        raise NothingToRebuild(f"the lake holds no raw answers for {', '.join(d.isoformat() for d in missing)}")
+    # A harvest of the lake (which writes tonight's answers and tables) and a rebuild take turns:
+    # a rebuild that read a night half-harvested could swap its partial tables in last. Every
+    # account's harvest: several accounts' harvests make one night's tables together; one that
+    # starts after the locks were listed sees REBUILD_LOCK and waits (`Lake.lock_for_harvest`).
+    with lake.lock(REBUILD_LOCK), lake.lock_every(HARVEST_LOCK, also=[HARVEST_LOCK]):
+        return _rebuild(settings, lake, wanted, every=every, warehouse=warehouse)
+
+
+def _rebuild(settings: Settings, lake: Lake, wanted: list[date], *, every: bool, warehouse: bool) -> RebuildOutcome:
+    lake.sweep_tmp()
+    outcome = RebuildOutcome(nights=wanted, fresh_warehouse=every and warehouse)
+    # `--all` fills a fresh file while the nights are rebuilt (queries keep the old one until
+    # the swap); a rebuild in place loads the live file at the end, holding its lock only then.
+    with _warehouse(settings.warehouse_path, fresh=True) if every and warehouse else nullcontext() as fresh:
+        loads = None if fresh is None else _NightLoads(lake, wanted, fresh)
+        for night, rows, unusable in _rebuild_nights(lake, wanted, settings.rebuild_workers):
+            for name, count in rows.items():
+                outcome.rows[name] = outcome.rows.get(name, 0) + count
+            outcome.unusable += unusable
+            log.info("rebuilt night %s", night)
+            if loads is not None:
+                loads.done(night)
+        if loads is not None:
+            outcome.warehouse_rows = loads.finish()
+    if warehouse and not every:
+        with _warehouse(settings.warehouse_path, fresh=False) as db:
+            for night in wanted:
+                db.load_night(lake, night)
+            outcome.warehouse_rows = db.table_counts()
+    outcome.unusable.sort(key=lambda line: line[:10])  # night by night (each line starts with its night)
+    return outcome
+
+
+# Loaded once into a fresh file, after every night: a "whole" table (the ledger) reads every
+# night's partition, which the workers may be replacing while the nights are rebuilt.
+_WHOLE = tuple(t for t in LOAD_ORDER if TABLES[t].load == "whole")
+_PER_NIGHT = tuple(t for t in LOAD_ORDER if t not in _WHOLE)
+
+
+class _NightLoads:
+    """Rebuilt nights into a warehouse in night order, each as soon as it and every night
+    before it are done (nights finish in any order side by side; loading them in order keeps
+    the warehouse exactly what a night-by-night rebuild makes, reference tables included)."""
+
+    def __init__(self, lake: Lake, nights: list[date], db: Warehouse) -> None:
+        self.lake, self.db = lake, db
+        self.order = list(nights)
+        self.finished: set[date] = set()
+        self.loaded = 0
+
+    def done(self, night: date) -> None:
+        self.finished.add(night)
+        while self.loaded < len(self.order) and self.order[self.loaded] in self.finished:
+            self.db.load_night(self.lake, self.order[self.loaded], _PER_NIGHT)
+            self.loaded += 1
+
+    def finish(self) -> dict[str, int]:
+        """The whole tables, once every night is in; the warehouse's row counts."""
+        self.db.load_night(self.lake, self.order[-1], _WHOLE)  # every night's partition: the night is a label
+        return self.db.table_counts()
+
+
+def _rebuild_nights(lake: Lake, nights: list[date], workers: int) -> Iterator[tuple[date, dict[str, int], list[str]]]:
+    """Each night's rows per table and answers still unusable, as it is done: nights side by
+    side in worker processes (a local lake, several nights, more than one worker), else here."""
+    count = rebuild_workers(workers, len(nights)) if lake.local else 1
+    if count == 1:
+        for night in nights:
+            unusable: list[str] = []
+            yield night, rebuild_night(lake, night, unusable), unusable
+        return
+    references: dict[date, dict[str, int]] = {}
+
+    def prepared() -> Iterator[date]:
+        # Drawn by the workers as they free up; in order (see `reference_tables`), here.
+        for night in nights:
+            references[night] = reference_tables(lake, night)
+            yield night
+
+    with RebuildWorkers(Path(lake.data_dir), count) as pool:
+        for night, rows, unusable in pool.rebuild(prepared()):
+            yield night, {**references.pop(night), **rows}, unusable
+
+
+@contextmanager
+def _warehouse(path: Path, *, fresh: bool) -> Iterator[Warehouse]:
+    """The warehouse the rebuilt nights are loaded into; ``fresh``: a new file that replaces the
+    old one once every night is in (a failure leaves the old one as it was)."""
+    target = path.with_name(path.name + ".rebuild") if fresh else path
+    if fresh:
+        for leftover in (target, target.with_name(target.name + ".wal")):
+            leftover.unlink(missing_ok=True)
+    with Warehouse(target) as db:
+        yield db
+    if fresh:
+        os.replace(target, path)
+        Path(str(path) + ".wal").unlink(missing_ok=True)

@@ -1,0 +1,355 @@
+"""The DuckDB warehouse (``<data_dir>/warehouse.duckdb``), loaded night by night from the lake.
+
+Each table is declared once, in the table catalogue (``tourneylake/schemas.py``): its
+DDL and its idempotent load are rendered here from the catalogue and the statement templates of
+``sql/tables.sql``; the views (``sql/views.sql``) and checks (``sql/checks/*.sql``) are plain SQL.
+Only identifiers from the catalogue are substituted into templates (checked, then quoted); every
+value is a bound parameter.
+
+Loading (:meth:`Warehouse.load_night`) reads each table's Parquet parts for the night with
+``read_parquet(..., hive_partitioning = true)`` straight into the target, inside one
+transaction, so a failure leaves the warehouse as it was:
+
+* snapshot tables (``player_*``): the night's rows are deleted, then inserted;
+* the ledger (``search_ledger``, "whole"): small, and a reconciliation may add rows to an earlier
+  night, so every night's partition is reloaded each time;
+* reference tables (metadata, countries, news): replaced by the latest snapshot; an older night
+  never replaces a newer one;
+* deduplicated tables (``tournaments``, ``tournament_entries``): ``MERGE`` on the key, the latest
+  snapshot wins, across nights. A night's partition holds each key once (checked on the key
+  columns first; a partition that does not is merged keeping the first row of each key, in the
+  parts' order, with a warning).
+
+Loading the same night twice leaves every table identical. Opening a warehouse written by an
+older version adds the columns the catalogue has gained (``ALTER TABLE ... ADD COLUMN``).
+
+A lake on an object store (``s3://…``, see ``lake.py``) is read by the same statements: the
+lake's fsspec filesystem is registered with DuckDB (``register_filesystem``; the httpfs
+extension is not needed) and ``$files`` holds the parts' URLs its commit markers list. The file
+itself is always local.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import re
+import string
+from collections.abc import Mapping, Sequence
+from datetime import date
+from functools import cache
+from pathlib import Path
+from typing import Any, Literal
+
+import duckdb
+import pyarrow as pa
+
+from tourneylake.errors import TourneylakeError
+from tourneylake.lake.lake import Lake
+from tourneylake.lake.partitions import damaged_part
+from tourneylake.schemas import TABLES, TableSpec, duckdb_type
+from tourneylake.tables.normalize.summary import SUMMARY_TABLES
+
+__all__ = ["LOAD_ORDER", "Warehouse", "WarehouseError", "sql_dir", "table_ddl"]
+
+# Reference data first (views and checks read them), then facts.
+LOAD_ORDER: tuple[str, ...] = (
+    "currencies",
+    "networks",
+    "regions",
+    "filter_constraints",
+    "filter_options",
+    "statistic_definitions",
+    "dataset_definitions",
+    "countries",
+    "news",
+    *SUMMARY_TABLES,
+    "search_ledger",
+)
+assert set(LOAD_ORDER) == set(TABLES), "every lake table is loaded"
+
+log = logging.getLogger(__name__)
+
+_NAME_MARK = re.compile(r"^--\s*name:\s*(\w+)\s*$", re.MULTILINE)
+_IDENTIFIER = re.compile(r"^[a-z_][a-z0-9_]*$")
+
+
+class WarehouseError(TourneylakeError):
+    """The warehouse file cannot be opened or loaded; the message says which and what to do."""
+
+
+class _Template(string.Template):
+    delimiter = "@"  # "$" is DuckDB's parameter marker
+
+
+def sql_dir() -> Path:
+    """``sql/`` at the repository root."""
+    return Path(__file__).resolve().parents[2] / "sql"
+
+
+def _named(text: str) -> dict[str, str]:
+    """``-- name: x`` sections of a SQL file → {x: statement}."""
+    marks = list(_NAME_MARK.finditer(text))
+    out = {}
+    for i, mark in enumerate(marks):
+        end = marks[i + 1].start() if i + 1 < len(marks) else len(text)
+        out[mark.group(1)] = text[mark.end() : end].strip()
+    return out
+
+
+def _quote(name: str) -> str:
+    if not _IDENTIFIER.match(name):
+        raise WarehouseError(f"{name!r} is not a catalogue identifier")
+    return f'"{name}"'
+
+
+@cache
+def _templates() -> dict[str, _Template]:
+    return {name: _Template(text) for name, text in _named((sql_dir() / "tables.sql").read_text()).items()}
+
+
+def _render(template: str, spec: TableSpec, **extra: str) -> str:
+    key = [_quote(column) for column in spec.key]
+    return _templates()[template].substitute(
+        table=_quote(spec.name),
+        key=", ".join(key),
+        key_match=" AND ".join(f"t.{k} = s.{k}" for k in key),
+        **extra,
+    )
+
+
+def _column_ddl(name: str, dtype: pa.DataType) -> str:
+    return f"{_quote(name)} {duckdb_type(dtype)}" + (" NOT NULL" if name == "snapshot_date" else "")
+
+
+def table_ddl(spec: TableSpec) -> str:
+    """``CREATE TABLE IF NOT EXISTS`` of one catalogue table."""
+    columns = ",\n".join(f"    {_column_ddl(name, dtype)}" for name, dtype, _ in spec.columns)
+    return _render("create", spec, columns=columns)
+
+
+@cache
+def _damaged_lake_part(table: str, day: date, exc: duckdb.Error) -> Exception:
+    """DuckDB's error about a part it cannot read, as the lake words it (file, then what to do)."""
+    text = str(exc).split("\nLINE ")[0]
+    named = re.search(r"'([^']+\.parquet)'", text)
+    why = text.replace(f" '{named.group(1)}'", "") if named else text
+    return damaged_part(
+        named.group(1) if named else f"a part of {table}", day, RuntimeError(why.removeprefix("Invalid Input Error: "))
+    )
+
+
+def _loads(table: str) -> dict[str, str]:
+    """The statements of ``table``'s load, by their role in ``Warehouse._load_table``."""
+    spec = TABLES[table]
+    templates = {
+        "whole": {"delete": "delete_all", "insert": "insert"},
+        "snapshot": {"delete": "snapshot_delete", "insert": "insert"},
+        "reference": {"is_latest": "reference_is_latest", "delete": "delete_all", "insert": "insert"},
+        "dedup": {
+            "repeated_keys": "dedup_repeated_keys",
+            "is_empty": "dedup_is_empty",
+            "insert": "insert",
+            "merge": "dedup_merge",
+            "merge_first": "dedup_merge_first",
+        },
+    }
+    return {role: _render(template, spec) for role, template in templates[spec.load].items()}
+
+
+@cache
+def _plain_sql(root: str) -> dict[str, Any]:
+    folder = Path(root)
+    return {
+        "views": (folder / "views.sql").read_text(),
+        "checks": {p.stem: p.read_text() for p in sorted((folder / "checks").glob("*.sql"))},
+    }
+
+
+# A night's load keeps its memory flat as the watchlist grows: DuckDB spills what passes the limit
+# to `<warehouse>.tmp`, and may write rows in any order (queries order them). Measured on a
+# night of 20,000 players (1.2 M rows): peak RSS 300 -> 231 MB, load 2.0 -> 1.8 s; of 2,000:
+# 245 -> 210 MB, ~5-8% slower (0.71 -> 0.77 s; benchmarks/RESULTS.md). Reset after the load:
+# queries keep DuckDB's defaults.
+_LOAD_SETTINGS = ("SET memory_limit = '128MB'", "SET preserve_insertion_order = false")
+_LOAD_RESETS = ("RESET memory_limit", "RESET preserve_insertion_order")
+
+
+def _interrupted(exc: BaseException) -> bool:
+    """DuckDB's word for a query it stopped on Ctrl-C (it takes the signal while a query runs):
+    ``InterruptException``, or a ``RuntimeError`` "Query interrupted" from a COMMIT."""
+    return isinstance(exc, duckdb.InterruptException) or (isinstance(exc, RuntimeError) and str(exc) == "Query interrupted")
+
+
+class Warehouse:
+    """One DuckDB file. Opening it read-write creates missing tables and columns and (re)creates
+    the views (idempotent)."""
+
+    def __init__(self, path: str | os.PathLike[str], *, read_only: bool = False) -> None:
+        self.path = Path(path)
+        if not read_only:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.read_only = read_only
+        try:
+            self.connection = duckdb.connect(str(self.path), read_only=read_only)
+        except duckdb.Error as exc:
+            reason = " ".join(str(exc).split())
+            if "Could not set lock" in reason:
+                raise WarehouseError(f"the warehouse {self.path} is in use by another process: {reason}") from None
+            raise WarehouseError(
+                f"cannot open the warehouse {self.path}: {reason} — "
+                "it can be rebuilt from the lake at no cost: move it aside and run `tourneylake rebuild --all`"
+            ) from None
+        self.connection.execute("SET TimeZone = 'UTC'")
+        self._registered: set[str] = set()
+        self._sql = _plain_sql(str(sql_dir()))
+        if not read_only:
+            self.apply_schema()
+
+    def __enter__(self) -> Warehouse:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self.connection.close()
+
+    # ------------------------------------------------------------------ schema
+    def apply_schema(self) -> None:
+        """Create missing tables and columns, and (re)create the views."""
+        con = self.connection
+        existing: dict[str, set[str]] = {}
+        for table, column in con.execute("SELECT table_name, column_name FROM information_schema.columns").fetchall():
+            existing.setdefault(table, set()).add(column)
+        for name in LOAD_ORDER:
+            spec = TABLES[name]
+            if name not in existing:
+                con.execute(table_ddl(spec))
+                continue
+            for column, dtype, _ in spec.columns:
+                if column not in existing[name]:
+                    con.execute(_render("add_column", spec, column=_column_ddl(column, dtype).replace(" NOT NULL", "")))
+        con.execute(self._sql["views"])
+
+    # ------------------------------------------------------------------ loading
+    def load_night(self, lake: Lake, snapshot_date: date | str, tables: Sequence[str] | None = None) -> dict[str, int]:
+        """Load one night of every table (or of ``tables``) from ``lake``; returns rows read
+        from the lake per table. One transaction: all or nothing."""
+        day = snapshot_date if isinstance(snapshot_date, date) else date.fromisoformat(snapshot_date)
+        unknown = set(tables or ()) - set(LOAD_ORDER)
+        if unknown:
+            raise WarehouseError(f"no such warehouse tables: {sorted(unknown)}")
+        wanted = [t for t in LOAD_ORDER if tables is None or t in tables]
+        con = self.connection
+        self._register(lake)
+        loaded: dict[str, int] = {}
+        for setting in _LOAD_SETTINGS:
+            con.execute(setting)
+        con.execute("BEGIN TRANSACTION")
+        try:
+            for table in wanted:
+                whole = TABLES[table].load == "whole"
+                files = lake.all_partition_files(table) if whole else lake.partition_files(table, day)
+                try:
+                    loaded[table] = self._load_table(table, day, files)
+                except (duckdb.IOException, duckdb.InvalidInputException) as exc:  # a lake part DuckDB cannot read
+                    raise _damaged_lake_part(table, day, exc) from None
+            con.execute("COMMIT")
+        except BaseException as exc:
+            # DuckDB takes Ctrl-C while a query runs and answers in its own words once the query
+            # ends (`_interrupted`); the transaction may be over by then. The ROLLBACK is best
+            # effort: the interrupt, not a failed ROLLBACK, is what the caller must see.
+            with contextlib.suppress(duckdb.TransactionException):
+                con.execute("ROLLBACK")
+            if _interrupted(exc):
+                raise KeyboardInterrupt from None
+            raise
+        finally:
+            for reset in _LOAD_RESETS:
+                con.execute(reset)
+        return loaded
+
+    def _register(self, lake: Lake) -> None:
+        """Let DuckDB read the lake's URLs through its fsspec filesystem (object stores only)."""
+        fs = lake.filesystem
+        if fs is None:
+            return
+        protocols = {fs.protocol} if isinstance(fs.protocol, str) else set(fs.protocol)
+        if protocols & self._registered:
+            return
+        try:
+            self.connection.register_filesystem(fs)
+        except (duckdb.Error, ValueError) as exc:
+            raise WarehouseError(f"cannot read the lake {lake!r} from DuckDB: {' '.join(str(exc).split())}") from None
+        self._registered |= protocols
+
+    def _load_table(self, table: str, day: date, files: list[str]) -> int:
+        con = self.connection
+        statements = _loads(table)
+        kind = TABLES[table].load
+        params = {"files": files}
+        if kind == "whole":
+            con.execute(statements["delete"])
+            return _rows(con.execute(statements["insert"], params)) if files else 0
+        if kind == "snapshot":
+            con.execute(statements["delete"], {"snapshot_date": day})
+            return _rows(con.execute(statements["insert"], params)) if files else 0
+        if not files:
+            return 0  # no snapshot of this table tonight: keep the one in force
+        if kind == "reference":
+            if not _rows(con.execute(statements["is_latest"], {"snapshot_date": day})):
+                return 0  # an older night never replaces a newer reference snapshot
+            con.execute(statements["delete"])
+            return _rows(con.execute(statements["insert"], params))
+        repeated = _rows(con.execute(statements["repeated_keys"], params))
+        if repeated:
+            log.warning(
+                "%s, night %s: %d key(s) more than once in the lake's partition; the first row of each is loaded",
+                table,
+                day,
+                repeated,
+            )
+            return _rows(con.execute(statements["merge_first"], params))
+        if _rows(con.execute(statements["is_empty"])):
+            return _rows(con.execute(statements["insert"], params))
+        return _rows(con.execute(statements["merge"], params))
+
+    # ------------------------------------------------------------------ reading
+    def table_counts(self) -> dict[str, int]:
+        return {name: _rows(self.connection.execute(_render("count_rows", TABLES[name]))) for name in LOAD_ORDER}
+
+    def describe(self, relation: str) -> tuple[int, list[tuple[str, str]]]:
+        """A table's or view's rows and its (column, type) pairs, as the catalog shows them."""
+        templates = _templates()
+        rows = _rows(self.connection.execute(templates["relation_rows"].template, {"name": relation}))
+        columns = self.connection.execute(templates["relation_columns"].template, {"name": relation}).fetchall()
+        return rows, [(str(name), str(kind)) for name, kind in columns]
+
+    def check(self, name: str, params: Mapping[str, Any] | None = None) -> int:
+        """Run ``sql/checks/<name>.sql``; its first value (violations, by convention)."""
+        try:
+            statement = self._sql["checks"][name]
+        except KeyError:
+            raise WarehouseError(f"no such check: {name!r} (sql/checks/*.sql)") from None
+        return _rows(self.connection.execute(statement, dict(params) if params else None))
+
+    def query(
+        self,
+        sql: str,
+        params: Sequence[Any] | Mapping[str, Any] | None = None,
+        *,
+        output: Literal["arrow", "pandas"] = "arrow",
+    ) -> pa.Table | Any:
+        """Run a query with bound parameters; an Arrow table (or a pandas frame)."""
+        relation = self.connection.sql(sql, params=params)
+        if relation is None:  # a statement without a result
+            return None
+        return relation.df() if output == "pandas" else relation.to_arrow_table()
+
+
+def _rows(result: duckdb.DuckDBPyConnection) -> int:
+    """The first value of a one-row result (DuckDB 2 wants every result read to the end)."""
+    rows = result.fetchall()
+    return int(rows[0][0]) if rows and rows[0][0] is not None else 0
