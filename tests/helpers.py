@@ -18,6 +18,10 @@ from tourneylake.night.watchlist import load_watchlist
 from tourneylake.sandbox import DEMO
 from tourneylake.tables.warehouse import Warehouse
 
+REPO = Path(__file__).resolve().parent.parent
+#: The tests' own data files (recorded answers, the filter corpus, metadata with rates).
+DATA = REPO / "tests" / "data"
+
 HAND = """PokerStars Hand #1234567890: Tournament #42, $10+$1 USD Hold'em No Limit - Level I (10/20)
 Table '42 1' 9-max Seat #1 is the button
 Seat 1: villain (1500 in chips)

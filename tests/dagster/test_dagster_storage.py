@@ -1,0 +1,76 @@
+"""The instance's event log (``pipelines/dagster_storage.py``) with the shipped ``dagster.yaml``:
+the same SQLite files as Dagster's default, its connections kept open.
+
+Real Dagster runs on a real instance: what one instance writes, a second one (another process
+would, as the UI does) reads; events stored from several threads at once are all kept; a process
+reading many runs keeps only a bounded number of databases open.
+"""
+
+from __future__ import annotations
+
+import shutil
+import threading
+from pathlib import Path
+
+import pytest
+from dagster import AssetKey, AssetMaterialization, DagsterInstance, asset, materialize
+
+from pipelines.dagster_storage import _OPEN_SHARDS, OpenSqliteEventLogStorage
+from tests.helpers import REPO
+
+
+@pytest.fixture
+def home(tmp_path: Path, monkeypatch) -> Path:
+    home = tmp_path / "dagster_home"
+    home.mkdir()
+    shutil.copy(REPO / "dagster_home" / "dagster.yaml", home / "dagster.yaml")
+    monkeypatch.setenv("DAGSTER_HOME", str(home))
+    return home
+
+
+@asset
+def counted() -> int:
+    return 1
+
+
+def test_runs_are_stored_and_read_back_by_another_instance(home: Path) -> None:
+    with DagsterInstance.get() as instance:
+        assert isinstance(instance.event_log_storage, OpenSqliteEventLogStorage)
+        results = [materialize([counted], instance=instance) for _ in range(3)]
+        assert all(r.success for r in results)
+    assert (home / "history" / "runs" / "index.db").is_file()
+    with DagsterInstance.get() as reader:  # a second instance on the same files, as the UI is
+        assert len(reader.get_runs()) == 3
+        for result in results:
+            kinds = [e.dagster_event.event_type_value for e in reader.all_logs(result.run_id) if e.dagster_event]
+            assert "ASSET_MATERIALIZATION" in kinds and kinds[-1] == "PIPELINE_SUCCESS"
+        latest = reader.get_latest_materialization_event(AssetKey("counted"))
+        assert latest is not None and latest.run_id == results[-1].run_id
+
+
+def test_events_stored_from_several_threads_are_all_kept(home: Path) -> None:
+    with DagsterInstance.get() as instance:
+        run = materialize([counted], instance=instance)
+
+        def report(n: int) -> None:
+            for i in range(20):
+                instance.report_runless_asset_event(AssetMaterialization(AssetKey(["threaded", f"{n}-{i}"])))
+
+        threads = [threading.Thread(target=report, args=(n,)) for n in range(4)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(timeout=60)
+        keys = {k.to_user_string() for k in instance.get_asset_keys() if k.path[0] == "threaded"}
+        assert len(keys) == 80
+        assert instance.get_run_by_id(run.run_id).is_success
+
+
+def test_a_process_reading_many_runs_keeps_few_databases_open(home: Path) -> None:
+    with DagsterInstance.get() as instance:
+        runs = [materialize([counted], instance=instance).run_id for _ in range(_OPEN_SHARDS + 3)]
+        for run_id in runs:
+            assert instance.all_logs(run_id)
+        storage = instance.event_log_storage
+        assert isinstance(storage, OpenSqliteEventLogStorage)
+        assert len(storage._engines) <= _OPEN_SHARDS

@@ -1,0 +1,112 @@
+"""The nightly job under Dagster's executors (issue 12, part 3).
+
+The job's default is in-process (what ``tourneylake run`` and the schedule use); the same job
+runs under the multiprocess executor when run config asks for it, as a deployment on Celery,
+Docker or Kubernetes would run it: every step in its own process, the code location loaded from
+``pipelines.definitions:defs``, the settings from ``TOURNEYLAKE_*`` variables, a persistent
+instance with the shipped pools. Two accounts make the two harvest steps independent, so they
+run side by side. The lake and warehouse it leaves are the ones an in-process run leaves.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from datetime import date
+from pathlib import Path
+
+import pytest
+from dagster import DagsterInstance, in_process_executor
+
+from assets.resource import TourneylakeResource
+from pipelines.definitions import IN_PROCESS, build_definitions
+from pipelines.nightly import run_night
+from tests.helpers import REPO, player_line, sandbox_settings, write_watchlist
+from tourneylake.lake.lake import Lake
+from tourneylake.sandbox import DEMO
+
+NIGHT = date(2026, 11, 20)
+ACCOUNTS = """accounts:
+  - {name: left, username: left@example.com, password_env: TL_LEFT_PW}
+  - {name: right, username: right@example.com, password_env: TL_RIGHT_PW}
+"""
+
+
+SANDBOX = dict(seed=5, today=NIGHT, players=100)
+SANDBOX_USERS = [
+    ("left@example.com", "left-pw", "subscriber", 10_000),
+    ("right@example.com", "right-pw", "subscriber", 10_000),
+]
+
+
+def _night(sandbox, folder: Path):
+    settings = sandbox_settings(sandbox, folder)
+    roster = sandbox.world.roster(40)
+    write_watchlist(settings, ACCOUNTS + "players:\n" + "\n".join(player_line(n, p) for n, p in roster) + "\n")
+    return settings
+
+
+def _tables(settings) -> dict[str, int]:
+    lake = Lake(settings.data_dir)
+    return {
+        t: lake.read_table(t, NIGHT).num_rows for t in ("player_snapshots", "player_statistics", "tournaments", "search_ledger")
+    }
+
+
+def test_the_nightly_job_defaults_to_in_process_and_offers_multiprocess() -> None:
+    job = build_definitions(TourneylakeResource(), "0 3 * * *").resolve_job_def("nightly")
+    assert job.executor_def.name == "multi_or_in_process_executor"
+    assert job.partitioned_config.get_run_config_for_partition_key("2026-11-20") == IN_PROCESS
+    # A deployment passes its own executor (celery_executor, docker_executor, k8s_job_executor…):
+    # the nightly job and its schedule take it, with the deployment's run config.
+    deployed = build_definitions(TourneylakeResource(), "0 3 * * *", executor=in_process_executor)
+    assert deployed.resolve_job_def("nightly").executor_def is in_process_executor
+    assert deployed.resolve_schedule_def("nightly_schedule").job_name == "nightly"
+
+
+@pytest.mark.slow
+def test_the_nightly_job_under_the_multiprocess_executor_matches_in_process(sandbox, tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setenv("TL_LEFT_PW", "left-pw")
+    monkeypatch.setenv("TL_RIGHT_PW", "right-pw")
+    in_process = _night(sandbox, tmp_path / "in_process")
+    assert run_night(in_process, NIGHT).success
+
+    multi = _night(sandbox, tmp_path / "multi")
+    home = tmp_path / "dagster_home"
+    home.mkdir()
+    shutil.copy(REPO / "dagster_home" / "dagster.yaml", home / "dagster.yaml")
+    config = tmp_path / "multiprocess.yaml"
+    config.write_text(json.dumps({"execution": {"config": {"multiprocess": {"max_concurrent": 2}}}}))
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith("TOURNEYLAKE_")},
+        "DAGSTER_HOME": str(home),
+        "TOURNEYLAKE_BASE_URL": sandbox.base_url,
+        "TOURNEYLAKE_USERNAME": DEMO.username,
+        "TOURNEYLAKE_PASSWORD": DEMO.password,
+        "TOURNEYLAKE_DATA_DIR": str(multi.data_dir),
+        "TOURNEYLAKE_WATCHLIST": str(multi.watchlist),
+        "TOURNEYLAKE_CONCURRENCY": "2",
+    }
+    result = subprocess.run(
+        [sys.executable, "-m", "dagster", "job", "execute", "-m", "pipelines.definitions", "-a", "defs", "-j", "nightly",
+         "-c", str(config), "--tags", json.dumps({"dagster/partition": NIGHT.isoformat()})],
+        cwd=REPO, env=env, capture_output=True, text=True, timeout=240,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr[-3000:]
+
+    monkeypatch.setenv("DAGSTER_HOME", str(home))  # the instance's event log lives under it
+    with DagsterInstance.from_config(str(home)) as instance:
+        (run,) = instance.get_runs()
+        assert run.is_success
+        events = instance.all_logs(run.run_id)
+        step_pids = {e.step_key: e.dagster_event.pid for e in events if e.dagster_event and e.dagster_event.is_step_start}
+        assert {"player_summaries__left", "player_summaries__right"} <= set(step_pids)
+        assert len(set(step_pids.values())) == len(step_pids)  # every step in its own process
+        logged = str([(e.user_message, e.dagster_event) for e in events])
+        assert "left-pw" not in logged and DEMO.password not in logged
+    assert _tables(multi) == _tables(in_process)
+    assert Path(multi.warehouse_path).is_file()
+    assert Lake(multi.data_dir).read_table("player_snapshots", NIGHT).num_rows == 40

@@ -1,0 +1,136 @@
+"""The Dagster UI as a user runs it: `dagster dev` on a loopback port with the project's instance
+(the checked-in dagster.yaml), a night launched through its GraphQL API, and a night run from the
+command line — both in the one instance, with their materialisations (row counts) and checks."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from datetime import date
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.helpers import REPO
+
+pytestmark = [pytest.mark.xdist_group("webserver"), pytest.mark.slow]
+
+LAUNCH = """
+mutation Launch($params: ExecutionParams!) {
+  launchRun(executionParams: $params) {
+    __typename
+    ... on LaunchRunSuccess { run { runId } }
+    ... on PythonError { message }
+    ... on RunConfigValidationInvalid { errors { message } }
+  }
+}
+"""
+STATUS = "query Status($id: ID!) { runOrError(runId: $id) { __typename ... on Run { status } } }"
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _graphql(url: str, query: str, variables: dict) -> dict:
+    response = httpx.post(url, json={"query": query, "variables": variables}, timeout=30)
+    response.raise_for_status()
+    body = response.json()
+    assert "errors" not in body, body
+    return body["data"]
+
+
+def test_a_night_launched_from_the_ui_and_one_from_the_cli_share_the_instance(tmp_path: Path) -> None:
+    from dagster import AssetKey, DagsterInstance, DagsterRunStatus
+
+    from tourneylake.sandbox import running_sandbox
+
+    home = tmp_path / "dagster_home"
+    home.mkdir()
+    shutil.copy(REPO / "dagster_home" / "dagster.yaml", home / "dagster.yaml")
+    port = _free_port()
+    with running_sandbox(seed=7, today=date(2026, 11, 21)) as server:
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("TOURNEYLAKE_", "DAGSTER_"))}
+        env.update(
+            DAGSTER_HOME=str(home),
+            TOURNEYLAKE_BASE_URL=server.base_url,
+            TOURNEYLAKE_DATA_DIR=str(tmp_path / "data"),
+            TOURNEYLAKE_WATCHLIST=str(REPO / "watchlist.yaml"),
+            PYTHONWARNINGS="ignore",
+        )
+        ui = subprocess.Popen(
+            [sys.executable, "-m", "dagster", "dev", "-w", "workspace.yaml", "-h", "127.0.0.1", "-p", str(port)],
+            cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+        )  # fmt: skip
+        try:
+            url = f"http://127.0.0.1:{port}/graphql"
+            deadline = time.monotonic() + 120
+            while True:  # the webserver answers once the code location has loaded
+                assert ui.poll() is None and time.monotonic() < deadline, "dagster dev did not come up"
+                try:
+                    if httpx.get(f"http://127.0.0.1:{port}/server_info", timeout=2).status_code == 200:
+                        break
+                except httpx.HTTPError:
+                    pass
+                time.sleep(0.5)
+            params = {
+                "selector": {"repositoryLocationName": "tourneylake", "repositoryName": "__repository__", "jobName": "nightly"},
+                "executionMetadata": {"tags": [{"key": "dagster/partition", "value": "2026-11-20"}]},
+            }
+            launched = _graphql(url, LAUNCH, {"params": params})["launchRun"]
+            assert launched["__typename"] == "LaunchRunSuccess", launched
+            run_id = launched["run"]["runId"]
+            status = None
+            while time.monotonic() < deadline + 120:  # queued, then dequeued by the daemon, then run
+                status = _graphql(url, STATUS, {"id": run_id})["runOrError"]["status"]
+                if status in ("SUCCESS", "FAILURE", "CANCELED"):
+                    break
+                time.sleep(1)
+            assert status == "SUCCESS"
+
+            cli = subprocess.run(
+                [sys.executable, "-m", "pipelines.cli", "run", "--date", "2026-11-21"],
+                cwd=REPO, env=env, capture_output=True, text=True, timeout=240,
+            )  # fmt: skip
+            assert cli.returncode == 0, cli.stderr[-2000:]
+        finally:
+            os.killpg(ui.pid, signal.SIGINT)
+            try:
+                ui.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                os.killpg(ui.pid, signal.SIGKILL)
+                ui.wait(timeout=10)
+
+    os.environ["DAGSTER_HOME"] = str(home)
+    try:
+        instance = DagsterInstance.get()
+        runs = instance.get_runs()
+        nights = {run.tags.get("dagster/partition"): run for run in runs}
+        assert set(nights) >= {"2026-11-20", "2026-11-21"}
+        assert all(nights[n].status == DagsterRunStatus.SUCCESS for n in ("2026-11-20", "2026-11-21"))
+        for night in ("2026-11-20", "2026-11-21"):
+            events = instance.all_logs(nights[night].run_id)
+            rows = {
+                e.dagster_event.step_materialization_data.materialization.asset_key: e.dagster_event.step_materialization_data.materialization.metadata
+                for e in events
+                if e.dagster_event is not None and e.dagster_event.is_step_materialization
+            }
+            assert rows[AssetKey(["warehouse", "player_snapshots"])]["dagster/row_count"].value > 0, night
+            checks = [
+                e for e in events if e.dagster_event is not None and e.dagster_event.event_type_value == "ASSET_CHECK_EVALUATION"
+            ]
+            assert {c.dagster_event.asset_check_evaluation_data.check_name for c in checks} >= {
+                "no_failed_players",
+                "tournaments_unique",
+            }
+        instance.dispose()
+    finally:
+        os.environ.pop("DAGSTER_HOME", None)

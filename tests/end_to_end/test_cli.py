@@ -1,0 +1,335 @@
+"""The command line end to end, as a user runs it (subprocesses, the in-process sandbox)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.helpers import REPO
+
+pytestmark = [pytest.mark.xdist_group("cli"), pytest.mark.slow]
+
+CLI = [sys.executable, "-m", "pipelines.cli"]
+
+
+def clean_env(**extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TOURNEYLAKE_")}
+    env.update(extra)
+    return env
+
+
+def tourneylake(*args: str, env: dict[str, str] | None = None, timeout: float = 240) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*CLI, *args], cwd=REPO, env=env or clean_env(), capture_output=True, text=True, timeout=timeout)
+
+
+def test_run_then_query(tmp_path: Path) -> None:
+    run = tourneylake("run", "--sandbox", "--date", "2026-11-20", "--data-dir", str(tmp_path), "--watchlist", "watchlist.yaml")
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert "searches spent: 13" in run.stdout and "run ok" in run.stdout
+    assert "summaries: 13/13 (" in run.stderr and "13 searches spent" in run.stderr  # progress, as plain lines off a terminal
+    assert "tournaments" in run.stdout and "player_statistics" in run.stdout
+    assert (tmp_path / "warehouse.duckdb").is_file()
+
+    query = tourneylake("query", "--data-dir", str(tmp_path))
+    assert query.returncode == 0, query.stderr
+    assert "profit_usd" in query.stdout and "Ana Łukasz" in query.stdout
+
+    again = tourneylake("run", "--sandbox", "--date", "2026-11-20", "--data-dir", str(tmp_path), "--watchlist", "watchlist.yaml")
+    assert again.returncode == 0 and "searches spent: 0" in again.stdout
+
+
+def test_wrong_password_exits_non_zero_with_one_line(tmp_path: Path) -> None:
+    result = tourneylake(
+        "run",
+        "--sandbox",
+        "--date",
+        "2026-11-20",
+        "--data-dir",
+        str(tmp_path),
+        "--watchlist",
+        "watchlist.yaml",
+        env=clean_env(TOURNEYLAKE_PASSWORD="definitely-wrong"),
+    )
+    assert result.returncode != 0
+    last = result.stderr.strip().splitlines()[-1]
+    assert last.startswith("error: run failed:") and "credentials" in last.lower()
+    assert "Traceback" not in result.stderr and "definitely-wrong" not in result.stderr + result.stdout
+
+
+def test_a_bad_watchlist_names_the_line(tmp_path: Path) -> None:
+    watchlist = tmp_path / "w.yaml"
+    watchlist.write_text("filters:\n  a: 'Class:SNG'\nplayers:\n  - {network: PokerStars, name: X, filters: [nope]}\n")
+    result = tourneylake(
+        "run", "--sandbox", "--date", "2026-11-20", "--data-dir", str(tmp_path / "d"), "--watchlist", str(watchlist)
+    )
+    assert result.returncode != 0
+    assert "w.yaml:4" in result.stderr and "nope" in result.stderr
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def test_sandbox_command_serves_the_metadata_envelope() -> None:
+    port = _free_port()
+    process = subprocess.Popen(
+        [*CLI, "sandbox", "--port", str(port)], cwd=REPO, env=clean_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    try:
+        deadline = time.monotonic() + 30
+        response = None
+        while time.monotonic() < deadline:
+            try:
+                response = httpx.get(
+                    f"http://127.0.0.1:{port}/api/demo/metadata",
+                    headers={"Accept": "application/json", "User-Agent": "x"},
+                    timeout=5,
+                )
+                break
+            except httpx.TransportError:
+                time.sleep(0.2)
+        assert response is not None and response.status_code == 200
+        body = response.json()["Response"]
+        assert body["@success"] == "true" and "MetadataResponse" in body and body["@metadataHash"]
+    finally:
+        process.send_signal(signal.SIGINT)
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(timeout=5)
+
+
+@pytest.mark.parametrize("tables_worker", ["off", "on"])
+def test_a_killed_run_keeps_what_it_paid_for(tmp_path: Path, tables_worker: str) -> None:
+    """SIGKILL in the middle of the harvest, then run again: the responses paid before the kill
+    are reused from the lake (not paid again), the call in flight is booked, and the night
+    completes — on the persistent Dagster instance with the shipped pools, whose slot the killed
+    run still held. With the tables worker, the worker ends by itself (its input closed) and
+    commits nothing."""
+    from datetime import date
+
+    import duckdb
+    import psutil
+
+    from tourneylake.config import SANDBOX_USERNAME
+    from tourneylake.lake.lake import Lake
+    from tourneylake.lake.ledger import Ledger
+    from tourneylake.sandbox import running_sandbox
+
+    data = tmp_path / "data"
+    ledger_dir = data / "lake" / "_ledger" / "snapshot_date=2026-11-20"
+    with running_sandbox(seed=7, today=date(2026, 11, 20), latency_ms=150) as server:
+        home = tmp_path / "dagster_home"
+        home.mkdir()
+        (home / "dagster.yaml").write_text((REPO / "dagster_home" / "dagster.yaml").read_text())
+        env = clean_env(
+            TOURNEYLAKE_BASE_URL=server.base_url,
+            TOURNEYLAKE_CONCURRENCY="1",
+            TOURNEYLAKE_TABLES_WORKER=tables_worker,
+            DAGSTER_HOME=str(home),
+        )
+        args = ["run", "--date", "2026-11-20", "--data-dir", str(data), "--watchlist", "watchlist.yaml"]
+        before = server.accounts.remaining(SANDBOX_USERNAME)
+        process = subprocess.Popen([*CLI, *args], cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 120
+        paid_before_kill = 0
+        while time.monotonic() < deadline and process.poll() is None:
+            lines = b"".join(p.read_bytes() for p in ledger_dir.glob("run-*.jsonl")) if ledger_dir.exists() else b""
+            paid_before_kill = lines.count(b'"outcome":"ok"')
+            if paid_before_kill >= 3:
+                workers = [
+                    p for p in psutil.Process(process.pid).children() if "tourneylake.tables.worker" in " ".join(p.cmdline())
+                ]
+                process.send_signal(signal.SIGKILL)
+                break
+            time.sleep(0.05)
+        process.wait(timeout=30)
+        assert paid_before_kill >= 3 and process.returncode == -signal.SIGKILL
+        assert len(workers) == (tables_worker == "on")
+        for worker in workers:  # orphaned, it reads the end of its input and ends
+            worker.wait(timeout=30)
+        assert not (data / "lake" / "player_snapshots").exists()  # nothing committed by the dead run
+
+        rerun = tourneylake(*args, env=env, timeout=120)  # without freeing the dead run's slot it would wait forever
+        assert rerun.returncode == 0, rerun.stderr[-2000:]
+        assert "freed the pool slots of run" in rerun.stderr
+        reused = int(rerun.stdout.split("reused from the lake: ")[1].split(",")[0])
+        assert reused >= paid_before_kill  # every response on disk before the kill was kept
+        spent = before - server.accounts.remaining(SANDBOX_USERNAME)
+    assert spent <= 13 + 1  # at most the one call in flight at the kill is paid twice
+    # The ledger is the bill: the call in flight at the kill was charged by the service but never
+    # answered; the rerun found the dead run's announcement and booked it into that night.
+    rows = list(Ledger(Lake(data)).entries(date(2026, 11, 20)))
+    assert sum(int(row["cost"]) for row in rows) == spent
+    crash = [row for row in rows if row["outcome"] == "reconciled_after_crash"]
+    assert len(crash) == 1 and crash[0]["cost"] == spent - 13
+    assert not list(ledger_dir.glob("*.open.jsonl"))  # the dead run is closed
+    con = duckdb.connect(str(data / "warehouse.duckdb"), read_only=True)
+    assert con.execute("SELECT count(*) FROM player_snapshots").fetchone()[0] == 13
+    assert con.execute("SELECT sum(cost) FROM search_ledger").fetchone()[0] == spent
+    con.close()
+
+
+def test_a_night_with_a_failed_pair_exits_partial_naming_it_and_pays_it_once(tmp_path: Path) -> None:
+    """A player whose answer is complete but unreadable (a DTD, refused for safety): the night
+    loads the others, names the pair, exits 3 (partial) — and a re-run pays nothing for it again."""
+    from datetime import date
+
+    from tourneylake.config import SANDBOX_USERNAME
+    from tourneylake.sandbox import running_sandbox
+
+    def with_doctype(body: bytes, fmt: str) -> bytes:
+        return b'<!DOCTYPE Response [<!ENTITY x "y">]>' + body.split(b"?>", 1)[-1]
+
+    with running_sandbox(seed=7, today=date(2026, 11, 20)) as server:
+        server.app.answer_rewrites[("Winamax.fr", "Élodie.R")] = with_doctype
+        env = clean_env(TOURNEYLAKE_BASE_URL=server.base_url, TOURNEYLAKE_FORMAT="xml")
+        args = ["run", "--date", "2026-11-20", "--data-dir", str(tmp_path), "--watchlist", "watchlist.yaml"]
+        before = server.accounts.remaining(SANDBOX_USERNAME)
+        first = tourneylake(*args, env=env)
+        spent = before - server.accounts.remaining(SANDBOX_USERNAME)
+        again = tourneylake(*args, env=env)
+        assert server.accounts.remaining(SANDBOX_USERNAME) == before - spent  # not paid again
+    assert spent == 13
+    for result in (first, again):
+        assert result.returncode == 3, result.stderr[-2000:]
+        assert "failed (1):\n- Winamax.fr/Élodie.R: answer unusable" in result.stdout
+        assert result.stderr.strip().splitlines()[-1] == (
+            "error: run partial: 1 pair(s) failed (listed above); run the night again to retry them"
+        )
+        assert "Traceback" not in result.stderr
+    assert "players fetched: 12" in first.stdout and "reused from the lake: 12" in again.stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("--date", "2999-01-01"), "the night of 2999-01-01 has not ended yet (UTC)"),
+        (("--date", "2006-12-31"), "the service's data starts on 2007-01-01"),
+        (("--date", "yesterday"), "--date must be a date YYYY-MM-DD, got 'yesterday'"),
+    ],
+)
+def test_a_night_that_cannot_be_harvested_is_one_line(args: tuple[str, ...], message: str) -> None:
+    from typer.testing import CliRunner
+
+    from pipelines.cli import app
+
+    result = CliRunner().invoke(app, ["run", "--sandbox", *args])
+    assert result.exit_code == 1 and message in result.output and "Traceback" not in result.output
+
+
+def test_a_flag_fixes_a_bad_variable_for_run(tmp_path: Path) -> None:
+    """A bad TOURNEYLAKE_* value that a flag overrides does not stop `run` (Dagster's definitions
+    read no setting at import)."""
+    result = tourneylake(
+        "run", "--sandbox", "--date", "2026-11-20", "--data-dir", str(tmp_path), "--watchlist", "watchlist.yaml", "--concurrency", "4",
+        env=clean_env(TOURNEYLAKE_CONCURRENCY="100000"),
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "run ok" in result.stdout
+
+
+BAD_WATCHLIST = """filters:
+  a: "Class:SNG"
+players:
+  - {network: PokerStars, name: X, filters: [nope]}
+  - {network: PokerStars, filters: [a]}
+  - {network: PokerStars, name: Y, priority: high}
+"""
+
+
+@pytest.mark.parametrize(
+    ("case", "args", "env", "errors"),
+    [
+        (
+            "a watchlist with three mistakes",
+            ("run", "--sandbox", "--date", "2026-11-20", "--watchlist", "{tmp}/bad.yaml"),
+            {},
+            ["bad.yaml:4: filter 'nope' is not defined", "bad.yaml:5: player has no 'name'", "bad.yaml:6: priority must be"],
+        ),
+        (
+            "a wrong password",
+            ("run", "--sandbox", "--date", "2026-11-20", "--watchlist", "watchlist.yaml"),
+            {"TOURNEYLAKE_PASSWORD": "definitely-wrong"},
+            ["run failed: credentials refused by the service"],
+        ),
+        (
+            "a data directory of another source",
+            ("run", "--date", "2026-11-20", "--watchlist", "watchlist.yaml"),
+            {"TOURNEYLAKE_BASE_URL": "http://127.0.0.1:9"},
+            ["run failed: the data directory", "from source 'sandbox', not 'live:http://127.0.0.1:9'"],
+        ),
+        (
+            "a setting out of bounds",
+            ("budget",),
+            {"TOURNEYLAKE_CONCURRENCY": "100000"},
+            ["TOURNEYLAKE_CONCURRENCY: Input should be"],
+        ),
+        ("an impossible date", ("budget", "--date", "2026-13-01"), {}, ["--date must be a date YYYY-MM-DD, got '2026-13-01'"]),
+        ("a word for a date", ("sandbox", "--today", "yesterday"), {}, ["--today must be a date YYYY-MM-DD, got 'yesterday'"]),
+    ],
+    ids=lambda value: value if isinstance(value, str) and " " in value else "",
+)
+def test_bad_input_is_one_error_line_per_problem_and_no_traceback(
+    tmp_path: Path, case: str, args: tuple[str, ...], env: dict[str, str], errors: list[str]
+) -> None:
+    (tmp_path / "bad.yaml").write_text(BAD_WATCHLIST)
+    data = tmp_path / "data"
+    if "another source" in case:  # a lake the built-in sandbox filled, then pointed at another service
+        seeded = tourneylake("run", "--sandbox", "--date", "2026-11-20", "--data-dir", str(data), "--watchlist", "watchlist.yaml")
+        assert seeded.returncode == 0, seeded.stderr[-2000:]
+    result = (
+        tourneylake(*(a.format(tmp=tmp_path) for a in args), "--data-dir", str(data), env=clean_env(**env))
+        if args[0] != "sandbox"
+        else tourneylake(*args, env=clean_env(**env))
+    )
+    assert result.returncode == 1, (result.stdout[-1000:], result.stderr[-2000:])
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    error_lines = [line for line in lines if line.startswith("error:")]
+    assert len(error_lines) == (len(errors) if "watchlist" in case else 1), lines
+    for expected in errors:
+        assert any(expected in line for line in error_lines), (expected, lines)
+    assert "Traceback" not in result.stderr + result.stdout and "definitely-wrong" not in result.stderr + result.stdout
+    if "watchlist" in case:
+        assert not data.exists()  # found before Dagster started or anything was called
+
+
+LAUNCHED = """
+import atexit, os, sys, threading, time
+from pathlib import Path
+import typer
+from tourneylake.cli import launch
+out = Path(os.environ["OUT"])
+app = typer.Typer()
+@app.command()
+def go(code: int, linger: float = 0.0) -> None:
+    atexit.register(lambda: (out / "atexit").write_text("ran"))
+    if linger:
+        threading.Thread(target=lambda: (time.sleep(linger), (out / "thread").write_text("done"))).start()
+    sys.stdout.write("no newline")
+    raise typer.Exit(code)
+launch(app)
+"""
+
+
+@pytest.mark.parametrize("linger", [0.0, 0.5])
+def test_the_console_script_exits_with_its_status_its_output_and_exit_handlers(tmp_path: Path, linger: float) -> None:
+    """`launch` skips the interpreter's teardown, never what a normal exit would do first."""
+    script = tmp_path / "launched.py"
+    script.write_text(LAUNCHED)
+    args = [sys.executable, str(script), "3", "--linger", str(linger)]
+    done = subprocess.run(args, cwd=REPO, env=clean_env(OUT=str(tmp_path)), capture_output=True, text=True, timeout=60)
+    assert (done.returncode, done.stdout) == (3, "no newline"), done.stderr
+    assert (tmp_path / "atexit").read_text() == "ran"
+    assert (tmp_path / "thread").is_file() == bool(linger)  # a running thread is waited for
