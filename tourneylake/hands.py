@@ -118,8 +118,8 @@ def analyze_hand(settings: Settings, hand_bytes: bytes, lang: str | None = None)
     stored = _stored_analysis(path)
     if stored is not None:
         return stored["analysis"], 0
-    with connected(settings, writable=True) as session, session.metered(calls.HAND_ANALYSIS) as (budget, ledger):
-        with session.client(**session.metering_hooks(budget, ledger)) as client:
+    with connected(settings, writable=True) as session, session.meter.metered(calls.HAND_ANALYSIS) as (budget, ledger):
+        with session.client(**session.meter.hooks(budget, ledger)) as client:
             return _analyse_one(session, client, ledger, hand_bytes, lang, path)
 
 
@@ -160,8 +160,8 @@ def analyze_inbox(session: Session, lang: str | None = None) -> InboxOutcome:
             todo.append((file, content, record))
     if not todo:
         return outcome
-    with session.metered(calls.HAND_ANALYSIS) as (budget, ledger):
-        with session.client(**session.metering_hooks(budget, ledger)) as client:
+    with session.meter.metered(calls.HAND_ANALYSIS) as (budget, ledger):
+        with session.client(**session.meter.hooks(budget, ledger)) as client:
             for index, (file, content, record) in enumerate(todo):
                 refusal = f"stopped: {outcome.stopped_reason}" if outcome.stopped_reason else budget.refusal(calls.HAND_ANALYSIS)
                 if refusal is not None:

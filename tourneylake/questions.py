@@ -81,7 +81,7 @@ def ask(settings: Settings, question: str, timezone: str | None = None, locale: 
         spent = 0
         expression = session.cached_filter(question, timezone, locale)
         if expression is None:
-            with session.metered(calls.NATURAL_LANGUAGE_FILTER) as (budget, ledger):
+            with session.meter.metered(calls.NATURAL_LANGUAGE_FILTER) as (budget, ledger):
                 expression = session.ask_filter(question, timezone, locale, budget, ledger)
             spent = ledger.spent
             if catalog is None:

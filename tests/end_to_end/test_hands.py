@@ -156,10 +156,10 @@ def test_a_hand_charged_but_never_answered_is_booked_when_the_run_fails(sandbox,
     settings = sandbox_settings(sandbox, tmp_path, timeout_s=0.25, max_attempts=1)
     session = Session.open(settings, settings.base_url, sandbox.world.today - timedelta(days=1))
     before = remaining(settings)
-    with pytest.raises(TransportError), session.metered(calls.HAND_ANALYSIS) as (budget, ledger):  # noqa: PT012
+    with pytest.raises(TransportError), session.meter.metered(calls.HAND_ANALYSIS) as (budget, ledger):  # noqa: PT012
         try:
             sandbox.app.plan = FaultPlan(Faults(slow=1.0, slow_seconds=0.6), 0, 0.0)
-            with session.client(**session.metering_hooks(budget, ledger)) as client:
+            with session.client(**session.meter.hooks(budget, ledger)) as client:
                 client.send(calls.hand_analysis(HAND))
         finally:
             sandbox.app.plan = FaultPlan(Faults(), 0, 0.0)
@@ -400,9 +400,9 @@ def test_another_account_names_dead_run_waits_for_that_accounts_harvest(sandbox,
     alice = Session.open(settings, settings.base_url, sandbox.world.today, account="alice")
     with lake.lock("harvest-alice"):  # alice's harvest, reconciling at its start
         with lake.lock("harvest-main"):  # main's harvest runs
-            assert alice.reconcile_dead_runs(before) == {}
+            assert alice.meter.reconcile_dead_runs(before) == {}
         assert [run.run_id for run in Ledger(lake).dead_runs()] == ["killed-main"]
-        assert alice.reconcile_dead_runs(before) == {earlier: 0}  # main's lock free: closed (not charged)
+        assert alice.meter.reconcile_dead_runs(before) == {earlier: 0}  # main's lock free: closed (not charged)
     assert Ledger(lake).dead_runs() == []
 
 

@@ -122,7 +122,7 @@ _CREDENTIAL_KEY = re.compile(r"pass|pwd|user.?name|secret|token|app.?key|api.?ke
 
 
 # The lock a harvest of the lake holds: this name for the settings' one account, with
-# ``-<account>`` for each of several (``session.harvest_lock_name``). A rebuild holds them all,
+# ``-<account>`` for each of several (``night.metering.harvest_lock_name``). A rebuild holds them all,
 # and REBUILD_LOCK while it takes them: a harvest whose lock it could not list yet (an account's
 # first) sees that and waits for it (`Lake.lock_for_harvest`).
 HARVEST_LOCK = "harvest"

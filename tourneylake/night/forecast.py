@@ -20,7 +20,8 @@ from tourneylake.lake.ledger import Ledger
 from tourneylake.night.accounts import account_settings, share_of
 from tourneylake.night.budget import Target
 from tourneylake.night.harvest import plan_tonight, resolve_targets
-from tourneylake.night.session import Session, connected, left_in_run
+from tourneylake.night.metering import left_in_run
+from tourneylake.night.session import Session, connected
 from tourneylake.night.watchlist import AccountDef, WatchlistError, load_watchlist
 from tourneylake.tables.night_tables import stored_targets
 
@@ -94,8 +95,8 @@ def _remaining(session: Session) -> tuple[int | None, str | None]:
 
 def _report(session: Session, remaining: int | None, remaining_note: str | None) -> BudgetReport:
     settings, night, lake = session.settings, session.night, session.lake
-    spent = session.spent_tonight()
-    cap_left = left_in_run(settings.max_searches_per_run, session.spent_on_cap(calls.PLAYER_SUMMARY))
+    spent = session.meter.spent_tonight()
+    cap_left = left_in_run(settings.max_searches_per_run, session.meter.spent_on_cap(calls.PLAYER_SUMMARY))
     report = BudgetReport(
         night=night,
         source=settings.source,
@@ -106,7 +107,7 @@ def _report(session: Session, remaining: int | None, remaining_note: str | None)
         spent_tonight=spent,
         cap_left=cap_left,
         affordable=None,
-        costs=session.costs.snapshot(),
+        costs=session.meter.costs.snapshot(),
         spend_per_night=Ledger(lake).spend_per_night(account=session.account),
         account=session.account,
     )

@@ -34,8 +34,9 @@ from tourneylake.lake.lake import Lake
 from tourneylake.lake.ledger import Ledger, LedgerWriter
 from tourneylake.lake.raw import UNUSABLE
 from tourneylake.night.budget import Budget, Plan, Target, plan_night
+from tourneylake.night.metering import left_in_run
 from tourneylake.night.progress import Tracker
-from tourneylake.night.session import Session, left_in_run
+from tourneylake.night.session import Session
 from tourneylake.night.watchlist import Watchlist
 from tourneylake.tables.night_tables import (
     FREE_RESOURCES,
@@ -259,7 +260,7 @@ def plan_tonight(
         remaining=remaining,
         max_searches_per_run=cap,
         reserve=session.settings.reserve_searches,
-        costs=session.costs,
+        costs=session.meter.costs,
         known_networks=session.in_force().known_networks,
         filter_problems=resolution.problems,
         skip_filters=resolution.skip,
@@ -286,7 +287,7 @@ def harvest_players(session: Session, watchlist: Watchlist, *, batch_size: int =
 
     Holds the lake's ``harvest`` lock: two harvests of one lake (overlapping runs without the
     Dagster instance's pools) take turns instead of paying twice for the same targets."""
-    with session.lake.lock_for_harvest(session.harvest_lock):
+    with session.lake.lock_for_harvest(session.meter.harvest_lock):
         return _harvest(session, watchlist, batch_size)
 
 
@@ -302,7 +303,7 @@ def harvest_account(session: Session, watchlist: Watchlist) -> HarvestOutcome:
 
     assert session.account is not None, "harvest_account needs a session opened for an account"
     share = share_of(watchlist, session.account)
-    with session.lake.lock_for_harvest(session.harvest_lock):
+    with session.lake.lock_for_harvest(session.meter.harvest_lock):
         return _harvest(session, share, batch_size=0, keep_tables=False)  # no batches: nothing is normalised here
 
 
@@ -339,7 +340,7 @@ def _harvest(session: Session, watchlist: Watchlist, batch_size: int, *, keep_ta
         try:
             return _harvest_night(session, watchlist, batch_size, keep_tables, worker)
         finally:
-            session.save_cost_votes()
+            session.meter.save_cost_votes()
 
 
 def _harvest_night(
@@ -361,12 +362,12 @@ def _harvest_night(
             outcome.failed.append((Target(player.network, player.name, name, None, player.priority), str(exc)))
         log.error("account %s: %s (its %d pair(s) failed)", session.account, exc, len(outcome.failed))
         return outcome
-    outcome.reconciled += sum(session.reconcile_dead_runs(remaining).values())
+    outcome.reconciled += sum(session.meter.reconcile_dead_runs(remaining).values())
     # A re-run of a half-finished night may spend only what the first run left of the cap.
-    cap = left_in_run(settings.max_searches_per_run, session.spent_on_cap(calls.PLAYER_SUMMARY))
-    budget = Budget(remaining=remaining, max_searches_per_run=cap, reserve=settings.reserve_searches, costs=session.costs)
+    cap = left_in_run(settings.max_searches_per_run, session.meter.spent_on_cap(calls.PLAYER_SUMMARY))
+    budget = Budget(remaining=remaining, max_searches_per_run=cap, reserve=settings.reserve_searches, costs=session.meter.costs)
     failure: Exception | None = None  # raised once tonight's work is kept
-    with _ledger_published(lake, night, keep_tables) as night_failed, session.ledger(remaining) as ledger, ExitStack() as stack:
+    with _ledger_published(lake, night, keep_tables) as night_failed, session.meter.ledger(remaining) as ledger, ExitStack() as stack:
         sink: SummarySink | TablesWorker | _RawOnly
         if worker is not None:
             sink = worker
@@ -405,7 +406,7 @@ def _harvest_night(
         # Only a part that cannot be written keeps the night's previous tables (every raw answer
         # is in the lake: the next run or a rebuild makes them whole).
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="tourneylake-reconcile") as pool:
-            reconciling = pool.submit(session.reconcile_run, ledger)
+            reconciling = pool.submit(session.meter.reconcile_run, ledger)
             try:
                 sink.flush()
             except Exception as exc:
@@ -599,7 +600,7 @@ async def _fetch(
     retry window; what fails again is reported failed, with why."""
     settings = session.settings
     retry_until = time.monotonic() + settings.retry_window_s
-    async with session.async_client(retry_until=retry_until, **session.metering_hooks(budget, ledger)) as client:
+    async with session.async_client(retry_until=retry_until, **session.meter.hooks(budget, ledger)) as client:
         fetcher = _Fetcher(session, client, budget, sink, outcome, ledger, len(plan.calls))
         failing = await fetcher.run(list(plan.calls))
         last_pass = (

@@ -1,59 +1,41 @@
-"""One night's context: the clients, the raw store hook, the metering hooks, the searches-left
-reading and the ledger's reconciliations, and the natural-language filter cache.
+"""One night's context: the clients on the service and the lake their answers go to.
 
 Everything that calls the service for a night goes through a :class:`Session`, so the product's
-promises are kept in one place:
-
-1. every HTTP 200 body is written to the lake's raw store by the client's ``on_body`` hook before
-   it is parsed (a paid response is on disk before anything else can fail), and named by its
-   status once its envelope has been read;
-2. every metered attempt is announced to the ledger before it goes out and recorded when it ends
-   (:meth:`Session.metering_hooks`), guarded by the budget;
-3. the account's searches left are read from a free authenticated call, and only from a
-   ``loggedIn="true"`` answer (:meth:`Session.read_remaining`);
-4. what the service counted but no answer explains is booked at the end of a run
-   (:meth:`Session.reconcile_run`), and the calls of a run that died in flight at the start of the
-   next one (:meth:`Session.reconcile_dead_runs`).
+promises are kept in one place: every HTTP 200 body is written to the lake's raw store by the
+client's ``on_body`` hook before it is parsed, and named by its status once its envelope has
+been read; the account's searches left are read from a free authenticated call, only from a
+``loggedIn="true"`` answer; every metered attempt goes through the session's :class:`Meter`
+(budget gate, ledger rows, reconciliations: :mod:`tourneylake.night.metering`). An answer already
+paid for is taken from the lake, and a question's filter from its cache.
 """
 
 from __future__ import annotations
 
 import logging
 import uuid
-from collections import Counter
 from collections.abc import Callable, Iterator
-from concurrent.futures import Future
-from contextlib import ExitStack, contextmanager
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from typing import Any
 
-from tourneylake.api import ApiError, AsyncClient, Attempt, Client, CredentialsError, ReceivedBody, calls
+from tourneylake.api import ApiError, AsyncClient, Client, CredentialsError, ReceivedBody, calls
 from tourneylake.api.answers import call_payload
 from tourneylake.api.client import recent_reading, warm_async_transport
-from tourneylake.api.errors import NOT_FOUND_CODES, UnusableResponse
+from tourneylake.api.errors import UnusableResponse
 from tourneylake.api.tree import Node, parse
 from tourneylake.config import Settings
-from tourneylake.errors import BudgetRefused, LakeError, RunFailed
-from tourneylake.lake.lake import HARVEST_LOCK, Lake
-from tourneylake.lake.ledger import (
-    EXTERNAL_SPENDING,
-    RECONCILED,
-    RECONCILED_AFTER_CRASH,
-    UNCERTAIN,
-    Ledger,
-    LedgerWriter,
-    RunLog,
-    login_digest,
-    unexplained_charges,
-)
-from tourneylake.lake.raw import UNUSABLE, key_digest
+from tourneylake.errors import RunFailed
+from tourneylake.lake.lake import Lake
+from tourneylake.lake.ledger import LedgerWriter
+from tourneylake.lake.raw import UNUSABLE
 from tourneylake.lake.raw_saver import RawSaver, saver_wanted
 from tourneylake.lake.state import StateStore
-from tourneylake.night.budget import Budget, CostModel, Reservation
+from tourneylake.night.budget import Budget
+from tourneylake.night.metering import Meter
 from tourneylake.tables.reference import InForce
 
-__all__ = ["Session", "connected", "left_in_run", "new_run_id", "today"]
+__all__ = ["Session", "connected", "new_run_id", "today"]
 
 log = logging.getLogger(__name__)
 
@@ -61,24 +43,6 @@ log = logging.getLogger(__name__)
 RECENT_READING_S = 5.0
 
 NLQ_CACHE = "nlq_cache"
-#: The cost model's votes of earlier runs, per resource (see ``budget.CostModel``).
-COST_VOTES = "cost_votes"
-
-
-def harvest_lock_name(account: str | None) -> str:
-    """The lake lock a harvest of ``account`` (``None``: the settings' one account) holds."""
-    return HARVEST_LOCK if account is None else f"{HARVEST_LOCK}-{account}"
-
-
-def _cost_votes(lake: Lake) -> dict[str, list[int]]:
-    """Earlier runs' cost votes; none when the document is missing or damaged (a cache). Each
-    vote is checked by the cost model (:meth:`~tourneylake.night.budget.CostModel._plausible`)."""
-    try:
-        document = StateStore(lake).read(COST_VOTES)
-    except (LakeError, OSError) as exc:
-        log.warning("the cost model's earlier votes are not read (%s): it starts from the documented costs", exc)
-        return {}
-    return {r: votes for r, votes in document.items() if type(votes) is list}
 
 
 def today() -> date:
@@ -87,18 +51,6 @@ def today() -> date:
 
 def new_run_id() -> str:
     return datetime.now(UTC).strftime("%Y%m%dT%H%M%S") + "-" + uuid.uuid4().hex[:6]
-
-
-def left_in_run(cap: int | None, spent: int) -> int | None:
-    """What the run cap leaves once ``spent`` is spent (``None``: no cap)."""
-    return None if cap is None else max(0, cap - spent)
-
-
-def _charged(attempt: Attempt) -> bool:
-    """Whether an attempt cost searches: an answer, a body the service produced but that arrived
-    cut short or unreadable (it did the work), or "not found" (the service did the lookup). Other refusals
-    and transport failures are free; a charge nobody saw is found by the reconciliations."""
-    return attempt.outcome in ("ok", "malformed_response", "unusable_response") or attempt.error_code in NOT_FOUND_CODES
 
 
 @dataclass
@@ -111,12 +63,14 @@ class Session:
     lake: Lake
     writable: bool = True
     run_id: str = field(default_factory=new_run_id)
-    costs: CostModel = field(default_factory=CostModel)
-    #: The watchlist account whose settings these are (``None``: the settings' one account). Its
-    #: ledger rows carry the name, and its spending and reconciliations count its own runs only.
+    #: The watchlist account whose settings these are (``None``: the settings' one account).
     account: str | None = None
-    #: Whether this run's cost votes may be kept (not when a harvest spent beside it, see `metered`).
-    _trusted_votes: bool = field(default=True, repr=False)
+    meter: Meter = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self.meter = Meter.open(
+            self.settings, self.lake, self.night, self.run_id, self.account, self.read_remaining, writable=self.writable
+        )
 
     @classmethod
     def open(
@@ -129,25 +83,7 @@ class Session:
             lake.claim(settings.source)
             lake.sweep_tmp()
             warm_async_transport()  # a night's session: its harvest will want the async client
-        return cls(settings, base_url, night, lake, writable, costs=CostModel(votes=_cost_votes(lake)), account=account)
-
-    def save_cost_votes(self) -> None:
-        """Add this session's new cost votes to the lake's (the last ``window`` per resource), so
-        the next run starts from them. A cache: a failure to write it is logged, not raised."""
-        new = self.costs.take_new_votes()
-        if not new or not self.writable or not self._trusted_votes:
-            return
-        window = self.costs.window
-
-        def add(document: dict[str, Any]) -> None:
-            for resource, votes in new.items():
-                kept = document.get(resource)  # what is not a vote is dropped when read (`_cost_votes`)
-                document[resource] = [*(kept if type(kept) is list else []), *votes][-window:]
-
-        try:
-            self.state.update(COST_VOTES, add, reset_damaged=True)
-        except OSError as exc:
-            log.warning("the cost model's votes could not be kept (%s): the next run starts without them", exc)
+        return cls(settings, base_url, night, lake, writable, account=account)
 
     @property
     def state(self) -> StateStore:
@@ -204,262 +140,6 @@ class Session:
                 "credentials refused by the service: it answered loggedIn=false (check user name, password and app key)"
             )
         return response.remaining_searches
-
-    # ------------------------------------------------------------------ the ledger
-    def ledger(self, remaining_before: int | None) -> LedgerWriter:
-        return LedgerWriter(
-            self.lake, self.night, self.run_id, remaining_before=remaining_before, account=self.account, login=self.login
-        )
-
-    @property
-    def login(self) -> str | None:
-        """The digest of the username these calls spend from (see ``ledger.login_digest``)."""
-        return login_digest(self.settings.username)
-
-    @contextmanager
-    def _no_harvest_running(self) -> Iterator[frozenset[str] | None]:
-        """When no harvest of this lake runs, the names of all its ``harvest*`` locks, taken and
-        held for the block; else ``None`` (also on an object store, which has no lock). Any
-        harvest may spend from these credentials' count (two account names can share a
-        username), so a reconciliation beside it would book its unrecorded charges. The names
-        are listed again once taken: a harvest of a new account may have made its lock since."""
-        with self.lake.lock_every(HARVEST_LOCK, also=[self.harvest_lock], wait=False) as taken:
-            yield taken
-
-    @contextmanager
-    def metered(self, resource: str) -> Iterator[tuple[Budget, LedgerWriter]]:
-        """Metered calls of ``resource`` outside the harvest (a question, a hand): a budget with
-        what the night's cap for them leaves (:meth:`spent_on_cap`) and the reserve, from a free
-        reading, and the ledger. Before it, these credentials' dead runs are reconciled when no
-        harvest runs. When the block ends the run is reconciled with the service's count (also
-        when it ends by an error: a call charged whose answer never came is booked now), its
-        cost votes are kept (unless a harvest ran beside it), and the night's ledger partition is
-        published."""
-        with self._no_harvest_running() as holding:
-            remaining = self.read_remaining()
-            # An earlier run of these credentials that died mid-call, reconciled here only when no
-            # harvest is spending now (its unrecorded charges would be booked to the dead run)
-            # and on a local lake (an object store has no lock: its harvests reconcile).
-            if holding is not None:
-                self.reconcile_dead_runs(remaining, holding=holding)
-        self._trusted_votes = holding is not None  # beside a harvest, a reading includes its charges
-        budget = Budget(
-            remaining=remaining,
-            max_searches_per_run=left_in_run(self.settings.max_searches_per_run, self.spent_on_cap(resource)),
-            reserve=self.settings.reserve_searches,
-            costs=self.costs,
-        )
-        try:
-            with self.ledger(budget.remaining) as ledger:
-                try:
-                    yield budget, ledger
-                except Exception:
-                    try:
-                        self.reconcile_run(ledger)
-                    except Exception as exc:  # noqa: BLE001 - the block's own error is the one to raise
-                        log.warning(
-                            "run %s could not be reconciled after its failure (%s): the next run does it", self.run_id, exc
-                        )
-                    raise
-                self.reconcile_run(ledger)
-        finally:
-            if self._trusted_votes:  # a harvest that started during the calls spent beside them
-                with self._no_harvest_running() as holding:
-                    self._trusted_votes = holding is not None
-            self.save_cost_votes()
-            self.publish_ledger()
-
-    def publish_ledger(self) -> None:
-        """Rewrite the night's ``search_ledger`` partition from its ledger (when it has rows), so
-        the warehouse sees metered calls made outside the harvest too."""
-        Ledger(self.lake).publish(self.night, when_empty=False)
-
-    @property
-    def harvest_lock(self) -> str:
-        """The lake lock a harvest of this session's credentials holds (see ``harvest``)."""
-        return harvest_lock_name(self.account)
-
-    def spent_tonight(self, *, only: str | None = None, excluding: str | None = None) -> int:
-        return Ledger(self.lake).spent(self.night, only=only, excluding=excluding, account=self.account)
-
-    def spent_on_cap(self, resource: str) -> int:
-        """Tonight's searches that count against the cap a call of ``resource`` draws on (re-runs
-        share it): hand analyses, an opt-in job, have a cap of their own; the harvest and the
-        questions share the other."""
-        if resource == calls.HAND_ANALYSIS:
-            return self.spent_tonight(only=calls.HAND_ANALYSIS)
-        return self.spent_tonight(excluding=calls.HAND_ANALYSIS)
-
-    def metering_hooks(self, budget: Budget | None, ledger: LedgerWriter) -> dict[str, Callable[..., Future[None] | None]]:
-        """``before_attempt``: the budget's permission, then the write-ahead line;
-        ``on_answer``: the budget hears the answer arrived; ``on_attempt``: settle the budget
-        and write the attempt's row. The first and the last return the future of their line's
-        write (see :class:`LedgerWriter`), which the client waits for."""
-        # (id of the call, attempt) → the call (kept, so its id is never another's) and its claim
-        reservations: dict[tuple[int, int], tuple[calls.Call, Reservation]] = {}
-
-        def gate(call: calls.Call, number: int) -> Future[None] | None:
-            if not call.metered:
-                return None
-            if budget is not None:
-                reservation = budget.reserve_call(call.resource)
-                if reservation is None:
-                    raise BudgetRefused(
-                        budget.refusal(call.resource) or budget.stopped_reason or "budget: no searches left for this run"
-                    )
-                reservations[id(call), number] = (call, reservation)
-            return ledger.sent_soon(call.resource, key_digest(call.key), number)
-
-        def answered(call: calls.Call, number: int) -> None:
-            held = reservations.get((id(call), number))
-            if budget is not None and held is not None:
-                budget.answered(held[1])
-
-        def record(attempt: Attempt) -> Future[None] | None:
-            call = attempt.call
-            if not call.metered:
-                return None
-            charged = _charged(attempt)
-            held = reservations.pop((id(call), attempt.number), None)
-            if budget is not None:  # settle first: an isolated call votes on the cost the row records
-                budget.settle(
-                    call.resource,
-                    attempt.remaining_after,
-                    charged,
-                    uncertain=attempt.outcome == UNCERTAIN,
-                    reservation=None if held is None else held[1],
-                )
-            return ledger.record_soon(
-                key_digest(call.key),
-                called_at=attempt.started_at,
-                run_id=self.run_id,
-                resource=call.resource,
-                network=call.key.get("network"),
-                player=call.key.get("player"),
-                filter_name=call.key.get("filter_name"),
-                filter_expression=call.key.get("filter") or None,
-                question=call.key.get("question"),
-                attempt=attempt.number,
-                cost=self.costs.cost(call.resource) if charged else 0,
-                remaining_after=attempt.remaining_after,
-                outcome=attempt.outcome,
-                error_code=attempt.error_code,
-                error=attempt.error,
-                duration_ms=round(attempt.duration_s * 1000, 3),
-            )
-
-        return {"before_attempt": gate, "on_answer": answered, "on_attempt": record}
-
-    def _uncertain_cost(self, resources: Counter[str]) -> int:
-        return sum(self.costs.cost(resource) * count for resource, count in resources.items())
-
-    def _reconciliation(self, run_id: str, cost: int, outcome: str, why: str, remaining: int | None) -> dict[str, Any]:
-        return {
-            "called_at": datetime.now(UTC), "run_id": run_id, "resource": "unattributed", "attempt": 0, "cost": cost,
-            "remaining_after": remaining, "outcome": outcome, "error": why, "duration_ms": 0.0,
-        }  # fmt: skip
-
-    def reconcile_run(self, ledger: LedgerWriter) -> int:
-        """Book what the service counted during this run beyond the ledger's rows (a charged
-        call whose answer never arrived, say), so that the ledger adds up to the drop in the
-        account's searches; returns the searches booked.
-
-        The searches left after the run come from one free call — unless every attempt of the
-        run was answered: then nothing can be unexplained, and the fewest searches left any
-        answer reported is the reading (the service's count after its last charge; counts only
-        fall), so another client's spending is still shown, and no round trip is added to the
-        end of the night."""
-        if ledger.remaining_before is None or not ledger.attempts:
-            return 0
-        certain = not ledger.uncertain and ledger.lowest_remaining is not None
-        after = ledger.lowest_remaining if certain else self.read_remaining()
-        others = Ledger(self.lake).spent_since(ledger.started_at, except_run=self.run_id, account=self.account, login=self.login)
-        extra = unexplained_charges(
-            before=ledger.remaining_before, after=after, recorded=ledger.spent, others=others,
-            uncertain_cost=self._uncertain_cost(ledger.uncertain),
-        )  # fmt: skip
-        if extra:
-            log.warning("the service counted %d searches more than this run's answers: recorded as unattributed", extra)
-            why = "RemainingSearches dropped more than the answers' costs (a call charged without an answer)"
-            ledger.record(**self._reconciliation(self.run_id, extra, RECONCILED, why, after))
-        assert ledger.remaining_before is not None
-        external = (ledger.remaining_before - after) - ledger.spent - others if after is not None else 0
-        if external > 0:
-            # Shown, never charged: cost 0 keeps it out of this run's spending and the night's cap.
-            why = f"{external} searches spent by another client of the account during this run (not charged to it)"
-            log.warning("the account dropped by %d searches more than this run's calls could cost: %s", external, why)
-            ledger.record(**{**self._reconciliation(self.run_id, 0, EXTERNAL_SPENDING, why, after), "resource": "external"})
-        return extra
-
-    def reconcile_dead_runs(self, remaining_now: int | None, *, holding: frozenset[str] | None = None) -> dict[date, int]:
-        """Close the runs that ended with metered calls unanswered (killed, interrupted): what the
-        service charged for them — the drop in searches left since the run started, less what
-        the ledger explains, at most the cost of the calls it could not see answered — is written
-        to the run's own night. Returns the searches booked per night whose ledger changed.
-
-        Only this session's account's runs (a run without an account name is the default
-        credentials', whoever reconciles it next: a harvest, a question or a hand). Call it
-        holding :attr:`harvest_lock` (``holding``: the harvest locks this process holds, that
-        one by default): a run of another account name with the same username is closed only
-        under that account's harvest lock too (taken here without waiting, else left for later)
-        and only if still open, so two reconcilers never close one run, and no harvest of the
-        run's account spends while counts are compared (on an object store, which has no lock,
-        only this account's runs are closed). An earlier night whose ledger changed has
-        its ``search_ledger`` partition written again now (tonight's is written by the run
-        itself). With no reading now, nothing is closed: a later run, with a reading, reconciles
-        them."""
-        booked = self._reconcile_dead_runs(remaining_now, holding or frozenset({self.harvest_lock}))
-        for night in booked:
-            if night != self.night:
-                Ledger(self.lake).publish(night)
-        return booked
-
-    def _reconcile_dead_runs(self, remaining_now: int | None, holding: frozenset[str]) -> dict[date, int]:
-        book = Ledger(self.lake)
-        dead = [run for run in book.dead_runs() if run.same_credentials(self.account, self.login)]
-        if dead and remaining_now is None:
-            log.warning("%d run(s) ended with calls unanswered; no reading of the searches left now: reconciled later", len(dead))
-            return {}
-        booked: dict[date, int] = {}
-        for run in dead:
-            with ExitStack() as held:
-                if not self._may_close(run, holding, held):
-                    continue
-                booked_for = self._close_dead_run(book, run, remaining_now)
-                if booked_for is not None:
-                    booked[run.night] = booked.get(run.night, 0) + booked_for
-        return booked
-
-    def _may_close(self, run: RunLog, holding: frozenset[str], held: ExitStack) -> bool:
-        name = harvest_lock_name(run.account)
-        if name in holding:
-            return True
-        if not held.enter_context(self.lake.lock(name, wait=False)):
-            return False  # that account's harvest runs (or an object store): it reconciles its own
-        return run.path.exists()  # not closed by that harvest before the lock was ours
-
-    def _close_dead_run(self, book: Ledger, run: RunLog, remaining_now: int | None) -> int | None:
-        """Reconcile and close one dead run; returns what was booked (``None``: no row)."""
-        others = (
-            book.spent_since(run.started_at, except_run=run.run_id, account=self.account, login=self.login)
-            if run.started_at
-            else 0
-        )
-        extra = unexplained_charges(
-            before=run.remaining_before, after=remaining_now, recorded=run.spent, others=others,
-            uncertain_cost=self._uncertain_cost(run.uncertain),
-        )  # fmt: skip
-        if not run.unanswered and not extra:
-            book.close_dead_run(run, None)
-            return None
-        unanswered = f"{len(run.unanswered)} call(s) unanswered when run {run.run_id} ended"
-        if run.remaining_before is None:
-            why = f"{unanswered}; it had no reading of the searches left, so their cost cannot be counted"
-        else:
-            why = f"{unanswered}; the service charged {extra} search(es) the ledger did not show"
-        log.warning("%s (night %s)", why, run.night)
-        book.close_dead_run(run, self._reconciliation(run.run_id, extra, RECONCILED_AFTER_CRASH, why, remaining_now))
-        return extra
 
     def paid_payload(self, call: calls.Call, client: Client) -> Node | None:
         """The payload of ``call``'s answer: the one already paid for when the lake holds it (a
@@ -522,7 +202,7 @@ class Session:
         cached = self.cached_filter(question, timezone, locale)
         if cached is not None:
             return cached
-        hooks = self.metering_hooks(budget, ledger) if ledger is not None else {}
+        hooks = self.meter.hooks(budget, ledger) if ledger is not None else {}
         with self.client(**hooks) as client:
             payload = self.paid_payload(calls.natural_language_filter(question, timezone, locale), client)
         expression = (payload.text if payload is not None else None) or ""
