@@ -14,6 +14,8 @@ from tourneylake.night.budget import (
     PLAYER_SUMMARY,
     Budget,
     CostModel,
+    Known,
+    Limits,
     Target,
     plan_night,
 )
@@ -40,7 +42,8 @@ def plan(targets, **overrides):
         run_date=TONIGHT,
     )
     arguments.update(overrides)
-    return plan_night(targets, **arguments)
+    limits = Limits(*(arguments.pop(name) for name in ("remaining", "max_searches_per_run", "reserve", "costs")))
+    return plan_night(targets, Known(**arguments), limits)
 
 
 def names(targets) -> list[str]:

@@ -216,8 +216,8 @@ def test_a_normaliser_failure_is_never_left_unsaid(tmp_path: Path, monkeypatch: 
     monkeypatch.setattr(tables_worker, "_spawn", stand_in)
     monkeypatch.setattr(tables_worker, "_take_started_ahead", lambda: None)
     key = {"network": "PokerStars", "player": "p", "filter": ""}
-    with tables_worker.TablesWorker(tmp_path, NIGHT, 16) as worker:
-        worker.add_stored(has_stored=False)
+    with tables_worker.TablesWorker(Lake(tmp_path), NIGHT, 16) as worker:
+        worker.add_stored()  # an empty night: nothing stored to read
         worker.add_answer(key, b"{}", "json", datetime.now(UTC))
         if told_before:
             deadline = time.monotonic() + 10

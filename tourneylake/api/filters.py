@@ -1080,6 +1080,29 @@ def filter_for_night(expression: str, night: date, *, window: Window = "as_of", 
     :class:`NightFilterError` for an unknown window, ``window="day"`` with ``anchor=False`` (a
     contradiction: the per-day window anchors the filter) and a night before :data:`FIRST_NIGHT`.
     """
+    _check_night(night, window, anchor)
+    read = _read_dates(expression)
+    night_start = _midnight(night)
+    night_end = night_start + _DAY_SECONDS - 1
+    # What is sent (and keyed) is the canonical form: a trailing ';' is dropped, in every mode.
+    trailing = (_TRAILING_NOTE,) if expression.endswith(";") else ()
+    if not anchor:
+        note = "sent as written (anchor: none): what it selects moves with the day it is fetched on"
+        as_written = format_filter(Filter(tuple(constraint for constraint, _ in read)))
+        return NightFilter(expression, as_written, False, False, (note, *trailing))
+    if window == "day":
+        day = Constraint(_DATE, False, (f"{night_start}~{night_end}",))
+        removed = [str(constraint) for constraint, spec in read if spec is not None]
+        kept = [constraint for constraint, spec in read if spec is None]
+        what = f"replaces {', '.join(removed)}" if removed else "appended"
+        note = f"the per-day window {day} ({night.isoformat()}, UTC) {what}"
+        return NightFilter(expression, format_filter(Filter((*kept, day))), True, False, (note, *trailing))
+    constraints, notes, anchored, nothing = _as_of(read, night, night_end)
+    return NightFilter(expression, format_filter(Filter(tuple(constraints))), anchored, nothing, (*notes, *trailing))
+
+
+def _check_night(night: date, window: Window, anchor: bool) -> None:
+    """The arguments :func:`filter_for_night` refuses (see there)."""
     if window not in ("as_of", "day"):
         raise NightFilterError(f"unknown window {window!r}: 'as_of' or 'day'")
     if window == "day" and not anchor:
@@ -1090,27 +1113,14 @@ def filter_for_night(expression: str, night: date, *, window: Window = "as_of", 
         raise NightFilterError(
             f"night {night.isoformat()} is before the service's data, which starts on {FIRST_NIGHT.isoformat()}"
         )
-    read = _read_dates(expression)
+
+
+def _as_of(
+    read: list[tuple[Constraint, DateSpec | None]], night: date, night_end: int
+) -> tuple[list[Constraint], list[str], bool, bool]:
+    """The constraints of the as-of window (see :func:`filter_for_night`), their notes, whether
+    the filter is anchored and whether it selects nothing."""
     label = night.isoformat()
-    night_start = _midnight(night)
-    night_end = night_start + _DAY_SECONDS - 1
-
-    # What is sent (and keyed) is the canonical form: a trailing ';' is dropped, in every mode.
-    trailing = (_TRAILING_NOTE,) if expression.endswith(";") else ()
-
-    if not anchor:
-        note = "sent as written (anchor: none): what it selects moves with the day it is fetched on"
-        as_written = format_filter(Filter(tuple(constraint for constraint, _ in read)))
-        return NightFilter(expression, as_written, False, False, (note, *trailing))
-
-    if window == "day":
-        day = Constraint(_DATE, False, (f"{night_start}~{night_end}",))
-        removed = [str(constraint) for constraint, spec in read if spec is not None]
-        kept = [constraint for constraint, spec in read if spec is None]
-        what = f"replaces {', '.join(removed)}" if removed else "appended"
-        note = f"the per-day window {day} ({label}, UTC) {what}"
-        return NightFilter(expression, format_filter(Filter((*kept, day))), True, False, (note, *trailing))
-
     constraints: list[Constraint] = []
     notes: list[str] = []
     anchored, nothing, dated = True, False, False
@@ -1147,4 +1157,4 @@ def filter_for_night(expression: str, night: date, *, window: Window = "as_of", 
         everything = Constraint(_DATE, False, (f"{DATA_START}~{night_end}",))
         constraints.append(everything)
         notes.append(f"no Date: {everything} appended (every tournament started up to the end of {label}, UTC)")
-    return NightFilter(expression, format_filter(Filter(tuple(constraints))), anchored, nothing, (*notes, *trailing))
+    return constraints, notes, anchored, nothing

@@ -23,7 +23,7 @@ from __future__ import annotations
 import itertools
 import threading
 from collections import Counter, deque
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Set
 from dataclasses import dataclass, field, replace
 from datetime import date
 
@@ -41,11 +41,15 @@ __all__ = [
     "PLAYER_SUMMARY",
     "Budget",
     "CostModel",
+    "Known",
+    "Limits",
     "Plan",
     "Reservation",
     "Target",
     "TargetKey",
+    "fit",
     "plan_night",
+    "triage",
 ]
 
 # The resource names and their documented costs (service-reference §8) are the client's.
@@ -223,87 +227,114 @@ def _reason_for(cap_left: int | None, reserve_left: int | None, cap: int | None,
     return f"budget: reserve {reserve} reached"
 
 
-def plan_night(
-    targets: Iterable[Target],
-    *,
-    last_fetched: Mapping[TargetKey, date],
-    harvested_tonight: set[TargetKey] | frozenset[TargetKey],
-    remaining: int | None,
-    max_searches_per_run: int | None,
-    reserve: int,
-    costs: CostModel,
-    known_networks: set[str] | frozenset[str] | None,
-    filter_problems: Mapping[str, str],
-    run_date: date | None = None,
-    skip_filters: Mapping[str, str] | None = None,
-) -> Plan:
-    """Plan tonight's metered calls.
+@dataclass(frozen=True)
+class Known:
+    """What is known locally, before any search, about tonight's targets.
 
-    Skipped (costs nothing, known locally): a duplicate of an earlier target (same key), a
-    network not in ``known_networks`` (``None`` = not checked; pass only searchable networks), a
-    filter named in ``filter_problems`` or whose expression does not parse, and a target already
-    harvested tonight (in ``harvested_tonight``, or last fetched on or after ``run_date``).
-    In keys, a filter name of ``""`` and ``None`` both mean unfiltered. ``skip_filters`` names
-    filters not to fetch tonight (a Date after the night, a question not converted), with why.
+    ``last_fetched``: the last night each target was harvested; ``harvested_tonight``: the
+    targets tonight already holds (in keys, a filter name of ``""`` and ``None`` both mean
+    unfiltered); ``run_date``: tonight; ``known_networks``: the searchable networks of metadata
+    (``None``: not checked); ``filter_problems``: filters metadata rejects, with why;
+    ``skip_filters``: filters not to fetch tonight (a Date after the night, a question not
+    converted), with why."""
 
-    The rest is ordered: never fetched first, then stalest (oldest last fetch), then priority
-    (lower first), then the order given. Calls are planned in that order while they fit within
-    ``min(max_searches_per_run, remaining - reserve)``; a call that does not fit is deferred,
-    and a cheaper one later in the order may still be planned. A target whose filter still needs
-    its question converted also costs one NLQ call, the first time that filter is planned.
-    """
-    plan = Plan()
+    last_fetched: Mapping[TargetKey, date] = field(default_factory=dict)
+    harvested_tonight: Set[TargetKey] = frozenset()
+    run_date: date | None = None
+    known_networks: Set[str] | None = None
+    filter_problems: Mapping[str, str] = field(default_factory=dict)
+    skip_filters: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What tonight may spend: at most ``max_searches_per_run`` (``None``: no cap), never taking
+    the account's ``remaining`` searches (``None``: unknown) below ``reserve``."""
+
+    remaining: int | None
+    max_searches_per_run: int | None
+    reserve: int
+    costs: CostModel
+
+
+def plan_night(targets: Iterable[Target], known: Known, limits: Limits) -> Plan:
+    """Tonight's metered calls: the targets worth a search (:func:`triage`), fitted to the
+    budget in their order (:func:`fit`)."""
+    candidates, skipped = triage(targets, known)
+    plan = fit(candidates, limits)
+    plan.skipped = skipped
+    return plan
+
+
+def triage(targets: Iterable[Target], known: Known) -> tuple[list[Target], list[tuple[Target, str]]]:
+    """The targets worth a search tonight, in the order they are fetched, and the others with
+    why they are skipped (costs nothing, known locally): a duplicate of an earlier target, a
+    network metadata does not list, a filter metadata rejects or that does not parse, a filter
+    not to fetch tonight, a target already harvested tonight (held, or last fetched on or after
+    ``run_date``).
+
+    The order: never fetched first, then stalest (oldest last fetch), then priority (lower
+    first), then the order given."""
     # Keys from the ledger or lake may spell "unfiltered" as "" rather than None.
-    last_fetched = {_normal_key(key): when for key, when in last_fetched.items()}
-    harvested_tonight = {_normal_key(key) for key in harvested_tonight}
+    last_fetched = {_normal_key(key): when for key, when in known.last_fetched.items()}
+    held = {_normal_key(key) for key in known.harvested_tonight}
     seen: set[TargetKey] = set()
     candidates: list[tuple[int, Target]] = []
-    day = f" for {run_date.isoformat()}" if run_date else " tonight"
+    skipped: list[tuple[Target, str]] = []
     for index, target in enumerate(targets):
         if target.filter_name == "":
             target = replace(target, filter_name=None)
-        if target.key in seen:
-            plan.skipped.append((target, "duplicate target: already listed earlier"))
-            continue
+        why = _why_skipped(target, known, seen, held, last_fetched.get(target.key))
         seen.add(target.key)
-        if known_networks is not None and target.network not in known_networks:
-            folded = {n.casefold(): n for n in known_networks}
-            hint = folded.get(target.network.casefold())
-            extra = f"; did you mean {hint!r}?" if hint else ""
-            plan.skipped.append((target, f"unknown network {target.network!r} (not in metadata{extra})"))
-            continue
-        if skip_filters and target.filter_name in skip_filters:
-            plan.skipped.append((target, skip_filters[target.filter_name]))
-            continue
-        if target.filter_name is not None and target.filter_name in filter_problems:
-            plan.skipped.append((target, f"invalid filter {target.filter_name!r}: {filter_problems[target.filter_name]}"))
-            continue
-        if target.filter_expression is not None:
-            try:
-                parse_filter(target.filter_expression)
-            except FilterSyntaxError as exc:
-                plan.skipped.append((target, f"invalid filter {target.filter_name!r}: {exc}"))
-                continue
-        last = last_fetched.get(target.key)
-        if target.key in harvested_tonight or (run_date is not None and last is not None and last >= run_date):
-            plan.skipped.append((target, f"already harvested{day}"))
-            continue
-        candidates.append((index, target))
+        if why is None:
+            candidates.append((index, target))
+        else:
+            skipped.append((target, why))
 
     def order(item: tuple[int, Target]) -> tuple[int, date, int, int]:
         index, target = item
         last = last_fetched.get(target.key)
         return (0 if last is None else 1, last or date.min, target.priority, index)
 
-    candidates.sort(key=order)
+    return [target for _, target in sorted(candidates, key=order)], skipped
 
-    cap = max_searches_per_run
+
+def _why_skipped(target: Target, known: Known, seen: set[TargetKey], held: set[TargetKey], last: date | None) -> str | None:
+    """Why ``target`` costs no search tonight; ``None`` when it is worth one."""
+    if target.key in seen:
+        return "duplicate target: already listed earlier"
+    if known.known_networks is not None and target.network not in known.known_networks:
+        hint = {n.casefold(): n for n in known.known_networks}.get(target.network.casefold())
+        extra = f"; did you mean {hint!r}?" if hint else ""
+        return f"unknown network {target.network!r} (not in metadata{extra})"
+    if target.filter_name is not None and target.filter_name in known.skip_filters:
+        return known.skip_filters[target.filter_name]
+    if target.filter_name is not None and target.filter_name in known.filter_problems:
+        return f"invalid filter {target.filter_name!r}: {known.filter_problems[target.filter_name]}"
+    if target.filter_expression is not None:
+        try:
+            parse_filter(target.filter_expression)
+        except FilterSyntaxError as exc:
+            return f"invalid filter {target.filter_name!r}: {exc}"
+    run_date = known.run_date
+    if target.key in held or (run_date is not None and last is not None and last >= run_date):
+        return "already harvested" + (f" for {run_date.isoformat()}" if run_date else " tonight")
+    return None
+
+
+def fit(candidates: Iterable[Target], limits: Limits) -> Plan:
+    """The calls planned, in the order given, while they fit within
+    ``min(max_searches_per_run, remaining - reserve)``; a call that does not fit is deferred,
+    and a cheaper one later may still be planned. A target whose filter still needs its
+    question converted also costs one NLQ call, the first time that filter is planned."""
+    plan = Plan()
+    cap, remaining, reserve = limits.max_searches_per_run, limits.remaining, limits.reserve
     plan.affordable = _min_known(cap, None if remaining is None else max(remaining - reserve, 0))
-    summary_cost = costs.cost(PLAYER_SUMMARY)
-    nlq_cost = costs.cost(NLQ)
+    summary_cost = limits.costs.cost(PLAYER_SUMMARY)
+    nlq_cost = limits.costs.cost(NLQ)
     converting: set[str] = set()
     spent = 0
-    for _, target in candidates:
+    for target in candidates:
         needs_nlq = target.needs_conversion and target.filter_name not in converting
         cost = summary_cost + (nlq_cost if needs_nlq else 0)
         cap_left = None if cap is None else cap - spent

@@ -23,17 +23,17 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from datetime import date
-from pathlib import Path
+from typing import Protocol
 
 from tourneylake.api import ApiError, AsyncClient, CredentialsError, NotFoundError, QuotaError, UnusableResponse, calls
-from tourneylake.api.client import warm_async_transport
+from tourneylake.api.client import ApiResponse, warm_async_transport
 from tourneylake.api.filters import FilterSyntaxError, filter_for_night
 from tourneylake.api.tree import MalformedPayload
 from tourneylake.errors import BudgetRefused, LakeError, RunFailed
 from tourneylake.lake.lake import Lake
 from tourneylake.lake.ledger import Ledger, LedgerWriter
 from tourneylake.lake.raw import UNUSABLE
-from tourneylake.night.budget import Budget, Plan, Target, plan_night
+from tourneylake.night.budget import Budget, Known, Limits, Plan, Target, plan_night
 from tourneylake.night.metering import left_in_run
 from tourneylake.night.progress import Tracker
 from tourneylake.night.session import Session
@@ -56,7 +56,9 @@ from tourneylake.tables.worker import TablesWorker, worker_wanted
 __all__ = [
     "HarvestOutcome",
     "MetadataOutcome",
+    "RawOnly",
     "ReferenceOutcome",
+    "Sink",
     "harvest_account",
     "harvest_players",
     "last_harvested",
@@ -253,19 +255,16 @@ def plan_tonight(
 ) -> Plan:
     """The night's plan (see :func:`tourneylake.night.budget.plan_night`) for what the lake says was
     harvested before and tonight, within ``remaining`` searches and the run's ``cap``."""
-    return plan_night(
-        resolution.targets,
+    known = Known(
         last_fetched=last_harvested(session.lake, session.night),
         harvested_tonight=harvested,
-        remaining=remaining,
-        max_searches_per_run=cap,
-        reserve=session.settings.reserve_searches,
-        costs=session.meter.costs,
+        run_date=session.night,
         known_networks=session.in_force().known_networks,
         filter_problems=resolution.problems,
         skip_filters=resolution.skip,
-        run_date=session.night,
     )
+    limits = Limits(remaining, cap, session.settings.reserve_searches, session.meter.costs)
+    return plan_night(resolution.targets, known, limits)
 
 
 def last_harvested(lake: Lake, night: date) -> dict[tuple[str, str, str | None], date]:
@@ -307,23 +306,60 @@ def harvest_account(session: Session, watchlist: Watchlist) -> HarvestOutcome:
         return _harvest(session, share, batch_size=0, keep_tables=False)  # no batches: nothing is normalised here
 
 
-class _RawOnly:
+class Sink(Protocol):
+    """Where a night's summaries go as they arrive: made into the night's tables in process
+    (:class:`~tourneylake.tables.night_tables.SummarySink`), by a second process
+    (:class:`~tourneylake.tables.worker.TablesWorker`), or kept raw for the tables one step
+    makes from every account's answers (:class:`RawOnly`)."""
+
+    needs_tree: bool  # whether :meth:`take` reads the answer's tree (parsed once by the client)
+    rows: dict[str, int]  # rows written per table
+    rejected: list[tuple[TargetKey, str]]  # answers refused by a normaliser after the fetching
+
+    def add_stored(self) -> StoredSummaries:
+        """Take the answers already paid for tonight; say which targets they settled."""
+        ...
+
+    def take(self, answer: ApiResponse, key: dict[str, str]) -> None:
+        """One fetched answer (raises ``MalformedPayload`` when it cannot be read here)."""
+        ...
+
+    def reject(self, key: dict[str, str], reason: str) -> None:
+        """Tonight's answer for ``key`` cannot be read: keep it raw, marked unusable."""
+        ...
+
+    def expect(self, answers: int) -> None:
+        """``answers`` more are planned tonight."""
+        ...
+
+    def flush(self) -> None:
+        """The night's last answers written (and, for a worker, committed)."""
+        ...
+
+
+class RawOnly:
     """The sink of one account's harvest among several: answers stay in the raw store (saved by
     the client before they are parsed); the tables are made later from all of them."""
+
+    needs_tree = True  # the answer is read whole, so an unreadable one fails its pair tonight
 
     def __init__(self, lake: Lake, night: date) -> None:
         self.lake, self.night = lake, night
         self.rows: dict[str, int] = {}
+        self.rejected: list[tuple[TargetKey, str]] = []
 
     def add_stored(self) -> StoredSummaries:
         unusable = dict.fromkeys(unusable_targets(self.lake, self.night), "kept raw, cannot be read")
         return StoredSummaries(stored_targets(self.lake, self.night), unusable)
 
-    def add(self, *_: object) -> None:
+    def take(self, answer: ApiResponse, key: dict[str, str]) -> None:
         """Nothing to do: the answer is in the raw store."""
 
-    def reject(self, *_: object) -> None:
-        """Never called: :meth:`add` reads nothing."""
+    def reject(self, key: dict[str, str], reason: str) -> None:
+        """Never called: :meth:`take` reads nothing."""
+
+    def expect(self, answers: int) -> None:
+        """Nothing to prepare."""
 
     def flush(self) -> None:
         """Nothing held."""
@@ -336,7 +372,7 @@ def _harvest(session: Session, watchlist: Watchlist, batch_size: int, *, keep_ta
     with ExitStack() as worker_stack:
         worker = None
         if keep_tables and worker_wanted(session.settings, watchlist):
-            worker = worker_stack.enter_context(TablesWorker(Path(session.settings.data_dir), session.night, batch_size))
+            worker = worker_stack.enter_context(TablesWorker(session.lake, session.night, batch_size))
         try:
             return _harvest_night(session, watchlist, batch_size, keep_tables, worker)
         finally:
@@ -348,79 +384,33 @@ def _harvest_night(
 ) -> HarvestOutcome:
     lake, night, settings = session.lake, session.night, session.settings
     outcome = HarvestOutcome(night)
-    with ExitStack() as settling:
-        if not keep_tables:  # accounts of one night run side by side: one settles at a time
-            settling.enter_context(lake.lock("settle"))
-        settle_received(lake, night)
     try:
-        remaining = session.read_remaining(recent=True)
+        remaining = _settled_reading(session, several=not keep_tables)
     except RunFailed as exc:
         if keep_tables:
             raise
-        # One account among several: its pairs fail, the others' harvests go on.
-        for player, name in watchlist.targets():
-            outcome.failed.append((Target(player.network, player.name, name, None, player.priority), str(exc)))
-        log.error("account %s: %s (its %d pair(s) failed)", session.account, exc, len(outcome.failed))
-        return outcome
+        return _account_failed(session, watchlist, outcome, exc)
     outcome.reconciled += sum(session.meter.reconcile_dead_runs(remaining).values())
     # A re-run of a half-finished night may spend only what the first run left of the cap.
     cap = left_in_run(settings.max_searches_per_run, session.meter.spent_on_cap(calls.PLAYER_SUMMARY))
     budget = Budget(remaining=remaining, max_searches_per_run=cap, reserve=settings.reserve_searches, costs=session.meter.costs)
     failure: Exception | None = None  # raised once tonight's work is kept
-    with _ledger_published(lake, night, keep_tables) as night_failed, session.meter.ledger(remaining) as ledger, ExitStack() as stack:
-        sink: SummarySink | TablesWorker | _RawOnly
-        if worker is not None:
-            sink = worker
-            stored = worker.add_stored(has_stored=bool(lake.raw_paths(night, calls.PLAYER_SUMMARY, status=None)))
-        else:
-            sink = SummarySink(lake, night, session.in_force(), stack, batch_size) if keep_tables else _RawOnly(lake, night)
-            stored = sink.add_stored()
-        outcome.reused = len(stored.done)
-        not_found = not_found_targets(lake, night)  # paid once tonight: never asked again
-        resolution = resolve_targets(session, watchlist, budget, ledger)
-        outcome.not_anchored = resolution.not_anchored
-        paid = stored.done | not_found | set(stored.unusable)
-        plan = plan_tonight(session, resolution, paid, remaining=budget.remaining, cap=cap)
-        if worker is not None:
-            worker.expect(len(plan.calls))
-        for target, why in plan.skipped:
-            key = (target.network, target.player, target.filter_name or "")
-            if key in stored.unusable:
-                outcome.failed.append((target, f"{UNUSABLE_ANSWER}: {stored.unusable[key]} (paid once tonight, not asked again)"))
-            elif key in not_found:
-                outcome.skipped.append((target, NOT_FOUND))
-            elif key not in stored.done:  # those are counted as reused, not skipped
-                outcome.skipped.append((target, why))
-        outcome.deferred.extend(plan.deferred)
-        log.info(
-            "night %s: %d to fetch (%d searches planned), %d already harvested tonight, %d deferred, %d skipped",
-            night, len(plan.calls), plan.searches_planned, outcome.reused, len(plan.deferred), len(outcome.skipped),
-        )  # fmt: skip
+    with (
+        _ledger_published(lake, night, keep_tables) as night_failed,
+        session.meter.ledger(remaining) as ledger,
+        ExitStack() as stack,
+    ):
+        sink: Sink = worker or (
+            SummarySink(lake, night, session.in_force(), stack, batch_size) if keep_tables else RawOnly(lake, night)
+        )
+        plan = _plan(session, watchlist, sink, budget, ledger, cap, outcome)
         try:
             asyncio.run(_fetch(session, plan, budget, sink, outcome, ledger))
         except Exception as exc:  # noqa: BLE001 - re-raised below, once what was normalised is kept
             failure = exc
-        # The reconciliation is one round trip to the service; the last flush is local work:
-        # overlap them. A failure of the reconciliation (or of the fetching, above) must not
-        # cost tonight's tables: they are committed when this block ends, and it is raised after.
-        # Only a part that cannot be written keeps the night's previous tables (every raw answer
-        # is in the lake: the next run or a rebuild makes them whole).
-        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="tourneylake-reconcile") as pool:
-            reconciling = pool.submit(session.meter.reconcile_run, ledger)
-            try:
-                sink.flush()
-            except Exception as exc:
-                if failure is not None:  # the night's first failure is not lost behind this one
-                    exc.add_note(f"before it, tonight's harvest had failed: {type(failure).__name__}: {failure}")
-                raise
-            finally:
-                try:
-                    outcome.reconciled += reconciling.result()
-                except Exception as exc:  # noqa: BLE001 - raised after the tables are kept
-                    failure = failure or exc
+        failure = _flush_and_reconcile(session, sink, ledger, outcome, failure)
         outcome.rows = dict(sink.rows)
-        if worker is not None:
-            _report_rejected(worker, plan, outcome)
+        _report_rejected(sink, plan, outcome)
         outcome.searches_spent = ledger.spent
         outcome.remaining_searches = budget.remaining
         outcome.stopped_reason = budget.stopped_reason
@@ -431,6 +421,83 @@ def _harvest_night(
     if failure is not None:
         raise failure
     return outcome
+
+
+def _settled_reading(session: Session, *, several: bool) -> int | None:
+    """Tonight's bodies left ``received`` settled (one account at a time when several harvest
+    side by side), then the searches left (:class:`RunFailed` for refused credentials)."""
+    with ExitStack() as settling:
+        if several:
+            settling.enter_context(session.lake.lock("settle"))
+        settle_received(session.lake, session.night)
+    return session.read_remaining(recent=True)
+
+
+def _account_failed(session: Session, watchlist: Watchlist, outcome: HarvestOutcome, exc: RunFailed) -> HarvestOutcome:
+    """One account among several whose credentials were refused: its pairs fail, the others'
+    harvests go on."""
+    for player, name in watchlist.targets():
+        outcome.failed.append((Target(player.network, player.name, name, None, player.priority), str(exc)))
+    log.error("account %s: %s (its %d pair(s) failed)", session.account, exc, len(outcome.failed))
+    return outcome
+
+
+def _plan(
+    session: Session,
+    watchlist: Watchlist,
+    sink: Sink,
+    budget: Budget,
+    ledger: LedgerWriter,
+    cap: int | None,
+    outcome: HarvestOutcome,
+) -> Plan:
+    """Tonight's plan, after what the night already holds is in the sink; the outcome gets what
+    the plan reuses, defers and skips (a pair paid once tonight is never asked again)."""
+    lake, night = session.lake, session.night
+    stored = sink.add_stored()
+    outcome.reused = len(stored.done)
+    not_found = not_found_targets(lake, night)
+    resolution = resolve_targets(session, watchlist, budget, ledger)
+    outcome.not_anchored = resolution.not_anchored
+    plan = plan_tonight(session, resolution, stored.done | not_found | set(stored.unusable), remaining=budget.remaining, cap=cap)
+    sink.expect(len(plan.calls))
+    for target, why in plan.skipped:
+        key = (target.network, target.player, target.filter_name or "")
+        if key in stored.unusable:
+            outcome.failed.append((target, f"{UNUSABLE_ANSWER}: {stored.unusable[key]} (paid once tonight, not asked again)"))
+        elif key in not_found:
+            outcome.skipped.append((target, NOT_FOUND))
+        elif key not in stored.done:  # those are counted as reused, not skipped
+            outcome.skipped.append((target, why))
+    outcome.deferred.extend(plan.deferred)
+    log.info(
+        "night %s: %d to fetch (%d searches planned), %d already harvested tonight, %d deferred, %d skipped",
+        night, len(plan.calls), plan.searches_planned, outcome.reused, len(plan.deferred), len(outcome.skipped),
+    )  # fmt: skip
+    return plan
+
+
+def _flush_and_reconcile(
+    session: Session, sink: Sink, ledger: LedgerWriter, outcome: HarvestOutcome, failure: Exception | None
+) -> Exception | None:
+    """The sink's last flush overlapped with the run's reconciliation (one round trip to the
+    service). A failure of the reconciliation (or of the fetching before it) must not cost
+    tonight's tables: it is returned, to be raised once they are committed. A flush that fails
+    raises, keeping the night's previous tables (every raw answer is in the lake)."""
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="tourneylake-reconcile") as pool:
+        reconciling = pool.submit(session.meter.reconcile_run, ledger)
+        try:
+            sink.flush()
+        except Exception as exc:
+            if failure is not None:  # the night's first failure is not lost behind this one
+                exc.add_note(f"before it, tonight's harvest had failed: {type(failure).__name__}: {failure}")
+            raise
+        finally:
+            try:
+                outcome.reconciled += reconciling.result()
+            except Exception as exc:  # noqa: BLE001 - raised after the tables are kept
+                failure = failure or exc
+    return failure
 
 
 @contextmanager
@@ -456,12 +523,12 @@ def _ledger_published(lake: Lake, night: date, publish: bool) -> Iterator[list[b
                 log.warning("tonight's search_ledger partition could not be written (%s): the next run writes it", exc)
 
 
-def _report_rejected(worker: TablesWorker, plan: Plan, outcome: HarvestOutcome) -> None:
-    """The answers the worker's normaliser refused: failed pairs, as in process."""
-    if not worker.rejected:
+def _report_rejected(sink: Sink, plan: Plan, outcome: HarvestOutcome) -> None:
+    """The answers a worker's normaliser refused after the fetching: failed pairs, as in process."""
+    if not sink.rejected:
         return
     targets = {(t.network, t.player, t.filter_name or ""): t for t in plan.calls}
-    for key, why in worker.rejected:
+    for key, why in sink.rejected:
         outcome.fetched -= 1
         outcome.failed.append((targets[key], _unusable_why(why)))
 
@@ -483,7 +550,7 @@ class _Fetcher:
         session: Session,
         client: AsyncClient,
         budget: Budget,
-        sink: SummarySink | TablesWorker | _RawOnly,
+        sink: Sink,
         outcome: HarvestOutcome,
         ledger: LedgerWriter,
         total: int,
@@ -535,9 +602,9 @@ class _Fetcher:
             target.network, target.player, target.filter_sent, target.filter_name,
             written=target.filter_expression or "", window=target.window, anchored=target.anchored,
         )  # fmt: skip
-        # The tables worker parses the body itself: here only its envelope is read.
+        # A sink that parses the body itself (the tables worker) needs only its envelope read here.
         try:
-            response = await self.client.send(call, tree=not isinstance(self.sink, TablesWorker))
+            response = await self.client.send(call, tree=self.sink.needs_tree)
         except BudgetRefused as exc:
             outcome.deferred.append((target, str(exc)))
             return None
@@ -564,10 +631,7 @@ class _Fetcher:
             self._stop_night(exc, "while fetching")
             return None
         try:
-            if isinstance(self.sink, TablesWorker):  # normalised in the worker: refusals come back at the end
-                self.sink.add_answer(call.key, response.body, response.format, response.fetched_at)
-            else:
-                self.sink.add(response.root, call.key, response.fetched_at)
+            self.sink.take(response, call.key)
         except MalformedPayload as exc:
             # The service's answer, not our code: this player fails, the night goes on.
             self.sink.reject(call.key, str(exc))
@@ -591,7 +655,7 @@ async def _fetch(
     session: Session,
     plan: Plan,
     budget: Budget,
-    sink: SummarySink | TablesWorker | _RawOnly,
+    sink: Sink,
     outcome: HarvestOutcome,
     ledger: LedgerWriter,
 ) -> None:

@@ -379,4 +379,3 @@ class Meter:
         log.warning("%s (night %s)", why, run.night)
         book.close_dead_run(run, self._reconciliation(run.run_id, extra, RECONCILED_AFTER_CRASH, why, remaining_now))
         return extra
-

@@ -29,7 +29,7 @@ from collections.abc import Iterator, Mapping
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from datetime import date, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
@@ -48,6 +48,9 @@ from tourneylake.tables.reference import InForce
 
 #: What a normaliser or reader raises for an answer it cannot read (never for a bug of ours).
 UNREADABLE = (MalformedPayload, MalformedResponse, UnusableResponse)
+
+if TYPE_CHECKING:
+    from tourneylake.api.client import ApiResponse
 
 __all__ = [
     "FREE_RESOURCES",
@@ -237,7 +240,11 @@ def _gc_paused() -> Iterator[None]:
 
 class SummarySink:
     """Normalised summaries → the night's six summary tables, a part file every ``batch_size``
-    summaries (memory stays flat). Partitions are swapped in when ``stack`` closes without error."""
+    summaries (memory stays flat). Partitions are swapped in when ``stack`` closes without error.
+    A harvest's sink in process (see ``night.harvest.Sink``)."""
+
+    #: A harvest hands this sink each answer's tree (parsed once, by the client).
+    needs_tree = True
 
     def __init__(self, lake: Lake, night: date, in_force: InForce, stack: ExitStack, batch_size: int = 500) -> None:
         self.lake = lake
@@ -250,6 +257,14 @@ class SummarySink:
         self.writers: dict[str, PartitionWriter] = {}
         self.pending = 0
         self.rows: dict[str, int] = {}
+        self.rejected: list[tuple[TargetKey, str]] = []  # refused later: never here (see `reject`)
+
+    def take(self, answer: ApiResponse, key: dict[str, str]) -> None:
+        """A fetched answer, normalised now (see :meth:`add`)."""
+        self.add(answer.root, key, answer.fetched_at)
+
+    def expect(self, answers: int) -> None:
+        """Nothing to prepare: answers are normalised as they come."""
 
     def add(self, root: Node, key: dict[str, str], fetched_at: datetime) -> None:
         """Normalise one accepted answer. An answer the normaliser cannot read raises

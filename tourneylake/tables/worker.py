@@ -53,13 +53,16 @@ from datetime import date, datetime
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
+from tourneylake.api import calls
 from tourneylake.errors import TourneylakeError
 from tourneylake.runtime.pipes import frame, receive, send, worker_env
 from tourneylake.runtime.without_pandas import refuse_pandas
 from tourneylake.tables.night_tables import StoredSummaries
 
 if TYPE_CHECKING:
+    from tourneylake.api.client import ApiResponse
     from tourneylake.config import Settings
+    from tourneylake.lake.lake import Lake
     from tourneylake.night.watchlist import Watchlist
 
 __all__ = ["RebuildWorkers", "TablesWorker", "TablesWorkerError", "prestart", "rebuild_workers", "worker_wanted"]
@@ -162,11 +165,15 @@ class TablesWorker:
     A context manager: leaving it by an exception before :meth:`flush` (or without calling it)
     makes the worker discard its parts."""
 
-    def __init__(self, lake_root: Path, night: date, batch_size: int) -> None:
+    #: A harvest hands the worker each answer's bytes: it parses them itself.
+    needs_tree = False
+
+    def __init__(self, lake: Lake, night: date, batch_size: int) -> None:
+        self.lake = lake
         self.night = night
         self.rows: dict[str, int] = {}
         self.rejected: list[tuple[tuple[str, str, str], str]] = []  # (network, player, filter name), why
-        self._start = [str(lake_root), night.isoformat(), batch_size]
+        self._start = [str(lake.data_dir), night.isoformat(), batch_size]
         self._logs: deque[tuple[str, int, str]] = deque()
         self._crash: str | None = None
         self._crash_raised = False  # the harvest was told of it (by `add_answer`)
@@ -211,10 +218,11 @@ class TablesWorker:
         self._emit_logs()
 
     # ------------------------------------------------------------------ the sink's interface
-    def add_stored(self, *, has_stored: bool) -> StoredSummaries:
-        """Start the worker's night. ``has_stored``: the night already holds summaries (a re-run),
-        which the worker normalises first and reports (waited for); otherwise nothing is read
-        and the harvest goes on at once while the worker is still starting."""
+    def add_stored(self) -> StoredSummaries:
+        """Start the worker's night. When the night already holds summaries (a re-run), the
+        worker normalises them first and reports (waited for); otherwise nothing is read and
+        the harvest goes on at once while the worker is still starting."""
+        has_stored = bool(self.lake.raw_paths(self.night, calls.PLAYER_SUMMARY, status=None))
         self._write(["start", *self._start, has_stored])
         if not has_stored:
             return StoredSummaries()
@@ -235,6 +243,14 @@ class TablesWorker:
             self._crash_raised = self._crash is not None
             raise TablesWorkerError(self._crash or f"the tables worker ended early: {self._why()}")
         self._write(["add", body, fmt, key, fetched_at.isoformat()])
+
+    def take(self, answer: ApiResponse, key: dict[str, str]) -> None:
+        """A fetched answer, handed over as its bytes (see :meth:`add_answer`)."""
+        self.add_answer(key, answer.body, answer.format, answer.fetched_at)
+
+    def reject(self, key: dict[str, str], reason: str) -> None:
+        """Never called: :meth:`take` reads nothing; the worker's refusals come back in
+        :attr:`rejected` once it has finished."""
 
     def expect(self, answers: int) -> None:
         """The harvest plans to hand over ``answers`` more: the worker flushes what it holds
