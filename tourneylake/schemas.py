@@ -1,8 +1,8 @@
 """The fixed schema of every lake table, with a description of every column.
 
 One place defines each table: its Arrow schema (what the normaliser builds, what the lake
-writes, what the warehouse DDL in ``sql/schema.sql`` mirrors) and the documentation rendered into
-the README (:func:`tables_markdown`).
+writes, what the warehouse's DDL and loads are rendered from with ``sql/tables.sql``) and the
+documentation rendered into ``docs/tables.md`` (:func:`tables_markdown`).
 
 Conventions shared by every table:
 

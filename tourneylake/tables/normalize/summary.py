@@ -155,28 +155,8 @@ _ET_FROM = (
 )
 _ST_FROM_DICTS = _from_dicts(_ST_COLS)
 _NO_STATISTICS: tuple[tuple[Any, ...], ...] = ((), (), ())
-_SNAPSHOT_KEYS = (
-    "network",
-    "player",
-    "filter_name",
-    "filter_expression",
-    "filter_sent",
-    "filter_window",
-    "anchored",
-    "served_filter",
-    "served_name",
-    "found",
-    "country",
-    "country_name",
-    "last_activity_at",
-    "display_currency",
-    "display_usd_rate",
-    "statistic_count",
-    "tournament_count",
-    "server_time",
-    "metadata_hash",
-    "fetched_at",
-)
+#: A snapshot's columns, as the catalogue declares them (``snapshot_date`` is the partition).
+_SNAPSHOT_KEYS = tuple(name for name in SCHEMAS["player_snapshots"].names if name != "snapshot_date")
 
 
 def _first(value: Any) -> dict[str, Any] | None:
