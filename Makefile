@@ -33,9 +33,11 @@ test: lint
 test-fast: $(STAMP)
 	$(VENV)/bin/python -m pytest -n 2 --dist loadgroup -m "not slow" $(PYTEST_ARGS)
 
+# ruff (lint and format) and mypy (the library, assets and pipelines: pyproject.toml's [tool.mypy]).
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/mypy
 
 format: $(STAMP)
 	$(VENV)/bin/ruff check --fix .

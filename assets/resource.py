@@ -21,7 +21,7 @@ from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from datetime import date
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, Self
 
 from dagster import ConfigurableResource, EnvVar, InitResourceContext
 from pydantic import Field, PrivateAttr, SecretStr, create_model
@@ -68,7 +68,7 @@ class _ServiceResource(ConfigurableResource):
     _endpoint: Any = PrivateAttr(default=None)
 
     @classmethod
-    def from_env(cls) -> TourneylakeResource:
+    def from_env(cls) -> Self:
         """Every setting set in the environment, bound through ``EnvVar``; the rest unset."""
         bound: dict[str, Any] = {}
         for name, kind in SETTING_FIELDS.items():
@@ -79,17 +79,17 @@ class _ServiceResource(ConfigurableResource):
                 elif kind is str:
                     bound[name] = EnvVar(variable)
                 # other kinds stay unset: Settings reads the variable itself
-        return TourneylakeResource(**bound)
+        return cls(**bound)
 
     @classmethod
-    def from_settings(cls, settings: Settings, sandbox_seed: int = 7) -> TourneylakeResource:
+    def from_settings(cls, settings: Settings, sandbox_seed: int = 7) -> Self:
         """A resource for an in-process run with these settings: the non-secret ones shown as
         config, the whole object handed over by key (see ``_HANDED_OVER``)."""
         key = uuid.uuid4().hex
         _HANDED_OVER[key] = settings
         shown = {name: getattr(settings, name) for name in SETTING_FIELDS if name not in SECRET_FIELDS}
         shown = {name: str(value) if isinstance(value, Path) else value for name, value in shown.items()}
-        return TourneylakeResource(**shown, settings_key=key, sandbox_seed=sandbox_seed)
+        return cls(**shown, settings_key=key, sandbox_seed=sandbox_seed)
 
     def settings(self) -> Settings:
         if self.settings_key is not None:

@@ -51,7 +51,7 @@ class OpenSqliteEventLogStorage(SqliteEventLogStorage):
         return {"base_dir": Field(StringSource, is_required=False)}
 
     @classmethod
-    def from_config_value(cls, inst_data: Any, config_value: Any) -> OpenSqliteEventLogStorage:  # type: ignore[override]
+    def from_config_value(cls, inst_data: Any, config_value: Any) -> OpenSqliteEventLogStorage:
         base_dir = config_value.get("base_dir")
         if not base_dir:
             home = os.environ.get("DAGSTER_HOME")

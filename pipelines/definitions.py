@@ -6,6 +6,7 @@ from typing import Any
 
 from dagster import (
     AssetKey,
+    AssetsDefinition,
     AssetSelection,
     Definitions,
     ExecutorDefinition,
@@ -33,7 +34,7 @@ def assets_for(accounts: list[str] | None = None) -> list[Any]:
     if not accounts:
         return list(ALL_ASSETS)
     single = AssetKey("player_summaries")
-    return [a for a in ALL_ASSETS if single not in a.keys] + account_assets(accounts)
+    return [a for a in ALL_ASSETS if not (isinstance(a, AssetsDefinition) and single in a.keys)] + account_assets(accounts)
 
 
 # In-process by default: one night's steps share one process, so the resource and the built-in
@@ -44,7 +45,7 @@ def assets_for(accounts: list[str] | None = None) -> list[Any]:
 # harvest is its own step, in its own pool): choose it in the launchpad or in run config
 # (`execution: {config: {multiprocess: {max_concurrent: 4}}}`), or run on Celery, Docker or
 # Kubernetes executors (README, "Beyond one machine").
-IN_PROCESS = {"execution": {"config": {"in_process": {}}}}
+IN_PROCESS: dict[str, Any] = {"execution": {"config": {"in_process": {}}}}
 
 
 def nightly(executor: ExecutorDefinition | None = None) -> Any:

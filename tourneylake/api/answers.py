@@ -87,11 +87,11 @@ class _Envelope(msgspec.Struct):
     """The envelope's part of a JSON ``Response`` element, each value as its raw JSON (every
     other member is checked for syntax and skipped, never built)."""
 
-    success: msgspec.Raw = msgspec.field(name="@success", default=msgspec.UNSET)
-    timestamp: msgspec.Raw = msgspec.field(name="@timestamp", default=msgspec.UNSET)
-    metadata_hash: msgspec.Raw = msgspec.field(name="@metadataHash", default=msgspec.UNSET)
-    app_version: msgspec.Raw = msgspec.field(name="@appVersion", default=msgspec.UNSET)
-    user_info: msgspec.Raw = msgspec.field(name="UserInfo", default=msgspec.UNSET)
+    success: msgspec.Raw | msgspec.UnsetType = msgspec.field(name="@success", default=msgspec.UNSET)
+    timestamp: msgspec.Raw | msgspec.UnsetType = msgspec.field(name="@timestamp", default=msgspec.UNSET)
+    metadata_hash: msgspec.Raw | msgspec.UnsetType = msgspec.field(name="@metadataHash", default=msgspec.UNSET)
+    app_version: msgspec.Raw | msgspec.UnsetType = msgspec.field(name="@appVersion", default=msgspec.UNSET)
+    user_info: msgspec.Raw | msgspec.UnsetType = msgspec.field(name="UserInfo", default=msgspec.UNSET)
 
 
 _ENVELOPE_MEMBERS = tuple((field.encode_name, field.name) for field in msgspec.structs.fields(_Envelope))

@@ -43,7 +43,7 @@ import sys
 import threading
 import time
 from collections import Counter
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -179,7 +179,7 @@ class BodySaver(Protocol):
     once the body is kept, with a function that names it by its status and returns what to await
     before the call's caller hears of it (or ``None``: nothing to name)."""
 
-    async def save(self, received: ReceivedBody) -> Callable[[str], Awaitable[None]] | None: ...
+    async def save(self, received: ReceivedBody) -> Callable[[str], asyncio.Future[None]] | None: ...
 
     async def aclose(self) -> None: ...
 
@@ -194,7 +194,7 @@ class _PoolSaver:
         self.on_body = on_body
         self.pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="tourneylake-body")
 
-    async def save(self, received: ReceivedBody) -> Callable[[str], Awaitable[None]] | None:
+    async def save(self, received: ReceivedBody) -> Callable[[str], asyncio.Future[None]] | None:
         # Saved (and named) even if the call's task is cancelled while it waits for a thread.
         hook = await asyncio.wrap_future(submit_to_finish(self.pool, self.on_body, received))
         if hook is None:
@@ -361,7 +361,7 @@ class _Protocol:
         *,
         body_saved: bool = False,
         status_hook: BodyStatus | None = None,
-        pending: list[Future[Any]] | None = None,
+        pending: list[Future[Any] | asyncio.Future[Any]] | None = None,
         tree: bool = True,
     ) -> ApiResponse:
         """Read the response (or the transport failure), record the attempt, return or raise.
@@ -385,7 +385,7 @@ class _Protocol:
         t0: float,
         error: BaseException | None,
         remaining: int | None,
-        pending: list[Future[Any]] | None = None,
+        pending: list[Future[Any] | asyncio.Future[Any]] | None = None,
     ) -> None:
         if self.on_attempt is None:
             return
@@ -770,8 +770,8 @@ class _AiohttpLane:
             ) as response:
                 body = await response.read()
                 # aiohttp has decoded a gzip/deflate body already: httpx must not decode it again.
-                headers = [(k, v) for k, v in response.raw_headers if k.lower() != b"content-encoding"]
-                return httpx.Response(response.status, headers=headers, content=body)
+                kept = [(k, v) for k, v in response.raw_headers if k.lower() != b"content-encoding"]
+                return httpx.Response(response.status, headers=kept, content=body)
         except aiohttp.ConnectionTimeoutError as exc:
             raise httpx.ConnectTimeout(_described(exc)) from None
         except TimeoutError as exc:
@@ -911,7 +911,8 @@ class AsyncClient(_Resources):
                         response = exc
                     else:
                         protocol.answered(call, number)
-                saved, status_hook, settling = False, None, []
+                saved, status_hook = False, None
+                settling: list[Future[Any] | asyncio.Future[Any]] = []
                 if self._saver is not None and isinstance(response, httpx.Response) and response.status_code == 200:
                     settle = await self._saver.save(ReceivedBody(call, response.content, protocol.settings.format, started))
                     status_hook = None if settle is None else lambda status: settling.append(settle(status))  # noqa: B023

@@ -152,7 +152,7 @@ class Node:
         self.name = name
         self.raw = raw
         self.parent = parent
-        self.depth = 1 if parent is None else parent.depth + 1
+        self.depth: int = 1 if parent is None else parent.depth + 1
         if self.depth > MAX_DEPTH:
             raise TooDeeplyNested(f"{self.path}: elements nested more than {MAX_DEPTH} deep")
 

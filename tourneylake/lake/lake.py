@@ -146,6 +146,13 @@ class Lake:
         return f"Lake({str(self.data_dir)!r})"
 
     @property
+    def local_root(self) -> Path:
+        """The root of a lake on a local disk, for what only a disk has (renames, ``_tmp/``)."""
+        if not isinstance(self.root, Path):
+            raise LakeError(f"{self!r} is on an object store: it has no local root")
+        return self.root
+
+    @property
     def exists(self) -> bool:
         return (self.root / SOURCE_FILE).is_file()
 
@@ -446,8 +453,10 @@ class Lake:
         """Remove what a killed process left in ``_tmp/`` (staged parts never swapped in, a
         replaced partition never deleted) once untouched for ``older_than_s`` (a day: nothing
         writes that long); returns how many. Never raw answers: those are not kept there."""
-        folder = self.root / TMP_DIR
-        if not self.local or not folder.is_dir():
+        if not self.local:
+            return 0
+        folder = self.local_root / TMP_DIR
+        if not folder.is_dir():
             return 0
         cutoff = datetime.now(UTC).timestamp() - older_than_s
         removed = 0
@@ -466,7 +475,7 @@ class Lake:
         return removed
 
     def _tmp_dir(self) -> Path:
-        folder = self.root / TMP_DIR / uuid.uuid4().hex
+        folder = self.local_root / TMP_DIR / uuid.uuid4().hex
         folder.mkdir(parents=True)
         return folder
 
@@ -477,12 +486,12 @@ class Lake:
         aside: Path | None = None
         try:  # both renames inside: an interrupt (Ctrl-C, a worker's SIGTERM) between them restores the old data
             if target.exists():
-                aside = self.root / TMP_DIR / f"{uuid.uuid4().hex}.old"
-                os.replace(target, aside)  # type: ignore[arg-type]
-            os.replace(staged, target)  # type: ignore[arg-type]
+                aside = self.local_root / TMP_DIR / f"{uuid.uuid4().hex}.old"
+                os.replace(target, aside)
+            os.replace(staged, target)
         except BaseException:
             if aside is not None and aside.exists() and not target.exists():
-                os.replace(aside, target)  # type: ignore[arg-type]
+                os.replace(aside, target)
             raise
         if self.fsync:
             fsync_dir(target.parent)

@@ -63,6 +63,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
+from pathlib import Path
 from typing import IO, Any
 
 import orjson
@@ -171,7 +172,7 @@ class LedgerWriter:
         self.spent = 0
         self.attempts = 0
         self.lowest_remaining: int | None = None  # the fewest searches left any answer of the run reported
-        self._unanswered: dict[tuple[str | None, int], str] = {}  # (call, attempt) → resource, while in flight
+        self._unanswered: dict[tuple[str | None, Any], str] = {}  # (call, attempt) → resource, while in flight
         self._transport_failures: Counter[str] = Counter()  # resources of attempts with no answer read
         self._writer: ThreadPoolExecutor | None = None  # object store: the thread that writes the lines
         self._failed: BaseException | None = None  # the write that failed: no line is written after it
@@ -219,13 +220,16 @@ class LedgerWriter:
             self._write_segment(line)
             return
         if self._file is None:
-            self.directory.mkdir(parents=True, exist_ok=True)
+            directory = self.directory
+            assert isinstance(directory, Path)  # a local ledger (an object store's writes segments)
+            directory.mkdir(parents=True, exist_ok=True)
             # Locked before it is visible: a reconciler never mistakes a starting run for a dead one.
-            staging = self.directory / f".run-{self.run_id}.{uuid.uuid4().hex}.starting"
+            staging = directory / f".run-{self.run_id}.{uuid.uuid4().hex}.starting"
             handle = open(staging, "ab")  # noqa: SIM115 - kept open for the run, closed in close()
             fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
-            self._path = self.directory / f"run-{self.run_id}.open.jsonl"
-            os.replace(staging, self._path)
+            opened = directory / f"run-{self.run_id}.open.jsonl"
+            os.replace(staging, opened)
+            self._path = opened
             self._file = handle
             handle.write(_dumps(self._header()))
         self._file.write(_dumps(line))
@@ -344,7 +348,7 @@ class LedgerWriter:
                 return
             self._file.write(_dumps({"kind": "closed", "at": datetime.now(UTC), "spent": self.spent}))
             self._file.flush()
-            assert self._path is not None
+            assert isinstance(self._path, Path)
             closed = self._path.with_name(f"run-{self.run_id}.jsonl")
             os.replace(self._path, closed)
             self._path = closed
@@ -527,6 +531,7 @@ def _held_remotely(run: RunLog) -> bool:
 
 def _held(path: AnyPath) -> bool:
     """Whether a live process holds the run's file (its writer has the flock)."""
+    assert isinstance(path, Path)  # a local run's file: an object store has no lock
     try:
         with open(path, "rb") as handle:
             try:
@@ -664,10 +669,11 @@ class Ledger:
         if not self.base.is_dir():
             return 0
         total = 0
-        if isinstance(self.base, StorePath):
-            paths = list(self._all_remote_runs())
-        else:
-            paths = list(self.base.glob(f"{PARTITION}=*/run-*.jsonl"))
+        paths: list[AnyPath] = (
+            list(self._all_remote_runs())
+            if isinstance(self.base, StorePath)
+            else list(self.base.glob(f"{PARTITION}=*/run-*.jsonl"))
+        )
         for path in paths:
             if path.name.startswith(f"run-{except_run}.") or _untouched_since(path, moment):
                 continue

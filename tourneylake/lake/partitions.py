@@ -99,6 +99,7 @@ class PartitionWriter:
             self.parts += 1
             self.rows += data.num_rows
             return
+        assert isinstance(self._staged, Path)  # a local lake's staging folder
         path = self._staged / f"part-{self.parts:05d}.parquet"
         # A part is whole or absent: a write that fails half-way leaves no file to commit.
         partial = path.with_name(f".{path.name}.tmp")
@@ -129,11 +130,12 @@ class PartitionWriter:
             shutil.rmtree(staged, ignore_errors=True)
             return
         target = self.lake.partition_path(self.table, self.snapshot_date)
+        assert isinstance(target, Path)  # the local lake's partition folder
         try:
             if self.parts == 0:
                 shutil.rmtree(staged, ignore_errors=True)
                 if target.exists():
-                    aside = self.lake.root / TMP_DIR / f"{uuid.uuid4().hex}.old"
+                    aside = self.lake.local_root / TMP_DIR / f"{uuid.uuid4().hex}.old"
                     os.replace(target, aside)
                     shutil.rmtree(aside, ignore_errors=True)
                 return

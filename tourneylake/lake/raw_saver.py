@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import os
 import signal
@@ -345,7 +346,7 @@ def _serve(fsync: bool) -> int:
         while (message := receive(inp)) is not None:
             op, number, *args = message
             work = pool.submit(save, *args) if op == "save" else pool.submit(rename_settled, Path(args[0]), Path(args[1]))
-            work.add_done_callback(lambda done, number=number: answer(number, done))
+            work.add_done_callback(functools.partial(answer, number))
     return 0
 
 

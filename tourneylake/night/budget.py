@@ -545,9 +545,10 @@ class Budget:
             # The call's own claim; without one, the oldest (its clock is the earliest, so what
             # its reading shows is judged conservatively); a claim given but no longer held (settled
             # twice) takes the oldest too, but its reading then shows nothing of the others.
-            own = reservation is None or (bool(reservation.amount) and bool(queue) and reservation in queue)
+            own = reservation is None or (bool(reservation.amount) and queue is not None and reservation in queue)
             if reservation is not None and own:
-                queue.remove(reservation)  # type: ignore[union-attr]
+                assert queue is not None
+                queue.remove(reservation)
             else:
                 reservation = queue.popleft() if queue else None
             if reservation is None:

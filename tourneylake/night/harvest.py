@@ -209,7 +209,7 @@ def resolve_targets(
     out = Resolution([], {}, {}, [], {})
     sent: dict[str, tuple[str, str, bool]] = {}  # name → (as written, as sent, anchored)
     for name, definition in watchlist.filters.items():
-        expression = definition.expression
+        expression: str | None = definition.expression
         if definition.is_question:
             assert definition.question is not None
             expression = session.cached_filter(definition.question, definition.timezone, definition.locale)
@@ -222,14 +222,14 @@ def resolve_targets(
                 except (ApiError, BudgetRefused) as exc:
                     out.skip[name] = f"filter {name!r}: question not converted: {exc}"
                     continue
-        expression = expression or ""
+        as_written = expression or ""
         if catalog is not None:
-            found = catalog.problems(expression)
+            found = catalog.problems(as_written)
             if found:
                 out.problems[name] = "; ".join(str(problem) for problem in found)
                 continue
         try:
-            tonight = filter_for_night(expression, night, window=definition.window, anchor=definition.anchor)
+            tonight = filter_for_night(as_written, night, window=definition.window, anchor=definition.anchor)
         except FilterSyntaxError as exc:  # a Date metadata would reject (checked here when no metadata is held)
             out.problems[name] = str(exc)
             continue
@@ -238,15 +238,17 @@ def resolve_targets(
             continue
         if not tonight.anchored:
             out.not_anchored[name] = "; ".join(tonight.notes)
-        sent[name] = (expression, tonight.sent, tonight.anchored)
+        sent[name] = (as_written, tonight.sent, tonight.anchored)
     unfiltered = filter_for_night("", night)
-    for player, name in watchlist.targets():
-        if name is None:
+    for player, filter_name in watchlist.targets():
+        written: str | None
+        to_send: str | None
+        if filter_name is None:
             written, to_send, anchored, window = None, unfiltered.sent, unfiltered.anchored, "as_of"
         else:
-            written, to_send, anchored = sent.get(name, (None, None, False))
-            window = watchlist.filters[name].window
-        out.targets.append(Target(player.network, player.name, name, written, player.priority, to_send, window, anchored))
+            written, to_send, anchored = sent.get(filter_name, (None, None, False))
+            window = watchlist.filters[filter_name].window
+        out.targets.append(Target(player.network, player.name, filter_name, written, player.priority, to_send, window, anchored))
     return out
 
 

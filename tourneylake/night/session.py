@@ -94,7 +94,8 @@ class Session:
         return InForce(self.lake, self.night)
 
     # ------------------------------------------------------------------ clients
-    def save_body(self, received: ReceivedBody) -> Callable[[str], None]:
+    def save_body(self, received: ReceivedBody) -> Callable[[str], object]:
+        """The client's ``on_body`` hook: the body kept as received, and how to name it by its status."""
         path = self.lake.write_raw(
             self.night, received.call.resource, received.call.key, received.body, received.format, received.fetched_at
         )

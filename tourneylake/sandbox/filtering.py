@@ -400,7 +400,7 @@ def _range_test(constraint: Constraint, zone: tzinfo, values: tuple[str, ...]) -
                 tests.append(lambda r: r.position <= r.tournament.template.players_per_table)
             else:
                 bounds = _number_range(constraint, value, whole=True, lowest=1)
-                tests.append(lambda r, b=bounds: _within(b, r.position))
+                tests.append(_position_within(bounds))
         return _any(tests)
     if name in _PLAIN:
         amount = _PLAIN[name]
@@ -418,9 +418,18 @@ def _limit(constraint: Constraint) -> _Limit:
     )
 
 
+def _position_within(bounds: Bounds) -> Test:
+    return lambda r: _within(bounds, r.position)
+
+
+def _negated(test: Test) -> Test:
+    return lambda r: not test(r)
+
+
 def _constraint_test(constraint: Constraint, world: World, now: int, vocabulary: Vocabulary) -> Test:
     name, kind = constraint.name, vocabulary.type_of(constraint.name)
-    zone, values = UTC, constraint.values
+    zone: tzinfo = UTC
+    values = constraint.values
     if kind != "Text":  # a Text may well contain "TZ"; elsewhere it opens a zone or is misplaced
         zone, values = _zone_and_values(constraint)
     if kind == "Multiselect":
@@ -469,7 +478,7 @@ def _compile(text: str, world: World, now: int, vocabulary: Vocabulary) -> Predi
             limit = _limit(constraint)
             continue
         test = _constraint_test(constraint, world, now, vocabulary)
-        tests.append((lambda r, t=test: not t(r)) if constraint.negated else test)
+        tests.append(_negated(test) if constraint.negated else test)
     return Predicate(tests, limit, _usd_profit(world))
 
 

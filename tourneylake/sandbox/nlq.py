@@ -64,7 +64,7 @@ def convert(question: str, locale: str | None = None, timezone: str | None = Non
     """The filter for ``question``, or ``None`` when nothing in it is recognised."""
     del timezone  # accepted for the interface; relative dates are whole units
     q = " " + question.lower().replace("’", "'") + " "
-    comma = bool(locale) and locale.lower()[:2] in _COMMA_LOCALES
+    comma = (locale or "").lower()[:2] in _COMMA_LOCALES
     parts: list[str] = []
 
     if re.search(r"sit\s*(?:and|&|'n'|n)\s*go|\bsngs?\b", q):

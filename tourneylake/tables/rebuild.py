@@ -149,7 +149,7 @@ def _rebuild_nights(lake: Lake, nights: list[date], workers: int) -> Iterator[tu
             references[night] = reference_tables(lake, night)
             yield night
 
-    with RebuildWorkers(Path(lake.data_dir), count) as pool:
+    with RebuildWorkers(Path(lake.local_root.parent), count) as pool:
         for night, rows, unusable in pool.rebuild(prepared()):
             yield night, {**references.pop(night), **rows}, unusable
 

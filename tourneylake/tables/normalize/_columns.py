@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 import math
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, date, datetime
 from typing import Any
 
@@ -204,7 +204,7 @@ def bool_array(values: Sequence[Any]) -> pa.Array:
     return pa.array(out, pa.bool_())
 
 
-def map_array(values: Sequence[dict[str, str]]) -> pa.Array:
+def map_array(values: Sequence[Mapping[str, str | None]]) -> pa.Array:
     """dicts → MAP(VARCHAR, VARCHAR), built from flat key/value arrays (much faster than
     converting Python lists of pairs)."""
     offsets = [0]

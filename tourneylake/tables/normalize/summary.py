@@ -53,7 +53,7 @@ A repeatable child may come as a list, as a bare object (when alone) or as ``""`
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import date, datetime
 from itertools import chain
@@ -98,7 +98,7 @@ _I64 = pa.int64()
 # Tournament attributes with a column of their own; the rest go to `extra`.
 _TOURNAMENT_ATTRS = frozenset("@" + a for a in F.TOURNAMENT_ATTRS)  # one list, shared with the fast path
 _TOURNAMENT_KEYS = _TOURNAMENT_ATTRS | {"TournamentEntry"}
-_NO_EXTRA: dict[str, str] = {}
+_NO_EXTRA: dict[str, str | None] = {}
 _CONVERT_ERRORS = (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, OverflowError, TypeError, ValueError)
 _EVENT_COLUMNS = {
     "event_id": "@id",
@@ -154,7 +154,7 @@ _ET_FROM = (
     lambda ts: ([t.currency for t in ts], [t.stake for t in ts], [t.rake for t in ts]),
 )
 _ST_FROM_DICTS = _from_dicts(_ST_COLS)
-_NO_STATISTICS: tuple[tuple[Any, ...], ...] = ((), (), ())
+_NO_STATISTICS: Sequence[Sequence[Any]] = ((), (), ())
 #: A snapshot's columns, as the catalogue declares them (``snapshot_date`` is the partition).
 _SNAPSHOT_KEYS = tuple(name for name in SCHEMAS["player_snapshots"].names if name != "snapshot_date")
 
@@ -466,7 +466,7 @@ class _Tournaments:
     seen_entries: set[int] = field(default_factory=set)
     keys: list[tuple[str, str]] = field(default_factory=list)
     raws: list[Any] = field(default_factory=list)
-    extras: list[dict[str, str]] = field(default_factory=list)
+    extras: list[dict[str, str | None]] = field(default_factory=list)
     entry_keys: list[tuple[str, str, str]] = field(default_factory=list)
     entry_raws: list[Any] = field(default_factory=list)
     entry_tournaments: list[Any] = field(default_factory=list)
@@ -542,7 +542,7 @@ class SummaryNormalizer:
         # tournaments rows: keys, the served attributes (converted at flush) and `extra`
         self._t_keys: list[tuple[str, str]] = []  # (network, tournament id)
         self._t_cols: dict[str, list[Any]] = {k: [] for k in _T_COLS}
-        self._t_extra: list[dict[str, str]] = []
+        self._t_extra: list[dict[str, str | None]] = []
         self._t_extras = 0  # how many of them are not empty
         # tournament_entries rows: keys, the entries' attributes and their tournaments'
         self._e_keys: list[tuple[str, str, str]] = []  # (network, tournament id, player)
