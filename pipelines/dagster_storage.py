@@ -1,14 +1,12 @@
 """Dagster's SQLite event log, with one open connection per database file.
 
 Dagster's ``SqliteEventLogStorage`` builds a SQLAlchemy engine and opens a new SQLite connection
-for every event it stores (``NullPool``): about 20 ms an event on a 2-core machine, and a night's
-run stores ~120 events (every step, output, materialisation and check), ~2 s of a 15 s
-``tourneylake run``. This subclass keeps one engine and one connection per database file per
+for every event it stores (``NullPool``), and a night's run stores every step, output,
+materialisation and check as an event. This subclass keeps one engine and one connection per database file per
 process, used only under the storage's own lock (as Dagster's connections are), in the WAL
 mode Dagster sets, with ``synchronous=NORMAL``, SQLite's recommended setting for WAL: a crashed
 process loses nothing, a power cut may lose the run history's last events (never anything of
-the lake's, which has its own durability). Measured: 100 asset events stored in 2.0 s before,
-0.4 s after (``benchmarks/RESULTS.md``).
+the lake's, which has its own durability).
 
 ``dagster_home/dagster.yaml`` names it as the instance's ``event_log_storage``; the UI, the
 daemon and every run process read and write the same files as with the default storage.

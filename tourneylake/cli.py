@@ -112,8 +112,8 @@ def launch(application: typer.Typer) -> NoReturn:
     """Run the command line, then end the process without the interpreter's teardown.
 
     A ``tourneylake run`` has Dagster, SQLAlchemy, pydantic and pyarrow loaded; freeing all of
-    that object by object at exit took ~0.9 s of a 15 s night (``benchmarks/RESULTS.md``), for
-    nothing: the operating system reclaims it at once. Every file a command writes is closed by
+    that object by object at exit took a noticeable share of a night, for nothing: the operating
+    system reclaims it at once. Every file a command writes is closed by
     the command itself (its bytes are the kernel's: ``os._exit`` cannot lose them), so after the
     exit handlers ran (temporary directories, logging, coverage) and standard output and error
     are flushed, ``os._exit`` ends it. A normal

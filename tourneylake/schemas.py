@@ -1,22 +1,15 @@
-"""The fixed schema of every lake table, with a description of every column.
+"""The table catalogue: every lake table's fixed schema, with a description of every column.
 
-One place defines each table: its Arrow schema (what the normaliser builds, what the lake
-writes, what the warehouse's DDL and loads are rendered from with ``sql/tables.sql``) and the
-documentation rendered into ``docs/tables.md`` (:func:`tables_markdown`).
-
-Conventions shared by every table:
-
-* ``snapshot_date`` (DATE) is the night the data was harvested for. In the lake it is the hive
-  partition (``<table>/snapshot_date=YYYY-MM-DD/part-NNNNN.parquet``) and is *not* stored inside
-  the Parquet files; readers get it back with ``hive_partitioning``.
-* Every time is ``timestamp[s, tz=UTC]`` converted from the service's epoch seconds.
-* Money is ``float64`` in the currency the service served it in, and every money column has a
-  ``_usd`` twin = amount / rate (rates of the metadata snapshot in force that night, reference
-  §2.3). A currency without a known rate gives a NULL ``_usd`` and ``usd_rate_missing = true``,
-  never a guessed number. float64 rather than DECIMAL because the service sends at most two
-  decimals on amounts far below 2**53 cents, so nothing is lost that ``round(x, 2)`` cannot
-  restore, and float SUMs/AVGs in DuckDB, pandas and Spark need no casts.
-* Keys are never NULL: ``filter_name`` is ``''`` for the unfiltered view.
+One place defines each table: its Arrow schema (what the normaliser builds and the lake writes,
+what the warehouse's DDL and loads are rendered from with ``sql/tables.sql``) and the
+documentation rendered into ``docs/tables.md`` (:func:`tables_markdown`). Conventions:
+``snapshot_date`` is the night the data was harvested for (the hive partition, not stored in the
+files); every time is ``timestamp[s, tz=UTC]`` from the service's epoch seconds; money is
+``float64`` in the currency served, each money column with a ``_usd`` twin (amount / the night's
+rate; a currency without a rate gives NULL and ``usd_rate_missing = true``, never a guess;
+float64 rather than DECIMAL since the service sends at most two decimals on amounts far below
+2**53 cents, and float sums need no casts anywhere); keys are never NULL (``filter_name`` is
+``''`` unfiltered).
 """
 
 from __future__ import annotations

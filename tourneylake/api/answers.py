@@ -103,8 +103,8 @@ def read_accepted_envelope(body: bytes) -> Envelope | None:
 
     A summary is ~1,500 JSON values of which the envelope is a dozen: msgspec checks the whole
     document's syntax and builds only the envelope's members, whose values orjson reads, so
-    the :class:`Envelope` is exactly :func:`read_answer`'s (0.5 → 0.15 ms a summary in a
-    harvest; the tables worker parses the body anyway). ``None`` for anything else — not UTF-8,
+    the :class:`Envelope` is exactly :func:`read_answer`'s (the tables worker parses the body
+    anyway). ``None`` for anything else — not UTF-8,
     not JSON msgspec takes, not one ``Response`` root, ``success`` not true, an envelope that
     does not read — and the caller reads the body in full, which judges a body cut short or
     unusable exactly as before. What msgspec's syntax check accepts and orjson would not

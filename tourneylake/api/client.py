@@ -1,30 +1,16 @@
-"""Sync and async clients for the service.
+"""Sync and async clients for the service: one request builder and response reader shared by both
+(:class:`_Protocol`), each client with one connection pool and explicit timeouts.
 
-Both share one request builder and one response reader (:class:`_Protocol`); they differ only
-in how they wait. Each client owns one connection pool with explicit timeouts. Retries use
-tenacity (exponential backoff with jitter, bounded in attempts and total time) and only for
-errors marked ``retryable``: transport failures, 5xx and 429 (waiting at least what ``Retry-After``
-asks), bodies cut short, error 0 and 101024 (which also lowers the async client's concurrency:
-:class:`AdaptiveLimit`). A complete answer that cannot be read is never retried.
-
-Two hooks let a caller keep its promises:
-
-- ``on_body`` receives every HTTP 200 body *before* it is parsed, so a paid response is saved
-  before anything else can fail; it may return a callable that is told the body's status once
-  the envelope has been read (``ok``, ``refused-<code>``, ``malformed`` for a body cut short or
-  ``unusable`` for a complete one that can never be read), so the raw store knows which bodies
-  are usable without parsing them again;
-- ``on_attempt`` receives an :class:`Attempt` for every try (outcome, searches left, duration),
-  which the pipeline writes to the search ledger; ``before_attempt`` may raise to refuse a try
-  (the budget guard), and ``on_answer`` is told the moment a try's answer arrives, before its
-  body is saved and read (the budget: later answers show what it was charged).
-
-The async client sends with aiohttp (one session, a connection per slot; :class:`_AiohttpLane`),
-answering with ``httpx.Response`` objects and raising httpx's exceptions, so everything above it
-is the same as with httpx's own transport, which is used when a transport is given (tests), when
-the environment names a proxy, or with ``TOURNEYLAKE_HTTP_BACKEND=httpcore`` (a benchmarking
-knob; ``httpx-aiohttp`` compares httpx over ``httpx_aiohttp.AiohttpTransport``). The figures are
-in benchmarks/RESULTS.md.
+Retries (tenacity: exponential backoff with jitter, bounded in attempts and in total time) are
+for ``retryable`` errors only: transport failures, 5xx and 429 (waiting at least what
+``Retry-After`` asks), bodies cut short, error 0 and 101024 (which also lowers the async
+client's concurrency, :class:`AdaptiveLimit`); a complete answer that cannot be read is never
+retried. Hooks let a caller keep its promises: ``on_body`` gets every HTTP 200 body before it is
+parsed (and may return a callable told the body's status once its envelope is read);
+``before_attempt`` may refuse a try (the budget); ``on_answer`` hears an answer arrive;
+``on_attempt`` gets an :class:`Attempt` for the search ledger. The async client sends with
+aiohttp (:class:`_AiohttpLane`) behind httpx's responses and exceptions; httpx's own transport
+serves tests, proxies and ``TOURNEYLAKE_HTTP_BACKEND``.
 """
 
 from __future__ import annotations
@@ -187,8 +173,8 @@ class BodySaver(Protocol):
 class _PoolSaver:
     """``on_body`` run on a small pool of threads, not on the event loop: saving a body (file
     writes, fsync) would otherwise stall every other request in flight. Naming a body by its
-    status is a rename, which waits for the file system's journal while the pool's fsyncs commit
-    (~0.6 ms a body on ext4, measured in a 2,000-summary harvest), so it runs on the pool too."""
+    status is a rename, which waits for the file system's journal while the pool's fsyncs commit,
+    so it runs on the pool too."""
 
     def __init__(self, on_body: BodyHook, threads: int) -> None:
         self.on_body = on_body
@@ -503,7 +489,7 @@ def _tell(hook: BodyStatus | None, status: str) -> None:
 @functools.cache
 def _tls_context() -> ssl.SSLContext:
     """httpx's default TLS context, built once for every client of the process (httpx would
-    build it and load the CA bundle anew for each client, ~30 ms each; a night opens several)."""
+    build it and load the CA bundle anew for each client; a night opens several)."""
     return httpx.create_ssl_context()
 
 
@@ -747,7 +733,7 @@ class _AiohttpLane:
 
         connect, read = self.timeouts
         connector = aiohttp.TCPConnector(limit=self.connections, ssl=_tls_context(), keepalive_timeout=5.0)
-        # trust_env=False: aiohttp would read the proxy variables on every request (~0.6 ms);
+        # trust_env=False: aiohttp would read the proxy variables on every request;
         # the client uses httpx instead when they name a proxy (see _env_proxy_for).
         return aiohttp.ClientSession(
             connector=connector,

@@ -1,29 +1,14 @@
 """One tree shape for both wire formats of the service.
 
-The service's JSON is a mechanical mapping of its XML (service-notes §1): attributes become
-``"@name"`` keys with string values, the text of an element that has attributes goes under
-``"$"``, a text-only element becomes a plain value (sometimes a JSON number), an empty element
-becomes ``""``, and a repeatable child is a list when there are several and *usually* a bare
-object when there is one.
-
-Both formats are read into that mapping (XML is converted to it), and :class:`Node` is a thin,
-read-only view over it that removes every quirk: :meth:`Node.all` always returns a list,
-:meth:`Node.attr` and :attr:`Node.text` always return strings or ``None``. Nothing downstream
-knows which format came in.
-
-Hostile or broken bodies fail as :class:`MalformedPayload` (never another exception), with a
-message that names the element path and never quotes the body:
-
-- nesting beyond :data:`MAX_DEPTH` elements (real answers are under 15 deep) is
-  :class:`TooDeeplyNested` — refused while an XML body is read; a JSON body is read by orjson
-  (which refuses 1,024 levels) and a :class:`Node` refuses to step below :data:`MAX_DEPTH`, so
-  the deep part of a JSON body fails only if something reads it (checking the whole tree up
-  front would cost a second walk of every body, more than the parse itself);
-- an object or a list where the mapping only allows a value (an attribute, ``$``, a text-only
-  element read as text) is :class:`ContainerWhereValueExpected`, never a stringified object.
-
-:class:`Element` is the builder used to *write* trees (the sandbox, tests); :func:`to_json` and
-:func:`to_xml` serialise it with the real service's quirks.
+The service's JSON is a mechanical mapping of its XML (service-notes §1): ``@name`` attributes
+with string values, ``$`` for the text beside attributes, plain values for text-only elements,
+``""`` for empty ones, and a repeatable child that is a list when there are several and usually
+a bare object when there is one. Both formats are read into that mapping, and :class:`Node` is a
+read-only view that removes every quirk (:meth:`Node.all` is always a list, :meth:`Node.attr`
+and :attr:`Node.text` are strings or ``None``), so nothing downstream knows which format came in.
+Hostile or broken bodies fail as :class:`MalformedPayload`, naming the element path and never
+quoting the body. :class:`Element` builds trees to write (the sandbox, tests); :func:`to_json`
+and :func:`to_xml` serialise them with the service's quirks.
 """
 
 from __future__ import annotations
@@ -79,7 +64,10 @@ class MalformedPayload(TourneylakeError, ValueError):
 
 class TooDeeplyNested(MalformedPayload):
     """Elements nested deeper than :data:`MAX_DEPTH`: no real answer is, and readers would
-    otherwise run out of stack."""
+    otherwise run out of stack. Refused while an XML body is read; a JSON body is read by orjson
+    (which refuses 1,024 levels) and a :class:`Node` refuses to step below :data:`MAX_DEPTH`, so
+    the deep part of a JSON body fails only if something reads it (a check of the whole tree up
+    front would be a second walk of every body)."""
 
 
 class ContainerWhereValueExpected(MalformedPayload):

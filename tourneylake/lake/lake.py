@@ -1,64 +1,18 @@
-"""The Parquet lake: raw responses and hive-partitioned tables under ``<data_dir>/lake``.
+"""The lake under ``<data_dir>/lake``: one object over its raw answers, tables, ledger and state.
 
-Layout::
+Layout: ``_source.json`` (where its data comes from), ``_raw/snapshot_date=D/<resource>/`` (paid
+bodies: :mod:`~tourneylake.lake.raw`), ``_ledger/snapshot_date=D/`` (the search ledger:
+:mod:`~tourneylake.lake.ledger`), ``_state/`` (small documents and lock files), ``<table>/
+snapshot_date=D/part-*.parquet`` (tables: :mod:`~tourneylake.lake.partitions`), ``_tmp/``
+(partitions in flight, never read). Opening reads and writes nothing (an absent lake reads as
+empty); :meth:`Lake.claim` records the source the first time and then refuses another
+(:class:`~tourneylake.errors.LakeSourceMismatch`): synthetic and live data never mix.
 
-    <data_dir>/lake/
-      _source.json                                         where this lake's data comes from
-      _raw/snapshot_date=YYYY-MM-DD/<resource>/<digest>.json.gz                   an accepted answer
-      _raw/snapshot_date=YYYY-MM-DD/<resource>/<digest>.<token>.<status>.json.gz  any other body
-      _ledger/snapshot_date=YYYY-MM-DD/run-<run id>[.open].jsonl   the search ledger (``ledger.py``)
-      _state/<name>.json                                   small documents (``state.py``)
-      <table>/snapshot_date=YYYY-MM-DD/part-NNNNN.parquet  normalised tables
-      _tmp/                                                in-flight partitions (never read)
-
-* **Opening is not claiming.** ``Lake(data_dir)`` only opens the directory (read-only commands
-  use it as is, and an absent lake simply reads as empty). :meth:`Lake.claim` records the data's
-  source (``"sandbox"`` or ``"live:<host>"``) the first time and, later, refuses another source
-  with :class:`LakeSourceMismatch`, so synthetic and live data never mix.
-* **Raw responses** are written before anything parses them, so a paid response survives any
-  later failure and re-normalising never costs a search. A body is first written as
-  ``<digest>.<token>.received.json.gz`` (one atomic ``os.replace`` of a temporary file, fsynced);
-  once the client has read its envelope, :meth:`Lake.settle_raw` renames it: an accepted answer
-  becomes ``<digest>.json.gz`` (replacing an earlier accepted one of the same request), any other
-  keeps its own name with its status (``refused-<code>``, ``malformed`` for a body cut short,
-  ``unusable`` for a complete one that cannot be read), so a refusal never hides an accepted
-  answer and readers learn a body's status from its name without parsing it. An accepted answer
-  our normaliser cannot read is renamed ``unusable`` too, and back to accepted once a rebuild
-  with a fixed normaliser reads it.
-  A body left ``received`` (the process died in between) is read and settled by the next run.
-  The file is gzipped: one line of JSON, the header ``{"resource", "key", "format",
-  "fetched_at", "snapshot_date", "sha256", "body_bytes"}``, then the body exactly as received
-  (``zcat`` shows it; for a JSON answer ``zcat … | jq`` shows both). Files written by earlier
-  versions are one JSON document instead, the same header with the body inside as text
-  (``"body"``, base64 when ``"body_encoding"`` says so); both are read, told apart by the first
-  line (a header has ``body_bytes``). The new layout spares every read the body's escaping
-  (29 us of a summary's rebuild, measured). The digest is of the sorted key, which never holds
-  credentials (:meth:`Lake.write_raw` refuses one).
-* **Tables** are written one night at a time through :meth:`Lake.partition_writer`: parts go to
-  a temporary directory and, on success, replace the night's partition with two renames (the old
-  one is moved aside first and deleted last), so a failed run never loses the previous data.
-  ``snapshot_date`` is the hive partition: it is not stored inside the files.
-
-**The lake on object storage.** ``data_dir`` may be an fsspec URL (``s3://bucket/prefix``,
-``gs://…``, ``memory://…``; ``tourneylake.lake.storage``). Local directories (and ``file://``) keep
-everything above exactly: write-then-rename, fsync, ``flock``. Any other store is treated as an
-object store — a PUT is atomic (an object is whole or absent), a rename is a copy then a delete,
-there are no locks — and the promises are kept so:
-
-* a raw body, a state document and ``_source.json`` are each one PUT (never seen half-written);
-  settling a raw body copies it to its new name and then deletes the old one: a kill in between
-  leaves both, the same bytes, and the next run settles the ``received`` one again (harmless);
-* a partition is committed by a **marker**: parts are written straight into the night's folder
-  under a fresh generation (``part-<generation>-NNNNN.parquet``), then
-  ``<table>/snapshot_date=D/_commit.json`` (one PUT, the commit point) lists that generation's
-  parts; readers (:meth:`Lake.partitions`, :meth:`Lake.partition_files`, the warehouse) see only
-  the parts the marker lists, so a writer killed at any point leaves the previous partition (or
-  none) visible and its stray parts are deleted by the next commit of that night. Dropping a
-  night deletes its marker first. ``_tmp/`` is not used;
-* :meth:`Lake.lock` is a no-op: one writer per lake per night (Dagster's pools serialise runs,
-  see ``dagster_home/dagster.yaml``) is the rule, as is one reader never racing a writer's
-  clean-up of the parts it replaced;
-* the ledger cannot append: see ``ledger.py``.
+``data_dir`` may be an fsspec URL (:mod:`~tourneylake.lake.storage`). A local lake writes then
+renames, fsyncs and locks with ``flock``; an object store has atomic PUTs but no rename and no
+lock, so its partitions are committed by markers, a settled body is a copy then a delete (a kill
+in between leaves both, settled again next run), and one writer per account and night is the
+rule (Dagster's pools serialise runs).
 """
 
 from __future__ import annotations

@@ -1,50 +1,15 @@
 """The search ledger: every metered call, when, what, cost, searches left, outcome.
 
-One writer (:class:`LedgerWriter`), one reader (:class:`Ledger`), one schema: the columns of the
-``search_ledger`` table in ``normalize/schemas.py``. The durable record is one JSON-lines file per
-run under ``lake/_ledger/snapshot_date=D/``, each line flushed as it is written, so a killed
-process keeps its record of what it paid for; the ``search_ledger`` Parquet partition is only
-its export for the warehouse (:meth:`Ledger.table`).
-
-Lines have a ``kind``:
-
-- ``run``: the header, with the account's searches left before the run spent anything;
-- ``sent``: written before a metered attempt goes out (write-ahead), so a call in flight when the
-  process dies is known afterwards;
-- ``entry``: a row of the table (an attempt's outcome, or a reconciliation);
-- ``closed``: the run ended and reconciled itself.
-
-A run's file is ``run-<id>.open.jsonl`` while it writes (created locked, under a temporary name,
-then renamed, so it is never seen unlocked; the ``flock`` is dropped by the kernel when the
-process dies) and ``run-<id>.jsonl`` once closed. A run that ends — normally, on an exception, a
-Ctrl-C or a SIGTERM — with calls announced but never answered is *not* closed: it stays
-``.open``, unlocked, like a run that was killed. :meth:`Ledger.dead_runs` finds those files: runs
-whose calls may have been charged unanswered, for the next run to reconcile
-(``Session.reconcile_dead_runs``); :func:`unexplained_charges` is the arithmetic both
-reconciliations use.
-
-A writer made with ``account=`` (the account's *name*, never its secret) writes it in the header
-and in every row (the ``account`` column); the reader's ``runs``, ``spent``, ``spent_since``,
-``dead_runs`` and ``spend_per_night`` take ``account=`` to count one account's runs only. With
-``login=`` (:func:`login_digest` of the username, never the name) the header also says whose
-count the run spent from, so runs under two account names with one username are known to share
-it (:meth:`RunLog.same_credentials`, used by the reconciliations).
-
-**On an object store** (a lake at an ``s3://``… URL, see ``lake.py``) nothing can be appended
-to, renamed atomically or locked, so a run is a folder of segments instead of one file: every
-write — the header with the first line, then each line, as each is flushed locally — is its own
-small object ``run-<id>.open/<seq>.jsonl`` (one PUT, whole or absent), so the write-ahead promise
-is the same (a ``sent`` line is stored before the call goes out) and a segment is never torn. We
-chose a segment per write over group commit: the ledger's writes are already serialised by its
-lock, a PUT is a few milliseconds next to a metered call, and nothing is ever buffered unsaved.
-Closing writes the ``closed`` segment, then the whole run as one object ``run-<id>.jsonl`` (the
-same name as a closed local file), then deletes the folder; a folder with such a sibling is only
-its leftover. The reader concatenates a run's segments in order, so dead runs and torn lines are
-found as before. There is no ``flock``: a run is *held* while a writer of this process has it
-open, or while the process its header names (``host``, ``pid``) is alive on this host; the
-one-writer rule (one writer per account and night: Dagster's pools serialise runs) makes an open
-run of another host a dead one — pass ``account=`` to :meth:`Ledger.dead_runs` when accounts
-harvest side by side.
+One writer (:class:`LedgerWriter`), one reader (:class:`Ledger`), one schema (the catalogue's
+``search_ledger``). The durable record is a JSON-lines file per run under
+``_ledger/snapshot_date=D/``, each line flushed as written, so a killed process keeps its
+record of what it paid for; the ``search_ledger`` partition is its export for the warehouse.
+Lines: ``run`` (the header: searches left before the run, the account's name, a digest of the
+login), ``sent`` (before a metered attempt goes out: write-ahead), ``entry`` (a row: an
+attempt's outcome or a reconciliation), ``closed``. A run is ``run-<id>.open.jsonl`` while it
+writes (``flock``-ed) and ``run-<id>.jsonl`` once closed; one that ends with calls announced but
+never answered stays ``.open``, for the next run to reconcile (:meth:`Ledger.dead_runs`,
+:func:`unexplained_charges`). On an object store a run is a folder of one-PUT segments instead.
 """
 
 from __future__ import annotations
@@ -135,12 +100,18 @@ class LedgerWriter:
 
     On a local disk the caller writes the line itself, under the writer's lock (so in the
     order asked for), and the future is done when it returns: a line is one ``write`` to the
-    page cache, 30 µs on average in a 2,000-summary harvest, where handing it to a thread and
-    back held each call ~1.2 ms (measured, ``benchmarks/RESULTS.md``; the harvest's bodies are
-    fsynced by another process, :mod:`tourneylake.lake.raw_saver`, so a line seldom waits for the
-    journal). On an object store a line is a PUT, so one thread of the writer's own writes the
-    lines, in order, and a line asked for is written even if whoever waits for it is
-    cancelled. After a write fails, every later one raises :class:`LedgerError` at once, and so
+    page cache, cheaper than a hand-off to a thread. A run whose file is created is locked
+    before it is visible (created under a temporary name, then renamed), and the kernel drops
+    the lock when the process dies; a run that ends (normally, on an exception, a Ctrl-C) with
+    calls announced but never answered is not closed but left ``.open``, like a killed one.
+
+    On an object store nothing can be appended to, renamed atomically or locked: every write
+    (the header with the first line, then each line) is its own small object
+    ``run-<id>.open/<seq>.jsonl`` (one PUT, whole or absent), written by one thread of the
+    writer's own, in order, even if whoever waits for it is cancelled; closing writes the whole
+    run as ``run-<id>.jsonl`` and deletes the folder. Such a run is held while a writer of this
+    process has it open or the process its header names is alive on this host: the one-writer
+    rule (one writer per account and night) makes an open run of another host a dead one. After a write fails, every later one raises :class:`LedgerError` at once, and so
     does every write-ahead line already queued: a night whose ledger cannot be written stops
     paying for calls. Its run is then not closed but left open, so the next run books what the
     service charged beyond the rows it could write."""
@@ -546,7 +517,9 @@ def _held(path: AnyPath) -> bool:
 
 class Ledger:
     """Reads the ledger of a lake (every run, every night). ``account=`` (a name) narrows a
-    reading to that account's runs; ``None`` counts every account."""
+    reading to that account's runs; ``None`` counts every account. With ``login=`` (a
+    :func:`login_digest`), runs under two account names with one username are known to share a
+    count (:meth:`RunLog.same_credentials`, used by the reconciliations)."""
 
     def __init__(self, lake: Lake) -> None:
         self.lake = lake

@@ -1,41 +1,18 @@
-"""The night's paid bodies saved by a second process while the harvest fetches.
+"""A harvest's paid bodies saved by a second process while it fetches.
 
-Every HTTP 200 body is written to the raw store before anything parses it (:mod:`tourneylake.lake.lake`):
-given its header, hashed, gzipped, written to a temporary file, fsynced, renamed, its folder
-fsynced, then renamed again by its status once it has been read. In the harvest's own process
-that was the bound of the fetching phase: each of those system calls gives up the GIL and waits
-to take it back from the event loop, on one of four threads, and each save wakes the loop
-across threads. A harvest of 2,000 summaries fetched in ~9.6 s saving them and ~4.9 s without
-(``benchmarks/RESULTS.md``).
-
-So a harvest on a local lake hands each body to this saver (``python -m tourneylake.lake.raw_saver``)
-through a pipe the event loop writes and reads itself (no thread of the harvest takes part), and
-the saver does the work on threads of its own. Nothing about what is kept changes:
-
-* **The acknowledgement is the gate.** A call's caller hears of its answer, and its ledger row
-  is written, only once the saver has said the body is on disk (written and fsynced, as before),
-  and once it has named it by its status.
-* **Nothing waits on the saver's health.** The harvest keeps every body until it is
-  acknowledged. When the saver ends (killed, crashed, or never started), every body it has not
-  acknowledged, and every later one, is saved by the harvest itself, as it was before this
-  module, to the very file name it chose, so a body the saver wrote just before it died is
-  written again, not twice. A saver that is alive but cannot be trusted (its answers do not
-  read, or it has not ended two minutes after its input closed) is killed first, and the
-  harvest's saves wait for it to end: it cannot write a body the harvest has saved since.
-* **An error is the harvest's own.** When the saver cannot save a body (a full disk, a folder
-  that cannot be made), the harvest saves it itself, so the call fails with the very exception it
-  would have raised without the saver (a :class:`~tourneylake.lake.lake.LakeError`, an ``OSError``).
-* **A harvest killed with bodies in the pipe** leaves the saver to save every whole body it has
-  read, then end at the end of its input: each is a ``received`` file the next run settles.
-* **No secrets**: the saver's environment has none of the service's variables
-  (:func:`tourneylake.runtime.pipes.worker_env`) and its messages hold the request's key, which never
-  holds credentials (:meth:`~tourneylake.lake.lake.Lake.received_path` refuses one).
-
-An object-store lake (one PUT per body, no fsync) and ``TOURNEYLAKE_RAW_SAVER=thread`` keep the
-in-process saving. Messages (:mod:`tourneylake.runtime.pipes`): ``["save", id, path, resource, key, fmt,
-fetched_at, snapshot_date, body]`` and ``["rename", id, path, target]``; the answer ``[id, None]``,
-or ``[id, "<what failed>"]``. This module is imported by the saver before its first body: it
-keeps to the standard library, orjson, msgspec and isal.
+Saving a body (write, fsync, rename, fsync the folder, rename by status) in the harvest's own
+process made every system call give up the GIL and wait for the event loop; so on a local lake
+the harvest hands each body to this saver (``python -m tourneylake.lake.raw_saver``) through a
+pipe its event loop writes and reads, and the saver works on threads of its own. The promises
+hold: a call's caller hears of its answer, and its ledger row is written, only once the saver
+says the body is on disk under its status; a saver that dies, cannot start or cannot be trusted
+leaves the harvest to save every body it has not acknowledged itself, to the same file name;
+a body it cannot write is written again by the harvest, so the call fails with the harvest's own
+error; a harvest killed with bodies in the pipe leaves each whole one ``received``, settled next
+run. Its environment holds no credentials. An object-store lake and
+``TOURNEYLAKE_RAW_SAVER=thread`` keep the saves on the harvest's threads. Messages:
+``["save", id, path, resource, key, fmt, fetched_at, snapshot_date, body]``, ``["rename", id,
+path, target]``; answers ``[id, None]`` or ``[id, "<what failed>"]``.
 """
 
 from __future__ import annotations

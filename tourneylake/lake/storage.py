@@ -1,21 +1,13 @@
-"""Where the lake lives: a local directory, or any fsspec filesystem URL (``s3://bucket/prefix``,
-``gs://…``, ``memory://…``). The one filesystem abstraction under the lake, the ledger and the
-state documents.
+"""Where the lake lives: a local directory or any fsspec URL (``s3://bucket/prefix``, ``gs://…``,
+``memory://…``), the one filesystem abstraction under the lake, the ledger and the state.
 
-:func:`location` turns ``TOURNEYLAKE_DATA_DIR`` into a path object: a :class:`pathlib.Path` for a
-local directory (``file://`` URLs included), whose operations are today's exactly (temporary file,
-``fsync``, ``os.replace``, ``fsync`` of the directory; ``flock`` locks), or a :class:`StorePath`
-for any other store: the small subset of :class:`pathlib.Path` the lake uses, over
-``fsspec.url_to_fs``. Every store other than the local disk is treated as an object store — a
-write is one whole object (a PUT: whole or absent), there is no atomic rename and no lock — and
-the lake, the ledger and the state keep their promises with that (see ``lake.py``'s and
-``ledger.py``'s docstrings).
-
-Credentials come from the store's own environment (``AWS_ACCESS_KEY_ID``, ``AWS_PROFILE``,
-``AWS_ENDPOINT_URL``… for S3, ``GOOGLE_APPLICATION_CREDENTIALS`` for GCS), never from our
-settings, and never from the URL (``s3://key:secret@bucket`` is refused). A store that cannot be
-reached, or refuses the credentials, is a one-line :class:`~tourneylake.lake.lake.LakeError` naming the
-URL, never a traceback and never a secret.
+:func:`location` gives a :class:`pathlib.Path` for a local directory (``file://`` included),
+whose operations stay the disk's (temporary file, ``fsync``, ``os.replace``, ``flock``), or a
+:class:`StorePath`: the subset of :class:`pathlib.Path` the lake uses, over
+``fsspec.url_to_fs``. Every other store is an object store: a write is one whole object, there is
+no atomic rename and no lock. Credentials come from the store's own environment (``AWS_*``,
+``GOOGLE_APPLICATION_CREDENTIALS``…), never from our settings or the URL; a store that cannot be
+reached or refuses them is a one-line :class:`~tourneylake.errors.LakeError` naming the URL.
 """
 
 from __future__ import annotations

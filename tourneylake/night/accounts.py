@@ -1,20 +1,14 @@
 """Several service accounts sharing one watchlist.
 
-A watchlist may list ``accounts:`` (:class:`tourneylake.night.watchlist.AccountDef`). Each player is
-then harvested by exactly one of them, chosen by **rendezvous (highest-random-weight) hashing**
-of the player's identity with each account's name (:func:`assign`):
-
-* deterministic and stable: the same watchlist gives the same shares on every machine and every
-  night (a keyed BLAKE2b digest, never Python's salted ``hash``), so a player's history stays
-  with one account's ledger;
-* minimal movement: adding an account moves only the players that now score highest with it
-  (about 1 in n+1 of them), removing one moves only that account's players; nobody else moves;
-* all of a player's filters go to the same account (the share is per player, not per pair).
-
-Each account has its own settings (:func:`account_settings`: credentials, cap, reserve,
-concurrency), so its own budget, its own ledger rows (the account's *name*, never its secret),
-its own concurrency pool in Dagster and its own reconciliation against its own searches left:
-one account's wrong password or exhausted quota stops that account only.
+A watchlist may list ``accounts:`` (:class:`~tourneylake.night.watchlist.AccountDef`); each
+player is then harvested by exactly one of them, chosen by rendezvous (highest-random-weight)
+hashing of the player with each account's name (:func:`assign`): deterministic on every machine
+and night (a keyed BLAKE2b digest, never Python's salted ``hash``), so a player's history stays
+with one account's ledger; adding an account moves only the players it now wins (about 1 in
+n+1), removing one moves only its own; a player's filters all go to one account. Each account
+has its own settings (:func:`account_settings`), so its own budget, ledger rows (its *name*,
+never its secret), Dagster pool and reconciliation: one account's wrong password or exhausted
+quota stops that account only.
 """
 
 from __future__ import annotations

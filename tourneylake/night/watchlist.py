@@ -1,49 +1,11 @@
-"""The watchlist: which players to harvest, and with which named filters.
+"""The watchlist: which players to harvest, with which named filters, and (optionally) which
+service accounts share them. Its format and every rule are in ``docs/watchlist.md``.
 
-::
-
-    filters:
-      sng_30d: "Class:SNG;Date:30D"
-      daily_sng: {filter: "Class:SNG", window: day}
-      as_written: {filter: "Class:SNG;Date:30D", anchor: none}
-      big_mtts: {question: "scheduled tournaments over $50 in the last year", timezone: UTC, locale: en-US}
-    players:
-      - {network: PokerStars, name: "Some Player", filters: [sng_30d], priority: 1}
-      - {network: "888Poker(ES-PT)", name: "José María"}      # no filters: harvested unfiltered
-    accounts:                                                  # optional: several accounts share the players
-      - {name: main, username: coach@example.com, password_env: TL_MAIN_PASSWORD, max_searches_per_run: 500}
-      - {name: spare, username: spare@example.com, password_env: TL_SPARE_PASSWORD, concurrency: 2}
-
-Rules (each broken rule is a :class:`WatchlistError` naming the file and line):
-
-- Top-level keys are ``filters``, ``players`` and ``accounts``; all optional. Unknown keys are errors (a typo
-  must not silently drop half the watchlist).
-- A filter is a filter string (checked with :func:`~tourneylake.api.filters.parse_filter`; metadata
-  checks happen later, in the planner), a mapping ``{filter: "...", window: ..., anchor: ...}``,
-  or a mapping with ``question`` and optional ``timezone`` and ``locale`` (converted once by the
-  Natural Language Filter resource), which may carry ``window`` and ``anchor`` too. Filter names
-  are ``[A-Za-z0-9][A-Za-z0-9_.-]*``: they end up in file paths and table keys.
-- ``window``: ``as_of`` (the default: tournaments started up to the end of the night) or ``day``
-  (the night's own UTC day; the window sets the Date, so a filter string with a ``Date`` is an
-  error). ``anchor: none`` sends the filter exactly as written instead of anchoring its Date to
-  the night (``night``, the default); it contradicts ``window: day``. Both are written exactly
-  so (an empty ``anchor:`` or ``anchor: null`` is an error, not the default), and ``timezone``
-  and ``locale`` belong to a ``question`` only. See :func:`tourneylake.api.filters.filter_for_night`.
-- A player has ``network`` and ``name`` (required), ``filters`` (a list of filter names, or one
-  name; absent or empty means one unfiltered harvest) and ``priority`` (a whole number, default
-  :data:`DEFAULT_PRIORITY`; **lower means more important**, like a queue position).
-- Names are read as written: ``name: 007`` is the player ``"007"``, not the number 7, and
-  ``name: yes`` is ``"yes"`` (we read YAML's node tree, not its resolved values).
-- The same player twice is an error, not a merge: two entries may disagree on priority and
-  filters, and only the user knows which is meant. Players are the same when network and name
-  match after Unicode NFC normalisation and case folding, because a duplicate must never cost
-  two searches. The same filter twice in one player's list is an error for the same reason.
-- ``accounts`` (optional; absent = the settings' one account) lists service accounts that share
-  the players between them (:mod:`tourneylake.night.accounts`): each has a ``name`` (a filter-name-like
-  word: it names ledger rows, Dagster assets and pools), a ``username``, ``password_env`` (the
-  name of the environment variable holding its password: never the password itself), and
-  optionally ``appname``, ``appkey_env``, ``max_searches_per_run``, ``reserve_searches`` and
-  ``concurrency`` (default: the settings' values).
+A watchlist is read from YAML's node tree (so ``name: 007`` is the player ``"007"``), never from
+resolved values, and every broken rule is a :class:`WatchlistError` naming the file and line:
+an unknown key, a filter that does not parse, a window that contradicts its filter, the same
+player twice (network and name compared after NFC normalisation and case folding: a duplicate
+must never cost two searches), a secret written in the file instead of named by ``password_env``.
 """
 
 from __future__ import annotations
@@ -84,8 +46,8 @@ _NULL_TAG = "tag:yaml.org,2002:null"
 _STR_TAG = "tag:yaml.org,2002:str"
 _INT_TAG = "tag:yaml.org,2002:int"
 
-# libyaml's parser composes the node tree ~5x faster than PyYAML's pure-Python one (2,000 players:
-# 0.2 s vs 1.0 s) and keeps every node's mark, so problems still name their line; PyYAML built
+# libyaml's parser composes the node tree several times faster than PyYAML's pure-Python one and
+# keeps every node's mark, so problems still name their line; PyYAML built
 # without libyaml falls back to the pure-Python parser.
 _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
@@ -203,8 +165,8 @@ def load_watchlist(path: str | Path) -> Watchlist:
 
     A run reads the file several times (the CLI checks it before Dagster starts, the definitions
     read its accounts, the harvest its players): while its text is unchanged it is parsed once
-    per process (2,000 players: ~0.1 s each time); each caller gets its own lists and dict,
-    sharing the entries, which are frozen (a deep copy cost more than the parse: ~0.15 s)."""
+    per process; each caller gets its own lists and dict, sharing the entries, which are frozen
+    (a deep copy would cost more than the parse)."""
     path = Path(path)
     try:
         text = path.read_text(encoding="utf-8")
@@ -227,11 +189,10 @@ _PARSED: dict[str, Any] = {}
 def parse_watchlist(text: str, source: str = "<watchlist>") -> Watchlist:
     """Validate watchlist YAML given as text (``source`` names it in error messages).
 
-    The watchlist is read from YAML's node graph, so what it keeps (its strings and entries)
-    lies in memory among the graph's many small objects, and keeps their pages once the graph is
-    freed: 20,000 players held ~49 MB for the rest of the process. Made again from a pickled
-    copy once the graph is gone, the same watchlist holds ~13 MB (measured; 2 ms for 2,000
-    players). The copy is this process's own objects, never read from outside."""
+    The watchlist is read from YAML's node graph, so what it keeps would lie in memory among the
+    graph's many small objects and keep their pages once the graph is freed; it is made again
+    from a pickled copy once the graph is gone (a fraction of the memory). The copy is this
+    process's own objects, never read from outside."""
     return pickle.loads(_read_pickled(text, source))
 
 

@@ -1,12 +1,12 @@
 """Arrow without pandas, in processes that never make a data frame.
 
 pyarrow imports pandas on its first conversion of a Python list (``pa.array``,
-``pa.Table.from_pydict``), only to ask whether the list is a pandas object: ~0.4 s and ~35 MB
+``pa.Table.from_pydict``), only to ask whether the list is a pandas object: a costly import
 for a module a harvest never uses. :func:`refuse_pandas` refuses it for good (the tables
 worker); :func:`skip_pandas_sniffing` lets pyarrow find no pandas once, on a list, and then
 steps aside (``tourneylake run``): pyarrow remembers the answer and no longer looks, while
 ``to_pandas()`` and ``import pandas`` still work for whatever really wants a frame
-(``tests/test_nopandas.py`` checks both).
+(``tests/runtime/test_without_pandas.py`` checks both).
 """
 
 from __future__ import annotations

@@ -1,24 +1,16 @@
 """A night's tables from its raw answers: the one normalisation path, no network.
 
-The harvest and the rebuild both make a night's tables here, from the same inputs — the night's
-accepted raw answers (with the labels their keys carry) and the night's own reference data — so a
-rebuild is identical to the original night by construction, and a normaliser fix reaches years of
-history at no cost:
-
-- :func:`metadata_tables`: the night's metadata answer; an answer saying "your copy is current"
-  (``cached``) is resolved to the full answer it confirmed (same ``metadataHash``, an earlier
-  night's), normalised again under this night, so every night holds its own metadata and rates;
-- :func:`free_table`: countries and news;
-- :class:`SummarySink`: player summaries, normalised with the night's rates into the six summary
-  tables, streamed to the lake a batch at a time; an answer the normaliser refuses is renamed
-  ``unusable`` in the raw store (and reported), never stops the others, and is read again by
-  every later pass over the night (a rebuild after a fix recovers it);
-- :func:`settle_received`: bodies a killed process saved but never read get their status.
-
-Known limit: a tournament listed by several summaries of one night is kept once, as the first
-summary processed lists it (the harvest processes in arrival order, a rebuild in file order). The
-two agree whenever the summaries agree about the tournament, which they do unless it changed
-between their fetches; choosing by content rather than by order would remove the limit.
+The harvest and the rebuild both make a night's tables here, from the same inputs (the night's
+accepted raw answers and its own reference data), so a rebuild is identical to the original
+night by construction and a normaliser fix reaches years of history at no cost:
+:func:`metadata_tables` (an answer saying "your copy is current" resolved to the full answer it
+confirmed, normalised again under this night, so every night holds its own rates),
+:func:`free_table` (countries, news), :class:`SummarySink` (player summaries into the six summary
+tables, a batch at a time; an answer the normaliser refuses is marked ``unusable`` in the raw
+store and read again by every later pass), :func:`settle_received` (bodies a killed process saved
+but never read), and the whole night: :func:`reference_tables`, :func:`player_tables`.
+Known limit: a tournament listed by several summaries of one night is kept as the first summary
+processed lists it (arrival order in a harvest, file order in a rebuild).
 """
 
 from __future__ import annotations
@@ -226,7 +218,7 @@ def summary_name(key: dict[str, str]) -> str:
 def _gc_paused() -> Iterator[None]:
     """The cyclic garbage collector off while a night's stored answers are read. Their trees
     hold no cycles (reference counting frees each), so its passes, set off by the ~300 dicts
-    each parse allocates, find nothing and cost ~8% of a rebuild (measured); cycles made
+    each parse allocates, find nothing and cost a rebuild time; cycles made
     meanwhile elsewhere are collected once it is back on. Left off if the caller had it off."""
     if not gc.isenabled():
         yield
@@ -292,7 +284,7 @@ class SummarySink:
         stored = StoredSummaries()
         # Named first (the loop renames some), then read a batch at a time: a night's bodies are
         # never all in memory at once, and reading a batch before parsing it is faster than
-        # alternating file by file (7%, measured).
+        # alternating file by file.
         paths = [
             *self.lake.raw_paths(self.night, calls.PLAYER_SUMMARY),
             *self.lake.raw_paths(self.night, calls.PLAYER_SUMMARY, status=UNUSABLE),

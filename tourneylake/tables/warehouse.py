@@ -168,10 +168,8 @@ def _plain_sql(root: str) -> dict[str, Any]:
 
 
 # A night's load keeps its memory flat as the watchlist grows: DuckDB spills what passes the limit
-# to `<warehouse>.tmp`, and may write rows in any order (queries order them). Measured on a
-# night of 20,000 players (1.2 M rows): peak RSS 300 -> 231 MB, load 2.0 -> 1.8 s; of 2,000:
-# 245 -> 210 MB, ~5-8% slower (0.71 -> 0.77 s; benchmarks/RESULTS.md). Reset after the load:
-# queries keep DuckDB's defaults.
+# to `<warehouse>.tmp`, and may write rows in any order (queries order them). Reset after the
+# load: queries keep DuckDB's defaults.
 _LOAD_SETTINGS = ("SET memory_limit = '128MB'", "SET preserve_insertion_order = false")
 _LOAD_RESETS = ("RESET memory_limit", "RESET preserve_insertion_order")
 

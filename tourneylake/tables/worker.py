@@ -1,38 +1,16 @@
-"""The night's summary tables made in a second process while the first one fetches.
+"""The night's summary tables made in a second process while the harvest fetches.
 
-A harvest is bound by CPU, not by the service: on one core the event loop both talks HTTP (and
-saves every body, and writes the ledger) and normalises each answer into the six summary tables,
-and a third of its time went to the normaliser. With a second core the harvest hands each
-accepted answer's bytes to this worker (``python -m tourneylake.tables.worker``), which parses
-and normalises it with the same :class:`~tourneylake.tables.night_tables.SummarySink` as the in-process
-path and writes the same Parquet parts; the fetching process only fetches.
-
-Nothing about what is kept changes: the body is already in the raw store (saved and settled
-before the harvest sees it), the worker reads the very bytes that were saved, and the partition
-is committed only when the harvest says the night's fetching is over (``finish``). When the
-harvest dies (killed, or an exception), the worker reads the end of its input without a
-``finish`` and discards its parts: the night's previous tables stay, the raw answers are all in
-the lake, and the next run (or ``tourneylake rebuild``) makes the tables from them, free.
-
-An answer the normaliser refuses is marked unusable in the raw store by the worker, as in
-process, and handed back so the harvest reports that pair failed; a bug of ours while
-normalising is handed back too and stops new searches, as in process. The worker's log lines
-(warnings about values, "unusable" answers) are handed back and logged by the harvest, so they
-land in the run's log. The worker gets no credentials: its environment has none of the
-service's variables.
-
-The same worker makes nights' player tables from raw for :mod:`tourneylake.tables.rebuild`
-(:class:`RebuildWorkers`): a rebuild of several nights runs one worker per core, each taking the
-next night as it finishes one (:func:`tourneylake.tables.night_tables.player_tables`, the code a rebuild in
-process runs; the rebuilding process makes each night's reference tables first, in order, since
-a night may read the nights before it). A night's player tables read only its own answers and
-those tables, so nights rebuild side by side; within a night the summaries stay in one process,
-in order, because the night's dedup keeps the first answer of each tournament.
-
-Framing on the pipes: :mod:`tourneylake.runtime.pipes`. The worker only
-writes from its one thread. The harvest queues its messages (at most 512 answers: the
-backpressure that keeps memory flat) for a feeder thread that writes them, so the event loop
-never waits while the worker starts (~1 s of imports on the other core); one thread reads.
+A harvest is bound by CPU: with a second core, it hands each accepted answer's bytes to this
+worker (``python -m tourneylake.tables.worker``), which normalises them with the same
+:class:`~tourneylake.tables.night_tables.SummarySink` as the in-process path and writes the same
+parts. Nothing about what is kept changes: the body is already in the raw store, the worker
+reads the very bytes saved, and the partition is committed only when the harvest says the
+fetching is over; a worker whose harvest dies discards its parts (the previous tables stay, the
+next run makes them from raw, free). Refused answers, our own bugs and the worker's log lines are
+handed back to the harvest. The worker gets no credentials. The same worker makes nights' player
+tables for a rebuild, one worker per core (:class:`RebuildWorkers`); within a night the
+summaries stay in one process, in order. Framing: :mod:`tourneylake.runtime.pipes`; the harvest
+queues at most 512 answers for a feeder thread (backpressure), one thread reads.
 """
 
 from __future__ import annotations
@@ -99,8 +77,8 @@ def _spawn(*, own_session: bool = False) -> subprocess.Popen[bytes]:
 
 
 #: ``tables_worker: auto`` hands the tables to a second process from this many pairs on. Below it
-#: the worker's start-up (~0.6 s of the other core, ~100 MB) buys little; at 200 it already saves
-#: the night's last flush (200 summaries at 150 ms, 4 in flight: 7.92 s in process, 7.79 s with it).
+#: the worker's start-up (its imports on the other core, its memory) buys little; from 200 it saves
+#: more than it costs (the figures are in benchmarks/RESULTS.md).
 WORKER_MIN_PAIRS = 200
 
 
@@ -117,7 +95,7 @@ _started_ahead: subprocess.Popen[bytes] | None = None
 
 
 def prestart() -> None:
-    """Start the next harvest's worker now: its start-up (its imports, ~0.6 s of CPU) then
+    """Start the next harvest's worker now: its start-up (its imports) then
     overlaps what this process does before the harvest (``tourneylake run`` imports Dagster on
     one core) instead of the harvest's first calls, when both cores are busy. The next
     :class:`TablesWorker` takes it; one never taken is told so at exit (its input closed:

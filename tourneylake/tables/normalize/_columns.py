@@ -106,9 +106,9 @@ def float_array(values: Sequence[Any] | pa.Array, column: str | None = None) -> 
 
     Data sets mix numbers with lists ("USD0,USD0.44,...") in one column, so unparseable values
     are masked out with one vectorised regex instead of failing the cast. A column the cast
-    takes whole, every value finite, skips the regex (4x faster): the cast refuses whatever the
-    regex refuses except nan and infinities, which send the column the regex way (checked on
-    ~230,000 odd strings, and by ``tests/test_normalize.py``)."""
+    takes whole, every value finite, skips the regex: the cast refuses whatever the regex refuses
+    except nan and infinities, which send the column the regex way (pinned by
+    ``tests/tables/test_normalize.py``)."""
     try:
         strings = _strings(values)
     except (pa.ArrowInvalid, pa.ArrowTypeError):

@@ -1,26 +1,15 @@
 """The fast path of :class:`~tourneylake.tables.normalize.summary.SummaryNormalizer`: a summary's
-skeleton and recent tournaments converted to typed structs in compiled code
-(``msgspec.convert`` of the tree :func:`tourneylake.api.tree.parse` built).
+skeleton and recent tournaments converted to typed structs in compiled code (``msgspec.convert``
+of the tree :func:`tourneylake.api.tree.parse` built, reusing its strings and every rule of its
+parse).
 
 The types accept exactly the *clean* shape: every attribute a string (or null), every
-repeatable child a list, a bare object or ``""`` (the service's quirks, service-notes §1),
-nothing else. Anything they do not accept — a number where a string is expected, an object
-where a value is expected, an attribute of a tournament or an entry that has no column (it
-would go to ``extra``), a stray string where an element is expected — makes :func:`read`
-return ``None``, and the normaliser reads that summary the tree way: its results, warnings and
-errors are then exactly the tree path's. So the fast path only has to give the tree path's
-answer on the shapes it accepts (``tests/test_normalize_fast.py`` checks that it does, on the
-recorded answer, sandbox answers in both formats and fuzzed ones).
-
-Statistics, data sets and timeline events are left out (unknown fields are skipped, not
-visited): the normaliser reads them from the raw dicts with the tree path's own readers, which
-are already as fast as a struct per value would be (see ``summary.SummaryNormalizer._read_fast``).
-What the structs replace is the tree path's Python walk over the tournaments and its checks.
-
-Why ``convert`` and not ``msgspec.json.decode`` of the body: the body has already been parsed
-(the client needs its envelope); converting that tree reuses its strings, where decoding the
-bytes again costs ~1.3x orjson's parse. It also keeps every rule of that parse (invalid UTF-8,
-lone surrogates, numbers beyond a double) with no second opinion on the bytes.
+repeatable child a list, a bare object or ``""`` (service-notes §1), nothing else. Anything else
+(a number where a string is expected, an object where a value is, an attribute with no column, a
+stray string where an element is) makes :func:`read` return ``None``, and the normaliser reads
+that summary the tree way, so its results, warnings and errors are the tree path's
+(``tests/tables/test_normalize_fast.py`` checks both paths agree). Statistics, data sets and
+timeline events are left out: the normaliser reads them from the raw dicts on both paths.
 """
 
 from __future__ import annotations

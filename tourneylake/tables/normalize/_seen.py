@@ -1,19 +1,12 @@
-"""The night's dedup keys, kept compactly (64-bit hashes in a sorted array).
+"""The night's dedup keys, kept compactly: 64-bit hashes in a sorted array.
 
 A night's tournaments and entries must not repeat a key across the parts written at each flush,
-so :class:`~tourneylake.tables.normalize.summary.SummaryNormalizer` remembers every key it has kept.
-As tuples of strings that cost ~250 bytes per key and grew with the watchlist (the one thing in
-a harvest that did); here a key costs 8 bytes: the keys of the current batch are a small Python
-set of hashes, merged at each flush into one sorted ``int64`` array for the night.
-
-The hash is Python's own ``hash`` of the key tuple: 64 bits, SipHash-1-3 of each string with a
-per-process random key, combined by CPython's tuple hash. The set lives in one normaliser, in
-one process, for one night, so a hash that differs between processes is no concern. Collision
-risk: two different keys with the same hash would make the second one count as already seen
-(its row dropped from the night; its raw answer is kept, and a rebuild hashes with another
-process key). For n keys of one kind the chance of any collision is about n² / 2⁶⁵: for a
-20,000-player night (~600,000 entries) about 1 in 100 million per night, ~1 in 30,000 over a
-decade of nights. Tournaments and entries are kept apart, which keeps n (and the risk) down.
+so the normaliser remembers every key it has kept: 8 bytes a key (the current batch's hashes in
+a small set, merged at each flush into one sorted ``int64`` array), where tuples of strings grew
+with the watchlist. The hash is Python's own ``hash`` of the key tuple (SipHash, per-process
+key): the set lives in one normaliser, one process, one night. Two different keys with one hash
+would drop the second's row from the night (its raw answer is kept, and a rebuild hashes with
+another key): about n² / 2⁶⁵ for n keys of one kind, tournaments and entries kept apart.
 """
 
 from __future__ import annotations

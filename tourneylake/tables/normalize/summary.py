@@ -1,54 +1,18 @@
 """Player summaries → player and tournament tables, streaming.
 
 :class:`SummaryNormalizer` is fed one response at a time (:meth:`~SummaryNormalizer.add`) and
-hands back Arrow tables on :meth:`~SummaryNormalizer.flush`, which also clears the batch, so a
-caller writing a lake part every N players keeps memory flat however long the watchlist.
-
-Speed matters (a benchmark compares normalising with merely parsing the payloads). Two ways
-to read a summary, with the same tables, warnings and errors (``tests/test_normalize_fast.py``):
-
-- the fast path (the default): the summary's skeleton and its recent tournaments are converted
-  to typed structs in compiled code (:mod:`._fast`, ``msgspec.convert`` of the parsed tree),
-  which also proves them clean (every attribute a string, every element where it belongs), so
-  the tournaments' keys and columns are taken with ``map`` and comprehensions, unchecked;
-- the tree path: any summary the structs refuse (a number where a string is expected, an
-  object where a value is, an attribute that goes to ``extra``, ...) and every error.
-
-Statistics, data sets and timeline events are read from the JSON-mapping dicts (``Node.raw``)
-on both paths: checked with one pass over the value types in C, collected with plain loops or
-``map``. Statistic, tournament and entry attributes are kept as one Python list per column,
-timeline events as their raw dicts, data sets as Arrow chunks converted per summary; at flush
-Arrow converts each column in one call (falling back to Python when a value is not a string).
-Everything else happens once per column at flush time with Arrow's vectorised kernels: string
-→ number/time casts, USD division via a rate column looked up per currency, flag splitting, and
-columns that are constant for a whole summary (network, player, filter, currency) are expanded
-from one value per summary with a ``take``. A caller must not mutate a response's tree between
-:meth:`~SummaryNormalizer.add` and :meth:`~SummaryNormalizer.flush`.
-
-The night's dedup keys (tournaments and entries are kept once a night, across flushes) are
-64-bit hashes in a sorted array (:mod:`._seen`): 8 bytes a key, so memory stays flat as the
-watchlist grows.
-
-Broken payloads: :meth:`~SummaryNormalizer.add` checks each payload before it keeps anything
-(every attribute and text it keeps must be a value, not an object or a list) and raises only
-:class:`~tourneylake.api.tree.MalformedPayload`, leaving the batch exactly as it was; so
-:meth:`~SummaryNormalizer.flush` never fails because of one player's answer. A value that
-parses but is out of range (an epoch beyond the year 9999, a number beyond a double or its
-integer column) is NULL at flush, with a logged warning.
-
-Shape (service-notes §2)::
-
-    Response/PlayerResponse/PlayerView
-      Filter
-      Player @name @network @country @countryName @lastActivity
-        Statistics @displayCurrency
-          Statistic[] {@id, $, @authorized}
-          StatisticalDataSet[] {@id, Data[] {@x, @z, Y[] {@id, $}}}
-          Timeline/Event[] {@id, @category, @date, ...}
-        RecentTournaments/Tournament[] {@id, @network, ..., TournamentEntry {@playerName, @position, @prize?, @multientries?}}
-
-A repeatable child may come as a list, as a bare object (when alone) or as ``""`` (when empty):
-:func:`_columns.items` reads all three.
+hands back Arrow tables on :meth:`~SummaryNormalizer.flush`, which clears the batch, so a caller
+writing a part every N players keeps memory flat. Two ways to read a summary give the same
+tables, warnings and errors: the fast path (typed structs, :mod:`._fast`) for the clean shape,
+the tree path for anything else. Values are kept as one list per column and converted at flush,
+once per column, with Arrow's kernels (casts, USD by a rate column, flags, per-summary constants
+expanded with ``take``); the night's dedup keys are compact hashes (:mod:`._seen`).
+:meth:`~SummaryNormalizer.add` checks a payload before it keeps anything and raises only
+:class:`~tourneylake.api.tree.MalformedPayload`, leaving the batch as it was; a value out of
+range is NULL at flush, with a warning. The shape (service-notes §2) is
+``Response/PlayerResponse/PlayerView/{Filter, Player/{Statistics/{Statistic, StatisticalDataSet,
+Timeline/Event}, RecentTournaments/Tournament/TournamentEntry}}``; a repeatable child may be a
+list, a bare object or ``""``.
 """
 
 from __future__ import annotations
@@ -138,9 +102,9 @@ def _from_dicts(names: tuple[str, ...]) -> Callable[[list[dict[str, Any]]], list
 
 
 # How the columns are read, from raw dicts (tree path, index 0) or structs (fast path, index 1:
-# `_fast` names the fields without the "@"): a comprehension a column, on 3.11 twice as fast as
-# a getter mapped over the elements (measured). A tournament's attributes come in one call
-# (``msgspec.structs.astuple``) and its columns with one ``zip``, a third less again.
+# `_fast` names the fields without the "@"): a comprehension a column, faster on 3.11 than a
+# getter mapped over the elements. A tournament's attributes come in one call
+# (``msgspec.structs.astuple``) and its columns with one ``zip``.
 _T_FROM_DICTS = _from_dicts(_T_COLS)
 _T_FIELDS = [f.name for f in msgspec.structs.fields(F.Tournament)]
 _T_FIELD_INDEX = tuple(_T_FIELDS.index(n[1:]) for n in _T_COLS)
@@ -377,8 +341,8 @@ def _ds_columns(
 ) -> _DataSets | None:
     """One summary's data set columns (strings checked to be values on the way: an object or a
     list among them is garbage), or ``None`` when it has no values. Converted now, while the
-    summary's strings are still in the CPU's caches (at flush the same conversion costs more,
-    measured), in one Arrow call: a call's fixed cost is paid once a summary, not per column."""
+    summary's strings are still in the CPU's caches (at flush the same conversion costs more),
+    in one Arrow call: a call's fixed cost is paid once a summary, not per column."""
     if not series:
         return None
     try:
