@@ -69,6 +69,7 @@ class RawResponse:
 
 
 def as_date(value: date | str) -> date:
+    """A night as a date, from a date, a datetime or an ISO string."""
     if isinstance(value, datetime):
         return value.date()
     if isinstance(value, date):

@@ -14,7 +14,7 @@ import logging
 import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from datetime import UTC, date, datetime
+from datetime import UTC, datetime
 from typing import Any
 
 import orjson
@@ -247,14 +247,6 @@ def epoch_seconds(value: datetime | int | float | str | None) -> int | None:
             value = value.replace(tzinfo=UTC)
         return int(value.timestamp())
     return _to_int(value)
-
-
-def as_date(value: date | str) -> date:
-    if isinstance(value, datetime):
-        return value.date()
-    if isinstance(value, date):
-        return value
-    return date.fromisoformat(value)
 
 
 def repeat(value: Any, count: int, dtype: pa.DataType) -> pa.Array:

@@ -21,6 +21,7 @@ from typing import Any
 import pyarrow as pa
 
 from tourneylake.api.tree import MalformedPayload, Node, check_value, element_path
+from tourneylake.lake.raw import as_date
 from tourneylake.schemas import SCHEMAS
 from tourneylake.tables.normalize import _columns as C
 
@@ -298,7 +299,7 @@ def normalize_metadata(response: Node, snapshot_date: date | str) -> dict[str, p
     """A ``/metadata`` response → ``currencies``, ``networks``, ``regions``,
     ``filter_constraints``, ``filter_options``, ``statistic_definitions``, ``dataset_definitions``.
     """
-    day = C.as_date(snapshot_date)
+    day = as_date(snapshot_date)
     payload = metadata_payload(response)
     metadata_hash = response.attr("metadataHash") if response.name == "Response" else None
     constraints, options = _filters(payload, day)

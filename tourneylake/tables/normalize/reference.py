@@ -22,6 +22,7 @@ from typing import Any, NamedTuple
 import pyarrow as pa
 
 from tourneylake.api.tree import MalformedPayload, Node, check_nesting, check_value, element_path
+from tourneylake.lake.raw import as_date
 from tourneylake.schemas import SCHEMAS
 from tourneylake.tables.normalize import _columns as C
 
@@ -164,7 +165,7 @@ def _records(response: Node, what: str, warnings: list[str]) -> tuple[list[Any],
 
 def normalize_countries(response: Node, snapshot_date: date | str) -> NormalizeResult:
     """``/metadata/countries`` → ``countries(code, name, attributes, raw_json)``."""
-    day = C.as_date(snapshot_date)
+    day = as_date(snapshot_date)
     warnings: list[str] = []
     records, unread, where = _records(response, "countries", warnings)
     code, name, attrs, raw = [], [], [], []
@@ -197,7 +198,7 @@ def normalize_countries(response: Node, snapshot_date: date | str) -> NormalizeR
 
 def normalize_news(response: Node, snapshot_date: date | str) -> NormalizeResult:
     """``/news/whatsnew`` → ``news(item_index, news_id, title, published_at, url, body, ...)``."""
-    day = C.as_date(snapshot_date)
+    day = as_date(snapshot_date)
     warnings: list[str] = []
     records, unread, where = _records(response, "news", warnings)
     cols: dict[str, list[Any]] = {

@@ -30,6 +30,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from tourneylake.api.tree import MalformedPayload, Node, check_value, element_path
+from tourneylake.lake.raw import as_date
 from tourneylake.schemas import SCHEMAS, STR_MAP
 from tourneylake.tables.normalize import _columns as C
 from tourneylake.tables.normalize import _fast as F
@@ -464,7 +465,7 @@ class SummaryNormalizer:
         *,
         fast: bool = True,
     ) -> None:
-        self.snapshot_date = C.as_date(snapshot_date)
+        self.snapshot_date = as_date(snapshot_date)
         self.rates = rates
         self.statistic_types = dict(statistic_types)
         self.series_types = dict(series_types or {})
