@@ -21,8 +21,9 @@ import calendar
 import hashlib
 import math
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from itertools import accumulate, groupby
 from typing import Any
 
@@ -297,72 +298,75 @@ def _ptlb_points(e: Entries) -> str:
     return str(round(math.fsum(points)))
 
 
-class _Group:
-    """One row of a data set: entries, profit, mean ROI (freerolls left out) and rake."""
+Rows = dict[Any, list[int]]
 
-    __slots__ = ("profit", "rake", "roi")
 
-    def __init__(self) -> None:
-        self.profit: list[float] = []
-        self.rake: list[float] = []
-        self.roi: list[float] = []
+def _rows_by(keys: Iterable[Any]) -> Rows:
+    """The positions of the entries grouped by their key (in order of first appearance)."""
+    rows: Rows = {}
+    for i, key in enumerate(keys):
+        row = rows.get(key)
+        if row is None:
+            rows[key] = [i]
+        else:
+            row.append(i)
+    return rows
 
-    def add(self, profit: float, roi: float | None, rake: float) -> None:
-        self.profit.append(profit)
-        self.rake.append(rake)
-        if roi is not None:
-            self.roi.append(roi)
 
-    @property
-    def count(self) -> int:
-        return len(self.profit)
-
-    def ys(self, *ids: str) -> list[tuple[str, str]]:
-        """The row's values (``Count``, ``Profit``, ``AvROI``, ``Rake``) in the order asked."""
-        return [(y, self._value(y)) for y in ids]
-
-    def _value(self, y: str) -> str:
-        if y == "Count":
-            return str(self.count)
-        if y == "AvROI":
-            return _p(math.fsum(self.roi) / len(self.roi)) if self.roi else "0.0"
-        return _m(math.fsum(self.profit if y == "Profit" else self.rake))
+def _merged(rows: Rows, key_of: Callable[[Any], Any]) -> Rows:
+    """Rows merged by a coarser key of theirs (a row's order does not matter: sums are fsum)."""
+    out: Rows = {}
+    for key, positions in rows.items():
+        out.setdefault(key_of(key), []).extend(positions)
+    return out
 
 
 def _breakdowns(e: Entries) -> list[DataSet]:
     """The data sets: by buy-in (ordered by its value at the currencies' fixed base rates, so
-    the order is the same on every serving day), by month, by game type and by field size."""
-    tables: tuple[dict[Any, _Group], ...] = ({}, {}, {}, {})
-    month_of: dict[int, int] = {}
-    for r, profit, roi, rake in zip(e.results, e.profit, e.roi, e.rake, strict=True):
-        t = r.tournament
-        tp = t.template
-        month = month_of.get(t.day)
-        if month is None:
-            month = month_of[t.day] = _month_start(t.date)
-        bucket = _ENTRANT_BUCKETS[max(0, bisect.bisect_right(_ENTRANT_BUCKETS, t.entrants) - 1)]
-        for table, key in zip(tables, ((tp.currency, tp.buy_in), month, tp.game_type, bucket), strict=True):
-            group = table.get(key)
-            if group is None:
-                group = table[key] = _Group()
-            group.add(profit, roi, rake)
-    by_stake, by_month, by_game, by_entrants = tables
+    the order is the same on every serving day), by month, by game type and by field size.
+    Entries are grouped by template, day and field size first, then those rows merged."""
+    tournaments = [r.tournament for r in e.results]
+    by_template = _rows_by(id(t.template) for t in tournaments)
+    template = {key: tournaments[positions[0]].template for key, positions in by_template.items()}
+    by_stake = _merged(by_template, lambda key: (template[key].currency, template[key].buy_in))
+    by_game = _merged(by_template, lambda key: template[key].game_type)
+    by_day = _rows_by(t.day for t in tournaments)
+    by_month = _merged(by_day, lambda day: _month_start(tournaments[by_day[day][0]].date // 86_400))
+    by_entrants = _merged(_rows_by(t.entrants for t in tournaments), _entrants_bucket)
+
+    def ys(positions: list[int], *ids: str) -> list[tuple[str, str]]:
+        rois = [roi for roi in (e.roi[i] for i in positions) if roi is not None]
+        value = {
+            "Count": lambda: str(len(positions)),
+            "Profit": lambda: _m(math.fsum([e.profit[i] for i in positions])),
+            "AvROI": lambda: _p(math.fsum(rois) / len(rois)) if rois else "0.0",
+            "Rake": lambda: _m(math.fsum([e.rake[i] for i in positions])),
+        }
+        return [(y, value[y]()) for y in ids]
+
     return [
-        ("ByStake", [(f"{c}{money(cents)}", g.ys("Profit", "AvROI", "Count", "Rake")) for (c, cents), g in _by_value(by_stake)]),
-        ("ByMonth", [(str(m), g.ys("Count", "Profit", "AvROI", "Rake")) for m, g in sorted(by_month.items())]),
-        ("ByGameType", [(k, g.ys("Count", "Profit", "AvROI")) for k, g in sorted(by_game.items(), key=_most_played)]),
-        ("ByEntrants", [(str(k), g.ys("Count", "Profit", "AvROI")) for k, g in sorted(by_entrants.items())]),
+        (
+            "ByStake",
+            [(f"{c}{money(cents)}", ys(rows, "Profit", "AvROI", "Count", "Rake")) for (c, cents), rows in _by_value(by_stake)],
+        ),
+        ("ByMonth", [(str(m), ys(rows, "Count", "Profit", "AvROI", "Rake")) for m, rows in sorted(by_month.items())]),
+        ("ByGameType", [(k, ys(rows, "Count", "Profit", "AvROI")) for k, rows in sorted(by_game.items(), key=_most_played)]),
+        ("ByEntrants", [(str(k), ys(rows, "Count", "Profit", "AvROI")) for k, rows in sorted(by_entrants.items())]),
     ]
 
 
-def _by_value(by_stake: dict[tuple[str, int], _Group]) -> list[tuple[tuple[str, int], _Group]]:
+def _entrants_bucket(entrants: int) -> int:
+    return _ENTRANT_BUCKETS[max(0, bisect.bisect_right(_ENTRANT_BUCKETS, entrants) - 1)]
+
+
+def _by_value(by_stake: Rows) -> list[tuple[tuple[str, int], list[int]]]:
     """ByStake rows ordered by the buy-in at the fixed base rates, ties by (currency, cents): a
     row holds tournaments of many days, so no single day's rate could order it."""
     return sorted(by_stake.items(), key=lambda item: (item[0][1] / CURRENCY_BASE_RATES[item[0][0]], *item[0]))
 
 
-def _most_played(item: tuple[str, _Group]) -> tuple[int, str]:
-    return -item[1].count, item[0]
+def _most_played(item: tuple[str, list[int]]) -> tuple[int, str]:
+    return -len(item[1]), item[0]
 
 
 def _timeline(e: Entries, network: str) -> tuple[list[dict[str, str]], int]:
@@ -382,7 +386,7 @@ def _timeline(e: Entries, network: str) -> tuple[list[dict[str, str]], int]:
         if not cashed:
             continue
         cashed_usd += prize
-        month = _month_start(t.date)
+        month = _month_start(t.date // 86_400)
         month_cashes[month] = month_cashes.get(month, 0) + 1
         earned = (
             ("6d", month_cashes[month] >= 20),
@@ -406,8 +410,10 @@ def _timeline(e: Entries, network: str) -> tuple[list[dict[str, str]], int]:
 # ----------------------------------------------------------------------------------- pieces
 
 
-def _month_start(ts: int) -> int:
-    tm = time.gmtime(ts)
+@lru_cache(maxsize=16_384)
+def _month_start(unix_day: int) -> int:
+    """Epoch seconds of 00:00 UTC on the first of the month of a day (days since 1970)."""
+    tm = time.gmtime(unix_day * 86_400)
     return calendar.timegm((tm.tm_year, tm.tm_mon, 1, 0, 0, 0))
 
 
