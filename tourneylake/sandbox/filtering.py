@@ -19,7 +19,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, tzinfo
 from decimal import ROUND_HALF_UP, Decimal
-from functools import cached_property, lru_cache
+from functools import cached_property, lru_cache, partial
 
 from tourneylake.api.filters import Constraint, FilterSyntaxError, parse_filter
 from tourneylake.errors import TourneylakeError
@@ -358,16 +358,24 @@ def _range_test(constraint: Constraint, zone: tzinfo, values: tuple[str, ...]) -
         tests: list[Test] = []
         for value in values:
             if value == "FT":
-                tests.append(lambda r: r.position <= r.tournament.template.players_per_table)
+                tests.append(_at_the_final_table)
             else:
                 bounds = _number_range(constraint, value, whole=True, lowest=1)
-                tests.append(lambda r, b=bounds: _within(b, r.position))
+                tests.append(partial(_position_within, bounds))
         return _any(tests)
     if name in _PLAIN:
         amount = _PLAIN[name]
         ranges = [_number_range(constraint, v) for v in values]
         return lambda r: any(_within(b, amount(r)) for b in ranges)
     raise _refuse(constraint, "the sandbox does not evaluate it")
+
+
+def _at_the_final_table(r: Result) -> bool:
+    return r.position <= r.tournament.template.players_per_table
+
+
+def _position_within(bounds: Bounds, r: Result) -> bool:
+    return _within(bounds, r.position)
 
 
 def _limit(constraint: Constraint) -> _Limit:
@@ -381,7 +389,8 @@ def _limit(constraint: Constraint) -> _Limit:
 
 def _constraint_test(constraint: Constraint, world: World, now: int, vocabulary: Vocabulary) -> Test:
     name, kind = constraint.name, vocabulary.type_of(constraint.name)
-    zone, values = UTC, constraint.values
+    zone: tzinfo = UTC
+    values = constraint.values
     if kind != "Text":  # a Text may well contain "TZ"; elsewhere it opens a zone or is misplaced
         zone, values = _zone_and_values(constraint)
     if kind == "Multiselect":
@@ -400,6 +409,10 @@ def _constraint_test(constraint: Constraint, world: World, now: int, vocabulary:
         needles = [v.casefold() for v in values]
         return lambda r: any(n in r.tournament.template.name.casefold() for n in needles)
     raise _refuse(constraint, "the sandbox does not evaluate it")
+
+
+def _not(test: Test, r: Result) -> bool:
+    return not test(r)
 
 
 def _usd_profit(world: World) -> Callable[[Result], float]:
@@ -430,7 +443,7 @@ def _compile(text: str, world: World, now: int, vocabulary: Vocabulary) -> Predi
             limit = _limit(constraint)
             continue
         test = _constraint_test(constraint, world, now, vocabulary)
-        tests.append((lambda r, t=test: not t(r)) if constraint.negated else test)
+        tests.append(partial(_not, test) if constraint.negated else test)
     return Predicate(tests, limit, _usd_profit(world))
 
 

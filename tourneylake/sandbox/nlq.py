@@ -48,7 +48,7 @@ def convert(question: str, locale: str | None = None, timezone: str | None = Non
     """The filter for ``question``, or ``None`` when nothing in it is recognised."""
     del timezone  # accepted for the interface; relative dates are whole units
     q = " " + question.lower().replace("’", "'") + " "
-    comma = bool(locale) and locale.lower()[:2] in _COMMA_LOCALES
+    comma = locale is not None and locale.lower()[:2] in _COMMA_LOCALES
     parts = [*_game_class(q), *_types(q), *_stake(q, comma), *_entrants(q), *_period(q)]
     return ";".join(parts) if parts else None
 

@@ -226,9 +226,9 @@ def _finishes(results: Sequence[Result]) -> Values:
     for share in beaten:
         buckets[bisect.bisect_right(_FINISH_BOUNDS, share)] += 1
     names = ("FinshesEarly", "FinshesEarlyMiddle", "FinshesMiddle", "FinshesMiddleLate", "FinshesLate")
-    return {"PercentFieldBeaten": _p(math.fsum(beaten) * 100 / n)} | {
-        name: _p(count * 100 / n) for name, count in zip(names, buckets, strict=True)
-    }
+    values: Values = {"PercentFieldBeaten": _p(math.fsum(beaten) * 100 / n)}
+    values.update((name, _p(count * 100 / n)) for name, count in zip(names, buckets, strict=True))
+    return values
 
 
 def _longest_run(flags: Sequence[bool], value: bool) -> int:
