@@ -284,11 +284,15 @@ def test_summary_shape_and_json_quirks(sandbox: SandboxServer) -> None:
     assert len(recent) == 30
     dates = [int(t["@date"]) for t in recent]
     assert dates == sorted(dates, reverse=True)
+    played = {str(r.tournament.id): r for r in truth(sandbox.world, "PokerStars", "Borbas.Geri").results}
     for t in recent:
         entry = t["TournamentEntry"]
         assert isinstance(entry, dict) and entry["@playerName"] == "Borbas.Geri"  # a lone child is bare
         assert t["@currency"] in {"USD", "EUR", "GBP", "CAD", "CNY"}
-        assert ("@prize" in entry) == (int(entry["@position"]) <= 3 or "@prize" in entry)
+        result = played[t["@id"]]
+        assert int(entry["@position"]) == result.position
+        # @prize only when the player cashed: a paid place of a tournament with a prize pool
+        assert ("@prize" in entry) == (result.position <= result.tournament.paid and result.tournament.prize_pool > 0)
 
 
 @pytest.mark.parametrize(

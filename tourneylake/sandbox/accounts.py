@@ -1,19 +1,10 @@
 """Applications, users, subscriptions, daily quotas and in-flight sessions of the sandbox.
 
 Credentials follow the service (service-reference §5): the application name is in the path, the
-application key is used only to encode the password, and a request carries ``Username`` and
-``Password`` (headers or query parameters) where ``Password = md5hex(md5hex(password).lower() +
-appkey.lower())``.
-
-Quotas are daily: on the first request of a new simulated day a user's remaining searches are
-reset to the daily quota (:meth:`Accounts.set_remaining` sets them for the current day).
-Everything is guarded by one lock, so tests can adjust accounts from their own thread while the
-server runs.
-
-Tests read what the sandbox saw: each user counts its requests in flight (:meth:`Accounts.enter`
-/ :meth:`Accounts.leave`, around every request that names an existing user) and keeps the peak
-(:attr:`User.peak_in_flight`, read with :meth:`Accounts.peak_in_flight`, restarted with
-:meth:`Accounts.reset_peak`).
+application key only encodes the password, and a request carries ``Username`` and ``Password``
+(headers or query parameters). Quotas are daily: a user's first request of a new simulated day
+resets their remaining searches. One lock guards everything, so tests can adjust accounts from
+their own thread while the server runs, and read each user's requests in flight and their peak.
 """
 
 from __future__ import annotations

@@ -1,40 +1,12 @@
 """The sandbox's HTTP face: a Starlette app for every resource under ``/api/{appname}/``.
 
-Request handling, in order (each step's failure is the answer):
-
-1. routing: an unknown path → HTTP 404, a wrong method → HTTP 405 (plain text, no envelope);
-2. ``Accept`` must name ``application/json`` or ``application/xml`` (``text/xml`` too; the first
-   one listed wins) — anything else, or none, → HTTP 404 with a plain-text reason (the reference
-   counts a call without a valid Accept as malformed, and malformed calls get 404);
-3. faults (:mod:`~tourneylake.sandbox.faults`): latency and jitter are slept; a 5xx or a dropped
-   connection is answered now, before anything is charged;
-4. an empty or missing ``User-Agent`` → error 101011;
-5. the application name must be registered, else 101012;
-6. the resource: metadata and the free resources need no credentials (bad ones just give
-   ``loggedIn="false"``); metered ones check, in order: credentials (101003, 101001, 101002),
-   sessions in flight (101024), subscription (102004), the request itself (101012: unknown
-   network, a filter the sandbox refuses, no question, a body that is no hand history), the
-   quota (102001 free users / 102002 subscribers when none is left, 102006 when fewer than the
-   call costs are left). Only then is the work done and the search charged.
-
-Errors are HTTP 200 with ``success="false"`` and cost nothing, except "player not found"
-(**103001**), which costs one search by default (the service did a lookup; the design's budget
-can't know it locally) — ``Costs.not_found = 0`` makes it free.
-
-Metadata's cacheable answer: when ``?hash=`` equals the current ``metadataHash`` the response is
-``<MetadataResponse cached="true"/>`` (no children) and the ``Response`` has no ``@appVersion``;
-otherwise the full ``MetadataResponse`` with ``@appVersion``. Metadata responses have no
-``UserInfo`` (like the real ones); every other response has one.
-
-What tests can read of what the sandbox saw: :attr:`SandboxApp.summary_requests` (every
-player-summary request once routed, answered or refused, as :class:`SummaryRequest` records with
-the filter exactly as received), :attr:`SandboxApp.requests` (a count of every routed request) and
-each user's peak of requests in flight (:meth:`Accounts.peak_in_flight
-<tourneylake.sandbox.accounts.Accounts.peak_in_flight>`).
-
-Response shapes of the resources the reference does not show: NLQ → ``FilterResponse``
-{``Question``, ``Filter``}; hand analysis → ``HandAnalysisResponse @langCode`` {``Analysis``};
-countries and news: see :mod:`~tourneylake.sandbox.catalog`.
+:class:`SandboxApp` routes a request, negotiates its format, applies the faults, checks the
+user agent, application, credentials, sessions, subscription, the request and the quota, in that
+order (each step's failure is the answer), and only then does the work and charges the search.
+Errors are HTTP 200 envelopes with ``success="false"``; a malformed call gets HTTP 404 or 405.
+It also records what tests read of what it saw (every summary request, requests in flight). The
+order, the error codes, what costs a search and the metadata cache marker are written down in
+``docs/sandbox.md``.
 """
 
 from __future__ import annotations

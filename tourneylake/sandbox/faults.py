@@ -1,29 +1,11 @@
 """Switchable, seed-reproducible faults of the sandbox (latency, 5xx, drops, truncation...).
 
-A fault spec is a comma-separated list of ``key=value``::
-
-    5xx=0.1,drop=0.05,truncate=0.05,slow=0.02,internal=0.02,parallel=4,jitter=5,slow_s=30
-
-=============  ==========================================================================
-``5xx``        share of requests answered HTTP 500/502/503 with an HTML body (no envelope)
-``drop``       share whose connection is closed mid-body (Content-Length announced, body cut)
-``truncate``   share answered 200 with a well-framed body cut in half (fails to parse)
-``slow``       share whose (complete) answer is delayed by ``slow_s`` seconds (default 30)
-``internal``   share answered with service error 0 ("internal error, retry later")
-``parallel``   more than this many requests in flight for one account → error 101024
-``jitter``     extra latency, uniform in [0, jitter] ms, on top of the server's latency
-``slow_s``     the delay of a slow answer, in seconds
-``outage``     the first this many player-summary requests are answered HTTP 503 (a service
-               down for a while: how a client's later pass is tested deterministically)
-=============  ==========================================================================
-
-The shares are exclusive bands of one uniform draw per request, so they must sum to at most 1.
-Draws come from ``random.Random(seed)`` in request-arrival order: a sequential client sees the
-same faults on the same requests every run.
-
-Metering under faults: 5xx, drops and internal errors happen *before* any search is charged (the
-service never did the work); truncated and slow answers are charged (the service did the work
-and sent it; the client lost it). 101024 charges nothing.
+A fault spec is a comma-separated list of ``key=value``
+(``5xx=0.1,drop=0.05,truncate=0.05,slow=0.02,internal=0.02,parallel=4,jitter=5,slow_s=30``;
+every key is in ``docs/sandbox.md``). The shares are exclusive bands of one uniform draw per
+request, drawn from ``random.Random(seed)`` in request-arrival order, so a sequential client sees
+the same faults on the same requests every run. 5xx, drops and internal errors happen before any
+search is charged; truncated and slow answers after.
 """
 
 from __future__ import annotations
@@ -57,7 +39,7 @@ class FaultSpecError(TourneylakeError, ValueError):
 
 @dataclass(frozen=True)
 class Faults:
-    """What goes wrong, and how often (see the module docstring for the spec)."""
+    """What goes wrong, and how often (each field is a key of the spec: docs/sandbox.md, Faults)."""
 
     error_5xx: float = 0.0
     drop: float = 0.0

@@ -1,52 +1,13 @@
 """Evaluate a filter string against a player's results, as the service would.
 
 **The sandbox reads filters itself.** It shares the client's tokenizer
-(:func:`tourneylake.api.filters.parse_filter`: ``;``, ``,``, ``!``, ``:`` and the trailing ``;``) but
-not its value grammar nor its validator: the constraint names, types, options and currencies are
-those of the sandbox's own metadata (:func:`published_vocabulary`), and every value is read here.
-So the sandbox is a second, independent reading of service-notes §4, and a filter the client's
-checks wrongly let through is refused here with error 101012, as the service would.
-
-Forms read (service-notes §4), each honoured in what the predicate selects:
-
-- ``Multiselect`` values are option ids; ``DayOfWeek`` (and ``HourOfDay``) may start with
-  ``TZ,<IANA zone>``: the weekday (hour) of the tournament's start **in that zone**; UTC without;
-- ``Date``: ``nY|nM|nW|nD|nH|nS`` back from "now" = the end of the simulated day (so results do
-  not move during a day; a month is 30 days, a year 365), a negative n for the next n (a completed
-  history has none), a year (UTC), or ``start~end`` epoch seconds, both inclusive;
-- ranges are a single value or ``low~high``, ``*`` for an open end; several ranges of one
-  constraint select any of them;
-- ``Duration`` compares the tournament's duration, bounds in seconds, minutes or hours
-  (``30s``, ``50m``, ``1h``; no unit = minutes);
-- ``HourOfDay``: whole hours 0–23 of the start; ``Position``: the player's finishing position,
-  or ``FT``, a finish at the final table (position ≤ players per table); ``EndDate``: a Date
-  compared with the tournament's end (start + duration);
-- money ranges (Stake, StakePlusRake, Rake, Prize, PrizePool, Guarantee, Overlay) compare the
-  tournament amount converted into the range's currency (USD when it names none; a currency may
-  prefix an open bound, ``GBP*~5``) at the rates of the tournament's own start day (so a past
-  selection never moves), rounded to cents; ``Prize`` is the player's own prize. A range ending in
-  ``R`` compares the **average buy-in including rebuys**: a buy-in amount (Stake, Rake,
-  StakePlusRake) times (entrants + re-entries) / entrants; the other amounts do not grow with
-  rebuys, so ``R`` leaves them as they are;
-- Entrants (total entrants) and ReEntries (the tournament's) are plain ranges; TournamentName
-  matches a case-insensitive substring; State selects running/registering tournaments, so only
-  its negation selects (every result is Completed);
-- ``Limit:<context>,a~b`` (positions from 1) keeps the a-th to b-th results after every other
-  constraint: ``Last`` the most recent, ``First`` the oldest, ``Best`` / ``Worst`` the highest /
-  lowest profit in USD (ties: the older first); ``Limit!:`` keeps the others. Another context is
-  refused (the client accepts any, as metadata does not publish them);
-- the semantics of several values: constraints separated by ``;`` all apply (AND), the same name
-  may repeat; the values of a ``Multiselect`` are OR-ed *within* an option category and AND-ed
-  *across* categories (``Type:H,NL,T`` is Hold'em AND No-Limit AND Turbo, ``Type:O,OHL`` either
-  game, which is what the real favourite-games filter ``Type:H,NL,N`` needs); several values of
-  any other constraint are OR-ed; ``Name!:...`` negates the whole constraint.
-
-Refused (101012): a constraint the sandbox's metadata does not publish (``HourOfDay``,
-``Position`` and ``EndDate`` are later editions' and the recorded metadata lacks them: they are
-evaluated only under a :class:`Vocabulary` that lists them); ``Saved!:...`` (a saved filter
-cannot be inverted) and ``Saved:<name>`` (the sandbox keeps no saved filters); constraints the
-sandbox cannot evaluate (PlayerClass, Rakeback, Rebuys, Stat, VersusPlayer, VersusUser); more
-than one ``Limit``; and any value it cannot read.
+(:func:`tourneylake.api.filters.parse_filter`) but not its value grammar nor its validator: the
+constraint names, types, options and currencies are those of the sandbox's own metadata
+(:func:`published_vocabulary`), and every value is read here. So the sandbox is a second,
+independent reading of service-notes §4: a filter the client's checks wrongly let through is
+refused with error 101012, as the service would. :func:`compile_filter` turns a filter into a
+:class:`Predicate`; every form it reads and everything it refuses is listed in
+``docs/sandbox.md`` (Filters).
 """
 
 from __future__ import annotations
@@ -58,7 +19,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, tzinfo
 from decimal import ROUND_HALF_UP, Decimal
-from functools import cached_property, lru_cache
+from functools import cached_property, lru_cache, partial
 
 from tourneylake.api.filters import Constraint, FilterSyntaxError, parse_filter
 from tourneylake.errors import TourneylakeError
@@ -397,16 +358,24 @@ def _range_test(constraint: Constraint, zone: tzinfo, values: tuple[str, ...]) -
         tests: list[Test] = []
         for value in values:
             if value == "FT":
-                tests.append(lambda r: r.position <= r.tournament.template.players_per_table)
+                tests.append(_at_the_final_table)
             else:
                 bounds = _number_range(constraint, value, whole=True, lowest=1)
-                tests.append(_position_within(bounds))
+                tests.append(partial(_position_within, bounds))
         return _any(tests)
     if name in _PLAIN:
         amount = _PLAIN[name]
         ranges = [_number_range(constraint, v) for v in values]
         return lambda r: any(_within(b, amount(r)) for b in ranges)
     raise _refuse(constraint, "the sandbox does not evaluate it")
+
+
+def _at_the_final_table(r: Result) -> bool:
+    return r.position <= r.tournament.template.players_per_table
+
+
+def _position_within(bounds: Bounds, r: Result) -> bool:
+    return _within(bounds, r.position)
 
 
 def _limit(constraint: Constraint) -> _Limit:
@@ -416,14 +385,6 @@ def _limit(constraint: Constraint) -> _Limit:
     return _Limit(
         constraint.values[0], int(low) if low is not None else 1, None if high is None else int(high), constraint.negated
     )
-
-
-def _position_within(bounds: Bounds) -> Test:
-    return lambda r: _within(bounds, r.position)
-
-
-def _negated(test: Test) -> Test:
-    return lambda r: not test(r)
 
 
 def _constraint_test(constraint: Constraint, world: World, now: int, vocabulary: Vocabulary) -> Test:
@@ -448,6 +409,10 @@ def _constraint_test(constraint: Constraint, world: World, now: int, vocabulary:
         needles = [v.casefold() for v in values]
         return lambda r: any(n in r.tournament.template.name.casefold() for n in needles)
     raise _refuse(constraint, "the sandbox does not evaluate it")
+
+
+def _not(test: Test, r: Result) -> bool:
+    return not test(r)
 
 
 def _usd_profit(world: World) -> Callable[[Result], float]:
@@ -478,7 +443,7 @@ def _compile(text: str, world: World, now: int, vocabulary: Vocabulary) -> Predi
             limit = _limit(constraint)
             continue
         test = _constraint_test(constraint, world, now, vocabulary)
-        tests.append(_negated(test) if constraint.negated else test)
+        tests.append(partial(_not, test) if constraint.negated else test)
     return Predicate(tests, limit, _usd_profit(world))
 
 

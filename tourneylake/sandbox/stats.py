@@ -1,24 +1,17 @@
 """Player statistics computed from a list of results, exactly as the summary serves them.
 
-One pass over the results (oldest first) gives every statistic, data set and timeline event; the
-same code produces the served values and :meth:`World.truth`, so tests can compare them exactly.
+:func:`summarise` reads the results (oldest first) into per-entry columns once (:class:`Entries`:
+money in USD at the rates of each tournament's own UTC start day, so a past selection never
+moves), then small accumulators each compute one group of statistics: totals, finishes, streaks,
+days, swings, breakdowns (the data sets) and the timeline. The same code produces the served
+values and :mod:`.truth`, so tests compare them exactly.
 
-Conventions (service-notes §2): every value is a string; money in USD (the ``displayCurrency``)
-with 2 decimals, converted per tournament at the rate of **the tournament's own UTC start day**
-(``rate_on(currency, start)``, i.e. ``World.rates(<start day>)``; a guess about the real service,
-chosen so that a summary of past tournaments — an as-of filter with an absolute Date range — is
-the same whatever day it is served on: statistics, data sets and the USD thresholds of
-achievements alike; timeline prizes stay in the tournament's currency); percentages with 1
-decimal; dates in epoch seconds. ``Ability`` is always served ``authorized="false"`` (no value),
-and ``PTLBPoints`` is too outside PokerStars (they map to ``None``). With no results only
-``Count`` and ``Entries`` are served.
-
-Definitions: profit = prize - stake - rake; ROI of a tournament = profit * 100 / (stake + rake)
-(freerolls are left out of averages of ROI); TotalROI = Profit * 100 / (Stake + Rake); Bankroll =
-the deepest fall of cumulative profit from its running peak (starting at 0); Best/Worst100Streak
-= the best/worst average profit over 100 consecutive games (over all games when fewer); days are
-UTC days; a finish's "field beaten" is (entrants - position) / (entrants - 1); Finshes* bucket it
-at 10/30/70/90 %; AvGameDuration is whole seconds; Entries = Count + the player's re-entries.
+Conventions (service-notes §2): every value is a string; money in USD with 2 decimals,
+percentages with 1, dates in epoch seconds; a tournament's profit is prize - stake - rake (a
+player's re-entries are reported, not charged again); freerolls are left out of averages of ROI.
+``Ability`` is always served ``authorized="false"``, and ``PTLBPoints`` too outside PokerStars
+(both map to ``None``). With no results only ``Count`` and ``Entries`` are served. Sums of money
+are :func:`math.fsum` (correctly rounded), so the served strings are the same on every Python.
 """
 
 from __future__ import annotations
@@ -28,17 +21,24 @@ import calendar
 import hashlib
 import math
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
+from itertools import accumulate, groupby
+from typing import Any
 
 from tourneylake.sandbox.world import CURRENCY_BASE_RATES, Result, money
 
 #: ``rate_on(currency, epoch second)``: units of the currency per USD on that second's UTC day.
 RateOn = Callable[[str, int], float]
+Values = dict[str, str | None]
+DataSet = tuple[str, list[tuple[str, list[tuple[str, str]]]]]
 
 __all__ = [
     "ACHIEVEMENTS",
     "STATISTIC_IDS",
+    "Entries",
+    "RateOn",
     "Summary",
     "compute_statistics",
     "profit_usd",
@@ -96,6 +96,13 @@ ACHIEVEMENTS: dict[str, tuple[str, str, int]] = {
     "ah": ("Broke the bank", "Won $5000 in a tournament", 5),
 }
 
+#: Lower bounds of the ByEntrants buckets (a field's size falls in the last bound it reaches).
+_ENTRANT_BUCKETS = (2, 6, 9, 18, 45, 100, 180, 500, 1000, 5000)
+#: Share of the field beaten that separates the Finshes* buckets (early ... late).
+_FINISH_BOUNDS = (0.1, 0.3, 0.7, 0.9)
+#: The timeline keeps the latest events only.
+_TIMELINE_EVENTS = 40
+
 
 def _m(x: float) -> str:
     s = f"{x:.2f}"
@@ -112,292 +119,62 @@ class Summary:
     """Everything a summary serves that depends on the results."""
 
     statistics: list[tuple[str, str | None]]
-    datasets: list[tuple[str, list[tuple[str, list[tuple[str, str]]]]]] = field(default_factory=list)
+    datasets: list[DataSet] = field(default_factory=list)
     events: list[dict[str, str]] = field(default_factory=list)
 
 
-class _Group:
-    __slots__ = ("count", "profit", "rake", "roi_n", "roi_sum")
+@dataclass(slots=True)
+class Entries:
+    """The selected results (oldest first) and each one's money in USD, converted at the rates of
+    the tournament's own UTC start day: the columns every accumulator reads."""
 
-    def __init__(self) -> None:
-        self.count = 0
-        self.profit = 0.0
-        self.roi_sum = 0.0
-        self.roi_n = 0
-        self.rake = 0.0
+    results: Sequence[Result]
+    stake: list[float]
+    rake: list[float]
+    prize: list[float]
+    profit: list[float]
+    #: profit * 100 / (stake + rake); ``None`` for a freeroll
+    roi: list[float | None]
 
-    def add(self, profit: float, roi: float | None, rake: float) -> None:
-        self.count += 1
-        self.profit += profit
-        self.rake += rake
-        if roi is not None:
-            self.roi_sum += roi
-            self.roi_n += 1
-
-    def av_roi(self) -> str:
-        return _p(self.roi_sum / self.roi_n) if self.roi_n else "0.0"
-
-
-_ENTRANT_BUCKETS = (2, 6, 9, 18, 45, 100, 180, 500, 1000, 5000)
+    @classmethod
+    def of(cls, results: Sequence[Result], rate_on: RateOn) -> Entries:
+        stake: list[float] = []
+        rake: list[float] = []
+        prize: list[float] = []
+        for r in results:
+            t = r.tournament
+            tp = t.template
+            rate = rate_on(tp.currency, t.date)
+            stake.append(tp.stake / 100 / rate)
+            rake.append(tp.rake / 100 / rate)
+            prize.append(r.prize / 100 / rate)
+        profit = [p - s - k for p, s, k in zip(prize, stake, rake, strict=True)]
+        roi = [g * 100 / (s + k) if s + k > 0 else None for g, s, k in zip(profit, stake, rake, strict=True)]
+        return cls(results, stake, rake, prize, profit, roi)
 
 
 def profit_usd(results: Sequence[Result], rate_on: RateOn) -> float:
-    """The unrounded total profit in USD."""
-    total = 0.0
-    for r in results:
-        t = r.tournament.template
-        total += (r.prize - t.stake - t.rake) / 100 / rate_on(t.currency, r.tournament.date)
-    return total
+    """The unrounded total profit in USD (what ``Profit`` rounds)."""
+    return math.fsum(Entries.of(results, rate_on).profit)
 
 
-def summarise(
-    results: Sequence[Result],
-    rate_on: RateOn,
-    network: str,
-) -> Summary:
+def summarise(results: Sequence[Result], rate_on: RateOn, network: str) -> Summary:
     """Statistics, data sets and timeline events of ``results`` (oldest first)."""
-    n = len(results)
-    if n == 0:
+    if not results:
         return Summary([("Count", "0"), ("Entries", "0")])
-    pokerstars = network == "PokerStars"
-    profits: list[float] = []
-    stake_sum = rake_sum = cash_sum = 0.0
-    roi_sum = 0.0
-    roi_n = 0
-    wins = cashes_n = turbo = 0
-    entrants_sum = 0
-    duration_sum = 0
-    beaten_sum = 0.0
-    buckets = [0, 0, 0, 0, 0]
-    ptlb = 0.0
-    multi = 0
-    win_streak = lose_streak = cash_streak = 0
-    max_win = max_lose = max_cash = 0
-    days: dict[int, list[float]] = {}
-    cum = peak = 0.0
-    drawdown = 0.0
-    by_stake: dict[tuple[str, int], _Group] = {}
-    by_month: dict[int, _Group] = {}
-    months: dict[int, int] = {}
-    by_game: dict[tuple[str, str], _Group] = {}
-    by_entrants: dict[int, _Group] = {}
-    events: list[dict[str, str]] = []
-    achieved: dict[str, int] = {}
-    month_cashes: dict[int, int] = {}
-    sched_cash_run = 0
-    for r in results:
-        t = r.tournament
-        tp = t.template
-        rate = rate_on(tp.currency, t.date)
-        stake = tp.stake / 100 / rate
-        rake = tp.rake / 100 / rate
-        prize = r.prize / 100 / rate
-        profit = prize - stake - rake
-        profits.append(profit)
-        stake_sum += stake
-        rake_sum += rake
-        cash_sum += prize
-        cost = stake + rake
-        roi = profit * 100 / cost if cost > 0 else None
-        if roi is not None:
-            roi_sum += roi
-            roi_n += 1
-        position = r.position
-        entrants = t.entrants
-        entrants_sum += entrants
-        duration_sum += t.duration
-        multi += r.multientries
-        if tp.speed != "N":
-            turbo += 1
-        beaten = (entrants - position) / (entrants - 1) if entrants > 1 else 1.0
-        beaten_sum += beaten
-        buckets[0 if beaten < 0.1 else 1 if beaten < 0.3 else 2 if beaten < 0.7 else 3 if beaten < 0.9 else 4] += 1
-        cashed = r.prize > 0
-        if position == 1:
-            wins += 1
-            win_streak += 1
-            max_win = max(max_win, win_streak)
-        else:
-            win_streak = 0
-        if cashed:
-            cashes_n += 1
-            cash_streak += 1
-            max_cash = max(max_cash, cash_streak)
-            lose_streak = 0
-            if pokerstars and cost > 0:
-                ptlb += max(0.0, 10 * math.sqrt(entrants) / math.sqrt(position) * math.log10(cost + 1))
-        else:
-            cash_streak = 0
-            lose_streak += 1
-            max_lose = max(max_lose, lose_streak)
-        day = t.date // 86_400
-        bucket = days.get(day)
-        if bucket is None:
-            days[day] = [1, profit]
-        else:
-            bucket[0] += 1
-            bucket[1] += profit
-        cum += profit
-        if cum > peak:
-            peak = cum
-        elif peak - cum > drawdown:
-            drawdown = peak - cum
-        skey = (tp.currency, tp.stake + tp.rake)
-        group = by_stake.get(skey)
-        if group is None:
-            group = by_stake[skey] = _Group()
-        group.add(profit, roi, rake)
-        month = months.get(t.day)
-        if month is None:
-            month = months[t.day] = _month_start(t.date)
-        group = by_month.get(month)
-        if group is None:
-            group = by_month[month] = _Group()
-        group.add(profit, roi, rake)
-        gkey = (tp.game, tp.structure)
-        group = by_game.get(gkey)
-        if group is None:
-            group = by_game[gkey] = _Group()
-        group.add(profit, roi, rake)
-        eb = _ENTRANT_BUCKETS[max(0, bisect.bisect_right(_ENTRANT_BUCKETS, entrants) - 1)]
-        group = by_entrants.get(eb)
-        if group is None:
-            group = by_entrants[eb] = _Group()
-        group.add(profit, roi, rake)
-        # achievements and prize events
-        if cashed:
-            month_cashes[month] = month_cashes.get(month, 0) + 1
-            if month_cashes[month] >= 20:
-                achieved.setdefault("6d", t.date)
-            if prize >= 10:
-                achieved.setdefault("2d", t.date)
-            if prize >= 5000:
-                achieved.setdefault("ah", t.date)
-            if position == 1:
-                achieved.setdefault("1w", t.date)
-            if cash_sum >= 100:
-                achieved.setdefault("2s", t.date)
-            if position == 1 or r.prize >= 10 * (tp.stake + tp.rake):
-                events.append(_prize_event(r, network))
-        if tp.game_class == "scheduled":
-            sched_cash_run = sched_cash_run + 1 if cashed else 0
-            if sched_cash_run >= 5:
-                achieved.setdefault("8d", t.date)
-
-    window = min(100, n)
-    acc = sum(profits[:window])
-    best = worst = acc
-    for i in range(window, n):
-        acc += profits[i] - profits[i - window]
-        if acc > best:
-            best = acc
-        if acc < worst:
-            worst = acc
-    total_profit = sum(profits)
-    win_days = sum(1 for c, p in days.values() if p >= 0.005)
-    lose_days = sum(1 for c, p in days.values() if p <= -0.005)
-    active = len(days)
-    points = sum(ACHIEVEMENTS[code][2] for code in achieved)
-    stats = _stat_list(locals(), points)
-    for code, when in achieved.items():
-        events.append(_achievement_event(code, when, network, results[0].player))
-    events.sort(key=lambda e: (int(e["date"]), e["id"]))
-    events = events[-40:]
-    datasets = [
-        (
-            "ByStake",
-            [
-                (
-                    f"{cur}{money(cents)}",
-                    [("Profit", _m(g.profit)), ("AvROI", g.av_roi()), ("Count", str(g.count)), ("Rake", _m(g.rake))],
-                )
-                # Bucket order (a sandbox decision): by the buy-in converted at the currencies'
-                # fixed *base* rates (CURRENCY_BASE_RATES), ties by (currency, cents). A bucket
-                # holds tournaments of many days, each converted at its own day's rates, so no
-                # single daily rate could order it; the base rates keep the order close to USD
-                # value yet the same on every serving day and for every selection of results.
-                for (cur, cents), g in sorted(by_stake.items(), key=_stake_order)
-            ],
-        ),
-        (
-            "ByMonth",
-            [
-                (str(m), [("Count", str(g.count)), ("Profit", _m(g.profit)), ("AvROI", g.av_roi()), ("Rake", _m(g.rake))])
-                for m, g in sorted(by_month.items())
-            ],
-        ),
-        (
-            "ByGameType",
-            [
-                (f"{k[0]}/{k[1]}", [("Count", str(g.count)), ("Profit", _m(g.profit)), ("AvROI", g.av_roi())])
-                for k, g in sorted(by_game.items(), key=lambda kv: (-kv[1].count, kv[0]))
-            ],
-        ),
-        (
-            "ByEntrants",
-            [
-                (str(k), [("Count", str(g.count)), ("Profit", _m(g.profit)), ("AvROI", g.av_roi())])
-                for k, g in sorted(by_entrants.items())
-            ],
-        ),
-    ]
-    return Summary(stats, datasets, events)
-
-
-def _stake_order(item: tuple[tuple[str, int], _Group]) -> tuple[float, str, int]:
-    """The ByStake sort key of a ((currency, buy-in cents), group) item (see :func:`summarise`)."""
-    (currency, cents), _ = item
-    return cents / CURRENCY_BASE_RATES[currency], currency, cents
-
-
-def _stat_list(v: dict, achievement_points: int) -> list[tuple[str, str | None]]:
-    n = len(v["profits"])
-    results = v["results"]
-    total_profit = v["total_profit"]
-    cost = v["stake_sum"] + v["rake_sum"]
-    active = v["active"]
-    buckets = v["buckets"]
-    window = v["window"]
-    return [
-        ("Count", str(n)),
-        ("AvProfit", _m(total_profit / n)),
-        ("AvStake", _m(v["stake_sum"] / n)),
-        ("AvROI", _p(v["roi_sum"] / v["roi_n"]) if v["roi_n"] else "0.0"),
-        ("Bankroll", _m(v["drawdown"])),
-        ("Profit", _m(total_profit)),
-        ("Stake", _m(v["stake_sum"])),
-        ("Cashes", _m(v["cash_sum"])),
-        ("FirstGameDate", str(results[0].tournament.date)),
-        ("LastGameDate", str(results[-1].tournament.date)),
-        ("MostGamesInDay", str(max(c for c, _ in v["days"].values()))),
-        ("AvGamesPerDay", _p(n / active)),
-        ("AvGameDuration", str(v["duration_sum"] // n)),
-        ("ActiveDayCount", str(active)),
-        ("TournamentWins", str(v["wins"])),
-        ("Best100StreakAvProfit", _m(v["best"] / window)),
-        ("Worst100StreakAvProfit", _m(v["worst"] / window)),
-        ("Rake", _m(v["rake_sum"])),
-        ("TotalROI", _p(total_profit * 100 / cost) if cost > 0 else "0.0"),
-        ("ITM", _p(v["cashes_n"] * 100 / n)),
-        ("AvEntrants", _p(v["entrants_sum"] / n)),
-        ("TurboRatio", _p(v["turbo"] * 100 / n)),
-        ("PercentFieldBeaten", _p(v["beaten_sum"] * 100 / n)),
-        ("FinshesEarly", _p(buckets[0] * 100 / n)),
-        ("FinshesEarlyMiddle", _p(buckets[1] * 100 / n)),
-        ("FinshesMiddle", _p(buckets[2] * 100 / n)),
-        ("FinshesMiddleLate", _p(buckets[3] * 100 / n)),
-        ("FinshesLate", _p(buckets[4] * 100 / n)),
-        ("PTLBPoints", str(round(v["ptlb"])) if v["pokerstars"] else None),
-        ("Ability", None),
-        ("MaxWinningStreak", str(v["max_win"])),
-        ("MaxLosingStreak", str(v["max_lose"])),
-        ("MaxCashingStreak", str(v["max_cash"])),
-        ("WinningDays", str(v["win_days"])),
-        ("LosingDays", str(v["lose_days"])),
-        ("BreakEvenDays", str(active - v["win_days"] - v["lose_days"])),
-        ("AchievementPoints", str(achievement_points)),
-        ("Entries", str(n + v["multi"])),
-    ]
+    entries = Entries.of(results, rate_on)
+    events, points = _timeline(entries, network)
+    values: Values = {
+        **_totals(entries),
+        **_finishes(results),
+        **_streaks(results),
+        **_days(entries),
+        **_swings(entries.profit),
+        "PTLBPoints": _ptlb_points(entries) if network == "PokerStars" else None,
+        "Ability": None,
+        "AchievementPoints": str(points),
+    }
+    return Summary([(sid, values[sid]) for sid in STATISTIC_IDS], _breakdowns(entries), events)
 
 
 def compute_statistics(results: Sequence[Result], rate_on: RateOn, network: str) -> dict[str, str | None]:
@@ -405,8 +182,238 @@ def compute_statistics(results: Sequence[Result], rate_on: RateOn, network: str)
     return dict(summarise(results, rate_on, network).statistics)
 
 
-def _month_start(ts: int) -> int:
-    tm = time.gmtime(ts)
+# ----------------------------------------------------------------------------------- accumulators
+
+
+def _totals(e: Entries) -> Values:
+    """Volume, money and rates: TotalROI = Profit * 100 / (Stake + Rake); AvROI is the mean of the
+    entries' ROI (freerolls left out); ITM the share of entries with a prize; Entries = Count +
+    the player's re-entries; AvGameDuration in whole seconds."""
+    results = e.results
+    n = len(results)
+    stake, rake, profit, cashes = math.fsum(e.stake), math.fsum(e.rake), math.fsum(e.profit), math.fsum(e.prize)
+    rois = [roi for roi in e.roi if roi is not None]
+    tournaments = [r.tournament for r in results]
+    return {
+        "Count": str(n),
+        "AvProfit": _m(profit / n),
+        "AvStake": _m(stake / n),
+        "AvROI": _p(math.fsum(rois) / len(rois)) if rois else "0.0",
+        "Profit": _m(profit),
+        "Stake": _m(stake),
+        "Cashes": _m(cashes),
+        "FirstGameDate": str(tournaments[0].date),
+        "LastGameDate": str(tournaments[-1].date),
+        "AvGameDuration": str(sum(t.duration for t in tournaments) // n),
+        "TournamentWins": str(sum(1 for r in results if r.position == 1)),
+        "Rake": _m(rake),
+        "TotalROI": _p(profit * 100 / (stake + rake)) if stake + rake > 0 else "0.0",
+        "ITM": _p(sum(1 for r in results if r.prize > 0) * 100 / n),
+        "AvEntrants": _p(sum(t.entrants for t in tournaments) / n),
+        "TurboRatio": _p(sum(1 for t in tournaments if t.template.speed != "N") * 100 / n),
+        "Entries": str(n + sum(r.multientries for r in results)),
+    }
+
+
+def _finishes(results: Sequence[Result]) -> Values:
+    """Where the player finished: the share of the field beaten, (entrants - position) /
+    (entrants - 1), on average and bucketed at 10/30/70/90 % (early to late)."""
+    n = len(results)
+    beaten = [
+        (r.tournament.entrants - r.position) / (r.tournament.entrants - 1) if r.tournament.entrants > 1 else 1.0 for r in results
+    ]
+    buckets = [0] * (len(_FINISH_BOUNDS) + 1)
+    for share in beaten:
+        buckets[bisect.bisect_right(_FINISH_BOUNDS, share)] += 1
+    names = ("FinshesEarly", "FinshesEarlyMiddle", "FinshesMiddle", "FinshesMiddleLate", "FinshesLate")
+    values: Values = {"PercentFieldBeaten": _p(math.fsum(beaten) * 100 / n)}
+    values.update((name, _p(count * 100 / n)) for name, count in zip(names, buckets, strict=True))
+    return values
+
+
+def _longest_run(flags: Sequence[bool], value: bool) -> int:
+    return max((sum(1 for _ in run) for flag, run in groupby(flags) if flag is value), default=0)
+
+
+def _streaks(results: Sequence[Result]) -> Values:
+    """The longest runs of wins, of cashes, and of entries without a prize."""
+    cashed = [r.prize > 0 for r in results]
+    return {
+        "MaxWinningStreak": str(_longest_run([r.position == 1 for r in results], True)),
+        "MaxLosingStreak": str(_longest_run(cashed, False)),
+        "MaxCashingStreak": str(_longest_run(cashed, True)),
+    }
+
+
+def _days(e: Entries) -> Values:
+    """Per UTC day of play: how many days, the busiest, and the days won, lost or broken even
+    (a day's profit within half a cent of zero)."""
+    days: dict[int, list[float]] = {}
+    for r, profit in zip(e.results, e.profit, strict=True):
+        day = days.setdefault(r.tournament.date // 86_400, [])
+        day.append(profit)
+    active = len(days)
+    totals = [math.fsum(profits) for profits in days.values()]
+    won = sum(1 for p in totals if p >= 0.005)
+    lost = sum(1 for p in totals if p <= -0.005)
+    return {
+        "MostGamesInDay": str(max(len(profits) for profits in days.values())),
+        "AvGamesPerDay": _p(len(e.results) / active),
+        "ActiveDayCount": str(active),
+        "WinningDays": str(won),
+        "LosingDays": str(lost),
+        "BreakEvenDays": str(active - won - lost),
+    }
+
+
+def _swings(profit: list[float]) -> Values:
+    """Bankroll: the deepest fall of cumulative profit below its running peak (which starts at 0);
+    Best/Worst100Streak: the best/worst average profit over 100 consecutive entries (over all of
+    them when fewer)."""
+    cumulative = list(accumulate(profit))
+    peaks = accumulate(cumulative, max, initial=0.0)
+    next(peaks)
+    drawdown = max(0.0, max(peak - cum for peak, cum in zip(peaks, cumulative, strict=True)))
+    window = min(100, len(profit))
+    best = worst = acc = math.fsum(profit[:window])
+    for i in range(window, len(profit)):
+        acc += profit[i] - profit[i - window]
+        best = max(best, acc)
+        worst = min(worst, acc)
+    return {
+        "Bankroll": _m(drawdown),
+        "Best100StreakAvProfit": _m(best / window),
+        "Worst100StreakAvProfit": _m(worst / window),
+    }
+
+
+def _ptlb_points(e: Entries) -> str:
+    """PokerStars leaderboard points (a sandbox formula): per paid buy-in tournament cashed,
+    10 * sqrt(entrants / position) * log10(buy-in in USD + 1)."""
+    points = [
+        10 * math.sqrt(r.tournament.entrants) / math.sqrt(r.position) * math.log10(s + k + 1)
+        for r, s, k in zip(e.results, e.stake, e.rake, strict=True)
+        if r.prize > 0 and s + k > 0
+    ]
+    return str(round(math.fsum(points)))
+
+
+Rows = dict[Any, list[int]]
+
+
+def _rows_by(keys: Iterable[Any]) -> Rows:
+    """The positions of the entries grouped by their key (in order of first appearance)."""
+    rows: Rows = {}
+    for i, key in enumerate(keys):
+        row = rows.get(key)
+        if row is None:
+            rows[key] = [i]
+        else:
+            row.append(i)
+    return rows
+
+
+def _merged(rows: Rows, key_of: Callable[[Any], Any]) -> Rows:
+    """Rows merged by a coarser key of theirs (a row's order does not matter: sums are fsum)."""
+    out: Rows = {}
+    for key, positions in rows.items():
+        out.setdefault(key_of(key), []).extend(positions)
+    return out
+
+
+def _breakdowns(e: Entries) -> list[DataSet]:
+    """The data sets: by buy-in (ordered by its value at the currencies' fixed base rates, so
+    the order is the same on every serving day), by month, by game type and by field size.
+    Entries are grouped by template, day and field size first, then those rows merged."""
+    tournaments = [r.tournament for r in e.results]
+    by_template = _rows_by(id(t.template) for t in tournaments)
+    template = {key: tournaments[positions[0]].template for key, positions in by_template.items()}
+    by_stake = _merged(by_template, lambda key: (template[key].currency, template[key].buy_in))
+    by_game = _merged(by_template, lambda key: template[key].game_type)
+    by_day = _rows_by(t.day for t in tournaments)
+    by_month = _merged(by_day, lambda day: _month_start(tournaments[by_day[day][0]].date // 86_400))
+    by_entrants = _merged(_rows_by(t.entrants for t in tournaments), _entrants_bucket)
+
+    def ys(positions: list[int], *ids: str) -> list[tuple[str, str]]:
+        rois = [roi for roi in (e.roi[i] for i in positions) if roi is not None]
+        value = {
+            "Count": lambda: str(len(positions)),
+            "Profit": lambda: _m(math.fsum([e.profit[i] for i in positions])),
+            "AvROI": lambda: _p(math.fsum(rois) / len(rois)) if rois else "0.0",
+            "Rake": lambda: _m(math.fsum([e.rake[i] for i in positions])),
+        }
+        return [(y, value[y]()) for y in ids]
+
+    return [
+        (
+            "ByStake",
+            [(f"{c}{money(cents)}", ys(rows, "Profit", "AvROI", "Count", "Rake")) for (c, cents), rows in _by_value(by_stake)],
+        ),
+        ("ByMonth", [(str(m), ys(rows, "Count", "Profit", "AvROI", "Rake")) for m, rows in sorted(by_month.items())]),
+        ("ByGameType", [(k, ys(rows, "Count", "Profit", "AvROI")) for k, rows in sorted(by_game.items(), key=_most_played)]),
+        ("ByEntrants", [(str(k), ys(rows, "Count", "Profit", "AvROI")) for k, rows in sorted(by_entrants.items())]),
+    ]
+
+
+def _entrants_bucket(entrants: int) -> int:
+    return _ENTRANT_BUCKETS[max(0, bisect.bisect_right(_ENTRANT_BUCKETS, entrants) - 1)]
+
+
+def _by_value(by_stake: Rows) -> list[tuple[tuple[str, int], list[int]]]:
+    """ByStake rows ordered by the buy-in at the fixed base rates, ties by (currency, cents): a
+    row holds tournaments of many days, so no single day's rate could order it."""
+    return sorted(by_stake.items(), key=lambda item: (item[0][1] / CURRENCY_BASE_RATES[item[0][0]], *item[0]))
+
+
+def _most_played(item: tuple[str, list[int]]) -> tuple[int, str]:
+    return -len(item[1]), item[0]
+
+
+def _timeline(e: Entries, network: str) -> tuple[list[dict[str, str]], int]:
+    """Prize events (a win, or a prize of 10 buy-ins or more) and achievements (each the first
+    time it is earned), the latest :data:`_TIMELINE_EVENTS`; and the achievement points."""
+    achieved: dict[str, int] = {}
+    events: list[dict[str, str]] = []
+    month_cashes: dict[int, int] = {}
+    cashed_usd = 0.0
+    scheduled_cash_run = 0
+    for r, prize in zip(e.results, e.prize, strict=True):
+        t = r.tournament
+        tp = t.template
+        cashed = r.prize > 0
+        if tp.game_class == "scheduled":
+            scheduled_cash_run = scheduled_cash_run + 1 if cashed else 0
+        if not cashed:
+            continue
+        cashed_usd += prize
+        month = _month_start(t.date // 86_400)
+        month_cashes[month] = month_cashes.get(month, 0) + 1
+        earned = (
+            ("6d", month_cashes[month] >= 20),
+            ("2d", prize >= 10),
+            ("ah", prize >= 5000),
+            ("1w", r.position == 1),
+            ("2s", cashed_usd >= 100),
+            ("8d", scheduled_cash_run >= 5),
+        )
+        for code, done in earned:
+            if done:
+                achieved.setdefault(code, t.date)
+        if r.position == 1 or r.prize >= 10 * tp.buy_in:
+            events.append(_prize_event(r, network))
+    player = e.results[0].player
+    events += [_achievement_event(code, when, network, player) for code, when in achieved.items()]
+    events.sort(key=lambda event: (int(event["date"]), event["id"]))
+    return events[-_TIMELINE_EVENTS:], sum(ACHIEVEMENTS[code][2] for code in achieved)
+
+
+# ----------------------------------------------------------------------------------- pieces
+
+
+@lru_cache(maxsize=16_384)
+def _month_start(unix_day: int) -> int:
+    """Epoch seconds of 00:00 UTC on the first of the month of a day (days since 1970)."""
+    tm = time.gmtime(unix_day * 86_400)
     return calendar.timegm((tm.tm_year, tm.tm_mon, 1, 0, 0, 0))
 
 

@@ -1,51 +1,44 @@
-"""The sandbox's synthetic poker world: networks, players, tournaments, results and rates.
+"""The sandbox's synthetic poker world: a seed, a clock, daily currency rates, and the lazy caches
+of its players' histories.
 
 Everything is a pure function of the seed, so the same seed gives the same world whichever order
 it is asked in, and nothing is generated until it is asked for (``players=100000`` is free until
-a roster or a history is requested).
+a roster or a history is requested). The tournaments are in :mod:`.tournaments`, the players and
+how they play in :mod:`.players`; this module holds them together.
 
-How a history is made (and why):
-
-- Each network runs a fixed catalogue of recurring **templates** (a "$3.50 NL Hold'em
-  [18 Players, Turbo]" sit'n'go that starts several times a day, a nightly scheduled
-  tournament...), like real sites. A tournament instance is (network, day, template, run); its id
-  encodes exactly that, and its attributes are derived from the id by hashing. So players who
-  pick the same template on the same day often meet in the *same* tournament: tournaments are
-  shared, as the warehouse expects (it dedups on (network, id)).
-- A player's games are generated a year at a time (one ``random.Random`` per player and year),
-  choosing days, templates they like (by stake tier and sit'n'go/scheduled taste) and runs.
-  Years never change once generated, and the history served on a day is every game dated up
-  to the end of that day: the history grows with :attr:`World.today`, deterministically.
-- Finishing positions come from the player's skill; prizes from the tournament's payout table.
-  Two players may occasionally share a position in one tournament (the sandbox does not solve
-  seat assignment); it does not affect any per-player number.
-
-Money is kept in integer cents of the tournament's currency. A player's profit in a tournament is
-``prize - stake - rake`` (multi-entries are reported but not charged again). USD amounts are
-``amount / rate`` with the rate (units per 1 USD) of **the tournament's own UTC start day**
-(:meth:`World.rate_on`, the same numbers as ``World.rates(<that day>)``), including the currency
-whose rate metadata does not publish (the world still knows it). This is a sandbox decision — a
-guess about the real service — made so that history does not move: a summary of past
-tournaments (an as-of request with an absolute ``Date:<start>~<end>`` filter) is the same
-whichever day it is served on. Only metadata publishes the *serving* day's rates (its hash
-changes daily).
+USD amounts are ``amount / rate`` with the rate (units per 1 USD) of **the tournament's own UTC
+start day** (:meth:`World.rate_on`), including the currency whose rate metadata does not publish
+(the world still knows it): a sandbox decision, a guess about the real service, made so that a
+summary of past tournaments (an absolute ``Date:<start>~<end>`` filter) is the same whichever
+day it is served on. Only metadata publishes the *serving* day's rates (its hash changes daily).
 """
 
 from __future__ import annotations
 
-import bisect
-import calendar
 import math
-import random
 import threading
 import time
 from collections import OrderedDict
 from collections.abc import Iterator
-from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from functools import lru_cache
 
-from tourneylake.sandbox.hashing import mix, unit
+from tourneylake.sandbox.hashing import unit
+from tourneylake.sandbox.players import FIXED_PLAYERS, Player, identity, make_player, play_year
+from tourneylake.sandbox.tournaments import (
+    DAY,
+    EPOCH_DATE,
+    NETWORKS,
+    NetworkProfile,
+    Result,
+    Template,
+    Tournament,
+    day_start,
+    make_templates,
+    make_tournament,
+    money,
+    tournament_id,
+)
 
 __all__ = [
     "CURRENCY_BASE_RATES",
@@ -62,17 +55,14 @@ __all__ = [
     "money",
 ]
 
-DAY = 86_400
-#: Day 0 of the world; tournament ids count days from here.
-EPOCH_DATE = date(2018, 1, 1)
 UNIX_EPOCH_ORDINAL = date(1970, 1, 1).toordinal()
-EPOCH = calendar.timegm(EPOCH_DATE.timetuple())
-#: Players start playing between these dates (inclusive start, exclusive end).
-FIRST_START = date(2019, 1, 1)
-LAST_START = date(2025, 7, 1)
 
 #: Days of rates :class:`World` keeps (an LRU): ~22 years, more than any history spans.
 RATES_CACHE_DAYS = 8192
+#: Tournament instances :class:`World` keeps before starting its cache afresh.
+TOURNAMENT_CACHE = 500_000
+#: (player, year) blocks of games :class:`World` keeps (an LRU).
+YEAR_CACHE = 100_000
 
 #: Units of each currency per 1 USD around which the daily rates drift.
 CURRENCY_BASE_RATES: dict[str, float] = {
@@ -93,286 +83,7 @@ CURRENCY_BASE_RATES: dict[str, float] = {
 }
 #: Currencies whose rate metadata omits (unknown "today"); the world still converts with its own.
 UNPUBLISHED_RATE_CURRENCIES = frozenset({"CNY"})
-SYMBOLS = {"USD": "$", "EUR": "€", "GBP": "£", "CAD": "C$", "CNY": "¥"}
-
-# Total buy-ins (stake + rake) in currency units, the stake tiers of the world.
-BUY_INS = (0.0, 0.5, 1.0, 1.5, 3.5, 5.5, 7.5, 11.0, 22.0, 33.0, 55.0, 109.0, 215.0)
-
-
-@dataclass(frozen=True, slots=True)
-class NetworkProfile:
-    """A network of the world: its metadata name, currencies and share of the roster."""
-
-    name: str
-    index: int
-    currencies: tuple[tuple[str, float], ...]
-    weight: float
-    country_pool: tuple[str, ...]
-
-
-NETWORKS: tuple[NetworkProfile, ...] = tuple(
-    NetworkProfile(name, i, cur, w, countries)
-    for i, (name, cur, w, countries) in enumerate(
-        [
-            ("PokerStars", (("USD", 0.85), ("EUR", 0.15)), 3.0, ("HU", "DE", "GB", "BR", "CA", "SE")),
-            ("GGNetwork", (("USD", 0.8), ("CNY", 0.2)), 2.0, ("CN", "RU", "UA", "DE", "PL")),
-            ("888Poker", (("USD", 1.0),), 1.0, ("GB", "DE", "CA", "AR")),
-            ("888Poker(ES-PT)", (("EUR", 1.0),), 1.0, ("ES", "PT")),
-            ("iPoker", (("EUR", 0.6), ("GBP", 0.4)), 1.0, ("GB", "IE", "NL", "PL")),
-            ("PartyPoker", (("USD", 0.7), ("GBP", 0.3)), 1.0, ("GB", "DE", "AT")),
-            ("WPN", (("USD", 1.0),), 1.0, ("US", "CA", "MX")),
-            ("Winamax.fr", (("EUR", 1.0),), 1.0, ("FR", "BE")),
-            ("Gioco Online Italia", (("EUR", 1.0),), 0.5, ("IT",)),
-            ("Global Poker", (("USD", 0.5), ("CAD", 0.5)), 0.5, ("CA", "US")),
-        ]
-    )
-)
 _NETWORK_BY_NAME = {n.name: n for n in NETWORKS}
-
-#: Fixed, readable players at the head of every roster (names with spaces, dots, non-ASCII).
-FIXED_PLAYERS: tuple[tuple[str, str], ...] = (
-    ("PokerStars", "Borbas.Geri"),
-    ("GGNetwork", "José María"),
-    ("888Poker(ES-PT)", "Ana Łukasz"),
-    ("iPoker", "Zoë O'Brien"),
-    ("PokerStars", "Dmitrij Šimek"),
-    ("Winamax.fr", "Élodie.R"),
-    ("PartyPoker", "mr. Müller"),
-    ("WPN", "Søren K"),
-    ("Gioco Online Italia", "Luca Bianchi"),
-    ("Global Poker", "Chloé Dupont"),
-    ("888Poker", "big.fish (2)"),
-    ("GGNetwork", "王小明"),
-)
-
-_FIRST = (
-    "José",
-    "Ana",
-    "Zoë",
-    "Luca",
-    "Chloé",
-    "Søren",
-    "Élodie",
-    "Dmitrij",
-    "Mária",
-    "Björn",
-    "Ines",
-    "Jürgen",
-    "Paweł",
-    "Noémi",
-    "Tomás",
-    "Aurélie",
-    "Mikkel",
-    "Giulia",
-    "Henrik",
-    "Lucía",
-    "Ondřej",
-    "Kai",
-    "Fatima",
-    "Ólafur",
-    "Renée",
-    "Marek",
-    "Sofía",
-    "Yuki",
-    "Ærin",
-    "Grzegorz",
-)
-_LAST = (
-    "García",
-    "Łukasz",
-    "Müller",
-    "Dupont",
-    "Novák",
-    "Smith",
-    "Rossi",
-    "Şahin",
-    "Nørgaard",
-    "Kovács",
-    "Silva",
-    "O'Neil",
-    "Horváth",
-    "Lindqvist",
-    "Fernández",
-    "Dubois",
-    "Schröder",
-    "Nakamura",
-    "Byrne",
-    "Petrović",
-    "Costa",
-    "Jansen",
-    "Ivanov",
-    "Ferreira",
-    "Wójcik",
-    "Mäkinen",
-    "Ortega",
-    "Blažek",
-    "Hughes",
-    "Zieliński",
-)
-_STYLES = ("{f} {l}", "{f}.{l}", "{l}.{f}", "{f}_{l}", "{f} {l}.", "{f}{l}")
-
-
-def day_start(d: date) -> int:
-    """Epoch seconds of 00:00 UTC on ``d``."""
-    return calendar.timegm(d.timetuple())
-
-
-def money(cents: int) -> str:
-    """Cents as the service writes money: ``"1.32"``, ``"-0.05"``."""
-    sign = "-" if cents < 0 else ""
-    cents = abs(cents)
-    return f"{sign}{cents // 100}.{cents % 100:02d}"
-
-
-@dataclass(frozen=True, slots=True)
-class Template:
-    """A recurring tournament of one network (what its instances share)."""
-
-    network: int
-    index: int
-    name: str
-    currency: str
-    stake: int  # cents
-    rake: int  # cents
-    tier: int
-    game: str  # Type option of category Game: H, O, OHL
-    structure: str  # NL, PL, FL
-    game_class: str  # "sng" | "scheduled"
-    speed: str  # N, T, ST
-    formats: tuple[str, ...]  # B, K, SAT, R, SO, ME, HU, 6MX
-    players_per_table: int
-    entrants: int  # exact for a sit'n'go, typical for a scheduled tournament
-    runs: int  # instances a day
-    second_of_day: int
-    guarantee: int  # cents, 0 for none
-    re_entry: bool
-
-    @property
-    def buy_in(self) -> int:
-        """stake + rake, in cents."""
-        return self.stake + self.rake
-
-    @property
-    def game_type(self) -> str:
-        """The ByGameType key, e.g. ``H/NL``."""
-        return f"{self.game}/{self.structure}"
-
-
-@dataclass(slots=True)
-class Tournament:
-    """One tournament instance, identical for every player who played it."""
-
-    network: str
-    id: int
-    day: int
-    template: Template
-    date: int
-    duration: int
-    entrants: int
-    re_entries: int
-    prize_pool: int  # cents
-    overlay: int  # cents
-    paid: int
-    difficulty: str  # Easy, Neutral, Hard
-    deal_made: bool
-    flags: str
-    type_ids: frozenset[str]
-
-    @property
-    def currency(self) -> str:
-        return self.template.currency
-
-    @property
-    def stake(self) -> int:
-        return self.template.stake
-
-    @property
-    def rake(self) -> int:
-        return self.template.rake
-
-    def prize_for(self, position: int) -> int:
-        """The prize in cents for a finishing position (0 when out of the money)."""
-        if position > self.paid:
-            return 0
-        if "SAT" in self.template.formats:
-            return self.prize_pool // self.paid
-        return round(self.prize_pool * _payout_weight(position) / _payout_total(self.paid))
-
-
-_PAYOUT_TOTALS: list[float] = [0.0]
-_SPEED_FACTOR = {"N": 1.0, "T": 0.65, "ST": 0.4}
-_SNG_DURATION = {2: 900, 6: 1800, 9: 2700, 18: 3900, 45: 5400, 180: 9000}
-_FLAG_CACHE: dict[tuple[str, str, str, tuple[str, ...], str, bool], tuple[str, frozenset[str]]] = {}
-
-
-def _flags(t: Template, difficulty: str, deal_made: bool) -> tuple[str, frozenset[str]]:
-    """The ``@flags`` string and the ``Type`` ids of an instance (cached per template)."""
-    key = (t.game, t.structure, t.speed, t.formats, difficulty, deal_made)
-    found = _FLAG_CACHE.get(key)
-    if found is None:
-        flag_list = [f for f in t.formats if f in ("B", "K", "SAT")]
-        if t.speed != "N":
-            flag_list.append(t.speed)
-        flag_list += [f for f in t.formats if f in ("R", "SO", "ME", "HU", "6MX")]
-        if deal_made:
-            flag_list.append("DM")
-        ids = frozenset([t.game, t.structure, t.speed, difficulty, *t.formats] + (["DM"] if deal_made else []))
-        found = _FLAG_CACHE[key] = (",".join(flag_list), ids)
-    return found
-
-
-def _payout_weight(position: int) -> float:
-    return 1.0 / position**1.15
-
-
-def _payout_total(paid: int) -> float:
-    totals = _PAYOUT_TOTALS
-    while len(totals) <= paid:
-        totals.append(totals[-1] + _payout_weight(len(totals)))
-    return totals[paid]
-
-
-@dataclass(slots=True)
-class Result:
-    """One player's result in one tournament."""
-
-    tournament: Tournament
-    player: str
-    position: int
-    prize: int  # cents, 0 when not in the money
-    multientries: int  # the player's own re-entries (0 for none)
-
-    @property
-    def date(self) -> int:
-        return self.tournament.date
-
-    @property
-    def profit(self) -> int:
-        """prize - stake - rake, in cents of the tournament currency."""
-        t = self.tournament.template
-        return self.prize - t.stake - t.rake
-
-
-@dataclass(slots=True)
-class Player:
-    """A player's fixed traits (everything else is derived from them and the seed)."""
-
-    index: int
-    network: str
-    name: str
-    country: str
-    skill: float
-    start_day: int
-    games_per_month: float
-    template_ids: list[int]
-    template_cum: list[float]
-
-
-_INV53 = 1.0 / (1 << 53)
-
-
-def _days_in_month(year: int, month: int) -> int:
-    return calendar.monthrange(year, month)[1]
 
 
 class World:
@@ -404,7 +115,7 @@ class World:
         self._templates: dict[int, list[Template]] = {}
         self._tournaments: dict[int, Tournament] = {}
         self._player_cache: dict[int, Player] = {}
-        self._months: OrderedDict[tuple[int, int], list[Result]] = OrderedDict()
+        self._years: OrderedDict[tuple[int, int], tuple[int, list[Result]]] = OrderedDict()
         self._histories: OrderedDict[tuple[int, int], list[Result]] = OrderedDict()
         self._history_cache = history_cache
         self._index: dict[tuple[str, str], int] | None = None
@@ -498,213 +209,30 @@ class World:
             with self._lock:
                 found = self._templates.get(network)
                 if found is None:
-                    found = self._make_templates(NETWORKS[network])
-                    self._templates[network] = found
+                    found = self._templates[network] = make_templates(self.seed, NETWORKS[network])
         return found
-
-    def _make_templates(self, net: NetworkProfile) -> list[Template]:
-        rng = random.Random(mix(self.seed, 5, net.index))
-        currencies = [c for c, _ in net.currencies]
-        cweights = [w for _, w in net.currencies]
-        out: list[Template] = []
-        for index in range(28):
-            currency = rng.choices(currencies, cweights)[0]
-            sng = index < 18
-            tier = rng.choice(range(1, 9) if sng else range(len(BUY_INS)))
-            if not sng and tier == 0 and rng.random() < 0.5:
-                tier = 2
-            buy_in = round(BUY_INS[tier] * 100)
-            rake = round(buy_in * (0.09 if buy_in < 1000 else 0.08))
-            stake = buy_in - rake
-            g = rng.random()
-            game, structure = ("H", "NL") if g < 0.8 else ("O", "PL") if g < 0.93 else ("OHL", "PL") if g < 0.97 else ("H", "FL")
-            s = rng.random()
-            speed = "N" if s < 0.5 else "T" if s < 0.85 else "ST"
-            formats: list[str] = []
-            if sng:
-                entrants = rng.choice((2, 6, 9, 9, 9, 18, 18, 45, 180))
-                players_per_table = 2 if entrants == 2 else 6 if entrants == 6 else 9
-                if entrants == 2:
-                    formats.append("HU")
-                elif entrants == 6:
-                    formats.append("6MX")
-                runs = rng.randint(1, 3)
-                guarantee = 0
-                re_entry = False
-            else:
-                entrants = int(math.exp(rng.uniform(math.log(40), math.log(4000))))
-                players_per_table = 6 if rng.random() < 0.2 else 9
-                if players_per_table == 6:
-                    formats.append("6MX")
-                runs = 1
-                guarantee = 0
-                if rng.random() < 0.6 and buy_in:
-                    guarantee = int(entrants * stake * rng.uniform(0.6, 1.1)) // 10000 * 10000
-                re_entry = rng.random() < 0.35
-                if re_entry:
-                    formats.append("ME")
-                if rng.random() < 0.2:
-                    formats.append("R")
-                if rng.random() < 0.1:
-                    formats.append("SAT")
-            if rng.random() < 0.2:
-                formats.append("B" if rng.random() < 0.5 else "K")
-            if rng.random() < 0.05:
-                formats.append("SO")
-            second_of_day = rng.randrange(0, DAY // 3600) * 3600
-            out.append(
-                Template(
-                    network=net.index,
-                    index=index,
-                    name=self._template_name(currency, buy_in, game, structure, speed, sng, entrants, guarantee, formats, rng),
-                    currency=currency,
-                    stake=stake,
-                    rake=rake,
-                    tier=tier,
-                    game=game,
-                    structure=structure,
-                    game_class="sng" if sng else "scheduled",
-                    speed=speed,
-                    formats=tuple(formats),
-                    players_per_table=players_per_table,
-                    entrants=entrants,
-                    runs=runs,
-                    second_of_day=second_of_day,
-                    guarantee=guarantee,
-                    re_entry=re_entry,
-                )
-            )
-        return out
-
-    @staticmethod
-    def _template_name(
-        currency: str,
-        buy_in: int,
-        game: str,
-        structure: str,
-        speed: str,
-        sng: bool,
-        entrants: int,
-        guarantee: int,
-        formats: list[str],
-        rng: random.Random,
-    ) -> str:
-        symbol = SYMBOLS.get(currency, currency + " ")
-        price = "Freeroll" if buy_in == 0 else f"{symbol}{money(buy_in)}"
-        game_name = {"H": "Hold'em", "O": "Omaha", "OHL": "Omaha Hi/Lo"}[game]
-        label = f"{price} {structure} {game_name}"
-        if sng:
-            extras = [f"{entrants} Players"] if entrants > 9 else []
-            if speed == "T":
-                extras.append("Turbo")
-            elif speed == "ST":
-                extras.append("Hyper")
-            return f"{label} [{', '.join(extras)}]" if extras else label
-        title = rng.choice(("Nightly", "Sunday Special", "Big", "Daily Main", "Bounty Builder", "Hot", "Mini"))
-        name = f"{label} {title}"
-        if "K" in formats or "B" in formats:
-            name += " [Progressive KO]" if "K" in formats else " [Bounty]"
-        if guarantee:
-            amount = guarantee // 100
-            shown = f"{amount // 1000}K" if amount >= 1000 and amount % 1000 == 0 else str(amount)
-            name += f", {symbol}{shown} Gtd"
-        return name
 
     def tournament(self, network: int, day: int, template_index: int, run: int) -> Tournament:
         """The tournament instance (network, day, template, run); ids encode exactly that."""
-        tid = (network + 1) * 1_000_000_000 + (day * 32 + template_index) * 16 + run
+        tid = tournament_id(network, day, template_index, run)
         found = self._tournaments.get(tid)
-        if found is not None:
-            return found
-        t = self.templates(network)[template_index]
-        h = mix(self.seed, 17, tid)
-        h1, h2, h3, h4 = (h & 0x3FF) / 1024, ((h >> 10) & 0x3FF) / 1024, ((h >> 20) & 0x3FF) / 1024, ((h >> 30) & 0x3FF) / 1024
-        d, dm = ((h >> 40) & 0x3FF) / 1024, ((h >> 50) & 0x3FF) / 1024
-        start = EPOCH + day * DAY
-        offset = (t.second_of_day + run * (DAY // t.runs) + int(h1 * 600)) % DAY
-        speed_factor = _SPEED_FACTOR[t.speed]
-        if t.game_class == "sng":
-            entrants = t.entrants
-            base = _SNG_DURATION.get(entrants, 2700)
-            re_entries = 0
-        else:
-            entrants = max(2, int(t.entrants * (0.6 + 0.8 * h2)))
-            base = 10_800 + int(entrants**0.5 * 300)
-            re_entries = int(entrants * 0.25 * h3) if t.re_entry else 0
-        duration = int(base * speed_factor * (0.8 + 0.4 * h4))
-        pool = (entrants + re_entries) * t.stake
-        overlay = 0
-        if t.guarantee and t.guarantee > pool:
-            overlay = t.guarantee - pool
-            pool = t.guarantee
-        if entrants <= 2:
-            paid = 1
-        elif entrants <= 6:
-            paid = 2
-        elif entrants <= 18:
-            paid = 3
-        else:
-            paid = max(1, round(entrants * 0.15))
-        difficulty = "Easy" if d < 0.3 else "Neutral" if d < 0.75 else "Hard"
-        deal_made = t.game_class == "scheduled" and dm < 0.05
-        flags, type_ids = _flags(t, difficulty, deal_made)
-        tournament = Tournament(
-            network=NETWORKS[network].name,
-            id=tid,
-            day=day,
-            template=t,
-            date=start + offset,
-            duration=duration,
-            entrants=entrants,
-            re_entries=re_entries,
-            prize_pool=pool,
-            overlay=overlay,
-            paid=paid,
-            difficulty=difficulty,
-            deal_made=deal_made,
-            flags=flags,
-            type_ids=type_ids,
-        )
-        if len(self._tournaments) > 500_000:
-            self._tournaments.clear()
-        self._tournaments[tid] = tournament
-        return tournament
+        if found is None:
+            found = make_tournament(self.seed, network, self.templates(network)[template_index], day, run)
+            if len(self._tournaments) >= TOURNAMENT_CACHE:
+                self._tournaments.clear()
+            self._tournaments[tid] = found
+        return found
 
     # ------------------------------------------------------------------------------- roster
-
-    def _identity(self, index: int) -> tuple[str, str]:
-        if index < len(FIXED_PLAYERS):
-            return FIXED_PLAYERS[index]
-        j = index - len(FIXED_PLAYERS)
-        size = len(_FIRST) * len(_LAST) * len(_STYLES)
-        block, k = divmod(j, size)
-        perm = (k * 7919 + mix(self.seed, 29) % size) % size  # 7919 is prime, coprime with size
-        f, rest = divmod(perm, len(_LAST) * len(_STYLES))
-        last, s = divmod(rest, len(_STYLES))
-        name = _STYLES[s].format(f=_FIRST[f], l=_LAST[last])
-        if block:
-            name += str(block + 1)
-        weights = [n.weight for n in NETWORKS]
-        r = unit(self.seed, 31, index) * sum(weights)
-        acc = 0.0
-        network = NETWORKS[-1].name
-        for n in NETWORKS:
-            acc += n.weight
-            if r < acc:
-                network = n.name
-                break
-        if (network, name) in _FIXED_SET:
-            name += "_"
-        return network, name
 
     def roster(self, limit: int | None = None) -> list[tuple[str, str]]:
         """Every player as (network, name), in a stable order (the first ``limit`` if given)."""
         count = self.players if limit is None else min(limit, self.players)
-        return [self._identity(i) for i in range(count)]
+        return [identity(self.seed, i) for i in range(count)]
 
     def iter_roster(self) -> Iterator[tuple[str, str]]:
         for i in range(self.players):
-            yield self._identity(i)
+            yield identity(self.seed, i)
 
     def find(self, network: str, name: str) -> int | None:
         """The roster index of a player, or ``None``."""
@@ -716,7 +244,7 @@ class World:
         if self._index is None:
             with self._lock:
                 if self._index is None:
-                    self._index = {self._identity(i): i for i in range(self.players)}
+                    self._index = {identity(self.seed, i): i for i in range(self.players)}
         return self._index.get(key)
 
     def player(self, network: str, name: str) -> Player | None:
@@ -726,92 +254,25 @@ class World:
 
     def player_at(self, index: int) -> Player:
         found = self._player_cache.get(index)
-        if found is not None:
-            return found
-        network, name = self._identity(index)
-        net = _NETWORK_BY_NAME[network]
-        rng = random.Random(mix(self.seed, 7, index))
-        span = (LAST_START - FIRST_START).days
-        start = FIRST_START + timedelta(days=rng.randrange(span))
-        if index < len(FIXED_PLAYERS):
-            start = FIRST_START + timedelta(days=rng.randrange(365))
-        templates = self.templates(net.index)
-        centre = rng.uniform(1.5, 8.5)
-        sng_taste = rng.random()
-        # Popular templates (low index) draw most players, so players meet in the same tournaments.
-        weights = [
-            math.exp(-abs(t.tier - centre)) * (sng_taste if t.game_class == "sng" else 1 - sng_taste) / (1 + t.index % 9) ** 1.5
-            + 1e-6
-            for t in templates
-        ]
-        chosen: list[int] = []
-        pool = list(range(len(templates)))
-        for _ in range(rng.randint(3, 7)):
-            pick = rng.choices(pool, [weights[i] for i in pool])[0]
-            pool.remove(pick)
-            chosen.append(pick)
-        cum: list[float] = []
-        total = 0.0
-        for i in chosen:
-            total += weights[i] * rng.uniform(0.5, 1.5)
-            cum.append(total)
-        player = Player(
-            index=index,
-            network=network,
-            name=name,
-            country=rng.choice(net.country_pool),
-            skill=rng.uniform(-0.35, 0.6),
-            start_day=(start - EPOCH_DATE).days,
-            games_per_month=rng.uniform(0.6, 3.2),
-            template_ids=chosen,
-            template_cum=[c / total for c in cum],
-        )
-        self._player_cache[index] = player
-        return player
+        if found is None:
+            network, _ = identity(self.seed, index)
+            found = make_player(self.seed, index, self.templates(_NETWORK_BY_NAME[network].index))
+            self._player_cache[index] = found
+        return found
 
     # ------------------------------------------------------------------------------- histories
 
-    def _year(self, player: Player, year: int) -> list[Result]:
-        """Every game of the player in a calendar year (generated once, whatever the day)."""
+    def _year(self, player: Player, year: int, months: int = 12) -> list[Result]:
+        """The player's games in the first ``months`` months of a calendar year (a year's first
+        months are generated alone, and again with the next when the clock reaches it)."""
         key = (player.index, year)
-        found = self._months.get(key)
-        if found is not None:
-            return found
-        net = _NETWORK_BY_NAME[player.network].index
-        rng = random.Random(mix(self.seed, 11, player.index, year))
-        randrange = rng.randrange
-        rand = rng.random
-        lam = player.games_per_month
-        lo, hi = int(lam * 0.4), int(lam * 1.6) + 1
-        seen: set[tuple[int, int, int]] = set()
-        results: list[Result] = []
-        templates = self.templates(net)
-        cum = player.template_cum
-        last = len(cum) - 1
-        ids = player.template_ids
-        seed, pindex, name, skill = self.seed, player.index, player.name, 1.0 + player.skill
-        for month in range(1, 13):
-            first_day = (date(year, month, 1) - EPOCH_DATE).days
-            days = _days_in_month(year, month)
-            for _ in range(rng.randint(lo, hi)):
-                day = first_day + randrange(days)
-                ti = ids[min(bisect.bisect_right(cum, rand()), last)]
-                run = randrange(templates[ti].runs)
-                if day < player.start_day or (day, ti, run) in seen:
-                    continue
-                seen.add((day, ti, run))
-                t = self.tournament(net, day, ti, run)
-                h = mix(seed, 13, t.id, pindex)
-                position = min(t.entrants, 1 + int(((h >> 11) * _INV53) ** skill * t.entrants))
-                multientries = 0
-                if t.template.re_entry and (h & 0xFF) < 51:
-                    multientries = 1 + (h >> 8) % 3
-                results.append(Result(t, name, position, t.prize_for(position), multientries))
-        results.sort(key=lambda r: (r.tournament.date, r.tournament.id))
-        self._months[key] = results
-        if len(self._months) > 100_000:
-            self._months.popitem(last=False)
-        return results
+        found = self._years.get(key)
+        if found is None or found[0] < months:
+            templates = self.templates(player.network_index)
+            found = self._years[key] = (months, play_year(self.seed, player, year, templates, self.tournament, months))
+            if len(self._years) > YEAR_CACHE:
+                self._years.popitem(last=False)
+        return found[1]
 
     def history(self, player: Player, today: date | None = None) -> list[Result]:
         """Every result of the player dated up to the end of ``today`` (oldest first)."""
@@ -825,16 +286,13 @@ class World:
         start = EPOCH_DATE + timedelta(days=player.start_day)
         out: list[Result] = []
         for year in range(start.year, today.year + 1):
-            block = self._year(player, year)
             if year == today.year:
+                block = self._year(player, year, today.month)
                 out.extend(r for r in block if r.tournament.date < end)
             else:
-                out.extend(block)
+                out.extend(self._year(player, year))
         with self._lock:
             self._histories[key] = out
             if len(self._histories) > self._history_cache:
                 self._histories.popitem(last=False)
         return out
-
-
-_FIXED_SET = frozenset(FIXED_PLAYERS)
