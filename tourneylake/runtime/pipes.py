@@ -66,7 +66,5 @@ def split_frames(buffer: bytearray, limit: int | None = None) -> list[list[Any]]
 def worker_env() -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k in _ENV_KEPT or k.startswith("LC_")}
     # The worker imports this very tree (a checkout run with `python -m` need not be installed).
-    env["PYTHONPATH"] = os.pathsep.join(
-        p for p in (str(Path(__file__).resolve().parents[2]), os.environ.get("PYTHONPATH")) if p
-    )
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(Path(__file__).resolve().parents[2]), os.environ.get("PYTHONPATH")) if p)
     return env
