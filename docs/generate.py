@@ -95,7 +95,7 @@ def _column_meaning(manifest: dict[str, Any], node: dict[str, Any], column: str)
     own = node["columns"].get(column, {}).get("description", "")
     if own:
         return own
-    for parent_id in node["depends_on"]["nodes"]:
+    for parent_id in sorted(node["depends_on"]["nodes"], key=lambda p: not p.startswith("model.")):  # models first
         parent = manifest["sources"].get(parent_id) or manifest["nodes"][parent_id]
         if column in parent.get("columns", {}):
             meaning = _column_meaning(manifest, parent, column)

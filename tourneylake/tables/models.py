@@ -184,13 +184,21 @@ class ModelsBuild:
         return sorted(name for name, status in self.statuses.items() if status in statuses)
 
 
-def build_models(warehouse: str | os.PathLike[str], *, select: str | None = None, artifacts: Path | None = None) -> ModelsBuild:
+def build_models(
+    warehouse: str | os.PathLike[str],
+    *,
+    select: str | None = None,
+    artifacts: Path | None = None,
+    variables: dict[str, object] | None = None,
+) -> ModelsBuild:
     """``dbt build`` (every model, then its tests) on the warehouse file, in a child process;
     the file must not be open for writing elsewhere. dbt's artifacts go to ``artifacts``
-    (default :func:`target_dir`). Raises :class:`ModelsError` when dbt itself fails (a parse
-    error, a locked file); a failed test is in the result."""
+    (default :func:`target_dir`); ``variables`` override the project's vars (the leaderboard's
+    minimum entries...). Raises :class:`ModelsError` when dbt itself fails (a parse error, a
+    locked file); a failed test is in the result."""
     target = artifacts or target_dir(warehouse)
-    args = ["build", "--target-path", str(target), "--log-path", str(target), "--vars", warehouse_vars(warehouse)]
+    dbt_vars = warehouse_vars(warehouse, **(variables or {}))
+    args = ["build", "--target-path", str(target), "--log-path", str(target), "--vars", dbt_vars]
     results = target / "run_results.json"
     results.unlink(missing_ok=True)  # a previous build's, never read as this one's
     done = _run([*args, *(["--select", select] if select else [])], what="build")
