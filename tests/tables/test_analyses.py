@@ -98,6 +98,8 @@ def _snapshot_rows() -> list[dict]:
         sent = f"Date:{_epoch(day)}~{_epoch(day, end=True)}"
         rows.append(dict(snapshot_date=NIGHT1, network=NET, player=player, filter_name="daily", filter_window="day",
                          anchored=True, filter_sent=sent, found=True, tournament_count=listed))  # fmt: skip
+    rows.append(dict(snapshot_date=NIGHT2, network=NET, player="alice", filter_name="daily", filter_window="day", anchored=True,
+                     filter_sent=f"Date:{_epoch(NIGHT2)}~{_epoch(NIGHT2, end=True)}", found=True, tournament_count=3))  # fmt: skip
     rows.append(dict(snapshot_date=NIGHT1, network=NET, player="alice", filter_name="sng", filter_window="day",
                      anchored=True, filter_sent=f"Class:SNG;Date:{_epoch(date(2026, 3, 2))}~{_epoch(date(2026, 3, 2), end=True)}",
                      found=True, tournament_count=1))  # fmt: skip
@@ -108,14 +110,24 @@ def _statistic_rows() -> list[dict]:
     values = {  # (night, player, filter): {statistic: value}
         (NIGHT1, "alice", ""): {"AvROI": 10.0, "Count": 100.0, "Profit": 0.0, "ITM": 20.0},
         (NIGHT2, "alice", ""): {"AvROI": 15.0, "Count": 101.0, "Profit": 5.0, "ITM": 20.0},
-        (NIGHT1, "alice", "daily"): {"Count": 1.0, "TotalROI": -100.0, "AvROI": -100.0, "ITM": 0.0},
+        (NIGHT1, "alice", "daily"): {
+            "Count": 1.0,
+            "TotalROI": -100.0,
+            "AvROI": -100.0,
+            "ITM": 0.0,
+            "Profit": -22.0,
+            "Stake": 20.0,
+            "Rake": 2.0,
+        },
+        (NIGHT2, "alice", "daily"): {"Count": 3.0, "Profit": 30.0, "Stake": 15.0, "Rake": 1.5},
         (NIGHT1, "bob", "daily"): {"Count": 1.0, "TotalROI": 100.0, "AvROI": 100.0, "ITM": 100.0},
         (NIGHT1, "carol", "daily"): {"Count": 2.0, "TotalROI": -100.0, "AvROI": -100.0, "ITM": 0.0},  # one entry in the lake
         (NIGHT1, "alice", "sng"): {"Count": 7.0, "TotalROI": 1.0, "AvROI": 1.0, "ITM": 1.0},  # Class: not comparable
     }
     return [
         dict(snapshot_date=night, network=NET, player=player, filter_name=name, statistic=statistic,
-             value=str(value), value_number=value, authorized=True)
+             value=str(value), value_number=value, authorized=True,
+             value_usd=value if statistic in ("Profit", "Stake", "Rake") else None)
         for (night, player, name), stats in values.items() for statistic, value in stats.items()
     ]  # fmt: skip
 
@@ -300,7 +312,7 @@ def test_breakdowns_by_stake_speed_class_and_network(con) -> None:
 def test_movers_rank_what_moved_most_since_the_previous_night(con) -> None:
     rows = con.execute(
         "SELECT statistic, previous_value_number, change, change_pct, nights_apart, mover_rank FROM movers "
-        "WHERE player = 'alice' AND snapshot_date = ? ORDER BY mover_rank",
+        "WHERE player = 'alice' AND filter_name = '' AND snapshot_date = ? ORDER BY mover_rank",
         [NIGHT2],
     ).fetchall()
     assert rows == [
@@ -333,7 +345,8 @@ def test_computed_beside_served_for_day_windows(con) -> None:
         r[0]: r[1:]
         for r in con.execute(
             "SELECT player, served_entries, computed_entries, listed_all, computed_total_roi_pct, served_total_roi_pct, "
-            "computed_itm_pct FROM computed_vs_served WHERE filter_name = 'daily'"
+            "computed_itm_pct FROM computed_vs_served WHERE filter_name = 'daily' AND snapshot_date = ?",
+            [NIGHT1],
         ).fetchall()
     }
     assert rows["alice"] == (1, 1, True, pytest.approx(-100.0), -100.0, 0.0)
@@ -346,3 +359,13 @@ def test_computed_beside_served_for_day_windows(con) -> None:
         NIGHT1,
     )
     assert alltime == {"listed_all": False, "computed_entries": 4}  # T4 starts after the night; Count 100 > 30 listed
+
+
+def test_a_day_filters_served_results_add_up_per_period(con) -> None:
+    week = _one(
+        con, "SELECT * FROM filter_results_by_period WHERE player = 'alice' AND filter_name = 'daily' AND period = 'week'"
+    )
+    # nights 10 and 11 March (a Tuesday and a Wednesday): one ISO week
+    assert (week["period_start"], week["days_harvested"], week["entries"]) == (date(2026, 3, 9), 2, 4)
+    assert week["buy_ins_usd"] == pytest.approx(22 + 16.5) and week["profit_usd"] == pytest.approx(-22 + 30)
+    assert week["abi_usd"] == pytest.approx(38.5 / 4) and week["total_roi_pct"] == pytest.approx(100 * 8 / 38.5)
