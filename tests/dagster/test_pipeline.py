@@ -9,7 +9,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from pipelines.nightly import run_night
+from pipelines.nightly import run_models, run_night
 from tests.helpers import REPO, ledger_rows
 from tourneylake.api import encode_password
 from tourneylake.config import SANDBOX_APPKEY, SANDBOX_PASSWORD, SANDBOX_USERNAME, Settings
@@ -131,6 +131,7 @@ def test_a_second_night_grows_history_without_duplicates(sandbox, make_settings)
     second = run_night(settings, NIGHT2)
     assert second.success, second.failure
     assert second.value("player_summaries", "searches_spent") == TARGETS
+    assert run_models(settings).success  # the views, as `tourneylake run` builds them after its last night
     con = duckdb.connect(str(settings.data_dir / "warehouse.duckdb"), read_only=True)
     try:
         assert con.execute("SELECT count(DISTINCT snapshot_date) FROM player_snapshots").fetchone()[0] == 2

@@ -1,16 +1,9 @@
 -- Per player and `window: day` filter, the served day results added up per ISO week, month and
 -- every night held: what the service counted for the filter, whatever the lake's entries hold.
 WITH periods AS (
-    SELECT
-        d.*,
-        p.period,
-        CASE p.period
-            WHEN 'day' THEN d.day
-            WHEN 'week' THEN date_trunc('week', d.day)::DATE
-            WHEN 'month' THEN date_trunc('month', d.day)::DATE
-        END AS period_start
+    SELECT d.*, {{ period_columns('d.day') }}
     FROM {{ ref('player_daily_results') }} AS d
-    CROSS JOIN (VALUES ('day'), ('week'), ('month'), ('all')) AS p(period)
+    {{ periods() }}
 )
 SELECT
     network,

@@ -1,12 +1,9 @@
 -- The coaches' measures per player and period: each UTC day, ISO week and month an entry
 -- started in, and every night held (`all`).
 WITH periods AS (
-    SELECT
-        e.*,
-        p.period,
-        CASE p.period WHEN 'day' THEN e.day WHEN 'week' THEN e.week WHEN 'month' THEN e.month END AS period_start
+    SELECT e.*, {{ period_columns('e.day') }}
     FROM {{ ref('player_entries') }} AS e
-    CROSS JOIN (VALUES ('day'), ('week'), ('month'), ('all')) AS p(period)
+    {{ periods() }}
 )
 SELECT
     network,
