@@ -1,12 +1,12 @@
 """The DuckDB warehouse: tonight's lake partitions loaded idempotently, checked, queryable.
 
 One step materialises the warehouse file and, as assets of their own (generated from the table
-catalogue and ``sql/views.sql``), each of its tables and views: row counts and column schemas in
-the catalog, lineage from the lake asset that fills each table, and the checks on the tables
-they are about. The file's materialisation summarises the load in one table.
+catalogue), each of its tables: row counts and column schemas in the catalog, lineage from the
+lake asset that fills each table, and the load's checks (the night's rows in DuckDB equal the
+lake's). The file's materialisation summarises the load in one table. The views over the tables
+are the dbt models (``assets.models``), downstream of these assets; the tables' own data tests
+(keys, conversions) are dbt tests too.
 """
-
-import re
 
 from dagster import (
     AssetCheckResult,
@@ -28,7 +28,7 @@ from assets.resource import TourneylakeResource
 from tourneylake.lake.lake import Lake
 from tourneylake.schemas import TABLES, duckdb_type
 from tourneylake.tables.normalize.summary import SUMMARY_TABLES
-from tourneylake.tables.warehouse import LOAD_ORDER, sql_dir
+from tourneylake.tables.warehouse import LOAD_ORDER
 
 FILE = AssetKey("warehouse")
 LAKE_ASSETS = ["metadata", "countries", "news", "player_summaries"]
@@ -45,26 +45,6 @@ def _lake_asset(table: str) -> str:
     return table if table in ("countries", "news") else "metadata"
 
 
-def _views() -> dict[str, list[str]]:
-    """Each view of ``sql/views.sql`` and the warehouse tables (or views) it reads."""
-    text = (sql_dir() / "views.sql").read_text()
-    bodies = re.split(r"(?im)^CREATE OR REPLACE VIEW\s+", text)[1:]
-    views: dict[str, list[str]] = {}
-    for body in bodies:
-        name = body.split()[0]
-        read = set(re.findall(r"(?i)\b(?:FROM|JOIN)\s+([a-z_][a-z0-9_]*)", body))
-        views[name] = sorted(read & (set(LOAD_ORDER) | set(views)))
-    return views
-
-
-VIEWS = _views()
-
-# Checks on the tables they are about: (table, what it promises).
-TABLE_CHECKS = {
-    "tournaments_unique": ("tournaments", "One row per (network, tournament_id)."),
-    "entries_unique": ("tournament_entries", "One row per (network, tournament_id, player)."),
-    "stake_currencies_converted": ("tournaments", "Every stake has a USD amount or is flagged as lacking a rate."),
-}
 # The night's rows in DuckDB equal the lake's: check name → table.
 ROW_COUNTS = {"night_snapshot_rows": "player_snapshots", "night_statistic_rows": "player_statistics"}
 
@@ -91,17 +71,6 @@ def _table_spec(name: str) -> AssetSpec:
     )
 
 
-def _view_spec(name: str, reads: list[str]) -> AssetSpec:
-    return AssetSpec(
-        table_key(name),
-        deps=[table_key(read) for read in reads],
-        group_name="warehouse",
-        kinds={"duckdb", "sql"},
-        description=f"View over {', '.join(reads)} (sql/views.sql).",
-        skippable=True,
-    )
-
-
 @multi_asset(
     specs=[
         AssetSpec(
@@ -112,10 +81,8 @@ def _view_spec(name: str, reads: list[str]) -> AssetSpec:
             description="The night loaded into the DuckDB warehouse (delete-then-insert per night, deduplicated tables merged).",
         ),
         *(_table_spec(name) for name in LOAD_ORDER),
-        *(_view_spec(name, reads) for name, reads in VIEWS.items()),
     ],
-    check_specs=[AssetCheckSpec(name, asset=table_key(table), description=text) for name, (table, text) in TABLE_CHECKS.items()]
-    + [
+    check_specs=[
         AssetCheckSpec(name, asset=table_key(table), description=f"The night's {table} rows in DuckDB equal the lake's.")
         for name, table in ROW_COUNTS.items()
     ],
@@ -129,9 +96,7 @@ def warehouse(context: AssetExecutionContext, tourneylake: TourneylakeResource):
     with tourneylake.open_warehouse() as db:
         loaded = db.load_night(Lake(tourneylake.settings().data_dir), night)
         counts = db.table_counts()
-        views = {name: db.describe(name) for name in VIEWS}
-        violations = {name: db.check(name) for name in TABLE_CHECKS}
-        in_warehouse = {name: db.check(name, {"night": night}) for name in ROW_COUNTS}
+        in_warehouse = {name: db.night_rows(table, night) for name, table in ROW_COUNTS.items()}
     yield MaterializeResult(
         asset_key=FILE,
         metadata={
@@ -144,13 +109,6 @@ def warehouse(context: AssetExecutionContext, tourneylake: TourneylakeResource):
     for name in LOAD_ORDER:
         yield MaterializeResult(
             asset_key=table_key(name), metadata={"dagster/row_count": counts[name], "loaded_tonight": loaded.get(name, 0)}
-        )
-    for name, (rows, columns) in views.items():
-        schema = TableSchema(columns=[TableColumn(column, kind) for column, kind in columns])
-        yield MaterializeResult(asset_key=table_key(name), metadata={"dagster/row_count": rows, "dagster/column_schema": schema})
-    for name, found in violations.items():
-        yield AssetCheckResult(
-            asset_key=table_key(TABLE_CHECKS[name][0]), check_name=name, passed=found == 0, metadata={"violations": found}
         )
     for name, table in ROW_COUNTS.items():
         yield AssetCheckResult(

@@ -16,7 +16,9 @@ Six figures, each measured on one machine in one run (never asserted as a timing
 4. ``Warehouse.load_night`` <= 1.3x a plain ``CREATE TABLE AS SELECT * FROM read_parquet``;
 5. peak RSS of the whole run at 500 / 2,000 / 20,000 players;
 6. ``tourneylake rebuild`` of benchmark 1's night: summaries per second, whole process and the
-   rebuild alone (per CPU-second: the issue's per-core target).
+   rebuild alone (per CPU-second: the issue's per-core target);
+7. building every dbt model (``dbt build``: the views and their tests, a whole dbt process) after
+   benchmark 1's night <= loading that night into the warehouse; and reading every model once.
 
 1, 2 and 5 run against :mod:`benchmarks.bench_server` (a separate process answering from
 precomputed bodies, latency by timer: (almost) no CPU per request, so the client's cost is what
@@ -545,7 +547,7 @@ def bench_warehouse(lake_dir: Path, repeats: int) -> Result:
     with scratch() as tmp:
         for rep in range(repeats):
             path = tmp / f"ours{rep}.duckdb"
-            with Warehouse(path) as warehouse:  # schema and views applied before the clock
+            with Warehouse(path) as warehouse:  # the schema applied before the clock
                 t0 = time.perf_counter()
                 loaded = warehouse.load_night(lake, NIGHT)
                 ours.append(time.perf_counter() - t0)
@@ -579,6 +581,61 @@ def bench_warehouse(lake_dir: Path, repeats: int) -> Result:
             "load_night_s": [round(x, 4) for x in ours],
             "plain_s": [round(x, 4) for x in plain],
             "load_again_s": [round(x, 4) for x in again],
+        },
+    )
+
+
+# ------------------------------------------------------------------------------ 7. models
+
+
+def bench_models(lake_dir: Path, repeats: int) -> Result:
+    """Load benchmark 1's night into a fresh warehouse (timed), then ``dbt build`` on it (timed:
+    the whole dbt process, as the models job pays it; dbt's own figure beside it), then one
+    ``SELECT count(*)`` of every model (views: their cost is paid when read)."""
+    import duckdb
+
+    from tourneylake.lake.lake import Lake
+    from tourneylake.tables.models import build_models, ensure_manifest
+    from tourneylake.tables.warehouse import Warehouse
+
+    manifest = orjson.loads(ensure_manifest().read_bytes())
+    models = sorted(n["name"] for n in manifest["nodes"].values() if n["resource_type"] == "model")
+    loads, builds, dbt_own, reads = [], [], [], []
+    rows = 0
+    with scratch() as tmp:
+        for rep in range(repeats):
+            path = tmp / f"models{rep}.duckdb"
+            with Warehouse(path) as warehouse:
+                t0 = time.perf_counter()
+                rows = sum(warehouse.load_night(Lake(lake_dir), NIGHT).values())
+                loads.append(time.perf_counter() - t0)
+            t0 = time.perf_counter()
+            built = build_models(path)
+            builds.append(time.perf_counter() - t0)
+            dbt_own.append(built.elapsed_s)
+            if not built.ok:
+                raise RuntimeError(f"dbt build did not pass: {built.named('fail', 'error', 'skipped')}")
+            with duckdb.connect(str(path), read_only=True) as con:
+                t0 = time.perf_counter()
+                for model in models:
+                    con.execute(f"SELECT count(*) FROM {model}").fetchall()
+                reads.append(time.perf_counter() - t0)
+            log(
+                f"[7] load {loads[-1]:.3f} s, dbt build {builds[-1]:.3f} s (dbt's own {dbt_own[-1]:.3f} s), read all {reads[-1]:.3f} s"
+            )
+    load, build = statistics.median(loads), statistics.median(builds)
+    return Result(
+        7,
+        f"build the {len(models)} dbt models after a night ({rows} rows loaded)",
+        f"dbt build {build:.2f} s (dbt's own run {statistics.median(dbt_own):.2f} s) vs load_night {load:.2f} s: "
+        f"{build / load:.1f}x; reading every model once {statistics.median(reads):.2f} s",
+        "<= 1x load_night",
+        build <= load,
+        {
+            "load_night_s": [round(x, 3) for x in loads],
+            "dbt_build_s": [round(x, 3) for x in builds],
+            "dbt_elapsed_s": [round(x, 3) for x in dbt_own],
+            "read_models_s": [round(x, 3) for x in reads],
         },
     )
 
@@ -732,7 +789,7 @@ def render(results: list[Result], info: dict[str, str], quick: bool, elapsed: fl
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="smaller counts, one repeat (a smoke run of a few minutes)")
-    parser.add_argument("--only", default="1,2,3,4,5,6", help="comma-separated benchmark numbers")
+    parser.add_argument("--only", default="1,2,3,4,5,6,7", help="comma-separated benchmark numbers")
     parser.add_argument("--no-record", action="store_true", help="print only; do not append to RESULTS.md")
     parser.add_argument("--deadline", type=float, default=None, help="seconds for the whole run")
     parser.add_argument("--repeats", type=int, default=None, help="rounds of benchmark 1 (default 5; --quick 1)")
@@ -771,7 +828,7 @@ def main(argv: list[str] | None = None) -> int:
         known_rss: dict[int, float] = {}
         with BenchServer(biggest, 20.0, distinct=min(2000, biggest)) as server:
             log(f"bench server: {server.banner}")
-            if only & {1, 4, 6}:
+            if only & {1, 4, 6, 7}:
                 result = bench_vs_dlt(server, players, repeats, deadline, lake_dir, arms, with_dlt=not args.no_dlt and 1 in only)
                 known_rss[players] = result.details["median_peak_rss_mb"]["ours"]
                 if 1 in only:
@@ -786,6 +843,8 @@ def main(argv: list[str] | None = None) -> int:
             results.append(bench_warehouse(lake_dir, 3 if quick else 5))
         if 6 in only:
             results.append(bench_rebuild(lake_dir, players, 1 if quick else 3, deadline))
+        if 7 in only:
+            results.append(bench_models(lake_dir, 1 if quick else 3))
     results.sort(key=lambda r: r.number)
     info = machine()
     text = render(results, info, quick, time.monotonic() - started)

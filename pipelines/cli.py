@@ -191,17 +191,47 @@ def run(
     if first < FIRST_NIGHT:
         raise fail(f"the service's data starts on {FIRST_NIGHT}: --nights {nights} would start on {first}")
     partial: list[str] = []
-    for day in (when - timedelta(days=back) for back in range(nights - 1, -1, -1)):
-        with reported(), progress_bar():
-            report = run_night(settings, day)
-        print_run(report)
-        if not report.success:
-            raise fail(f"run failed: {report.failure}" + (f" (night {day})" if nights > 1 else ""))
-        failed = harvest_of(report).get("failed", 0)
-        if failed:
-            partial.append(f"{failed} pair(s) failed" + (f" on {day}" if nights > 1 else ""))
+    loaded = False
+    try:
+        for day in (when - timedelta(days=back) for back in range(nights - 1, -1, -1)):
+            with reported(), progress_bar():
+                report = run_night(settings, day)
+            print_run(report)
+            loaded = loaded or "warehouse" in report.assets
+            if not report.success:
+                raise fail(f"run failed: {report.failure}" + (f" (night {day})" if nights > 1 else ""))
+            failed = harvest_of(report).get("failed", 0)
+            if failed:
+                partial.append(f"{failed} pair(s) failed" + (f" on {day}" if nights > 1 else ""))
+    finally:
+        if loaded:  # once, after the last night loaded (and before a failed night is reported)
+            build_models(settings)
     if partial:
         raise fail(f"run partial: {'; '.join(partial)} (listed above); run the night again to retry them", PARTIAL)
+
+
+def build_models(settings: Any) -> None:
+    """The models job (dbt views and tests) on the warehouse the nights loaded, and one line on it."""
+    from pipelines.nightly import run_models
+
+    with reported():
+        report = run_models(settings)
+    print_models(report)
+    if not report.success:
+        raise fail(f"models failed: {report.failure}")
+
+
+def print_models(report: Any) -> None:
+    built = [key for key in report.assets if key.startswith("warehouse/")]
+    failed = sorted(name.split(":", 1)[1] for name, ok in report.checks.items() if not ok)
+    state = "[green]ok[/]" if report.success else "[red]failed[/]"
+    console.print(
+        f"models {state}: {len(built)} built, {len(report.checks) - len(failed)} of {len(report.checks)} tests passed "
+        f"in {report.duration_s:.1f} s",
+        highlight=False,
+    )
+    if failed:
+        console.print(f"[yellow]tests not passing:[/] {', '.join(failed)}")
 
 
 def main() -> None:

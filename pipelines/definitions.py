@@ -1,4 +1,5 @@
-"""The one ``Definitions``: assets, checks, the nightly and rebuild jobs, the nightly schedule."""
+"""The one ``Definitions``: assets, checks, the nightly, models and rebuild jobs, the nightly
+schedule, and the sensor that builds the models after a night."""
 
 from __future__ import annotations
 
@@ -8,24 +9,37 @@ from dagster import (
     AssetKey,
     AssetsDefinition,
     AssetSelection,
+    DagsterRunStatus,
+    DefaultSensorStatus,
     Definitions,
     ExecutorDefinition,
+    RunRequest,
+    RunsFilter,
+    RunStatusSensorContext,
+    SkipReason,
     build_schedule_from_partitioned_job,
     define_asset_job,
     in_process_executor,
     job,
     load_assets_from_modules,
     multi_or_in_process_executor,
+    run_status_sensor,
 )
 
-from assets import hands, players, reference, warehouse
+from assets import hands, models, players, reference, warehouse
 from assets.partitions import nightly_partitions
 from assets.players import account_assets
 from assets.rebuild import rebuild_night
 from assets.resource import TourneylakeResource
 from tourneylake.config import Settings, load_settings
 
-ALL_ASSETS = load_assets_from_modules([reference, players, warehouse, hands])
+ALL_ASSETS = load_assets_from_modules([reference, players, warehouse, hands, models])
+# The dbt tests, checks of the models and of the tables they read: they run with the models.
+MODEL_CHECKS = AssetSelection.checks(*models.dbt_models.check_keys)
+# A night run with this tag has its models built by whoever ran it (`tourneylake run` builds
+# them once, after its last night), so the sensor leaves it alone.
+MODELS_TAG = "tourneylake/models"
+BUILT_BY_RUN = "built_by_run"
 
 
 def assets_for(accounts: list[str] | None = None) -> list[Any]:
@@ -54,7 +68,7 @@ def nightly(executor: ExecutorDefinition | None = None) -> Any:
     by the deployment's own run config."""
     return define_asset_job(
         "nightly",
-        selection=AssetSelection.groups("reference", "players", "warehouse"),
+        selection=AssetSelection.groups("reference", "players", "warehouse") - MODEL_CHECKS,
         executor_def=executor or multi_or_in_process_executor,
         config=None if executor else IN_PROCESS,
         description="One night: metadata, countries and news, player summaries within budget, then the warehouse.",
@@ -62,6 +76,42 @@ def nightly(executor: ExecutorDefinition | None = None) -> Any:
 
 
 nightly_job = nightly()
+
+# Unpartitioned: the models are views over every night. A dbt build costs seconds (dbt starts,
+# parses, creates each view, runs each test), so it runs once after a night's load, not as a
+# step of every night of a multi-night run.
+models_job = define_asset_job(
+    "models",
+    selection=AssetSelection.assets(models.dbt_models) | MODEL_CHECKS,
+    executor_def=in_process_executor,
+    description="Build the dbt models (views over the warehouse tables) and run the dbt tests (asset checks).",
+)
+
+
+def models_after(nightly_job: Any) -> Any:
+    """A sensor that builds the models once a night has loaded: after each successful
+    ``nightly`` run but those tagged :data:`BUILT_BY_RUN`, and not while a ``models`` run is
+    already waiting (it will read that night too: a backfill builds them once or twice, not once
+    a night)."""
+
+    @run_status_sensor(
+        run_status=DagsterRunStatus.SUCCESS,
+        monitored_jobs=[nightly_job],
+        request_job=models_job,
+        name="models_after_nightly",
+        default_status=DefaultSensorStatus.RUNNING,
+        description="Build the models after a night's load (views over the warehouse; their dbt tests as checks).",
+    )
+    def models_after_nightly(context: RunStatusSensorContext) -> RunRequest | SkipReason:
+        if context.dagster_run.tags.get(MODELS_TAG) == BUILT_BY_RUN:
+            return SkipReason(f"run {context.dagster_run.run_id} builds its models itself")
+        waiting = RunsFilter(job_name="models", statuses=[DagsterRunStatus.QUEUED, DagsterRunStatus.NOT_STARTED])
+        if context.instance.get_runs_count(waiting):
+            return SkipReason("a models run is already waiting")
+        return RunRequest(run_key=f"models-after-{context.dagster_run.run_id}")
+
+    return models_after_nightly
+
 
 # Opt-in: hand analyses cost 5 searches each, so they run only when this job is launched.
 hands_job = define_asset_job(
@@ -104,9 +154,10 @@ def build_definitions(
     job = nightly(executor) if executor else nightly_job
     return Definitions(
         assets=assets_for(accounts),
-        jobs=[job, hands_job, rebuild],
+        jobs=[job, models_job, hands_job, rebuild],
         schedules=[nightly_schedule(schedule_cron, job)],
-        resources={"tourneylake": resource},
+        sensors=[models_after(job)],
+        resources={"tourneylake": resource, "dbt": models.dbt_resource()},
     )
 
 

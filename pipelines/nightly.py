@@ -1,11 +1,15 @@
 """Run one night in-process through Dagster — the same job the schedule runs — and report it.
 
-``tourneylake run`` (``pipelines/cli.py``) calls :func:`run_night`; it lives here, not in the
-library, because it drives Dagster. The report is plain data; the CLI renders it.
+``tourneylake run`` (``pipelines/cli.py``) calls :func:`run_night` for each night, then
+:func:`run_models` once (the ``models`` job: the dbt views and tests, built after the last
+night rather than after each). It lives here, not in the library, because it drives Dagster.
+The report is plain data; the CLI renders it.
 """
 
 from __future__ import annotations
 
+import contextlib
+import io
 import logging
 import os
 import socket
@@ -18,7 +22,7 @@ from dagster import DagsterInstance
 
 from assets.partitions import SERVICE_POOL, WAREHOUSE_POOL
 from assets.resource import TourneylakeResource
-from pipelines.definitions import build_definitions, watchlist_accounts
+from pipelines.definitions import BUILT_BY_RUN, MODELS_TAG, build_definitions, watchlist_accounts
 from tourneylake.config import Settings
 
 log = logging.getLogger(__name__)
@@ -60,7 +64,7 @@ def release_dead_runs(instance: DagsterInstance) -> list[str]:
 
 @dataclass
 class RunReport:
-    night: date
+    night: date | None  # None: the models job (every night)
     success: bool
     failure: str | None
     duration_s: float
@@ -83,24 +87,44 @@ def _root_message(error: Any) -> str:
 
 
 def run_night(settings: Settings, night: date, *, sandbox_seed: int = 7) -> RunReport:
+    """The nightly job for ``night``, in-process; its models are left to :func:`run_models`."""
+    return _execute(settings, "nightly", night, sandbox_seed=sandbox_seed)
+
+
+def run_models(settings: Settings) -> RunReport:
+    """The ``models`` job, in-process: every dbt model built on the warehouse, every test run.
+    dagster-dbt echoes dbt's log to standard output and its progress to the ``dagster.builtin``
+    logger: both stay in the run's event log (the UI), out of the command's output."""
+    echo = logging.getLogger("dagster.builtin")
+    level = echo.level
+    echo.setLevel(logging.WARNING)
+    try:
+        with contextlib.redirect_stdout(io.StringIO()):
+            return _execute(settings, "models", None)
+    finally:
+        echo.setLevel(level)
+
+
+def _execute(settings: Settings, job_name: str, night: date | None, *, sandbox_seed: int = 7) -> RunReport:
     definitions = build_definitions(
         TourneylakeResource.from_settings(settings, sandbox_seed=sandbox_seed),
         settings.schedule_cron,
         watchlist_accounts(settings),
     )
-    job = definitions.resolve_job_def("nightly")
+    job = definitions.resolve_job_def(job_name)
     started = time.perf_counter()
+    tags = {HOST_TAG: socket.gethostname(), PID_TAG: str(os.getpid()), MODELS_TAG: BUILT_BY_RUN}
     # The persistent instance when DAGSTER_HOME is set (`make run`: the runs show in `dagster dev`
     # and its pools serialise overlapping runs on one account), else a throwaway one.
     with DagsterInstance.get() if os.environ.get("DAGSTER_HOME") else DagsterInstance.ephemeral() as instance:
         for run_id in release_dead_runs(instance):
             log.warning("freed the pool slots of run %s: its process died", run_id)
         result = job.execute_in_process(
-            partition_key=night.isoformat(),
+            partition_key=night.isoformat() if night else None,
             instance=instance,
             raise_on_error=False,
             run_config=QUIET_LOGS,
-            tags={HOST_TAG: socket.gethostname(), PID_TAG: str(os.getpid())},
+            tags=tags,
         )
         report = RunReport(night, result.success, None, 0.0, run_id=result.run_id)
         for event in result.all_events:

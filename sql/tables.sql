@@ -82,3 +82,7 @@ SELECT count(*) FROM query_table($name);
 
 -- name: relation_columns
 SELECT column_name, data_type FROM information_schema.columns WHERE table_name = $name ORDER BY ordinal_position;
+
+-- The night's rows of a snapshot table (checked against the rows the lake gave the load).
+-- name: night_rows
+SELECT count(*) FROM @table WHERE snapshot_date = $snapshot_date;

@@ -84,12 +84,12 @@ def player_line(network: str, name: str, filters: str = "[]") -> str:
     return f"  - {{network: {orjson.dumps(network).decode()}, name: {orjson.dumps(name).decode()}, filters: {filters}}}"
 
 
-def harvest_nights(server: Any, settings: Settings, nights: list[date]) -> list[HarvestOutcome]:
-    """One player with one filter harvested on each night in turn (metadata, countries, the
-    summary) from a running sandbox, each night loaded into the settings' warehouse."""
-    write_watchlist(
-        settings, "filters:\n  sng: 'Class:SNG'\nplayers:\n" + player_line("PokerStars", "Borbas.Geri", "[sng]") + "\n"
-    )
+def harvest_nights(server: Any, settings: Settings, nights: list[date], watchlist: str | None = None) -> list[HarvestOutcome]:
+    """The ``watchlist`` (default: one player with one filter) harvested on each night in turn
+    (metadata, countries, the summaries) from a running sandbox, each night loaded into the
+    settings' warehouse."""
+    default = "filters:\n  sng: 'Class:SNG'\nplayers:\n" + player_line("PokerStars", "Borbas.Geri", "[sng]")
+    write_watchlist(settings, (watchlist or default) + "\n")
     outcomes = []
     for night in nights:
         server.world.set_today(night)

@@ -18,9 +18,9 @@ from dagster import (
     materialize,
 )
 
+from assets.models import dbt_models
 from assets.reference import countries, metadata, news
 from assets.resource import TourneylakeResource
-from assets.warehouse import VIEWS
 from pipelines.definitions import defs
 from tests.helpers import REPO
 from tourneylake.config import SANDBOX_PASSWORD
@@ -29,6 +29,7 @@ from tourneylake.tables.warehouse import LOAD_ORDER
 pytestmark = [pytest.mark.xdist_group("dagster"), pytest.mark.slow]
 
 NIGHT = date(2026, 11, 20)
+MODELS = ("latest_player_statistics", "player_statistics_over_time", "player_results_usd", "roi_by_stake_usd")
 
 
 SANDBOX = dict(seed=2, today=NIGHT)
@@ -37,24 +38,34 @@ SANDBOX = dict(seed=2, today=NIGHT)
 def test_definitions_hold_the_assets_checks_jobs_and_schedule() -> None:
     graph = defs.resolve_asset_graph()
     keys = {key.to_user_string() for key in graph.get_all_asset_keys()}
-    tables = {f"warehouse/{name}" for name in LOAD_ORDER} | {f"warehouse/{name}" for name in VIEWS}
-    assert keys == {"metadata", "countries", "news", "player_summaries", "warehouse", "hand_analyses"} | tables
-    assert len(LOAD_ORDER) == 16 and len(VIEWS) == 5
+    tables = {f"warehouse/{name}" for name in LOAD_ORDER}
+    models = {key.to_user_string() for key in dbt_models.keys}
+    assert keys == {"metadata", "countries", "news", "player_summaries", "warehouse", "hand_analyses"} | tables | models
+    assert len(LOAD_ORDER) == 16 and {f"warehouse/{name}" for name in MODELS} <= models
+    assert all(graph.get(key).group_name == "models" for key in dbt_models.keys)
     checks = {(c.asset_key.to_user_string(), c.name) for c in graph.asset_check_keys}
     assert {
         ("player_summaries", "budget_respected"),
         ("player_summaries", "no_failed_players"),
-        ("warehouse/tournaments", "tournaments_unique"),
-        ("warehouse/tournament_entries", "entries_unique"),
+        ("warehouse/tournaments", "source_unique_key_warehouse_tournaments_network__tournament_id"),
+        ("warehouse/tournament_entries", "source_unique_key_warehouse_tournament_entries_network__tournament_id__player"),
         ("warehouse/tournaments", "stake_currencies_converted"),
         ("warehouse/player_snapshots", "night_snapshot_rows"),
+        ("warehouse/player_results_usd", "unique_key_player_results_usd_network__tournament_id__player"),
     } <= checks
-    # Lineage: each table from the lake asset that writes it, each view from what it reads.
+    # The dbt tests run with the models, never in the partitioned nightly job.
+    nightly_checks = {c.name for c in defs.resolve_job_def("nightly").asset_layer.asset_graph.asset_check_keys}
+    assert nightly_checks == {"budget_respected", "no_failed_players", "night_snapshot_rows", "night_statistic_rows"}
+    # Lineage: each table from the lake asset that writes it, each model from what it reads.
     assert graph.get(AssetKey(["warehouse", "tournaments"])).parent_keys == {AssetKey("player_summaries")}
     assert graph.get(AssetKey(["warehouse", "currencies"])).parent_keys == {AssetKey("metadata")}
-    assert (
-        AssetKey(["warehouse", "player_statistics"]) in graph.get(AssetKey(["warehouse", "latest_player_statistics"])).parent_keys
-    )
+    assert graph.get(AssetKey(["warehouse", "latest_player_statistics"])).parent_keys == {
+        AssetKey(["warehouse", "player_statistics"])
+    }
+    assert graph.get(AssetKey(["warehouse", "roi_by_stake_usd"])).parent_keys == {
+        AssetKey(["warehouse", "player_results_usd"]),
+        AssetKey(["warehouse", "stake_buckets"]),
+    }
     schema = graph.get(AssetKey(["warehouse", "tournaments"])).metadata["dagster/column_schema"]
     assert {"network", "tournament_id", "snapshot_date"} <= {column.name for column in schema.columns}
     nightly = defs.resolve_job_def("nightly")
@@ -78,7 +89,7 @@ def test_the_schedule_asks_for_the_night_that_has_just_ended() -> None:
 
 
 def test_a_run_builds_its_resource_once_in_one_process() -> None:
-    for name in ("hands", "rebuild"):
+    for name in ("hands", "rebuild", "models"):
         assert defs.resolve_job_def(name).executor_def.name == "in_process", name
     # The nightly job runs in-process unless run config asks for multiprocess (tests/test_executors.py).
     nightly = defs.resolve_job_def("nightly")
@@ -190,3 +201,37 @@ def test_the_rebuild_job_remakes_a_night_from_raw_without_a_request(sandbox, tmp
         result = definitions.resolve_job_def("rebuild").execute_in_process(partition_key=NIGHT.isoformat(), instance=instance)
     assert result.success
     assert sorted(map(repr, lake.read_table("player_statistics", NIGHT).to_pylist())) == before and before  # rows, in any order
+
+
+def test_a_night_then_its_models_built_below_the_tables_with_the_dbt_tests_as_checks(sandbox, tmp_path: Path) -> None:
+    """The sensor asks for the models after a night (not after one whose runner builds them
+    itself); the models job builds every model and runs every dbt test as an asset check."""
+    from dagster import RunRequest, SkipReason, build_run_status_sensor_context
+
+    from pipelines.definitions import BUILT_BY_RUN, MODELS_TAG, build_definitions
+
+    sandbox.world.set_today(NIGHT)
+    resource = TourneylakeResource(base_url=sandbox.base_url, data_dir=str(tmp_path), watchlist=str(REPO / "watchlist.yaml"))
+    definitions = build_definitions(resource, "0 3 * * *")
+    sensor = definitions.resolve_sensor_def("models_after_nightly")
+    with DagsterInstance.ephemeral() as instance:
+        nightly = definitions.resolve_job_def("nightly")
+        asks = {}
+        for tags in ({}, {MODELS_TAG: BUILT_BY_RUN}):
+            night = nightly.execute_in_process(partition_key=NIGHT.isoformat(), instance=instance, tags=tags)
+            context = build_run_status_sensor_context(
+                sensor_name=sensor.name,
+                dagster_instance=instance,
+                dagster_run=night.dagster_run,
+                dagster_event=night.get_run_success_event(),
+            )
+            asks[bool(tags)] = sensor(context)
+        assert isinstance(asks[False], RunRequest) and isinstance(asks[True], SkipReason)
+        result = definitions.resolve_job_def("models").execute_in_process(instance=instance)
+    assert result.success
+    built = {m.asset_key.to_user_string() for m in result.get_asset_materialization_events() for m in [m.materialization]}
+    assert built == {key.to_user_string() for key in dbt_models.keys}
+    evaluations = {e.asset_check_evaluation_data.check_name: e.asset_check_evaluation_data.passed for e in result.all_events
+                   if e.event_type_value == "ASSET_CHECK_EVALUATION"}  # fmt: skip
+    assert set(evaluations) == {key.name for key in dbt_models.check_keys} and all(evaluations.values())
+    assert "stake_currencies_converted" in evaluations

@@ -20,7 +20,7 @@ from jupyter_client.kernelspec import KernelSpecManager
 from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError
 
-from pipelines.nightly import run_night
+from pipelines.nightly import run_models, run_night
 from tests.helpers import REPO
 from tourneylake.config import Settings
 from tourneylake.sandbox import running_sandbox
@@ -45,7 +45,7 @@ players:
 
 @pytest.fixture(scope="module")
 def data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A warehouse of two sandbox nights."""
+    """A warehouse of two sandbox nights, and its models."""
     root = tmp_path_factory.mktemp("notebook-data")
     watchlist = root / "watchlist.yaml"
     watchlist.write_text(WATCHLIST, encoding="utf-8")
@@ -63,6 +63,8 @@ def data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
         server.world.set_today(NIGHT2)
         second = run_night(settings, NIGHT2)
         assert second.success, second.failure
+        models = run_models(settings)  # the views, once after the last night, as `tourneylake run` does
+        assert models.success, models.failure
     assert (data / "warehouse.duckdb").is_file()
     return data
 

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 from dagster import AssetKey, materialize
 
+from assets.models import dbt_resource
 from assets.resource import TourneylakeResource
 from pipelines.cli import harvest_of
 from pipelines.definitions import assets_for
@@ -172,7 +173,7 @@ def test_three_accounts_share_a_night_each_within_its_own_budget(sandbox, tmp_pa
         assets,
         selection=[AssetKey(["player_summaries", "locked"]), AssetKey("player_summaries")],
         partition_key=NIGHT.isoformat(),
-        resources={"tourneylake": resource},
+        resources={"tourneylake": resource, "dbt": dbt_resource()},
     )
     assert again.success
     assert {name: _drop(sandbox, user, before[name]) for name, user in users.items()} == {

@@ -18,7 +18,7 @@ import duckdb
 import httpx
 import pytest
 
-from pipelines.nightly import run_night
+from pipelines.nightly import run_models, run_night
 from tests.helpers import ledger_rows, player_line
 from tourneylake.config import SANDBOX_USERNAME, Settings
 from tourneylake.lake.lake import Lake
@@ -123,6 +123,7 @@ def test_day_windows_add_up_to_the_truth(sandbox, tmp_path: Path) -> None:
         sandbox.world.set_today(day)
         report = run_night(settings, day)
         assert report.success, report.failure
+    assert run_models(settings).success
     sandbox.world.set_today(days[-1])
     con = duckdb.connect(str(settings.warehouse_path), read_only=True)
     try:

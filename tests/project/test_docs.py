@@ -1,14 +1,19 @@
-"""docs/tables.md is exactly what docs/generate.py produces now, and documents every table and
-view the warehouse DDL creates, with every column."""
+"""docs/tables.md and sql/models/sources.yml are exactly what docs/generate.py produces now:
+every table the warehouse DDL creates and every dbt model, with every column, documented; the
+dbt sources are the catalogue's tables."""
 
 from __future__ import annotations
 
 import importlib.util
+import json
 import re
 
 import pytest
+import yaml
 
 from tests.helpers import REPO
+from tourneylake.schemas import TABLES
+from tourneylake.tables.models import SOURCES, ensure_manifest, sources_yaml
 from tourneylake.tables.warehouse import Warehouse
 
 DOCS = REPO / "docs"
@@ -42,7 +47,7 @@ def _documented(markdown: str) -> dict[str, set[str]]:
 
 @pytest.fixture(scope="module")
 def catalog(tmp_path_factory: pytest.TempPathFactory) -> dict[tuple[str, str], set[str]]:
-    """{(name, 'BASE TABLE' | 'VIEW'): columns} of a fresh warehouse."""
+    """{(name, 'BASE TABLE'): columns} of a fresh warehouse (the views are dbt's: see the manifest)."""
     path = tmp_path_factory.mktemp("docs") / "warehouse.duckdb"
     with Warehouse(path) as warehouse:
         warehouse.apply_schema()
@@ -70,13 +75,34 @@ def test_every_table_and_column_is_documented(catalog):
         assert not columns - documented[name], f"{name}: undocumented columns {sorted(columns - documented[name])}"
 
 
-def test_every_view_and_column_is_documented(catalog):
+def test_sources_yml_is_generated_from_the_catalogue_and_current():
+    committed = SOURCES.read_text(encoding="utf-8")
+    assert committed == sources_yaml(), "sql/models/sources.yml is out of date: run .venv/bin/python -m docs.generate"
+    declared = yaml.safe_load(committed)["sources"][0]["tables"]
+    assert {t["name"]: [c["name"] for c in t["columns"]] for t in declared} == {
+        name: [c for c, _, _ in spec.columns] for name, spec in TABLES.items()
+    }
+
+
+def test_every_model_and_column_is_documented():
+    """Every model of the manifest has a section with every column (the contract's, so the
+    built view's) and a meaning; no section documents a model that is gone."""
     documented = _documented((DOCS / "tables.md").read_text(encoding="utf-8"))
-    views = {name: columns for (name, kind), columns in catalog.items() if kind == "VIEW"}
-    assert {"latest_player_statistics", "player_statistics_over_time", "player_results_usd", "roi_by_stake_usd"} <= set(views)
-    for name, columns in sorted(views.items()):
-        assert name in documented, f"view {name} is not in docs/tables.md"
-        assert columns == documented[name], f"{name}: docs list {sorted(documented[name] ^ columns)} wrongly"
+    manifest = json.loads(ensure_manifest().read_text(encoding="utf-8"))
+    models = {
+        node["name"]: node
+        for node in manifest["nodes"].values()
+        if node["resource_type"] == "model" and node["package_name"] == "tourneylake"
+    }
+    assert {"latest_player_statistics", "player_statistics_over_time", "player_results_usd", "roi_by_stake_usd"} <= set(models)
+    for name, node in sorted(models.items()):
+        assert node["config"]["contract"]["enforced"], f"{name}: its columns and types are not a contract"
+        assert node["description"].strip(), f"model {name} has no description"
+        assert name in documented, f"model {name} is not in docs/tables.md"
+        assert set(node["columns"]) == documented[name], (
+            f"{name}: docs list {sorted(documented[name] ^ set(node['columns']))} wrongly"
+        )
+    assert set(documented) == set(models) | set(TABLES)
 
 
 def test_conventions_are_explained():

@@ -2,9 +2,9 @@
 
 Each table is declared once, in the table catalogue (``tourneylake/schemas.py``): its
 DDL and its idempotent load are rendered here from the catalogue and the statement templates of
-``sql/tables.sql``; the views (``sql/views.sql``) and checks (``sql/checks/*.sql``) are plain SQL.
-Only identifiers from the catalogue are substituted into templates (checked, then quoted); every
-value is a bound parameter.
+``sql/tables.sql``. Only identifiers from the catalogue are substituted into templates (checked,
+then quoted); every value is a bound parameter. The views over the tables are the dbt models of
+``sql/`` (:mod:`tourneylake.tables.models` builds them).
 
 Loading (:meth:`Warehouse.load_night`) reads each table's Parquet parts for the night with
 ``read_parquet(..., hive_partitioning = true)`` straight into the target, inside one
@@ -53,7 +53,7 @@ from tourneylake.tables.normalize.summary import SUMMARY_TABLES
 
 __all__ = ["LOAD_ORDER", "Warehouse", "WarehouseError", "sql_dir", "table_ddl"]
 
-# Reference data first (views and checks read them), then facts.
+# Reference data first (the models read them), then facts.
 LOAD_ORDER: tuple[str, ...] = (
     "currencies",
     "networks",
@@ -158,15 +158,6 @@ def _loads(table: str) -> dict[str, str]:
     return {role: _render(template, spec) for role, template in templates[spec.load].items()}
 
 
-@cache
-def _plain_sql(root: str) -> dict[str, Any]:
-    folder = Path(root)
-    return {
-        "views": (folder / "views.sql").read_text(),
-        "checks": {p.stem: p.read_text() for p in sorted((folder / "checks").glob("*.sql"))},
-    }
-
-
 # A night's load keeps its memory flat as the watchlist grows: DuckDB spills what passes the limit
 # to `<warehouse>.tmp`, and may write rows in any order (queries order them). Reset after the
 # load: queries keep DuckDB's defaults.
@@ -181,8 +172,7 @@ def _interrupted(exc: BaseException) -> bool:
 
 
 class Warehouse:
-    """One DuckDB file. Opening it read-write creates missing tables and columns and (re)creates
-    the views (idempotent)."""
+    """One DuckDB file. Opening it read-write creates missing tables and columns (idempotent)."""
 
     def __init__(self, path: str | os.PathLike[str], *, read_only: bool = False) -> None:
         self.path = Path(path)
@@ -201,7 +191,6 @@ class Warehouse:
             ) from None
         self.connection.execute("SET TimeZone = 'UTC'")
         self._registered: set[str] = set()
-        self._sql = _plain_sql(str(sql_dir()))
         if not read_only:
             self.apply_schema()
 
@@ -216,7 +205,7 @@ class Warehouse:
 
     # ------------------------------------------------------------------ schema
     def apply_schema(self) -> None:
-        """Create missing tables and columns, and (re)create the views."""
+        """Create missing tables and columns."""
         con = self.connection
         existing: dict[str, set[str]] = {}
         for table, column in con.execute("SELECT table_name, column_name FROM information_schema.columns").fetchall():
@@ -229,7 +218,6 @@ class Warehouse:
             for column, dtype, _ in spec.columns:
                 if column not in existing[name]:
                     con.execute(_render("add_column", spec, column=_column_ddl(column, dtype).replace(" NOT NULL", "")))
-        con.execute(self._sql["views"])
 
     # ------------------------------------------------------------------ loading
     def load_night(self, lake: Lake, snapshot_date: date | str, tables: Sequence[str] | None = None) -> dict[str, int]:
@@ -325,13 +313,9 @@ class Warehouse:
         columns = self.connection.execute(templates["relation_columns"].template, {"name": relation}).fetchall()
         return rows, [(str(name), str(kind)) for name, kind in columns]
 
-    def check(self, name: str, params: Mapping[str, Any] | None = None) -> int:
-        """Run ``sql/checks/<name>.sql``; its first value (violations, by convention)."""
-        try:
-            statement = self._sql["checks"][name]
-        except KeyError:
-            raise WarehouseError(f"no such check: {name!r} (sql/checks/*.sql)") from None
-        return _rows(self.connection.execute(statement, dict(params) if params else None))
+    def night_rows(self, table: str, snapshot_date: date | str) -> int:
+        """Rows ``table`` holds for the night (the load's check: as many as the lake gave)."""
+        return _rows(self.connection.execute(_render("night_rows", TABLES[table]), {"snapshot_date": snapshot_date}))
 
     def query(
         self,

@@ -171,7 +171,7 @@ def _check_values(raws: list[dict[str, Any]], where: str) -> None:
     """Every attribute and text of these raw elements is a value. One pass over the types in C
     first (a summary keeps ~350 of them); the element and attribute are looked for only when
     an object or a list is among them (it may still be a child element, which is allowed)."""
-    if _CONTAINERS.isdisjoint(map(type, chain.from_iterable(map(dict.values, raws)))):
+    if _CONTAINERS.isdisjoint(map(type, chain.from_iterable(map(dict.values, raws)))):  # type: ignore[arg-type]  # map(type, …)
         return
     for index, raw in enumerate(raws):
         _check_attributes(raw, f"{where}[{index}]")
@@ -198,7 +198,7 @@ def _check_tournaments(tournaments: list[Any]) -> None:
     expected = sum(1 for e in entries if type(e) is dict or type(e) is list)
     flat = [e for t in kept for e in _entries(t) if type(e) is dict]
     if types.count(dict) + types.count(list) == expected and _CONTAINERS.isdisjoint(
-        map(type, chain.from_iterable(map(dict.values, flat)))
+        map(type, chain.from_iterable(map(dict.values, flat)))  # type: ignore[arg-type]  # map(type, …)
     ):
         return
     for index, t in enumerate(tournaments):

@@ -1,4 +1,5 @@
--- Views answering the questions users ask. Applied by tourneylake.tables.warehouse (CREATE OR REPLACE).
+-- The views as sql/views.sql held them before they became dbt models (sql/models/views/): kept
+-- for tests/tables/test_models.py, which proves the models give the same rows (EXCEPT ALL both ways).
 
 -- The latest value of every statistic per player and filter (filter_name '' = unfiltered).
 CREATE OR REPLACE VIEW latest_player_statistics AS

@@ -1,4 +1,0 @@
--- Every stake is converted to USD or flagged as lacking a rate: never silently NULL.
-SELECT count(*) AS unconverted
-FROM tournaments
-WHERE stake IS NOT NULL AND stake_usd IS NULL AND NOT coalesce(usd_rate_missing, false);

@@ -1,0 +1,33 @@
+{#- The coaches' measures over a group of `player_entries` rows (the formulas are in the models'
+    docs, docs/tables.md). Used by every model that aggregates entries, so each is defined once. -#}
+{% macro entry_metrics() -%}
+    count(*) AS entries,
+    count(buy_in_usd) AS entries_in_usd,
+    count(*) FILTER (WHERE buy_in_usd IS NULL) AS entries_without_rate,
+    sum(buy_in_usd) AS buy_ins_usd,
+    sum(buy_in_usd) / nullif(count(buy_in_usd), 0) AS abi_usd,
+    sum(prize_usd) AS prizes_usd,
+    sum(profit_usd) AS profit_usd,
+    100 * sum(profit_usd) / nullif(sum(buy_in_usd), 0) AS total_roi_pct,
+    count(roi_pct) AS paid_entries,
+    avg(roi_pct) AS avg_roi_pct,
+    stddev_samp(roi_pct) AS roi_sd_pct,
+    stddev_samp(roi_pct) / sqrt(count(roi_pct)) AS roi_se_pct,
+    avg(roi_pct) - 1.96 * stddev_samp(roi_pct) / sqrt(count(roi_pct)) AS roi_ci_low_pct,
+    avg(roi_pct) + 1.96 * stddev_samp(roi_pct) / sqrt(count(roi_pct)) AS roi_ci_high_pct,
+    count(roi_pct) < {{ var('roi_min_sample') }} AS roi_sample_too_small,
+    count(*) FILTER (WHERE cashed) AS cashes,
+    100 * count(*) FILTER (WHERE cashed) / count(*) AS itm_pct,
+    count(*) FILTER (WHERE won) AS wins,
+    count(*) FILTER (WHERE final_table) AS final_tables,
+    count(*) FILTER (WHERE top_10pct) AS top_10pct_finishes,
+    count(*) FILTER (WHERE finish = 'won') AS finish_won,
+    count(*) FILTER (WHERE finish = 'final_table') AS finish_final_table,
+    count(*) FILTER (WHERE finish = 'top_10pct') AS finish_top_10pct,
+    count(*) FILTER (WHERE finish = 'cashed') AS finish_cashed,
+    count(*) FILTER (WHERE finish = 'out') AS finish_out,
+    avg(field_beaten_pct) AS field_beaten_pct,
+    avg(total_entrants) AS avg_field_size,
+    count(DISTINCT day) AS active_days,
+    count(*) / count(DISTINCT day) AS entries_per_active_day
+{%- endmacro %}

@@ -1,0 +1,27 @@
+-- The served statistics that moved since the previous night they were harvested, per player and
+-- filter and night, ranked by how much they moved (relative change first).
+WITH moved AS (
+    SELECT
+        snapshot_date,
+        previous_snapshot_date,
+        network,
+        player,
+        filter_name,
+        statistic,
+        type,
+        value_number,
+        value_number - change AS previous_value_number,
+        change,
+        change_usd,
+        100 * change / nullif(abs(value_number - change), 0) AS change_pct
+    FROM {{ ref('player_statistics_over_time') }}
+    WHERE change IS NOT NULL AND change <> 0
+)
+SELECT
+    *,
+    snapshot_date - previous_snapshot_date AS nights_apart,
+    row_number() OVER (
+        PARTITION BY snapshot_date, network, player, filter_name
+        ORDER BY abs(change_pct) DESC NULLS LAST, abs(change) DESC, statistic
+    ) AS mover_rank
+FROM moved

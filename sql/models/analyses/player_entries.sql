@@ -1,0 +1,57 @@
+-- One row per entry (a tournament a watched player played), with what the analyses group and
+-- measure: its UTC day, ISO week and month, buy-in bucket and speed, its ROI and how it finished.
+WITH speeds AS (  -- the Type options metadata classes as Speed (T Turbo, ST Super Turbo, ...)
+    SELECT option_id, name
+    FROM {{ source('warehouse', 'filter_options') }}
+    WHERE constraint_id = 'Type' AND type = 'Speed'
+),
+entries AS (
+    SELECT
+        r.*,
+        t.players_per_table,
+        (r.started_at AT TIME ZONE 'UTC')::DATE AS day,
+        coalesce(r.prize_usd, 0.0) AS prize_usd_or_0,
+        coalesce(
+            (SELECT arg_min(s.name, s.option_id) FROM speeds AS s WHERE list_contains(r.flags, s.option_id)), 'Normal'
+        ) AS speed,
+        greatest(ceil(r.total_entrants * 0.1), 1) AS top_10pct_positions
+    FROM {{ ref('player_results_usd') }} AS r
+    LEFT JOIN {{ source('warehouse', 'tournaments') }} AS t USING (network, tournament_id)
+)
+SELECT
+    network,
+    player,
+    tournament_id,
+    tournament_name,
+    started_at,
+    day,
+    date_trunc('week', day)::DATE AS week,
+    date_trunc('month', day)::DATE AS month,
+    game,
+    game_class,
+    structure,
+    speed,
+    flags,
+    total_entrants,
+    position,
+    currency,
+    buy_in_usd,
+    CASE WHEN buy_in_usd IS NULL THEN NULL ELSE prize_usd_or_0 END AS prize_usd,
+    profit_usd,
+    100 * profit_usd / nullif(buy_in_usd, 0) AS roi_pct,
+    {{ stake_bucket('buy_in_usd') }} AS stake_bucket,
+    coalesce(cashed, false) AS cashed,
+    coalesce(position = 1, false) AS won,
+    coalesce(position <= coalesce(players_per_table, 9), false) AS final_table,
+    coalesce(position <= top_10pct_positions, false) AS top_10pct,
+    CASE
+        WHEN position = 1 THEN 'won'
+        WHEN position <= coalesce(players_per_table, 9) THEN 'final_table'
+        WHEN position <= top_10pct_positions THEN 'top_10pct'
+        WHEN cashed THEN 'cashed'
+        ELSE 'out'
+    END AS finish,
+    100.0 * (total_entrants - position) / nullif(total_entrants - 1, 0) AS field_beaten_pct,
+    usd_rate_missing,
+    snapshot_date
+FROM entries

@@ -1,0 +1,371 @@
+"""The analyses coaches use, against values computed by hand on a small fixed warehouse: a few
+tournaments and entries written row by row into a real DuckDB file, one real ``dbt build``.
+
+The rows (USD unless said; buy-in = stake + rake, profit = prize − buy-in):
+
+    tournament  start (UTC)        buy-in         entrants  seats  flags
+    T1          Mon 2026-03-02     10 + 1 = 11    100       9      T (Turbo)
+    T2          Tue 2026-03-03 23:30  20 + 2 = 22  50        9      -
+    T3          Tue 2026-03-10     5 + 0.5 = 5.5  10        6      ST (Super Turbo)
+    T4          Wed 2026-04-01     0 (freeroll)   200       9      -
+    T5          Thu 2026-03-05     3 XXX (no USD rate)  20  9      -
+
+    alice: T1 1st (prize 300), T2 30th, T3 2nd (prize 15), T4 150th, T5 5th (prize 10 XXX)
+    bob:   T1 8th (prize 20), T2 5th (prize 44)
+    carol: T1 50th
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from datetime import UTC, date, datetime
+from pathlib import Path
+
+import duckdb
+import pyarrow as pa
+import pytest
+
+from tourneylake.tables.models import ModelsBuild, build_models
+from tourneylake.tables.warehouse import Warehouse
+
+pytestmark = pytest.mark.xdist_group("models")
+
+NET = "TestNet"
+NIGHT1, NIGHT2 = date(2026, 3, 10), date(2026, 3, 11)
+TOURNAMENTS = {  # id: (start, currency, stake, rake, usd_rate, entrants, seats, flags, class, structure)
+    "T1": (datetime(2026, 3, 2, 10, tzinfo=UTC), "USD", 10.0, 1.0, 1.0, 100, 9, ["T"], "sng", "NL"),
+    "T2": (datetime(2026, 3, 3, 23, 30, tzinfo=UTC), "USD", 20.0, 2.0, 1.0, 50, 9, [], "scheduled", "PL"),
+    "T3": (datetime(2026, 3, 10, 12, tzinfo=UTC), "USD", 5.0, 0.5, 1.0, 10, 6, ["ST"], "sng", "NL"),
+    "T4": (datetime(2026, 4, 1, 18, tzinfo=UTC), "USD", 0.0, 0.0, 1.0, 200, 9, [], "scheduled", "NL"),
+    "T5": (datetime(2026, 3, 5, 9, tzinfo=UTC), "XXX", 3.0, 0.0, None, 20, 9, [], "sng", "NL"),
+}
+ENTRIES = [  # (player, tournament, position, prize or None)
+    ("alice", "T1", 1, 300.0),
+    ("alice", "T2", 30, None),
+    ("alice", "T3", 2, 15.0),
+    ("alice", "T4", 150, None),
+    ("alice", "T5", 5, 10.0),
+    ("bob", "T1", 8, 20.0),
+    ("bob", "T2", 5, 44.0),
+    ("carol", "T1", 50, None),
+]
+MIN_ENTRIES = 2  # the leaderboard's minimum, passed as a dbt var (the default is 10)
+
+
+def _usd(amount: float | None, rate: float | None) -> float | None:
+    return None if amount is None or rate is None else amount / rate
+
+
+def _tournament_rows() -> list[dict]:
+    rows = []
+    for tid, (start, currency, stake, rake, rate, entrants, seats, flags, klass, structure) in TOURNAMENTS.items():
+        rows.append(
+            dict(snapshot_date=NIGHT1, network=NET, tournament_id=tid, name=f"Tournament {tid}", started_at=start,
+                 currency=currency, stake=stake, rake=rake, buy_in=stake + rake, stake_usd=_usd(stake, rate),
+                 rake_usd=_usd(rake, rate), buy_in_usd=_usd(stake + rake, rate), total_entrants=entrants,
+                 players_per_table=seats, flags=flags, game="H", game_class=klass, structure=structure,
+                 usd_rate=rate, usd_rate_missing=rate is None)
+        )  # fmt: skip
+    return rows
+
+
+def _entry_rows() -> list[dict]:
+    rows = []
+    for player, tid, position, prize in ENTRIES:
+        _, currency, stake, rake, rate, *_ = TOURNAMENTS[tid]
+        profit = (prize or 0.0) - stake - rake
+        rows.append(
+            dict(snapshot_date=NIGHT1, network=NET, tournament_id=tid, player=player, position=position,
+                 cashed=bool(prize), prize=prize, prize_usd=_usd(prize, rate), currency=currency, stake=stake,
+                 rake=rake, profit=profit, profit_usd=_usd(profit, rate), usd_rate=rate, usd_rate_missing=rate is None)
+        )  # fmt: skip
+    return rows
+
+
+def _epoch(day: date, end: bool = False) -> int:
+    return int(datetime(day.year, day.month, day.day, tzinfo=UTC).timestamp()) + (86399 if end else 0)
+
+
+def _snapshot_rows() -> list[dict]:
+    """Summaries: alice and bob on two nights (for movers); day windows for computed-vs-served."""
+    rows = [
+        dict(snapshot_date=night, network=NET, player=player, filter_name="", filter_window="as_of", anchored=True,
+             filter_sent=f"Date:1167609600~{_epoch(night, end=True)}", found=True, tournament_count=30)
+        for night in (NIGHT1, NIGHT2) for player in ("alice", "bob")
+    ]  # fmt: skip
+    for player, day, listed in (("alice", date(2026, 3, 3), 1), ("bob", date(2026, 3, 3), 1), ("carol", date(2026, 3, 2), 2)):
+        sent = f"Date:{_epoch(day)}~{_epoch(day, end=True)}"
+        rows.append(dict(snapshot_date=NIGHT1, network=NET, player=player, filter_name="daily", filter_window="day",
+                         anchored=True, filter_sent=sent, found=True, tournament_count=listed))  # fmt: skip
+    rows.append(dict(snapshot_date=NIGHT2, network=NET, player="alice", filter_name="daily", filter_window="day", anchored=True,
+                     filter_sent=f"Date:{_epoch(NIGHT2)}~{_epoch(NIGHT2, end=True)}", found=True, tournament_count=3))  # fmt: skip
+    rows.append(dict(snapshot_date=NIGHT1, network=NET, player="alice", filter_name="sng", filter_window="day",
+                     anchored=True, filter_sent=f"Class:SNG;Date:{_epoch(date(2026, 3, 2))}~{_epoch(date(2026, 3, 2), end=True)}",
+                     found=True, tournament_count=1))  # fmt: skip
+    return rows
+
+
+def _statistic_rows() -> list[dict]:
+    values = {  # (night, player, filter): {statistic: value}
+        (NIGHT1, "alice", ""): {"AvROI": 10.0, "Count": 100.0, "Profit": 0.0, "ITM": 20.0},
+        (NIGHT2, "alice", ""): {"AvROI": 15.0, "Count": 101.0, "Profit": 5.0, "ITM": 20.0},
+        (NIGHT1, "alice", "daily"): {
+            "Count": 1.0,
+            "TotalROI": -100.0,
+            "AvROI": -100.0,
+            "ITM": 0.0,
+            "Profit": -22.0,
+            "Stake": 20.0,
+            "Rake": 2.0,
+        },
+        (NIGHT2, "alice", "daily"): {"Count": 3.0, "Profit": 30.0, "Stake": 15.0, "Rake": 1.5},
+        (NIGHT1, "bob", "daily"): {"Count": 1.0, "TotalROI": 100.0, "AvROI": 100.0, "ITM": 100.0},
+        (NIGHT1, "carol", "daily"): {"Count": 2.0, "TotalROI": -100.0, "AvROI": -100.0, "ITM": 0.0},  # one entry in the lake
+        (NIGHT1, "alice", "sng"): {"Count": 7.0, "TotalROI": 1.0, "AvROI": 1.0, "ITM": 1.0},  # Class: not comparable
+    }
+    return [
+        dict(snapshot_date=night, network=NET, player=player, filter_name=name, statistic=statistic,
+             value=str(value), value_number=value, authorized=True,
+             value_usd=value if statistic in ("Profit", "Stake", "Rake") else None)
+        for (night, player, name), stats in values.items() for statistic, value in stats.items()
+    ]  # fmt: skip
+
+
+LEDGER = [  # (night, account, resource, player, filter, attempt, cost, outcome)
+    (NIGHT1, None, "player_summary", "alice", "", 1, 1, "ok"),
+    (NIGHT1, None, "player_summary", "bob", "", 1, 0, "transport_error"),
+    (NIGHT1, None, "player_summary", "bob", "", 2, 1, "ok"),
+    (NIGHT1, None, "nlq", None, "", 1, 1, "ok"),
+    (NIGHT1, None, "unattributed", None, "", 0, 2, "reconciled"),
+    (NIGHT2, "main", "player_summary", "alice", "", 1, 1, "ok"),
+]
+
+
+def _ledger_rows() -> list[dict]:
+    return [
+        dict(snapshot_date=night, called_at=datetime(night.year, night.month, night.day, 3, i, tzinfo=UTC), run_id=f"r{night.day}",
+             resource=resource, network=NET if player else None, player=player, filter_name=name, attempt=attempt,
+             cost=cost, outcome=outcome, account=account)
+        for i, (night, account, resource, player, name, attempt, cost, outcome) in enumerate(LEDGER)
+    ]  # fmt: skip
+
+
+def _insert(con: duckdb.DuckDBPyConnection, table: str, rows: list[dict]) -> None:
+    types = dict(
+        con.execute("SELECT column_name, data_type FROM information_schema.columns WHERE table_name = ?", [table]).fetchall()
+    )
+    batch = pa.Table.from_pylist(rows)  # noqa: F841 (read by DuckDB by name)
+    casts = ", ".join(f'CAST("{name}" AS {types[name]}) AS "{name}"' for name in rows[0])
+    con.execute(f"INSERT INTO {table} BY NAME SELECT {casts} FROM batch")
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, ModelsBuild]:
+    path = tmp_path_factory.mktemp("analyses") / "warehouse.duckdb"
+    with Warehouse(path) as db:
+        con = db.connection
+        _insert(con, "tournaments", _tournament_rows())
+        _insert(con, "tournament_entries", _entry_rows())
+        _insert(con, "player_snapshots", _snapshot_rows())
+        _insert(con, "player_statistics", _statistic_rows())
+        _insert(con, "search_ledger", _ledger_rows())
+        speeds = [("T", "Turbo"), ("ST", "Super Turbo"), ("N", "Normal"), ("D", "Deep Stack")]
+        _insert(
+            con,
+            "filter_options",
+            [dict(snapshot_date=NIGHT1, constraint_id="Type", option_id=o, name=n, type="Speed") for o, n in speeds],
+        )
+    return path, build_models(path, variables={"leaderboard_min_entries": MIN_ENTRIES})
+
+
+@pytest.fixture
+def con(built) -> duckdb.DuckDBPyConnection:
+    """A reader in another time zone: the models' days, weeks and months are UTC whatever the session's."""
+    path, _ = built
+    with duckdb.connect(str(path), read_only=True) as connection:
+        connection.execute("SET TimeZone = 'America/Los_Angeles'")
+        yield connection
+
+
+def _one(con: duckdb.DuckDBPyConnection, sql: str, *params: object) -> dict:
+    cursor = con.execute(sql, list(params))
+    names = [d[0] for d in cursor.description]
+    rows = cursor.fetchall()
+    assert len(rows) == 1, rows
+    return dict(zip(names, rows[0], strict=True))
+
+
+ALICE_ROI = [289 / 11 * 100, -100.0, 9.5 / 5.5 * 100]  # per paid entry (T1, T2, T3); T4 a freeroll, T5 no rate
+
+
+def test_the_build_passes_and_warns_where_the_lake_lacks_an_entry(built) -> None:
+    _, result = built
+    assert result.named("error", "fail", "skipped") == [], result.statuses
+    assert result.named("warn") == ["computed_matches_served"]  # carol's day: served 2 entries, the lake holds 1
+
+
+def test_entries_buy_ins_abi_profit_and_both_rois(con) -> None:
+    alice = _one(con, "SELECT * FROM player_results_by_period WHERE player = 'alice' AND period = 'all'")
+    assert alice["period_start"] is None
+    assert (alice["entries"], alice["entries_in_usd"], alice["entries_without_rate"]) == (5, 4, 1)
+    assert alice["buy_ins_usd"] == pytest.approx(11 + 22 + 5.5 + 0)
+    assert alice["abi_usd"] == pytest.approx(38.5 / 4)
+    assert alice["profit_usd"] == pytest.approx(289 - 22 + 9.5 + 0)
+    assert alice["total_roi_pct"] == pytest.approx(276.5 / 38.5 * 100)  # the ROI of the totals: 718.2
+    assert alice["paid_entries"] == 3
+    assert alice["avg_roi_pct"] == pytest.approx(900.0)  # the mean of the entries' ROIs: (2627.3 − 100 + 172.7) / 3
+    assert alice["avg_roi_pct"] != pytest.approx(alice["total_roi_pct"])
+
+
+def test_the_roi_interval_and_the_small_sample_flag(con) -> None:
+    alice = _one(con, "SELECT * FROM player_results_by_period WHERE player = 'alice' AND period = 'all'")
+    sd = statistics.stdev(ALICE_ROI)  # the sample sd (n − 1)
+    se = sd / math.sqrt(3)
+    assert alice["roi_sd_pct"] == pytest.approx(sd) and alice["roi_se_pct"] == pytest.approx(se)
+    assert alice["roi_ci_low_pct"] == pytest.approx(900 - 1.96 * se)
+    assert alice["roi_ci_high_pct"] == pytest.approx(900 + 1.96 * se)
+    assert alice["roi_sample_too_small"] is True  # 3 paid entries < 30
+    carol = _one(con, "SELECT * FROM player_results_by_period WHERE player = 'carol' AND period = 'all'")
+    assert carol["avg_roi_pct"] == pytest.approx(-100.0) and carol["roi_sd_pct"] is None and carol["roi_ci_low_pct"] is None
+
+
+def test_itm_wins_and_the_finish_distribution(con) -> None:
+    alice = _one(con, "SELECT * FROM player_results_by_period WHERE player = 'alice' AND period = 'all'")
+    assert alice["cashes"] == 3 and alice["itm_pct"] == pytest.approx(60.0)  # T1, T3, T5 (prize > 0) of 5
+    assert alice["wins"] == 1
+    assert alice["final_tables"] == 3  # T1 1st of 9 seats, T3 2nd of 6, T5 5th of 9
+    assert alice["top_10pct_finishes"] == 1  # T1 only (T3: ⌈10 × 0.1⌉ = 1 place)
+    distribution = [alice[f"finish_{k}"] for k in ("won", "final_table", "top_10pct", "cashed", "out")]
+    assert distribution == [1, 2, 0, 0, 2] and sum(distribution) == alice["entries"]
+    beaten = [99 / 99, 20 / 49, 8 / 9, 50 / 199, 15 / 19]
+    assert alice["field_beaten_pct"] == pytest.approx(100 * sum(beaten) / 5)
+    assert alice["active_days"] == 5 and alice["avg_field_size"] == pytest.approx((100 + 50 + 10 + 200 + 20) / 5)
+
+
+def test_periods_are_utc_days_iso_weeks_and_months(con) -> None:
+    day = _one(con, "SELECT day, week, month FROM player_entries WHERE player = 'alice' AND tournament_id = 'T2'")
+    assert day == {"day": date(2026, 3, 3), "week": date(2026, 3, 2), "month": date(2026, 3, 1)}  # 23:30 UTC, read from LA
+    rows = con.execute(
+        "SELECT period, period_start, entries FROM player_results_by_period WHERE player = 'alice' AND period <> 'day' ORDER BY ALL"
+    ).fetchall()
+    assert rows == [
+        ("all", None, 5),
+        ("month", date(2026, 3, 1), 4),
+        ("month", date(2026, 4, 1), 1),
+        ("week", date(2026, 3, 2), 3),  # T1 Mon, T2 Tue, T5 Thu
+        ("week", date(2026, 3, 9), 1),
+        ("week", date(2026, 3, 30), 1),  # Wednesday 1 April: its ISO week starts on Monday 30 March
+    ]
+
+
+def test_the_leaderboard_ranks_only_players_with_the_minimum_entries(con) -> None:
+    rows = con.execute(
+        "SELECT player, entries, qualified, min_entries, rank_by_profit, rank_by_entries FROM leaderboard "
+        "WHERE period = 'all' ORDER BY player"
+    ).fetchall()
+    assert rows == [
+        ("alice", 5, True, MIN_ENTRIES, 1, 1),
+        ("bob", 2, True, MIN_ENTRIES, 2, 2),
+        ("carol", 1, False, MIN_ENTRIES, None, None),
+    ]
+    march = con.execute(
+        "SELECT player, rank_by_roi FROM leaderboard WHERE period = 'month' AND period_start = '2026-03-01' AND qualified ORDER BY player"
+    ).fetchall()
+    # alice in March: (289 − 22 + 9.5) / 38.5 = 718 %; bob: 31 / 33 = 94 %
+    assert march == [("alice", 1), ("bob", 2)]
+
+
+def test_two_players_side_by_side(con) -> None:
+    pair = _one(con, "SELECT * FROM player_comparison WHERE player_a = 'alice' AND player_b = 'bob' AND period = 'all'")
+    bob = [9 / 11 * 100, 22 / 22 * 100]
+    assert (pair["entries_a"], pair["entries_b"]) == (5, 2)
+    assert pair["avg_roi_pct_b"] == pytest.approx(statistics.mean(bob))
+    se = math.sqrt((statistics.stdev(ALICE_ROI) / math.sqrt(3)) ** 2 + (statistics.stdev(bob) / math.sqrt(2)) ** 2)
+    difference = 900 - statistics.mean(bob)
+    assert pair["avg_roi_difference_pct"] == pytest.approx(difference)
+    assert pair["avg_roi_difference_ci_low_pct"] == pytest.approx(difference - 1.96 * se)
+    assert pair["difference_is_clear"] is (difference - 1.96 * se > 0)
+
+
+def test_breakdowns_by_stake_speed_class_and_network(con) -> None:
+    def bucket(dimension: str, name: str, scope: str = "watchlist", player: str | None = None) -> dict:
+        where = "player IS NULL" if player is None else f"player = '{player}'"
+        return _one(
+            con,
+            f"SELECT * FROM player_breakdowns WHERE scope = ? AND dimension = ? AND bucket = ? AND {where}",
+            scope,
+            dimension,
+            name,
+        )
+
+    stake = bucket("stake_bucket", "$11–30")  # T1 (11, three entries) and T2 (22, two)
+    assert stake["entries"] == 5 and stake["profit_usd"] == pytest.approx(289 + 9 - 11 - 22 + 22)
+    assert stake["total_roi_pct"] == pytest.approx(100 * 287 / (3 * 11 + 2 * 22))
+    assert bucket("stake_bucket", "freeroll")["entries"] == 1 and bucket("stake_bucket", "no USD rate")["entries"] == 1
+    assert bucket("speed", "Turbo")["entries"] == 3 and bucket("speed", "Super Turbo")["entries"] == 1
+    assert bucket("speed", "Normal")["entries"] == 4
+    assert bucket("game_class", "sng", "player", "alice")["entries"] == 3
+    assert bucket("network", NET)["entries"] == len(ENTRIES)
+
+
+def test_movers_rank_what_moved_most_since_the_previous_night(con) -> None:
+    rows = con.execute(
+        "SELECT statistic, previous_value_number, change, change_pct, nights_apart, mover_rank FROM movers "
+        "WHERE player = 'alice' AND filter_name = '' AND snapshot_date = ? ORDER BY mover_rank",
+        [NIGHT2],
+    ).fetchall()
+    assert rows == [
+        ("AvROI", 10.0, 5.0, pytest.approx(50.0), 1, 1),
+        ("Count", 100.0, 1.0, pytest.approx(1.0), 1, 2),
+        ("Profit", 0.0, 5.0, None, 1, 3),  # from 0: no relative change, ranked after those that have one
+    ]  # ITM did not move: not a mover
+
+
+def test_the_bill_adds_up_to_the_ledger(con) -> None:
+    ledger = {night: sum(r[6] for r in LEDGER if r[0] == night) for night in (NIGHT1, NIGHT2)}
+    nightly = dict(con.execute("SELECT night, sum(searches)::INTEGER FROM bill_nightly GROUP BY night").fetchall())
+    assert nightly == ledger == {NIGHT1: 5, NIGHT2: 1}
+    summary = _one(con, "SELECT * FROM bill_nightly WHERE night = ? AND resource = 'player_summary'", NIGHT1)
+    assert (summary["attempts"], summary["retries"], summary["failed_attempts"], summary["searches"]) == (3, 1, 1, 2)
+    assert summary["pairs_harvested_that_night"] == 6  # alice, bob unfiltered; three daily windows; alice's sng
+    reconciled = _one(con, "SELECT searches, searches_reconciled FROM bill_nightly WHERE resource = 'unattributed'")
+    assert reconciled == {"searches": 2, "searches_reconciled": 2}
+    by_player = con.execute("SELECT night, account, player, searches FROM bill_by_player ORDER BY ALL").fetchall()
+    assert by_player == [(NIGHT1, "", "alice", 1), (NIGHT1, "", "bob", 1), (NIGHT2, "main", "alice", 1)]
+    monthly = con.execute(
+        "SELECT account, searches, player_searches, players, searches_per_player_month FROM bill_monthly ORDER BY account"
+    ).fetchall()
+    assert monthly == [("", 5, 2, 2, 1.0), ("main", 1, 1, 1, 1.0)]
+    assert sum(m[1] for m in monthly) == sum(r[6] for r in LEDGER)
+
+
+def test_computed_beside_served_for_day_windows(con) -> None:
+    rows = {
+        r[0]: r[1:]
+        for r in con.execute(
+            "SELECT player, served_entries, computed_entries, listed_all, computed_total_roi_pct, served_total_roi_pct, "
+            "computed_itm_pct FROM computed_vs_served WHERE filter_name = 'daily' AND snapshot_date = ?",
+            [NIGHT1],
+        ).fetchall()
+    }
+    assert rows["alice"] == (1, 1, True, pytest.approx(-100.0), -100.0, 0.0)
+    assert rows["bob"] == (1, 1, True, pytest.approx(100.0), 100.0, 100.0)
+    assert rows["carol"][:3] == (2, 1, True)  # the lake lacks one of carol's entries: the test warns
+    assert con.execute("SELECT count(*) FROM computed_vs_served WHERE filter_name = 'sng'").fetchone()[0] == 0
+    alltime = _one(
+        con,
+        "SELECT listed_all, computed_entries FROM computed_vs_served WHERE player = 'alice' AND filter_name = '' AND snapshot_date = ?",
+        NIGHT1,
+    )
+    assert alltime == {"listed_all": False, "computed_entries": 4}  # T4 starts after the night; Count 100 > 30 listed
+
+
+def test_a_day_filters_served_results_add_up_per_period(con) -> None:
+    week = _one(
+        con, "SELECT * FROM filter_results_by_period WHERE player = 'alice' AND filter_name = 'daily' AND period = 'week'"
+    )
+    # nights 10 and 11 March (a Tuesday and a Wednesday): one ISO week
+    assert (week["period_start"], week["days_harvested"], week["entries"]) == (date(2026, 3, 9), 2, 4)
+    assert week["buy_ins_usd"] == pytest.approx(22 + 16.5) and week["profit_usd"] == pytest.approx(-22 + 30)
+    assert week["abi_usd"] == pytest.approx(38.5 / 4) and week["total_roi_pct"] == pytest.approx(100 * 8 / 38.5)
