@@ -430,6 +430,7 @@ class Budget:
         self._reservations: dict[str, deque[Reservation]] = {}
         self._all_in_flight: list[Reservation] = []
         self._stopped: str | None = None
+        self._settles = 0  # settles so far: what a refused caller waits to see move (see `wait_mark`)
         # Once a call was abandoned (timeout, unreadable body) the service may still charge it
         # later, so later readings could include its cost: learning stops for this run.
         self._abandoned = False
@@ -488,6 +489,27 @@ class Budget:
             return f"budget: reserve {self._reserve} reached"
         return None
 
+    def wait_mark(self, resource: str) -> int | None:
+        """When a call of ``resource`` is refused only for want of an exact reading, a mark to
+        pass to :meth:`settled_since`; ``None`` when waiting cannot help (it may go now, or the
+        refusal stands whatever the calls in flight do).
+
+        Calls in flight make the guard's reading ambiguous: an answer's count may already show
+        charges of calls whose answers are not settled yet (they would count twice), and a call in
+        flight may end uncharged (its claim on the cap is released). Once they settle, the reading
+        is the service's latest count, so the caller waits for them and asks again rather than
+        defer a pair while searches are left (they would expire at the quota's reset)."""
+        cost = self._costs.cost(resource)
+        with self._lock:
+            if self._refusal(cost) is None or self._stopped is not None or self._in_flight == 0:
+                return None
+            return self._settles
+
+    def settled_since(self, mark: int) -> bool:
+        """Whether a call settled since :meth:`wait_mark` gave ``mark`` (or metered calls stopped)."""
+        with self._lock:
+            return self._settles != mark or self._stopped is not None
+
     def refusal(self, resource: str) -> str | None:
         """The reason :meth:`try_reserve` would refuse ``resource`` now, or ``None``."""
         cost = self._costs.cost(resource)
@@ -541,6 +563,7 @@ class Budget:
         (a cap is never crossed by calls that timed out and were sent again); its real cost is
         the reconciliation's, and the searches left are the next answer's."""
         with self._lock:
+            self._settles += 1
             queue = self._reservations.get(resource)
             # The call's own claim; without one, the oldest (its clock is the earliest, so what
             # its reading shows is judged conservatively); a claim given but no longer held (settled

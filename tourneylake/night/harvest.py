@@ -606,7 +606,7 @@ class _Fetcher:
         )  # fmt: skip
         # A sink that parses the body itself (the tables worker) needs only its envelope read here.
         try:
-            response = await self.client.send(call, tree=self.sink.needs_tree)
+            response = await self._send(call)
         except BudgetRefused as exc:
             outcome.deferred.append((target, str(exc)))
             return None
@@ -645,12 +645,35 @@ class _Fetcher:
         outcome.fetched += 1
         return None
 
+    async def _send(self, call: calls.Call) -> ApiResponse:
+        """The call's answer. A refusal that the calls in flight make ambiguous (see
+        ``Budget.wait_mark``) waits for one of them to settle and asks again; one that stands
+        is raised (:class:`BudgetRefused`)."""
+        while True:
+            try:
+                return await self.client.send(call, tree=self.sink.needs_tree)
+            except BudgetRefused:
+                mark = self.budget.wait_mark(call.resource)
+                if mark is None or not await _settled(self.budget, mark, self.session.settings.timeout_s + 1):
+                    raise
+
     def _stop_night(self, exc: Exception, where: str) -> None:
         """A failure on our side: no new search starts, and the calls the service is already
         charging for finish (their bodies saved, their rows written); `_fetch` raises it then."""
         if not self.crashed:
             self.crashed.append(exc)
             self.budget.stop(f"stopped: {type(exc).__name__} {where}")
+
+
+async def _settled(budget: Budget, mark: int, within_s: float) -> bool:
+    """Wait until a call settles after ``mark`` (see ``Budget.wait_mark``), at most ``within_s``
+    seconds (a call in flight ends within its timeout); whether one did."""
+    deadline = time.monotonic() + within_s
+    while not budget.settled_since(mark):
+        if time.monotonic() > deadline:
+            return False
+        await asyncio.sleep(0.002)
+    return True
 
 
 async def _fetch(
