@@ -56,6 +56,9 @@ def _harvest_result(settings: Settings, outcome: HarvestOutcome) -> MaterializeR
             "searches_spent": outcome.searches_spent,
             "searches_left": outcome.remaining_searches,
             "searches_reconciled": outcome.reconciled,
+            # Every search left expires at the service's next quota reset (see tourneylake.night.quota_day).
+            "quota_reset_at": outcome.quota.reset_at.isoformat() if outcome.quota else None,
+            "searches_expiring_at_reset": outcome.quota.expiring if outcome.quota else None,
             "deferred": len(outcome.deferred),
             "skipped": len(outcome.skipped),
             "failed": len(outcome.failed),

@@ -167,10 +167,20 @@ def sandbox(
     faults: Annotated[str, typer.Option(help="Fault spec, e.g. '5xx=0.1,drop=0.05,truncate=0.05,parallel=4'.")] = "",
     players: Annotated[int | None, typer.Option(help="Players in the synthetic world.")] = None,
     today: Annotated[str | None, typer.Option(help="The sandbox's date, YYYY-MM-DD (default: today, UTC).")] = None,
+    quota_reset: Annotated[
+        str | None, typer.Option("--quota-reset", help="When every daily quota resets, HH:MM UTC (TOURNEYLAKE_QUOTA_RESET_UTC).")
+    ] = None,
+    free_no_data: Annotated[
+        bool,
+        typer.Option(
+            "--free-no-data", help="Charge nothing for lookups that return no data (unknown player, opted out, network gone)."
+        ),
+    ] = False,
 ) -> None:
     """Serve the sandbox emulator in the foreground (Ctrl-C stops it)."""
-    from tourneylake.sandbox import Faults, serve_forever
+    from tourneylake.sandbox import Costs, Faults, serve_forever
 
+    settings = settings_from(quota_reset_utc=quota_reset)
     with reported():
         kwargs: dict[str, Any] = {
             "host": host,
@@ -178,6 +188,8 @@ def sandbox(
             "seed": seed,
             "latency_ms": latency_ms,
             "faults": Faults.parse(faults),
+            "quota_reset_s": settings.quota_reset_s,
+            "costs": Costs(no_data=0 if free_no_data else 1),
         }
     if players is not None:
         kwargs["players"] = players
@@ -209,6 +221,8 @@ def print_budget(report: Any) -> None:
         f"Run cap: {cap}; spent tonight: {report.spent_tonight}; reserve: {report.reserve}; affordable tonight: {affordable}",
         highlight=False,
     )
+    if report.quota is not None:
+        console.print(report.quota.describe(), highlight=False)
     console.print("Costs: " + ", ".join(f"{name} {cost}" for name, cost in sorted(report.costs.items())), highlight=False)
     for note in report.notes:
         console.print(f"[yellow]note:[/] {note}", highlight=False)

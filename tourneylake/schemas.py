@@ -414,12 +414,19 @@ _SPECS: list[TableSpec] = [
                 "outcome",
                 STR,
                 "`ok`, `service_error`, `transport_error`, `malformed_response` (cut short), `unusable_response` (complete, unreadable), `malformed_call`; for a reconciliation "
-                "`reconciled` (counted at the end of the run) or `reconciled_after_crash` (calls in flight when a run died); `external_spending` (cost 0: another client of the account spent searches during the run)",
+                "`reconciled` (counted at the end of the run) or `reconciled_after_crash` (calls in flight when a run died); `not_charged` (a negative cost: what the rows booked that the service did not count, lookups without data it let off); `external_spending` (cost 0: another client of the account spent searches during the run)",
             ),
             ("error_code", I64, "`Error/@id` when the service refused"),
             ("error", STR, "error text (English), never credentials"),
             ("duration_ms", F64, "wall time of the attempt"),
             ("account", STR, "the account's name (never its secret) when the run named one; NULL otherwise"),
+            (
+                "quota_day",
+                DATE,
+                "the service's quota day the search was paid from (the date of the daily reset that began it, `TOURNEYLAKE_QUOTA_RESET_UTC`): "
+                "`sum(cost)` per `quota_day` is what the service counted that day, per `snapshot_date` what the night's data cost, "
+                "whenever it was fetched (a pair owed to an earlier night is booked to that night)",
+            ),
         ),
     ),
 ]

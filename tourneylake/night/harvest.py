@@ -36,6 +36,7 @@ from tourneylake.lake.raw import UNUSABLE
 from tourneylake.night.budget import Budget, Known, Limits, Plan, Target, plan_night
 from tourneylake.night.metering import left_in_run
 from tourneylake.night.progress import Tracker
+from tourneylake.night.quota_day import QuotaDay
 from tourneylake.night.session import Session
 from tourneylake.night.watchlist import Watchlist
 from tourneylake.tables.night_tables import (
@@ -173,6 +174,7 @@ class HarvestOutcome:
     rows: dict[str, int] = field(default_factory=dict)
     stopped_reason: str | None = None
     concurrency: int | None = None  # requests in flight the client settled at (see AdaptiveLimit)
+    quota: QuotaDay | None = None  # the quota day's next reset, and the searches left that expire at it
 
 
 def target_lines(items: Iterable[tuple[Target, str]]) -> list[str]:
@@ -395,7 +397,13 @@ def _harvest_night(
     outcome.reconciled += sum(session.meter.reconcile_dead_runs(remaining).values())
     # A re-run of a half-finished night may spend only what the first run left of the cap.
     cap = left_in_run(settings.max_searches_per_run, session.meter.spent_on_cap(calls.PLAYER_SUMMARY))
-    budget = Budget(remaining=remaining, max_searches_per_run=cap, reserve=settings.reserve_searches, costs=session.meter.costs)
+    budget = Budget(
+        remaining=remaining,
+        max_searches_per_run=cap,
+        reserve=settings.reserve_searches,
+        costs=session.meter.costs,
+        quota=session.quota_day(remaining),
+    )
     failure: Exception | None = None  # raised once tonight's work is kept
     with (
         _ledger_published(lake, night, keep_tables) as night_failed,
@@ -415,6 +423,7 @@ def _harvest_night(
         _report_rejected(sink, plan, outcome)
         outcome.searches_spent = ledger.spent
         outcome.remaining_searches = budget.remaining
+        outcome.quota = budget.quota_day
         outcome.stopped_reason = budget.stopped_reason
         fatal = next((reason for _, reason in outcome.failed if reason.startswith("credentials:")), None)
         night_failed.append(failure is not None or (fatal is not None and keep_tables))
