@@ -114,7 +114,8 @@ def print_run(report: Any) -> None:
         if players.get("quota_reset_at"):
             reset = datetime.fromisoformat(players["quota_reset_at"])
             console.print(f"next quota reset: {reset:%Y-%m-%d %H:%M} UTC; the searches left expire at it", highlight=False)
-        for key, title in (("deferred_players", "deferred to the next night"), ("skipped_players", "skipped")):
+        deferred = "deferred (owed to this night: `tourneylake drain` spends searches that would expire on them)"
+        for key, title in (("deferred_players", deferred), ("skipped_players", "skipped")):
             listed = players.get(key)
             if listed and listed != "_none_":
                 console.print(f"{title}:", highlight=False)

@@ -223,6 +223,14 @@ def print_budget(report: Any) -> None:
     )
     if report.quota is not None:
         console.print(report.quota.describe(), highlight=False)
+    owed = report.drain
+    if owed is not None and owed.owed:
+        would = min(owed.spendable // max(report.costs.get("player_summary", 1), 1), owed.owed)
+        console.print(
+            f"Backlog: {owed.owed} pair(s) owed to earlier nights; `tourneylake drain` now would fetch {would} "
+            f"(what expires above the reserve, less the {owed.nightly_needs} the next nightly run needs before the reset)",
+            highlight=False,
+        )
     console.print("Costs: " + ", ".join(f"{name} {cost}" for name, cost in sorted(report.costs.items())), highlight=False)
     for note in report.notes:
         console.print(f"[yellow]note:[/] {note}", highlight=False)
@@ -273,6 +281,65 @@ def budget(
     when = parse_night(night)
     for report in call(lambda: budget_reports(settings, when)):  # one per account when the watchlist lists several
         print_budget(report)
+
+
+# ------------------------------------------------------------------------------------- drain
+
+
+def print_drain(outcome: Any) -> None:
+    plan = outcome.plan
+    whose = f" (account {outcome.account})" if outcome.account else ""
+    console.print(f"[bold]Drain{whose}[/]: {plan.quota.describe()}", highlight=False)
+    console.print(
+        f"reserve {plan.quota.reserve}; the next nightly run ({plan.nightly_at:%Y-%m-%d %H:%M} UTC) needs "
+        f"{plan.nightly_needs} before the reset; spendable now: {plan.spendable}",
+        highlight=False,
+    )
+    nights = sorted(outcome.nights.items())
+    console.print(
+        f"owed: {plan.owed} pair(s); fetched {outcome.fetched} with {outcome.searches_spent} search(es) "
+        f"({', '.join(f'{night}: {done.fetched}' for night, done in nights) or 'none'}); still owed: {outcome.still_owed}",
+        highlight=False,
+    )
+    for night, dropped in sorted(plan.dropped.items()):
+        for (network, player, filter_name), why in sorted(dropped.items()):
+            suffix = f" [{filter_name}]" if filter_name else ""
+            console.print(f"dropped from the backlog: {night} {network}/{player}{suffix}: {why}", highlight=False, markup=False)
+    if outcome.failed:
+        console.print(f"[red]failed ({len(outcome.failed)})[/]:")
+        for target, why in outcome.failed:
+            console.print(f"- {target}: {why}", highlight=False, markup=False)
+
+
+@app.command()
+def drain(
+    sandbox: Sandbox = False,
+    data_dir: DataDir = None,
+    watchlist: Annotated[Path | None, typer.Option("--watchlist")] = None,
+    verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
+) -> None:
+    """Spend the searches that expire at the next quota reset on the pairs owed to earlier nights
+    (each into its own night), keeping the reserve and what the next nightly run needs; exit 3 when
+    some pair failed."""
+    from tourneylake.night.drain import drain as drain_backlog
+    from tourneylake.night.drain import load_drained
+    from tourneylake.night.endpoint import connect
+    from tourneylake.night.watchlist import load_watchlist
+
+    setup_logging(verbose)
+    settings = settings_from(sandbox, data_dir=data_dir, watchlist=watchlist)
+    if not settings.watchlist.is_file():
+        raise fail(f"watchlist {settings.watchlist} not found (set --watchlist or TOURNEYLAKE_WATCHLIST)")
+    listed = call(lambda: load_watchlist(settings.watchlist))
+    with reported(), connect(settings) as endpoint:
+        outcomes = drain_backlog(settings, listed, endpoint.base_url)
+        loaded = load_drained(settings, outcomes)
+    for outcome in outcomes:
+        print_drain(outcome)
+    if loaded:
+        console.print(f"warehouse: loaded {', '.join(night.isoformat() for night in loaded)}", highlight=False)
+    if any(outcome.failed for outcome in outcomes):
+        raise fail("drain partial: some pairs failed (listed above); they stay owed", 3)
 
 
 # ------------------------------------------------------------------------------------ filter

@@ -190,3 +190,32 @@ def test_the_rebuild_job_remakes_a_night_from_raw_without_a_request(sandbox, tmp
         result = definitions.resolve_job_def("rebuild").execute_in_process(partition_key=NIGHT.isoformat(), instance=instance)
     assert result.success
     assert sorted(map(repr, lake.read_table("player_statistics", NIGHT).to_pylist())) == before and before  # rows, in any order
+
+
+def test_the_drain_job_spends_expiring_searches_on_the_pairs_owed_and_loads_their_night(sandbox, tmp_path: Path) -> None:
+    """Off by default, before the reset: the drain job fetches what a capped night owed, into
+    that night, and loads it into the warehouse."""
+    from pipelines.definitions import build_definitions
+    from tourneylake.night.harvest import harvest_players
+    from tourneylake.night.session import Session
+    from tourneylake.night.watchlist import load_watchlist
+    from tourneylake.tables.warehouse import Warehouse
+
+    owed_night = date(2026, 11, 19)
+    sandbox.world.set_today(NIGHT)
+    watchlist = str(REPO / "watchlist.yaml")
+    capped = TourneylakeResource(base_url=sandbox.base_url, data_dir=str(tmp_path), watchlist=watchlist, max_searches_per_run=2)
+    nightly = harvest_players(Session.open(capped.settings(), sandbox.base_url, owed_night), load_watchlist(watchlist))
+    assert nightly.fetched == 2 and nightly.deferred
+
+    definitions = build_definitions(
+        TourneylakeResource(base_url=sandbox.base_url, data_dir=str(tmp_path), watchlist=watchlist), "0 3 * * *"
+    )
+    schedule = definitions.resolve_schedule_def("drain_schedule")
+    assert schedule.cron_schedule == "30 7 * * *" and schedule.default_status.value == "STOPPED"
+    with DagsterInstance.ephemeral() as instance:
+        result = definitions.resolve_job_def("drain").execute_in_process(instance=instance)
+    assert result.success
+    with Warehouse(tmp_path / "warehouse.duckdb", read_only=True) as db:
+        rows = db.query("SELECT count(*) AS n FROM player_snapshots WHERE snapshot_date = $1", [owed_night]).to_pylist()
+    assert rows == [{"n": 2 + len(nightly.deferred)}]

@@ -7,12 +7,16 @@ counted on the service's clock (its answers' timestamps), not ours.
 
 from __future__ import annotations
 
+from collections import Counter
 from datetime import UTC, date, datetime
 from pathlib import Path
 
 import pytest
 
-from tests.helpers import player_line, sandbox_settings, write_watchlist
+from tests.helpers import ledger_rows, player_line, sandbox_settings, write_watchlist
+from tourneylake.api.filters import filter_for_night
+from tourneylake.lake.lake import Lake
+from tourneylake.night.drain import drain
 from tourneylake.night.forecast import budget_report
 from tourneylake.night.harvest import harvest_players, refresh_free_resource
 from tourneylake.night.quota_day import next_reset, quota_day_of
@@ -64,3 +68,63 @@ def test_a_harvest_and_the_budget_name_the_next_reset_and_what_expires_at_it(san
     outcome = harvest_players(session, load_watchlist(settings.watchlist))
     assert outcome.fetched == 4 and outcome.quota is not None
     assert outcome.quota.reset_at == at(8) and outcome.quota.expiring == 5 == sandbox.accounts.remaining(FREE.username)
+
+
+# ------------------------------------------------------------------------------ use it or lose it
+
+DRAINER = ("drainer@example.com", "drain-password")
+
+
+def test_searches_that_expire_at_the_reset_are_spent_on_the_backlog_each_pair_in_its_night(make_sandbox, tmp_path: Path) -> None:
+    """03:00: the nightly run for the night before fetches 20 of 100 pairs (its run cap) and owes
+    80. 07:30: 50 searches above the reserve expire at 08:00; the drain spends them on the
+    backlog's first 50 by priority and keeps the reserve. 08:30, after the reset: the drain keeps
+    what the next nightly run needs and harvests the last 30. Every pair is asked once, lands in
+    the night it was owed to, and the ledger is the service's count, per night and per quota day."""
+    server = make_sandbox(seed=17, today=DAY, players=110, time_of_day=3 * 3600, latency_ms=1)
+    server.accounts.add_user(*DRAINER, "subscriber", 200)
+    night = date(2026, 3, 1)
+    roster = server.world.roster(100)
+    priorities = [(i * 37) % 100 + 1 for i in range(100)]  # every rank once, not in file order
+    settings = sandbox_settings(
+        server, tmp_path, username=DRAINER[0], password=DRAINER[1], reserve_searches=10, max_searches_per_run=20, concurrency=3
+    )
+    rank = dict(zip(roster, priorities, strict=True))
+    lines = [player_line(n, p).replace("filters: []}", f"filters: [], priority: {rank[n, p]}}}") for n, p in roster]
+    write_watchlist(settings, "players:\n" + "\n".join(lines) + "\n")
+    watchlist = load_watchlist(settings.watchlist)
+
+    session = Session.open(settings, settings.base_url, night)
+    refresh_free_resource(session, "countries")
+    nightly = harvest_players(session, watchlist)
+    assert nightly.fetched == 20 and len(nightly.deferred) == 80
+
+    server.world.time_of_day = HALF_PAST_SEVEN
+    server.accounts.set_remaining(DRAINER[0], 60)
+    [first] = drain(settings, watchlist, settings.base_url)
+    assert first.plan.quota.reset_at == at(8) and first.plan.nightly_needs == 0 and first.plan.spendable == 50
+    assert first.searches_spent == 50 and server.accounts.remaining(DRAINER[0]) == 10  # the reserve is kept
+    fetched = {(r.network, r.player) for r in server.app.summary_requests}
+    assert sorted(rank[key] for key in fetched) == list(range(1, 71))  # the nightly's 20, then the backlog's first 50
+    assert first.still_owed == 30
+
+    server.world.time_of_day = 8 * 3600 + 1800  # the quota has reset: 200 searches, 190 above the reserve
+    [second] = drain(settings, watchlist, settings.base_url)
+    assert second.plan.nightly_needs == 20  # the nightly at 03:00 falls before the next reset: its cap is kept
+    assert second.searches_spent == 30 and second.still_owed == 0
+    assert server.accounts.remaining(DRAINER[0]) == 170
+
+    requests = [(r.network, r.player, r.filter) for r in server.app.summary_requests]
+    assert len(requests) == len(set(requests)) == 100  # nothing asked twice, all with the owed night's filter
+    assert {sent for *_, sent in requests} == {filter_for_night("", night).sent}
+    lake = Lake(settings.data_dir)
+    assert lake.partitions("player_snapshots") == [night]
+    assert lake.read_partition("player_snapshots", night).num_rows == 100
+    rows = ledger_rows(settings)
+    user = server.accounts.users[DRAINER[0]]
+    assert sum(int(row["cost"]) for row in rows) == user.charged == 100
+    per_day = Counter()
+    for row in rows:
+        per_day[row["quota_day"]] += int(row["cost"])
+    assert per_day == {"2026-03-01": 70, "2026-03-02": 30}  # what each quota day paid
+    assert rows == ledger_rows(settings, night)  # all booked to the night whose data they bought

@@ -19,6 +19,7 @@ from tourneylake.errors import TourneylakeError
 from tourneylake.lake.ledger import Ledger
 from tourneylake.night.accounts import account_settings, share_of
 from tourneylake.night.budget import Target
+from tourneylake.night.drain import DrainPlan, drain_plan
 from tourneylake.night.harvest import plan_tonight, resolve_targets
 from tourneylake.night.metering import left_in_run
 from tourneylake.night.quota_day import QuotaDay
@@ -55,6 +56,7 @@ class BudgetReport:
     notes: list[str] = field(default_factory=list)
     account: str | None = None  # the watchlist account this plan is for (None: the settings' one)
     quota: QuotaDay | None = None  # the next quota reset, and the searches left that expire at it
+    drain: DrainPlan | None = None  # the pairs owed to earlier nights, and what a drain would spend now
 
     def needs_conversion(self, target: Target) -> bool:
         return target.filter_name is not None and target.filter_name in self.unconverted
@@ -142,4 +144,5 @@ def _report(session: Session, remaining: int | None, remaining_note: str | None)
     report.skipped = list(plan.skipped)
     report.unconverted = resolution.unconverted
     report.affordable = plan.affordable
+    report.drain = drain_plan(session, watchlist, remaining)
     return report
