@@ -83,6 +83,7 @@ def harvest_of(report: Any) -> dict[str, Any]:
     merged["quota_reset_at"] = next((meta["quota_reset_at"] for meta in accounts.values() if meta.get("quota_reset_at")), None)
     unusable = report.assets.get("player_summaries", {}).get("unusable", 0)
     merged["failed"] += unusable  # answers paid but unreadable: listed by `tourneylake rebuild`
+    merged["coverage_changes"] = report.assets.get("player_summaries", {}).get("coverage_changes")
     return merged
 
 
@@ -120,6 +121,10 @@ def print_run(report: Any) -> None:
             if listed and listed != "_none_":
                 console.print(f"{title}:", highlight=False)
                 console.print(listed, highlight=False, markup=False)
+        changes = players.get("coverage_changes")
+        if changes and changes != "_none_":
+            console.print("[yellow]coverage changed[/] (what the service no longer shows; earlier nights keep their rows):")
+            console.print(changes, highlight=False, markup=False)
         failed = players.get("failed_pairs") or []
         if failed:
             console.print(f"[red]failed ({len(failed)})[/]:")

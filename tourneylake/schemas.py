@@ -388,6 +388,31 @@ _SPECS: list[TableSpec] = [
     ),
     # ------------------------------------------------------------------ the budget ledger
     TableSpec(
+        "coverage_changes",
+        "What the service stopped (or started) showing since the lake's earlier nights (`tourneylake.tables.coverage`): "
+        "a network gone from (or new in) metadata, a watched player no longer found, statistics no longer (or again) "
+        "authorized (a player who opted out). Earlier nights keep their rows; this says what changed.",
+        "one row per night, subject (network or player pair) and change",
+        "snapshot",
+        ("subject", "network", "player", "filter_name", "change"),
+        (
+            _SNAP,
+            ("subject", STR, "`network` (a metadata change) or `player` (a watched (player, filter) pair)"),
+            ("network", STR, "network (metadata `Network/@name`)"),
+            ("player", STR, "player as watched; `''` for a network"),
+            ("filter_name", STR, "watchlist filter name; `''` unfiltered or for a network"),
+            (
+                "change",
+                STR,
+                "`network_removed`, `network_added`, `player_not_found` (the lake has an earlier snapshot), "
+                "`statistics_withheld` (authorized before, not now: every one when the player opted out), `statistics_restored`",
+            ),
+            ("last_seen", DATE, "the earlier night compared with: the last metadata, or the pair's last snapshot"),
+            ("statistics", pa.list_(STR), "the statistics withheld or restored; NULL for other changes"),
+            ("detail", STR, "the change in a sentence"),
+        ),
+    ),
+    TableSpec(
         "search_ledger",
         "Every metered call attempt, and every charge the service counted that no answer explains (`tourneylake.lake.ledger`). `sum(cost)` per night is the night's bill.",
         "one row per metered call attempt or reconciliation",

@@ -39,7 +39,7 @@ def test_definitions_hold_the_assets_checks_jobs_and_schedule() -> None:
     keys = {key.to_user_string() for key in graph.get_all_asset_keys()}
     tables = {f"warehouse/{name}" for name in LOAD_ORDER} | {f"warehouse/{name}" for name in VIEWS}
     assert keys == {"metadata", "countries", "news", "player_summaries", "warehouse", "hand_analyses"} | tables
-    assert len(LOAD_ORDER) == 16 and len(VIEWS) == 5
+    assert len(LOAD_ORDER) == 17 and len(VIEWS) == 5
     checks = {(c.asset_key.to_user_string(), c.name) for c in graph.asset_check_keys}
     assert {
         ("player_summaries", "budget_respected"),

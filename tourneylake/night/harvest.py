@@ -40,6 +40,7 @@ from tourneylake.night.progress import Tracker
 from tourneylake.night.quota_day import QuotaDay
 from tourneylake.night.session import Session
 from tourneylake.night.watchlist import Watchlist
+from tourneylake.tables.coverage import change_lines, write_coverage_changes
 from tourneylake.tables.night_tables import (
     FREE_RESOURCES,
     UNREADABLE,
@@ -178,6 +179,7 @@ class HarvestOutcome:
     stopped_reason: str | None = None
     concurrency: int | None = None  # requests in flight the client settled at (see AdaptiveLimit)
     quota: QuotaDay | None = None  # the quota day's next reset, and the searches left that expire at it
+    coverage_changes: list[str] = field(default_factory=list)  # what the service stopped showing (see tables.coverage)
 
 
 def target_lines(items: Iterable[tuple[Target, str]]) -> list[str]:
@@ -470,6 +472,8 @@ def _harvest_night(
         outcome.stopped_reason = budget.stopped_reason
         fatal = next((reason for _, reason in outcome.failed if reason.startswith("credentials:")), None)
         night_failed.append(failure is not None or (fatal is not None and keep_tables))
+    if keep_tables and failure is None and fatal is None:  # the night's tables are in: what changed since earlier nights
+        outcome.coverage_changes = change_lines(write_coverage_changes(lake, night))
     if fatal and keep_tables:  # one account among several fails its pairs only
         raise RunFailed(fatal)
     if failure is not None:
