@@ -129,12 +129,12 @@ def build_definitions(
 ) -> Definitions:
     """Everything Dagster loads. ``accounts``: the watchlist's (see :func:`assets_for`);
     ``executor``: the nightly job's, for a deployment beyond one machine (README); ``drain_at``:
-    the drain schedule's cron (the default settings' when not given)."""
+    the drain schedule's cron (the settings' defaults' when not given: no variable is read here)."""
     job = nightly(executor) if executor else nightly_job
     return Definitions(
         assets=assets_for(accounts),
         jobs=[job, hands_job, rebuild, drain],
-        schedules=[nightly_schedule(schedule_cron, job), drain_schedule(drain_at or drain_cron(load_settings()))],
+        schedules=[nightly_schedule(schedule_cron, job), drain_schedule(drain_at or drain_cron(Settings.model_construct()))],
         resources={"tourneylake": resource},
     )
 

@@ -20,6 +20,7 @@ from assets.partitions import SERVICE_POOL, WAREHOUSE_POOL
 from assets.resource import TourneylakeResource
 from pipelines.definitions import build_definitions, watchlist_accounts
 from tourneylake.config import Settings
+from tourneylake.night.drain import drain_cron
 
 log = logging.getLogger(__name__)
 
@@ -87,6 +88,7 @@ def run_night(settings: Settings, night: date, *, sandbox_seed: int = 7) -> RunR
         TourneylakeResource.from_settings(settings, sandbox_seed=sandbox_seed),
         settings.schedule_cron,
         watchlist_accounts(settings),
+        drain_at=drain_cron(settings),
     )
     job = definitions.resolve_job_def("nightly")
     started = time.perf_counter()

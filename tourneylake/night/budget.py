@@ -9,7 +9,9 @@ Pure logic, no HTTP (design §5):
   plans as many calls as the budget affords; the rest is deferred with the reason.
 - :class:`Budget` is the run-time guard shared by concurrent fetchers: a call is made only after
   :meth:`Budget.try_reserve` succeeds, so neither the run cap nor the reserve can be crossed,
-  counting calls still in flight.
+  counting calls still in flight; a refusal those calls make ambiguous says to wait for them
+  (:meth:`Budget.wait_mark`) rather than defer. It knows the account's quota day (the next
+  reset, when the searches left expire) and, for a drain, stops at the reset.
 
 The budget has two bounds, each optional (``None`` = unknown or unlimited):
 

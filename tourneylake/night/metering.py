@@ -69,9 +69,12 @@ def _cost_votes(lake: Lake) -> dict[str, list[int]]:
     return {r: votes for r, votes in document.items() if type(votes) is list}
 
 
-#: Refusals that may still have cost a search: "request not valid" is what a lookup of a network
-#: the service stopped covering gets, which a service charging lookups without data may charge.
-MAYBE_CHARGED_CODES = frozenset({101012})
+def _maybe_charged(code: int | None) -> bool:
+    """Whether a refusal may still have cost a search: one after the lookup was made, which a
+    service charging lookups without data may charge — "request not valid" (what a network it
+    no longer covers gets) and the codes beyond the documented credential, quota and internal
+    ones (1010xx, 1020xx, 0), which are refused before any work."""
+    return code is not None and (code == 101012 or not (code == 0 or 101000 <= code < 103000))
 
 
 def _booked_as(attempt: Attempt) -> str | None:
@@ -324,7 +327,7 @@ class Meter:
             if cost == 0:
                 tally.unbooked_rows[kind] += 1
                 tally.maybe += self.costs.cost(attempt.call.resource)
-        elif kind is None and attempt.error_code in MAYBE_CHARGED_CODES:
+        elif kind is None and _maybe_charged(attempt.error_code):
             self._no_data.setdefault(id(ledger), _NoData()).maybe += self.costs.cost(attempt.call.resource)
 
     def _uncertain_cost(self, resources: Counter[str]) -> int:
