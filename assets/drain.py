@@ -1,8 +1,8 @@
 """Use it or lose it: the ``drain`` job (and its schedule, off by default).
 
 Spends the searches that would expire at the service's quota reset on the pairs owed to earlier
-nights (:mod:`tourneylake.night.drain`: each pair into the night it is owed to, keeping the
-reserve and what the next nightly run needs), then loads the nights it wrote into the warehouse.
+nights (:mod:`tourneylake.night.drain`: each pair into the night it is owed to, above the
+reserve), then loads the nights it wrote into the warehouse.
 Two ops, not assets: they make the owed nights' existing assets again. The first holds the
 service's pool, the second the warehouse's.
 """

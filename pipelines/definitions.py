@@ -88,7 +88,7 @@ def rebuild() -> None:
 @job(
     executor_def=in_process_executor,
     description="Spend the searches that expire at the next quota reset on the pairs owed to earlier nights (each "
-    "into its own night), keeping the reserve and what the next nightly run needs; then load those nights.",
+    "into its own night), above the reserve; then load those nights.",
 )
 def drain() -> None:
     load_drained_nights(drain_backlog())

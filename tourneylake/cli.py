@@ -228,7 +228,7 @@ def print_budget(report: Any) -> None:
         would = min(owed.spendable // max(report.costs.get("player_summary", 1), 1), owed.owed)
         console.print(
             f"Backlog: {owed.owed} pair(s) owed to earlier nights; `tourneylake drain` now would fetch {would} "
-            f"(what expires above the reserve, less the {owed.nightly_needs} the next nightly run needs before the reset)",
+            "(the searches left above the reserve; just before the reset, what would expire)",
             highlight=False,
         )
     console.print("Costs: " + ", ".join(f"{name} {cost}" for name, cost in sorted(report.costs.items())), highlight=False)
@@ -290,11 +290,7 @@ def print_drain(outcome: Any) -> None:
     plan = outcome.plan
     whose = f" (account {outcome.account})" if outcome.account else ""
     console.print(f"[bold]Drain{whose}[/]: {plan.quota.describe()}", highlight=False)
-    console.print(
-        f"reserve {plan.quota.reserve}; the next nightly run ({plan.nightly_at:%Y-%m-%d %H:%M} UTC) needs "
-        f"{plan.nightly_needs} before the reset; spendable now: {plan.spendable}",
-        highlight=False,
-    )
+    console.print(f"reserve kept: {plan.quota.reserve}; spendable now: {plan.spendable}", highlight=False)
     nights = sorted(outcome.nights.items())
     console.print(
         f"owed: {plan.owed} pair(s); fetched {outcome.fetched} with {outcome.searches_spent} search(es) "
@@ -319,8 +315,7 @@ def drain(
     verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
 ) -> None:
     """Spend the searches that expire at the next quota reset on the pairs owed to earlier nights
-    (each into its own night), keeping the reserve and what the next nightly run needs; exit 3 when
-    some pair failed."""
+    (each into its own night): the searches left above the reserve; exit 3 when some pair failed."""
     from tourneylake.night.drain import drain as drain_backlog
     from tourneylake.night.drain import load_drained
     from tourneylake.night.endpoint import connect

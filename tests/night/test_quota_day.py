@@ -78,9 +78,9 @@ DRAINER = ("drainer@example.com", "drain-password")
 def test_searches_that_expire_at_the_reset_are_spent_on_the_backlog_each_pair_in_its_night(make_sandbox, tmp_path: Path) -> None:
     """03:00: the nightly run for the night before fetches 20 of 100 pairs (its run cap) and owes
     80. 07:30: 50 searches above the reserve expire at 08:00; the drain spends them on the
-    backlog's first 50 by priority and keeps the reserve. 08:30, after the reset: the drain keeps
-    what the next nightly run needs and harvests the last 30. Every pair is asked once, lands in
-    the night it was owed to, and the ledger is the service's count, per night and per quota day."""
+    backlog's first 50 by priority and keeps the reserve. 08:30, after the reset: the next drain
+    harvests the last 30. Every pair is asked once, lands in the night it was owed to, and the
+    ledger is the service's count, per night and per quota day."""
     server = make_sandbox(seed=17, today=DAY, players=110, time_of_day=3 * 3600, latency_ms=1)
     server.accounts.add_user(*DRAINER, "subscriber", 200)
     night = date(2026, 3, 1)
@@ -102,7 +102,7 @@ def test_searches_that_expire_at_the_reset_are_spent_on_the_backlog_each_pair_in
     server.world.time_of_day = HALF_PAST_SEVEN
     server.accounts.set_remaining(DRAINER[0], 60)
     [first] = drain(settings, watchlist, settings.base_url)
-    assert first.plan.quota.reset_at == at(8) and first.plan.nightly_needs == 0 and first.plan.spendable == 50
+    assert first.plan.quota.reset_at == at(8) and first.plan.spendable == 50
     assert first.searches_spent == 50 and server.accounts.remaining(DRAINER[0]) == 10  # the reserve is kept
     fetched = {(r.network, r.player) for r in server.app.summary_requests}
     assert sorted(rank[key] for key in fetched) == list(range(1, 71))  # the nightly's 20, then the backlog's first 50
@@ -110,8 +110,7 @@ def test_searches_that_expire_at_the_reset_are_spent_on_the_backlog_each_pair_in
 
     server.world.time_of_day = 8 * 3600 + 1800  # the quota has reset: 200 searches, 190 above the reserve
     [second] = drain(settings, watchlist, settings.base_url)
-    assert second.plan.nightly_needs == 20  # the nightly at 03:00 falls before the next reset: its cap is kept
-    assert second.searches_spent == 30 and second.still_owed == 0
+    assert second.plan.spendable == 190 and second.searches_spent == 30 and second.still_owed == 0
     assert server.accounts.remaining(DRAINER[0]) == 170
 
     requests = [(r.network, r.player, r.filter) for r in server.app.summary_requests]

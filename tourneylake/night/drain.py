@@ -1,10 +1,10 @@
 """Use it or lose it: spend the searches that would expire at the quota reset on the backlog.
 
 Every daily quota resets at ``TOURNEYLAKE_QUOTA_RESET_UTC`` (:mod:`~tourneylake.night.quota_day`),
-and what is left then is lost; a subscriber pays for it either way. :func:`drain` spends only
-what expires: the searches left now, less the reserve, less what the next nightly run still needs
-when its schedule falls before the reset (at 07:30 with the reset at 08:00 and the nightly at
-03:00, that is nothing: the nightly spends the next quota day's). It harvests the pairs owed
+and what is left then is lost; a subscriber pays for it either way. :func:`drain` spends the
+searches left above the configured reserve, which is what it keeps (for whatever runs before the
+reset): run just before the reset (its schedule, after the nightly run of that quota day), that
+is what would expire. It harvests the pairs owed
 (:mod:`~tourneylake.night.backlog`) in the night's priority order across every night owed —
 never fetched first, then the stalest, then priority — each into the night it is owed to, with
 that night's anchored filter, raw answers, tables and ledger rows (:func:`harvest_owed`): a pair
@@ -17,9 +17,8 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass, field
-from datetime import date, datetime, timedelta
+from datetime import date
 
-from tourneylake.api import calls
 from tourneylake.config import Settings
 from tourneylake.night.accounts import account_settings, share_of
 from tourneylake.night.backlog import forget, owed
@@ -29,16 +28,14 @@ from tourneylake.night.harvest import (
     Owed,
     harvest_owed,
     last_harvested,
-    plan_tonight,
     resolve_targets,
 )
-from tourneylake.night.metering import left_in_run
 from tourneylake.night.quota_day import QuotaDay, service_now
 from tourneylake.night.session import Session
 from tourneylake.night.watchlist import Watchlist
 from tourneylake.tables.night_tables import TargetKey, stored_targets, unusable_targets
 
-__all__ = ["DRAIN_MARGIN_S", "DrainOutcome", "DrainPlan", "drain", "drain_cron", "drain_plan", "load_drained", "next_nightly"]
+__all__ = ["DRAIN_MARGIN_S", "DrainOutcome", "DrainPlan", "drain", "drain_cron", "drain_plan", "load_drained"]
 
 log = logging.getLogger(__name__)
 
@@ -52,12 +49,10 @@ PASSES = 3
 
 @dataclass
 class DrainPlan:
-    """What a drain would spend now: the quota day, what the next nightly run needs before the
-    reset, what may be spent, and the backlog in the order it is fetched (night, target)."""
+    """What a drain would spend now: the quota day, what may be spent (above the reserve, not
+    within :data:`DRAIN_MARGIN_S` of the reset), and the backlog in the order it is fetched."""
 
     quota: QuotaDay
-    nightly_at: datetime
-    nightly_needs: int
     spendable: int
     order: list[tuple[date, Target]] = field(default_factory=list)
     dropped: dict[date, dict[TargetKey, str]] = field(default_factory=dict)  # owed, never to be asked: why
@@ -94,38 +89,14 @@ class DrainOutcome:
         return [item for outcome in self.nights.values() for item in outcome.failed]
 
 
-def next_nightly(settings: Settings, now: datetime) -> datetime:
-    """The nightly schedule's next tick after ``now`` (``TOURNEYLAKE_SCHEDULE_CRON``, daily, UTC)."""
-    minute, hour = (int(part) for part in settings.schedule_cron.split()[:2])
-    tick = now.replace(hour=hour, minute=minute, second=0, microsecond=0)
-    return tick if tick > now else tick + timedelta(days=1)
-
-
-def _nightly_needs(session: Session, watchlist: Watchlist, quota: QuotaDay) -> tuple[datetime, date | None, int]:
-    """The next nightly tick, and when it falls before the reset, its night and the searches it
-    still needs (a pair owed to that night is its to fetch)."""
-    tick = next_nightly(session.settings, quota.now)
-    if tick >= quota.reset_at:
-        return tick, None, 0
-    night = tick.date() - timedelta(days=1)  # the schedule takes the night that has just ended
-    tonight = Session(session.settings, session.base_url, night, session.lake, writable=False, account=session.account)
-    resolution = resolve_targets(tonight, watchlist, None, None, convert=False)
-    cap = left_in_run(session.settings.max_searches_per_run, tonight.meter.spent_on_cap(calls.PLAYER_SUMMARY))
-    needs = plan_tonight(tonight, resolution, stored_targets(tonight.lake, night), remaining=None, cap=cap).searches_planned
-    return tick, night, needs
-
-
 def drain_plan(session: Session, watchlist: Watchlist, remaining: int | None) -> DrainPlan:
     """What a drain of ``session``'s account would spend now, with ``remaining`` searches left
     (``None``: unknown, so nothing). Free: it reads the lake and the clock only."""
     quota = session.quota_day(remaining)
-    tick, nightly_night, needs = _nightly_needs(session, watchlist, quota)
-    spendable = 0 if quota.spendable is None or quota.seconds_left <= DRAIN_MARGIN_S else max(quota.spendable - needs, 0)
-    plan = DrainPlan(quota, tick, needs, spendable)
+    spendable = 0 if quota.spendable is None or quota.seconds_left <= DRAIN_MARGIN_S else quota.spendable
+    plan = DrainPlan(quota, spendable)
     ranked: list[tuple[tuple[int, date, int, date, int], date, Target]] = []
     for night, keys in owed(session.lake).items():
-        if night == nightly_night:
-            continue  # the nightly run fetches them (its needs count them)
         candidates, dropped = _owed_targets(session, watchlist, night, keys)
         if dropped:
             plan.dropped[night] = dropped
@@ -206,7 +177,7 @@ def _harvest_chosen(
     """Harvest the chosen pairs night by night (oldest first), each night capped at its pairs'
     cost; returns the searches spent and whether any pair failed."""
     stop_at = time.monotonic() + plan.quota.seconds_left - DRAIN_MARGIN_S
-    reserve = plan.quota.reserve + plan.nightly_needs
+    reserve = plan.quota.reserve
     spent, failed = 0, False
     for night, targets in sorted(chosen.items()):
         conversions = {t.filter_name for t in targets if t.needs_conversion}
