@@ -15,6 +15,7 @@ import pytest
 
 from tests.helpers import ledger_rows, player_line, sandbox_settings, write_watchlist
 from tourneylake.api.filters import filter_for_night
+from tourneylake.config import Settings
 from tourneylake.lake.lake import Lake
 from tourneylake.night.drain import drain
 from tourneylake.night.forecast import budget_report
@@ -127,3 +128,25 @@ def test_searches_that_expire_at_the_reset_are_spent_on_the_backlog_each_pair_in
         per_day[row["quota_day"]] += int(row["cost"])
     assert per_day == {"2026-03-01": 70, "2026-03-02": 30}  # what each quota day paid
     assert rows == ledger_rows(settings, night)  # all booked to the night whose data they bought
+
+
+def test_tourneylake_drain_and_budget_say_what_is_owed_and_what_was_fetched(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from tourneylake.cli import app
+    from tourneylake.night.session import connected
+
+    settings = Settings(data_dir=tmp_path, watchlist=tmp_path / "watchlist.yaml", max_searches_per_run=1)  # the built-in sandbox
+    write_watchlist(
+        settings, "players:\n" + player_line("PokerStars", "Borbas.Geri") + "\n" + player_line("WPN", "Søren K") + "\n"
+    )
+    night = date(2026, 3, 1)
+    with connected(settings, night, writable=True) as session:
+        assert len(harvest_players(session, load_watchlist(settings.watchlist)).deferred) == 1
+    flags = ["--sandbox", "--data-dir", str(tmp_path), "--watchlist", str(settings.watchlist)]
+    budget = CliRunner().invoke(app, ["budget", *flags, "--date", "2026-03-02"])
+    assert budget.exit_code == 0 and "Next quota reset" in budget.output and "Backlog: 1 pair(s) owed" in budget.output
+    drained = CliRunner().invoke(app, ["drain", *flags])
+    assert drained.exit_code == 0, drained.output
+    assert "fetched 1 with 1 search(es) (2026-03-01: 1); still owed: 0" in drained.output
+    assert "warehouse: loaded 2026-03-01" in drained.output

@@ -468,5 +468,8 @@ class Meter:
         else:
             why = f"{unanswered}; the service charged {extra} search(es) the ledger did not show"
         log.warning("%s (night %s)", why, run.night)
-        book.close_dead_run(run, self._reconciliation(run.run_id, extra, RECONCILED_AFTER_CRASH, why, remaining_now))
+        row = self._reconciliation(run.run_id, extra, RECONCILED_AFTER_CRASH, why, remaining_now)
+        if run.started_at is not None:  # charged on the dead run's quota day, not today's
+            row["quota_day"] = quota_day_of(run.started_at, self.settings.quota_reset_s)
+        book.close_dead_run(run, row)
         return extra
