@@ -26,6 +26,7 @@ from assets.report import fails_cleanly, listing, night_of
 from assets.resource import TourneylakeResource
 from tourneylake.config import Settings
 from tourneylake.night.harvest import HarvestOutcome, harvest_account, harvest_players, target_lines
+from tourneylake.tables.coverage import change_lines, write_coverage_changes
 from tourneylake.tables.night_tables import player_tables
 
 
@@ -56,6 +57,9 @@ def _harvest_result(settings: Settings, outcome: HarvestOutcome) -> MaterializeR
             "searches_spent": outcome.searches_spent,
             "searches_left": outcome.remaining_searches,
             "searches_reconciled": outcome.reconciled,
+            # Every search left expires at the service's next quota reset (see tourneylake.night.quota_day).
+            "quota_reset_at": outcome.quota.reset_at.isoformat() if outcome.quota else None,
+            "searches_expiring_at_reset": outcome.quota.expiring if outcome.quota else None,
             "deferred": len(outcome.deferred),
             "skipped": len(outcome.skipped),
             "failed": len(outcome.failed),
@@ -68,6 +72,8 @@ def _harvest_result(settings: Settings, outcome: HarvestOutcome) -> MaterializeR
             # Every failed pair, for the command line to name each one (failures are few).
             "failed_pairs": MetadataValue.json(target_lines(outcome.failed)),
             "filters_not_anchored": listing([f"{name}: {why}" for name, why in outcome.not_anchored.items()]),
+            # What the service stopped (or started) showing since earlier nights (the coverage_changes table).
+            "coverage_changes": listing(outcome.coverage_changes),
         },
         check_results=[
             AssetCheckResult(
@@ -116,9 +122,11 @@ def account_assets(accounts: Sequence[str]) -> list[AssetsDefinition]:
     def player_summaries_of_accounts(context: AssetExecutionContext, tourneylake: TourneylakeResource) -> MaterializeResult:
         unusable: list[str] = []
         rows = player_tables(tourneylake.lake(), night_of(context), unusable)
+        changes = change_lines(write_coverage_changes(tourneylake.lake(), night_of(context)))
         return MaterializeResult(
             metadata={
                 "rows": sum(rows.values()),
+                "coverage_changes": listing(changes),
                 "tables": MetadataValue.json(rows),
                 "unusable": len(unusable),
                 "unusable_answers": listing(unusable),

@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterator
 from contextlib import contextmanager
-from datetime import timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -80,8 +80,10 @@ def harvest_of(report: Any) -> dict[str, Any]:
     merged: dict[str, Any] = {key: sum(meta.get(key) or 0 for meta in accounts.values()) for key in _SUMMED}
     merged["failed_pairs"] = [f"{name}: {line}" for name, meta in accounts.items() for line in meta.get("failed_pairs") or []]
     merged["searches_left_by_account"] = {name: meta.get("searches_left") for name, meta in accounts.items()}
+    merged["quota_reset_at"] = next((meta["quota_reset_at"] for meta in accounts.values() if meta.get("quota_reset_at")), None)
     unusable = report.assets.get("player_summaries", {}).get("unusable", 0)
     merged["failed"] += unusable  # answers paid but unreadable: listed by `tourneylake rebuild`
+    merged["coverage_changes"] = report.assets.get("player_summaries", {}).get("coverage_changes")
     return merged
 
 
@@ -110,11 +112,19 @@ def print_run(report: Any) -> None:
         if by_account is not None:
             shown = ", ".join(f"{name} {'unknown' if n is None else f'{n:,}'}" for name, n in by_account.items())
         console.print(f"searches spent: {players.get('searches_spent', 0):,}, searches left: {shown}", highlight=False)
-        for key, title in (("deferred_players", "deferred to the next night"), ("skipped_players", "skipped")):
+        if players.get("quota_reset_at"):
+            reset = datetime.fromisoformat(players["quota_reset_at"])
+            console.print(f"next quota reset: {reset:%Y-%m-%d %H:%M} UTC; the searches left expire at it", highlight=False)
+        deferred = "deferred (owed to this night: `tourneylake drain` spends searches that would expire on them)"
+        for key, title in (("deferred_players", deferred), ("skipped_players", "skipped")):
             listed = players.get(key)
             if listed and listed != "_none_":
                 console.print(f"{title}:", highlight=False)
                 console.print(listed, highlight=False, markup=False)
+        changes = players.get("coverage_changes")
+        if changes and changes != "_none_":
+            console.print("[yellow]coverage changed[/] (what the service no longer shows; earlier nights keep their rows):")
+            console.print(changes, highlight=False, markup=False)
         failed = players.get("failed_pairs") or []
         if failed:
             console.print(f"[red]failed ({len(failed)})[/]:")

@@ -10,12 +10,14 @@ from dagster import (
     AssetsDefinition,
     AssetSelection,
     DagsterRunStatus,
+    DefaultScheduleStatus,
     DefaultSensorStatus,
     Definitions,
     ExecutorDefinition,
     RunRequest,
     RunsFilter,
     RunStatusSensorContext,
+    ScheduleDefinition,
     SkipReason,
     build_schedule_from_partitioned_job,
     define_asset_job,
@@ -27,11 +29,13 @@ from dagster import (
 )
 
 from assets import hands, models, players, reference, warehouse
+from assets.drain import drain_backlog, load_drained_nights
 from assets.partitions import nightly_partitions
 from assets.players import account_assets
 from assets.rebuild import rebuild_night
 from assets.resource import TourneylakeResource
 from tourneylake.config import Settings, load_settings
+from tourneylake.night.drain import drain_cron
 
 ALL_ASSETS = load_assets_from_modules([reference, players, warehouse, hands, models])
 # The dbt tests, checks of the models and of the tables they read: they run with the models.
@@ -131,6 +135,29 @@ def rebuild() -> None:
     rebuild_night()
 
 
+@job(
+    executor_def=in_process_executor,
+    description="Spend the searches that expire at the next quota reset on the pairs owed to earlier nights (each "
+    "into its own night), above the reserve; then load those nights.",
+)
+def drain() -> None:
+    load_drained_nights(drain_backlog())
+
+
+def drain_schedule(cron: str) -> ScheduleDefinition:
+    """The drain just before the quota reset (``TOURNEYLAKE_DRAIN_LEAD_MIN`` before it), off until
+    turned on: a subscriber pays for the searches that expire either way, a pay-as-you-go account
+    would not want them spent."""
+    return ScheduleDefinition(
+        name="drain_schedule",
+        job=drain,
+        cron_schedule=cron,
+        execution_timezone="UTC",
+        default_status=DefaultScheduleStatus.STOPPED,
+        description="Before the quota reset: spend what would expire on the backlog of pairs owed (off by default).",
+    )
+
+
 def nightly_schedule(cron: str, job: Any = nightly_job) -> Any:
     """The nightly schedule at ``cron`` (a daily ``M H * * *`` in UTC: the setting
     ``TOURNEYLAKE_SCHEDULE_CRON``), built from the partitioned job: each tick asks for the last
@@ -148,14 +175,16 @@ def build_definitions(
     accounts: list[str] | None = None,
     *,
     executor: ExecutorDefinition | None = None,
+    drain_at: str | None = None,
 ) -> Definitions:
     """Everything Dagster loads. ``accounts``: the watchlist's (see :func:`assets_for`);
-    ``executor``: the nightly job's, for a deployment beyond one machine (README)."""
+    ``executor``: the nightly job's, for a deployment beyond one machine (README); ``drain_at``:
+    the drain schedule's cron (the settings' defaults' when not given: no variable is read here)."""
     job = nightly(executor) if executor else nightly_job
     return Definitions(
         assets=assets_for(accounts),
-        jobs=[job, models_job, hands_job, rebuild],
-        schedules=[nightly_schedule(schedule_cron, job)],
+        jobs=[job, models_job, hands_job, rebuild, drain],
+        schedules=[nightly_schedule(schedule_cron, job), drain_schedule(drain_at or drain_cron(Settings.model_construct()))],
         sensors=[models_after(job)],
         resources={"tourneylake": resource, "dbt": models.dbt_resource()},
     )
@@ -166,7 +195,12 @@ def __getattr__(name: str) -> Definitions:
     environment: importing this module reads no setting, so ``tourneylake run``'s flags win."""
     if name == "defs":
         settings = load_settings()
-        return build_definitions(TourneylakeResource.from_env(), settings.schedule_cron, watchlist_accounts(settings))
+        return build_definitions(
+            TourneylakeResource.from_env(),
+            settings.schedule_cron,
+            watchlist_accounts(settings),
+            drain_at=drain_cron(settings),
+        )
     raise AttributeError(name)
 
 

@@ -24,6 +24,7 @@ from assets.partitions import SERVICE_POOL, WAREHOUSE_POOL
 from assets.resource import TourneylakeResource
 from pipelines.definitions import BUILT_BY_RUN, MODELS_TAG, build_definitions, watchlist_accounts
 from tourneylake.config import Settings
+from tourneylake.night.drain import drain_cron
 
 log = logging.getLogger(__name__)
 
@@ -110,6 +111,7 @@ def _execute(settings: Settings, job_name: str, night: date | None, *, sandbox_s
         TourneylakeResource.from_settings(settings, sandbox_seed=sandbox_seed),
         settings.schedule_cron,
         watchlist_accounts(settings),
+        drain_at=drain_cron(settings),
     )
     job = definitions.resolve_job_def(job_name)
     started = time.perf_counter()

@@ -167,10 +167,20 @@ def sandbox(
     faults: Annotated[str, typer.Option(help="Fault spec, e.g. '5xx=0.1,drop=0.05,truncate=0.05,parallel=4'.")] = "",
     players: Annotated[int | None, typer.Option(help="Players in the synthetic world.")] = None,
     today: Annotated[str | None, typer.Option(help="The sandbox's date, YYYY-MM-DD (default: today, UTC).")] = None,
+    quota_reset: Annotated[
+        str | None, typer.Option("--quota-reset", help="When every daily quota resets, HH:MM UTC (TOURNEYLAKE_QUOTA_RESET_UTC).")
+    ] = None,
+    free_no_data: Annotated[
+        bool,
+        typer.Option(
+            "--free-no-data", help="Charge nothing for lookups that return no data (unknown player, opted out, network gone)."
+        ),
+    ] = False,
 ) -> None:
     """Serve the sandbox emulator in the foreground (Ctrl-C stops it)."""
-    from tourneylake.sandbox import Faults, serve_forever
+    from tourneylake.sandbox import Costs, Faults, serve_forever
 
+    settings = settings_from(quota_reset_utc=quota_reset)
     with reported():
         kwargs: dict[str, Any] = {
             "host": host,
@@ -178,6 +188,8 @@ def sandbox(
             "seed": seed,
             "latency_ms": latency_ms,
             "faults": Faults.parse(faults),
+            "quota_reset_s": settings.quota_reset_s,
+            "costs": Costs(no_data=0 if free_no_data else 1),
         }
     if players is not None:
         kwargs["players"] = players
@@ -209,6 +221,16 @@ def print_budget(report: Any) -> None:
         f"Run cap: {cap}; spent tonight: {report.spent_tonight}; reserve: {report.reserve}; affordable tonight: {affordable}",
         highlight=False,
     )
+    if report.quota is not None:
+        console.print(report.quota.describe(), highlight=False)
+    owed = report.drain
+    if owed is not None and owed.owed:
+        would = min(owed.spendable // max(report.costs.get("player_summary", 1), 1), owed.owed)
+        console.print(
+            f"Backlog: {owed.owed} pair(s) owed to earlier nights; `tourneylake drain` now would fetch {would} "
+            "(the searches left above the reserve; just before the reset, what would expire)",
+            highlight=False,
+        )
     console.print("Costs: " + ", ".join(f"{name} {cost}" for name, cost in sorted(report.costs.items())), highlight=False)
     for note in report.notes:
         console.print(f"[yellow]note:[/] {note}", highlight=False)
@@ -259,6 +281,60 @@ def budget(
     when = parse_night(night)
     for report in call(lambda: budget_reports(settings, when)):  # one per account when the watchlist lists several
         print_budget(report)
+
+
+# ------------------------------------------------------------------------------------- drain
+
+
+def print_drain(outcome: Any) -> None:
+    plan = outcome.plan
+    whose = f" (account {outcome.account})" if outcome.account else ""
+    console.print(f"[bold]Drain{whose}[/]: {plan.quota.describe()}", highlight=False)
+    console.print(f"reserve kept: {plan.quota.reserve}; spendable now: {plan.spendable}", highlight=False)
+    nights = sorted(outcome.nights.items())
+    console.print(
+        f"owed: {plan.owed} pair(s); fetched {outcome.fetched} with {outcome.searches_spent} search(es) "
+        f"({', '.join(f'{night}: {done.fetched}' for night, done in nights) or 'none'}); still owed: {outcome.still_owed}",
+        highlight=False,
+    )
+    for night, dropped in sorted(plan.dropped.items()):
+        for (network, player, filter_name), why in sorted(dropped.items()):
+            suffix = f" [{filter_name}]" if filter_name else ""
+            console.print(f"dropped from the backlog: {night} {network}/{player}{suffix}: {why}", highlight=False, markup=False)
+    if outcome.failed:
+        console.print(f"[red]failed ({len(outcome.failed)})[/]:")
+        for target, why in outcome.failed:
+            console.print(f"- {target}: {why}", highlight=False, markup=False)
+
+
+@app.command()
+def drain(
+    sandbox: Sandbox = False,
+    data_dir: DataDir = None,
+    watchlist: Annotated[Path | None, typer.Option("--watchlist")] = None,
+    verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
+) -> None:
+    """Spend the searches that expire at the next quota reset on the pairs owed to earlier nights
+    (each into its own night): the searches left above the reserve; exit 3 when some pair failed."""
+    from tourneylake.night.drain import drain as drain_backlog
+    from tourneylake.night.drain import load_drained
+    from tourneylake.night.endpoint import connect
+    from tourneylake.night.watchlist import load_watchlist
+
+    setup_logging(verbose)
+    settings = settings_from(sandbox, data_dir=data_dir, watchlist=watchlist)
+    if not settings.watchlist.is_file():
+        raise fail(f"watchlist {settings.watchlist} not found (set --watchlist or TOURNEYLAKE_WATCHLIST)")
+    listed = call(lambda: load_watchlist(settings.watchlist))
+    with reported(), connect(settings) as endpoint:
+        outcomes = drain_backlog(settings, listed, endpoint.base_url)
+        loaded = load_drained(settings, outcomes)
+    for outcome in outcomes:
+        print_drain(outcome)
+    if loaded:
+        console.print(f"warehouse: loaded {', '.join(night.isoformat() for night in loaded)}", highlight=False)
+    if any(outcome.failed for outcome in outcomes):
+        raise fail("drain partial: some pairs failed (listed above); they stay owed", 3)
 
 
 # ------------------------------------------------------------------------------------ filter

@@ -177,6 +177,20 @@ class Settings(BaseSettings):
         "a local lake): 0 = one per core, at most 8; 1 = one night after another in the rebuilding process",
     )
     schedule_cron: str = Field("0 3 * * *", description="the nightly schedule: a daily cron `M H * * *`, UTC")
+    # The service's FAQ: "All daily search quotas are reset at 12 Midnight PST (GMT -8)"; its client
+    # documentation: "midnight Pacific Time (UTC -8)" (service-notes §6). GMT-8 all year: 08:00 UTC.
+    quota_reset_utc: str = Field(
+        "08:00",
+        description="when the service resets every daily search quota, `HH:MM` UTC (its FAQ: 12 midnight PST, GMT-8): "
+        "searches left then are lost; the budget, `tourneylake budget` and `tourneylake drain` plan by it",
+    )
+    drain_lead_min: int = Field(
+        30,
+        ge=1,
+        le=720,
+        description="the drain schedule (off by default) fires this many minutes before the quota reset, to spend "
+        "the searches that would expire on the backlog of pairs owed",
+    )
 
     @field_validator("appkey")
     @classmethod
@@ -194,6 +208,22 @@ class Settings(BaseSettings):
         if not daily or not (fields[0].isdigit() and int(fields[0]) < 60 and fields[1].isdigit() and int(fields[1]) < 24):
             raise ValueError("must be a daily cron expression 'M H * * *' (UTC), e.g. '0 3 * * *'")
         return value
+
+    @field_validator("quota_reset_utc")
+    @classmethod
+    def _time_of_day(cls, value: str) -> str:
+        hours, colon, minutes = value.strip().partition(":")
+        if not (colon and len(minutes) == 2 and hours.isascii() and hours.isdigit() and minutes.isascii() and minutes.isdigit()):
+            raise ValueError("must be a time of day HH:MM (UTC), e.g. '08:00'")
+        if int(hours) > 23 or int(minutes) > 59:
+            raise ValueError("must be a time of day HH:MM (UTC) between 00:00 and 23:59")
+        return f"{int(hours):02d}:{minutes}"
+
+    @property
+    def quota_reset_s(self) -> int:
+        """The quota reset, in seconds after midnight UTC."""
+        hours, minutes = self.quota_reset_utc.split(":")
+        return int(hours) * 3600 + int(minutes) * 60
 
     @property
     def is_sandbox(self) -> bool:

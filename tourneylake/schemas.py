@@ -381,6 +381,31 @@ _SPECS: list[TableSpec] = [
     ),
     # ------------------------------------------------------------------ the budget ledger
     TableSpec(
+        "coverage_changes",
+        "What the service stopped (or started) showing since the lake's earlier nights (`tourneylake.tables.coverage`): "
+        "a network gone from (or new in) metadata, a watched player no longer found, statistics no longer (or again) "
+        "authorized (a player who opted out). Earlier nights keep their rows; this says what changed.",
+        "one row per night, subject (network or player pair) and change",
+        "snapshot",
+        ("subject", "network", "player", "filter_name", "change"),
+        (
+            _SNAP,
+            ("subject", STR, "`network` (a metadata change) or `player` (a watched (player, filter) pair)"),
+            ("network", STR, "network (metadata `Network/@name`)"),
+            ("player", STR, "player as watched; `''` for a network"),
+            ("filter_name", STR, "watchlist filter name; `''` unfiltered or for a network"),
+            (
+                "change",
+                STR,
+                "`network_removed`, `network_added`, `player_not_found` (the lake has an earlier snapshot), "
+                "`statistics_withheld` (authorized before, not now: every one when the player opted out), `statistics_restored`",
+            ),
+            ("last_seen", DATE, "the earlier night compared with: the last metadata, or the pair's last snapshot"),
+            ("statistics", pa.list_(STR), "the statistics withheld or restored; NULL for other changes"),
+            ("detail", STR, "the change in a sentence"),
+        ),
+    ),
+    TableSpec(
         "search_ledger",
         "Every metered call attempt, and every charge the service counted that no answer explains (`tourneylake.lake.ledger`). `sum(cost)` per night is the night's bill.",
         "one row per metered call attempt or reconciliation",
@@ -407,12 +432,19 @@ _SPECS: list[TableSpec] = [
                 "outcome",
                 STR,
                 "`ok`, `service_error`, `transport_error`, `malformed_response` (cut short), `unusable_response` (complete, unreadable), `malformed_call`; for a reconciliation "
-                "`reconciled` (counted at the end of the run) or `reconciled_after_crash` (calls in flight when a run died); `external_spending` (cost 0: another client of the account spent searches during the run)",
+                "`reconciled` (counted at the end of the run) or `reconciled_after_crash` (calls in flight when a run died); `not_charged` (a negative cost: what the rows booked that the service did not count, lookups without data it let off); `external_spending` (cost 0: another client of the account spent searches during the run)",
             ),
             ("error_code", I64, "`Error/@id` when the service refused"),
             ("error", STR, "error text (English), never credentials"),
             ("duration_ms", F64, "wall time of the attempt"),
             ("account", STR, "the account's name (never its secret) when the run named one; NULL otherwise"),
+            (
+                "quota_day",
+                DATE,
+                "the service's quota day the search was paid from (the date of the daily reset that began it, `TOURNEYLAKE_QUOTA_RESET_UTC`): "
+                "`sum(cost)` per `quota_day` is what the service counted that day, per `snapshot_date` what the night's data cost, "
+                "whenever it was fetched (a pair owed to an earlier night is booked to that night)",
+            ),
         ),
     ),
 ]

@@ -41,7 +41,7 @@ def test_definitions_hold_the_assets_checks_jobs_and_schedule() -> None:
     tables = {f"warehouse/{name}" for name in LOAD_ORDER}
     models = {key.to_user_string() for key in dbt_models.keys}
     assert keys == {"metadata", "countries", "news", "player_summaries", "warehouse", "hand_analyses"} | tables | models
-    assert len(LOAD_ORDER) == 16 and {f"warehouse/{name}" for name in MODELS} <= models
+    assert len(LOAD_ORDER) == 17 and {f"warehouse/{name}" for name in MODELS} <= models
     assert all(graph.get(key).group_name == "models" for key in dbt_models.keys)
     checks = {(c.asset_key.to_user_string(), c.name) for c in graph.asset_check_keys}
     assert {
@@ -235,3 +235,32 @@ def test_a_night_then_its_models_built_below_the_tables_with_the_dbt_tests_as_ch
                    if e.event_type_value == "ASSET_CHECK_EVALUATION"}  # fmt: skip
     assert set(evaluations) == {key.name for key in dbt_models.check_keys} and all(evaluations.values())
     assert "stake_currencies_converted" in evaluations
+
+
+def test_the_drain_job_spends_expiring_searches_on_the_pairs_owed_and_loads_their_night(sandbox, tmp_path: Path) -> None:
+    """Off by default, before the reset: the drain job fetches what a capped night owed, into
+    that night, and loads it into the warehouse."""
+    from pipelines.definitions import build_definitions
+    from tourneylake.night.harvest import harvest_players
+    from tourneylake.night.session import Session
+    from tourneylake.night.watchlist import load_watchlist
+    from tourneylake.tables.warehouse import Warehouse
+
+    owed_night = date(2026, 11, 19)
+    sandbox.world.set_today(NIGHT)
+    watchlist = str(REPO / "watchlist.yaml")
+    capped = TourneylakeResource(base_url=sandbox.base_url, data_dir=str(tmp_path), watchlist=watchlist, max_searches_per_run=2)
+    nightly = harvest_players(Session.open(capped.settings(), sandbox.base_url, owed_night), load_watchlist(watchlist))
+    assert nightly.fetched == 2 and nightly.deferred
+
+    definitions = build_definitions(
+        TourneylakeResource(base_url=sandbox.base_url, data_dir=str(tmp_path), watchlist=watchlist), "0 3 * * *"
+    )
+    schedule = definitions.resolve_schedule_def("drain_schedule")
+    assert schedule.cron_schedule == "30 7 * * *" and schedule.default_status.value == "STOPPED"
+    with DagsterInstance.ephemeral() as instance:
+        result = definitions.resolve_job_def("drain").execute_in_process(instance=instance)
+    assert result.success
+    with Warehouse(tmp_path / "warehouse.duckdb", read_only=True) as db:
+        rows = db.query("SELECT count(*) AS n FROM player_snapshots WHERE snapshot_date = $1", [owed_night]).to_pylist()
+    assert rows == [{"n": 2 + len(nightly.deferred)}]

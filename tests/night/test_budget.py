@@ -310,6 +310,29 @@ def test_a_reading_does_not_show_a_call_whose_answer_had_not_arrived() -> None:
     assert budget.reserve_call(PLAYER_SUMMARY) is None
 
 
+def test_a_refusal_the_calls_in_flight_make_ambiguous_says_to_wait_for_them() -> None:
+    """A and B overlap; B's reading (1 left) shows A's charge too, but A's answer arrived after B
+    was reserved, so A still counts: a third call is refused with a search left. Waiting helps:
+    once A settles, the reading is exact and the call may go. A refusal nothing in flight can
+    change, and a stop, say so (no mark)."""
+    budget = Budget(remaining=3, max_searches_per_run=None, reserve=0, costs=CostModel())
+    a, b = budget.reserve_call(PLAYER_SUMMARY), budget.reserve_call(PLAYER_SUMMARY)
+    assert a is not None and b is not None
+    budget.answered(b)
+    budget.answered(a)
+    budget.settle(PLAYER_SUMMARY, 1, charged=True, reservation=b)
+    assert budget.refusal(PLAYER_SUMMARY) == "budget: reserve 0 reached"
+    mark = budget.wait_mark(PLAYER_SUMMARY)
+    assert mark is not None and not budget.settled_since(mark)
+    budget.settle(PLAYER_SUMMARY, 2, charged=True, reservation=a)  # an older reading: 1 stays
+    assert budget.settled_since(mark) and budget.refusal(PLAYER_SUMMARY) is None
+    assert budget.try_reserve(PLAYER_SUMMARY)
+    budget.settle(PLAYER_SUMMARY, 0, charged=True)
+    assert budget.refusal(PLAYER_SUMMARY) is not None and budget.wait_mark(PLAYER_SUMMARY) is None
+    assert budget.wait_mark(METADATA) is None  # free: never refused
+    assert budget.try_reserve(METADATA)
+
+
 def test_a_claim_settled_by_another_settle_judges_nothing_by_its_reading() -> None:
     """A settle without a claim takes the oldest of its resource, which may be another call's:
     that call's own settle then finds its claim gone and takes a younger one, reserved after a

@@ -32,7 +32,7 @@ from collections import Counter
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol
 
 import httpx
@@ -308,6 +308,8 @@ class _Protocol:
         except UnusableResponse as exc:
             _tell(status_hook, "unusable")
             raise UnusableResponse(f"{call.describe()}: {exc}", resource=call.resource) from None
+        if envelope.timestamp is not None:
+            _note_server_time(self.base_url, envelope.timestamp)
         if envelope.remaining_searches is not None:
             self._remaining = envelope.remaining_searches
             if not call.metered and envelope.success:
@@ -664,6 +666,27 @@ def _note_reading(account: tuple[str, str, str], remaining: int) -> None:
 def _forget_reading(account: tuple[str, str, str]) -> None:
     with _READINGS_LOCK:
         _READINGS.pop(account, None)
+
+
+# Each service's clock (by its root): the latest answer's `Response/@timestamp` and when it was
+# read (monotonic seconds). See `server_now`.
+_SERVER_TIMES: dict[str, tuple[datetime, float]] = {}
+
+
+def _note_server_time(base_url: str, timestamp: datetime) -> None:
+    with _READINGS_LOCK:
+        _SERVER_TIMES[base_url.rstrip("/")] = (timestamp, time.monotonic())
+
+
+def server_now(base_url: str) -> datetime | None:
+    """The service's clock now, as its latest answer in this process told it (its timestamp plus
+    the time since); ``None`` before any answer. Its quota day is counted on its clock, not ours."""
+    with _READINGS_LOCK:
+        found = _SERVER_TIMES.get(base_url.rstrip("/"))
+    if found is None:
+        return None
+    stamp, read_at = found
+    return stamp + timedelta(seconds=time.monotonic() - read_at)
 
 
 def recent_reading(settings: Settings, base_url: str | None, within_s: float) -> int | None:

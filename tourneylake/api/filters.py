@@ -48,6 +48,9 @@ documentation rules out or what cannot be read at all; accept what it is silent 
 filter refused here can never be harvested, while an invalid one accepted costs one search and
 comes back as error 101012, which the harvest reports.
 
+- Values of typed constraints (numbers, options, currencies, dates, contexts, time zones) are
+  ASCII: a digit of another script (``Stake:USD٣~*``) is refused, as the service refuses it;
+  Text and player names may be written in any script.
 - A cash bound may carry its currency on the low bound, the high bound or both (they must agree),
   or none: the manual's examples always write one, but nothing says it is required (the sandbox
   reads a range without one in USD).
@@ -125,10 +128,13 @@ __all__ = [
 
 _NAME_RE = re.compile(r"[A-Za-z][A-Za-z0-9_]*")
 _CONTROL_RE = re.compile(r"[\x00-\x1f\x7f]")
-_BOUND_RE = re.compile(r"(?P<currency>[A-Z]{3})?(?:(?P<number>[+-]?\d+(?:\.\d+)?)|(?P<open>\*))")
-_DURATION_BOUND_RE = re.compile(r"(?P<number>\d+(?:\.\d+)?)(?P<unit>[smh]?)")
-_RELATIVE_RE = re.compile(r"(?P<amount>-?\d+)(?P<unit>[YMWDHS])")
-_DIGITS_RE = re.compile(r"\d+")
+# Digits are ASCII digits ([0-9]): Python's \d and str.isdigit also match other scripts' digits
+# (Arabic-Indic, Devanagari, fullwidth...), which the service refuses (and Decimal would read).
+_BOUND_RE = re.compile(r"(?P<currency>[A-Z]{3})?(?:(?P<number>[+-]?[0-9]+(?:\.[0-9]+)?)|(?P<open>\*))")
+_DURATION_BOUND_RE = re.compile(r"(?P<number>[0-9]+(?:\.[0-9]+)?)(?P<unit>[smh]?)")
+_RELATIVE_RE = re.compile(r"(?P<amount>-?[0-9]+)(?P<unit>[YMWDHS])")
+_DIGITS_RE = re.compile(r"[0-9]+")
+_ASCII_DIGITS = frozenset("0123456789")
 _ZONE_SHAPE_RE = re.compile(r"[A-Za-z][A-Za-z0-9_+-]*(?:/[A-Za-z0-9_+-]+)*")
 
 #: Seconds per relative-date unit. The service does not say how long its "month" and "year" are;
@@ -490,7 +496,7 @@ def parse_range(value: str) -> Range:
     the position inside ``value``.
     """
     # R is the suffix only right after a number or '*', so a malformed '5~EUR' is not read as '5~EU' + R
-    rebuys = len(value) > 1 and value.endswith(REBUYS_SUFFIX) and (value[-2].isdigit() or value[-2] == "*")
+    rebuys = len(value) > 1 and value.endswith(REBUYS_SUFFIX) and (value[-2] in _ASCII_DIGITS or value[-2] == "*")
     body = value[:-1] if rebuys else value
     parts = _split_range(body)
     if body != value and len(body) == 0:
@@ -640,6 +646,20 @@ def _has_duration_unit(value: str) -> bool:
     return any(ch in DURATION_UNIT_SECONDS for ch in value)
 
 
+def _not_ascii(name: str, values: _Values, found: list[FilterProblem]) -> bool:
+    """Whether a value holds a character that is not ASCII (each such value is a problem added to
+    ``found``). Numbers, options, currencies, dates, contexts and time zones are ASCII at the
+    service (a digit of another script is no digit to it); only free text, a tournament's or a
+    player's name, may be written in any script."""
+    before = len(found)
+    for value, position in values:
+        offset = next((i for i, ch in enumerate(value) if not ch.isascii()), None)
+        if offset is not None:
+            ch = value[offset]
+            found.append(FilterProblem(name, position + offset, f"{name}: {ch!r} (U+{ord(ch):04X}) in {value!r} is not ASCII"))
+    return len(found) > before
+
+
 def _is_range_like(value: str) -> bool:
     """A value that reads as a range or a bare number (where a name was expected)."""
     return "~" in value or value == "*" or _BOUND_RE.fullmatch(value) is not None
@@ -727,10 +747,13 @@ class FilterCatalog:
             bang = span.position + len(name)
             found.append(FilterProblem(name, bang, f"{name} cannot be inverted: remove the '!' after {name}"))
         values: _Values = list(zip(constraint.values, span.value_positions, strict=True))
+        kinds = definition.kinds
+        typed = definition.type in _TYPED_VALUES or (len(kinds) == 2 and kinds[1] == "Range")
+        if typed and _not_ascii(name, values, found):
+            return found  # its typed reading would only say the same again, less clearly
         # a Text, a player or an option may well be "TZ": a time zone is looked for only where it cannot
         if name in _ZONED or (definition.type in _TYPED_VALUES and TIME_ZONE_MARK not in definition.options):
             values = self._time_zone_prefix(name, values, found)
-        kinds = definition.kinds
         if definition.type == "Multiselect":
             if definition.options:
                 for value, position in values:

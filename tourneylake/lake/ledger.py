@@ -44,6 +44,7 @@ from tourneylake.schemas import TABLES
 __all__ = [
     "COLUMNS",
     "LEDGER_DIR",
+    "NOT_CHARGED",
     "Ledger",
     "LedgerError",
     "LedgerWriter",
@@ -66,6 +67,9 @@ _REQUIRED = frozenset(f.name for f in SCHEMA if f.name in ("called_at", "run_id"
 #: The outcome after which the service may have charged a call we did not book (no answer read).
 UNCERTAIN = "transport_error"
 RECONCILED = "reconciled"
+#: What the rows booked that the service did not count (lookups without data it let off): a
+#: negative cost, so the night's bill is what the service charged.
+NOT_CHARGED = "not_charged"
 RECONCILED_AFTER_CRASH = "reconciled_after_crash"
 #: A drop in the searches left that this run's calls cannot explain (another client spent them):
 #: recorded with cost 0, so it is never charged to the run or its night's cap.
@@ -595,6 +599,7 @@ class Ledger:
         rows = list(self.entries(night))
         columns = {name: [row.get(name) for row in rows] for name in COLUMNS}
         columns["called_at"] = [_time(v) for v in columns["called_at"]]
+        columns["quota_day"] = [date.fromisoformat(v) if isinstance(v, str) else v for v in columns["quota_day"]]
         try:
             return pa.table(columns, schema=SCHEMA)
         except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
@@ -707,15 +712,19 @@ def login_digest(username: str | None) -> str | None:
     return hashlib.sha256(b"tourneylake-login\x1f" + username.encode()).hexdigest()[:16]
 
 
-def unexplained_charges(*, before: int | None, after: int | None, recorded: int, others: int, uncertain_cost: int) -> int:
-    """Searches the service counted that the ledger's rows do not explain.
+def unexplained_charges(
+    *, before: int | None, after: int | None, recorded: int, others: int, uncertain_cost: int, refundable: int = 0
+) -> int:
+    """Searches the service counted that the ledger's rows do not explain (negative: rows it did
+    not count).
 
     ``before``/``after``: the account's searches left around the run (logged-in readings);
     ``recorded``: what the run's rows already count; ``others``: what other runs recorded in
     between; ``uncertain_cost``: the most the unexplained calls could cost (calls with no readable
-    answer, each at its resource's cost). The difference is clamped to ``[0, uncertain_cost]``:
-    another client draining the account, or a quota reset, can never be booked against us.
+    answer, each at its resource's cost); ``refundable``: the most the rows may have booked that
+    the service let off. The difference is clamped to ``[-refundable, uncertain_cost]``: another
+    client draining the account, or a quota reset, can never be booked against us.
     """
-    if before is None or after is None or uncertain_cost <= 0:
+    if before is None or after is None or (uncertain_cost <= 0 and refundable <= 0):
         return 0
-    return max(0, min(uncertain_cost, (before - after) - recorded - others))
+    return max(-refundable, min(uncertain_cost, (before - after) - recorded - others))

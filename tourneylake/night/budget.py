@@ -9,7 +9,9 @@ Pure logic, no HTTP (design §5):
   plans as many calls as the budget affords; the rest is deferred with the reason.
 - :class:`Budget` is the run-time guard shared by concurrent fetchers: a call is made only after
   :meth:`Budget.try_reserve` succeeds, so neither the run cap nor the reserve can be crossed,
-  counting calls still in flight.
+  counting calls still in flight; a refusal those calls make ambiguous says to wait for them
+  (:meth:`Budget.wait_mark`) rather than defer. It knows the account's quota day (the next
+  reset, when the searches left expire) and, for a drain, stops at the reset.
 
 The budget has two bounds, each optional (``None`` = unknown or unlimited):
 
@@ -22,6 +24,7 @@ from __future__ import annotations
 
 import itertools
 import threading
+import time
 from collections import Counter, deque
 from collections.abc import Iterable, Mapping, Set
 from dataclasses import dataclass, field, replace
@@ -30,6 +33,7 @@ from datetime import date
 from tourneylake.api import calls
 from tourneylake.api.filters import FilterSyntaxError, parse_filter
 from tourneylake.errors import ConfigError
+from tourneylake.night.quota_day import QuotaDay
 
 __all__ = [
     "COUNTRIES",
@@ -38,6 +42,7 @@ __all__ = [
     "METADATA",
     "NEWS",
     "NLQ",
+    "NO_DATA",
     "PLAYER_SUMMARY",
     "Budget",
     "CostModel",
@@ -48,6 +53,7 @@ __all__ = [
     "Target",
     "TargetKey",
     "fit",
+    "no_data",
     "plan_night",
     "triage",
 ]
@@ -63,6 +69,17 @@ DEFAULT_COSTS: Mapping[str, int] = calls.DOCUMENTED_COSTS
 
 #: Cost assumed for a resource nobody has documented or observed: metered until shown otherwise.
 UNKNOWN_RESOURCE_COST = 1
+
+#: What a lookup that returns no data (an unknown player) is booked at: a kind of its own in the
+#: cost model, ``<resource>:no_data``, whose prior is the resource's and which may be learned to
+#: be 0 (the service's documentation does not say whether it charges such a lookup: §6).
+NO_DATA = ":no_data"
+
+
+def no_data(resource: str) -> str:
+    """The cost model's kind for a lookup of ``resource`` that returned no data."""
+    return resource + NO_DATA
+
 
 #: (network, player, filter name or None): one harvested snapshot per night.
 TargetKey = tuple[str, str, str | None]
@@ -159,7 +176,11 @@ class CostModel:
         """
         if before is None or after is None:
             return False
-        spent = before - after
+        return self.vote(resource, before - after)
+
+    def vote(self, resource: str, spent: int) -> bool:
+        """One vote that a call of ``resource`` cost ``spent`` (a clean reading's, or a
+        reconciliation that leaves no doubt); whether it was plausible and taken."""
         if not self._plausible(resource, spent):
             return False
         with self._lock:
@@ -172,10 +193,12 @@ class CostModel:
         the service let off, say a player not found) would make the resource free (no cap, no
         reserve, and never a vote again), and a huge drop is someone else's spending."""
         prior = self._prior_cost(resource)
-        return prior > 0 and type(spent) is int and 1 <= spent <= 10 * prior
+        lowest = 0 if resource.endswith(NO_DATA) else 1  # a lookup without data may well be free
+        return prior > 0 and type(spent) is int and lowest <= spent <= 10 * prior
 
     def _prior_cost(self, resource: str) -> int:
-        return self._prior.get(resource, UNKNOWN_RESOURCE_COST)
+        base = resource.removesuffix(NO_DATA)
+        return self._prior.get(base, UNKNOWN_RESOURCE_COST)
 
     def cost(self, resource: str) -> int:
         """The expected searches of one call of ``resource``."""
@@ -412,6 +435,8 @@ class Budget:
         max_searches_per_run: int | None,
         reserve: int,
         costs: CostModel,
+        quota: QuotaDay | None = None,
+        stop_at: float | None = None,
     ) -> None:
         if reserve < 0:
             raise ConfigError(f"reserve must be >= 0, not {reserve}")
@@ -422,6 +447,8 @@ class Budget:
         self._cap = max_searches_per_run
         self._reserve = reserve
         self._costs = costs
+        self._quota = quota
+        self._stop_at = stop_at  # time.monotonic() after which no metered call starts (a drain's reset)
         self._spent = 0
         self._uncertain = 0  # calls that may have been charged (no answer arrived): the cap counts them
         self._in_flight = 0
@@ -430,6 +457,7 @@ class Budget:
         self._reservations: dict[str, deque[Reservation]] = {}
         self._all_in_flight: list[Reservation] = []
         self._stopped: str | None = None
+        self._settles = 0  # settles so far: what a refused caller waits to see move (see `wait_mark`)
         # Once a call was abandoned (timeout, unreadable body) the service may still charge it
         # later, so later readings could include its cost: learning stops for this run.
         self._abandoned = False
@@ -467,6 +495,14 @@ class Budget:
         return self._reserve
 
     @property
+    def quota_day(self) -> QuotaDay | None:
+        """The account's quota day as the run began (its next reset), with the searches left now:
+        every one expires at the reset (``None``: not told)."""
+        if self._quota is None:
+            return None
+        return replace(self._quota, remaining=self.remaining)
+
+    @property
     def max_searches_per_run(self) -> int | None:
         return self._cap
 
@@ -478,6 +514,8 @@ class Budget:
             return None
         if self._stopped is not None:
             return f"stopped: {self._stopped}"
+        if self._stop_at is not None and time.monotonic() >= self._stop_at:
+            return self._quota_over()
         if self._cap is not None and self._spent + self._uncertain + self._in_flight + cost > self._cap:
             return f"budget: run cap {self._cap} reached"
         if self._remaining is None:
@@ -487,6 +525,32 @@ class Budget:
         if self._remaining - (self._in_flight - self._reflected) - cost < self._reserve:
             return f"budget: reserve {self._reserve} reached"
         return None
+
+    def _quota_over(self) -> str:
+        reset = f" at {self._quota.reset_at:%H:%M} UTC" if self._quota is not None else ""
+        return f"budget: the quota day ends{reset}; what is left after it is the next quota day's"
+
+    def wait_mark(self, resource: str) -> int | None:
+        """When a call of ``resource`` is refused only for want of an exact reading, a mark to
+        pass to :meth:`settled_since`; ``None`` when waiting cannot help (it may go now, or the
+        refusal stands whatever the calls in flight do).
+
+        Calls in flight make the guard's reading ambiguous: an answer's count may already show
+        charges of calls whose answers are not settled yet (they would count twice), and a call in
+        flight may end uncharged (its claim on the cap is released). Once they settle, the reading
+        is the service's latest count, so the caller waits for them and asks again rather than
+        defer a pair while searches are left (they would expire at the quota's reset)."""
+        cost = self._costs.cost(resource)
+        with self._lock:
+            refusal = self._refusal(cost)
+            if refusal is None or refusal == self._quota_over() or self._stopped is not None or self._in_flight == 0:
+                return None
+            return self._settles
+
+    def settled_since(self, mark: int) -> bool:
+        """Whether a call settled since :meth:`wait_mark` gave ``mark`` (or metered calls stopped)."""
+        with self._lock:
+            return self._settles != mark or self._stopped is not None
 
     def refusal(self, resource: str) -> str | None:
         """The reason :meth:`try_reserve` would refuse ``resource`` now, or ``None``."""
@@ -533,14 +597,18 @@ class Budget:
         *,
         uncertain: bool = False,
         reservation: Reservation | None = None,
+        kind: str | None = None,
     ) -> None:
         """Record the end of a reserved call: ``remaining_after`` is the response's
         ``RemainingSearches`` (``None`` if there was no readable response), ``charged`` whether
         the service charged for it (a successful metered answer). ``uncertain``: no answer came
         (a timeout after sending): the service may have charged it, so the run's cap counts it
         (a cap is never crossed by calls that timed out and were sent again); its real cost is
-        the reconciliation's, and the searches left are the next answer's."""
+        the reconciliation's, and the searches left are the next answer's. ``kind``: what the
+        answer is booked at in the cost model when not ``resource`` itself (a lookup that
+        returned no data, :func:`no_data`): its cost, and its vote when the call ran alone."""
         with self._lock:
+            self._settles += 1
             queue = self._reservations.get(resource)
             # The call's own claim; without one, the oldest (its clock is the earliest, so what
             # its reading shows is judged conservatively); a claim given but no longer held (settled
@@ -562,13 +630,14 @@ class Budget:
             if remaining_after is None:
                 self._abandoned = True
             exact = reservation.isolated and reservation.before is not None and not self._abandoned
-            charge = reservation.amount
+            booked_as = kind or resource
+            charge = reservation.amount if kind is None else self._costs.cost(kind)
             if charged and exact and remaining_after is not None:
                 assert reservation.before is not None
                 # A vote for the cost model; what the call is charged is what the model now says
                 # (a reading that includes someone else's spending is outvoted, not charged here)
-                if self._costs.observe(resource, reservation.before, remaining_after):
-                    charge = self._costs.cost(resource)
+                if self._costs.observe(booked_as, reservation.before, remaining_after):
+                    charge = self._costs.cost(booked_as)
             if uncertain and not charged:
                 self._uncertain += charge
             if charged:

@@ -26,7 +26,7 @@ def connect(settings: Settings, *, today: date | None = None, seed: int = 7, pla
         return
     from tourneylake.sandbox import running_sandbox  # imported lazily: live runs never need it
 
-    kwargs: dict[str, Any] = {"seed": seed, "today": today}
+    kwargs: dict[str, Any] = {"seed": seed, "today": today, "quota_reset_s": settings.quota_reset_s}
     if players is not None:
         kwargs["players"] = players
     with running_sandbox(**kwargs) as server:

@@ -19,8 +19,10 @@ from tourneylake.errors import TourneylakeError
 from tourneylake.lake.ledger import Ledger
 from tourneylake.night.accounts import account_settings, share_of
 from tourneylake.night.budget import Target
+from tourneylake.night.drain import DrainPlan, drain_plan
 from tourneylake.night.harvest import plan_tonight, resolve_targets
 from tourneylake.night.metering import left_in_run
+from tourneylake.night.quota_day import QuotaDay
 from tourneylake.night.session import Session, connected
 from tourneylake.night.watchlist import AccountDef, WatchlistError, load_watchlist
 from tourneylake.tables.night_tables import stored_targets
@@ -53,6 +55,8 @@ class BudgetReport:
     spend_per_night: dict[date, tuple[int, int]] = field(default_factory=dict)  # night → (searches, metered calls)
     notes: list[str] = field(default_factory=list)
     account: str | None = None  # the watchlist account this plan is for (None: the settings' one)
+    quota: QuotaDay | None = None  # the next quota reset, and the searches left that expire at it
+    drain: DrainPlan | None = None  # the pairs owed to earlier nights, and what a drain would spend now
 
     def needs_conversion(self, target: Target) -> bool:
         return target.filter_name is not None and target.filter_name in self.unconverted
@@ -110,6 +114,7 @@ def _report(session: Session, remaining: int | None, remaining_note: str | None)
         costs=session.meter.costs.snapshot(),
         spend_per_night=Ledger(lake).spend_per_night(account=session.account),
         account=session.account,
+        quota=session.quota_day(remaining),
     )
     in_force = session.in_force()
     watchlist = None
@@ -139,4 +144,5 @@ def _report(session: Session, remaining: int | None, remaining_note: str | None)
     report.skipped = list(plan.skipped)
     report.unconverted = resolution.unconverted
     report.affordable = plan.affordable
+    report.drain = drain_plan(session, watchlist, remaining)
     return report

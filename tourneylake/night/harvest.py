@@ -33,11 +33,14 @@ from tourneylake.errors import BudgetRefused, LakeError, RunFailed
 from tourneylake.lake.lake import Lake
 from tourneylake.lake.ledger import Ledger, LedgerWriter
 from tourneylake.lake.raw import UNUSABLE
+from tourneylake.night.backlog import record_owed
 from tourneylake.night.budget import Budget, Known, Limits, Plan, Target, plan_night
 from tourneylake.night.metering import left_in_run
 from tourneylake.night.progress import Tracker
+from tourneylake.night.quota_day import QuotaDay
 from tourneylake.night.session import Session
 from tourneylake.night.watchlist import Watchlist
+from tourneylake.tables.coverage import change_lines, write_coverage_changes
 from tourneylake.tables.night_tables import (
     FREE_RESOURCES,
     UNREADABLE,
@@ -56,10 +59,12 @@ from tourneylake.tables.worker import TablesWorker, worker_wanted
 __all__ = [
     "HarvestOutcome",
     "MetadataOutcome",
+    "Owed",
     "RawOnly",
     "ReferenceOutcome",
     "Sink",
     "harvest_account",
+    "harvest_owed",
     "harvest_players",
     "last_harvested",
     "refresh_free_resource",
@@ -173,6 +178,8 @@ class HarvestOutcome:
     rows: dict[str, int] = field(default_factory=dict)
     stopped_reason: str | None = None
     concurrency: int | None = None  # requests in flight the client settled at (see AdaptiveLimit)
+    quota: QuotaDay | None = None  # the quota day's next reset, and the searches left that expire at it
+    coverage_changes: list[str] = field(default_factory=list)  # what the service stopped showing (see tables.coverage)
 
 
 def target_lines(items: Iterable[tuple[Target, str]]) -> list[str]:
@@ -253,10 +260,17 @@ def resolve_targets(
 
 
 def plan_tonight(
-    session: Session, resolution: Resolution, harvested: set[TargetKey], *, remaining: int | None, cap: int | None
+    session: Session,
+    resolution: Resolution,
+    harvested: set[TargetKey],
+    *,
+    remaining: int | None,
+    cap: int | None,
+    reserve: int | None = None,
 ) -> Plan:
     """The night's plan (see :func:`tourneylake.night.budget.plan_night`) for what the lake says was
-    harvested before and tonight, within ``remaining`` searches and the run's ``cap``."""
+    harvested before and tonight, within ``remaining`` searches, the run's ``cap`` and ``reserve``
+    (the settings' by default)."""
     known = Known(
         last_fetched=last_harvested(session.lake, session.night),
         harvested_tonight=harvested,
@@ -265,7 +279,8 @@ def plan_tonight(
         filter_problems=resolution.problems,
         skip_filters=resolution.skip,
     )
-    limits = Limits(remaining, cap, session.settings.reserve_searches, session.meter.costs)
+    reserve = session.settings.reserve_searches if reserve is None else reserve
+    limits = Limits(remaining, cap, reserve, session.meter.costs)
     return plan_night(resolution.targets, known, limits)
 
 
@@ -306,6 +321,26 @@ def harvest_account(session: Session, watchlist: Watchlist) -> HarvestOutcome:
     share = share_of(watchlist, session.account)
     with session.lake.lock_for_harvest(session.meter.harvest_lock):
         return _harvest(session, share, batch_size=0, keep_tables=False)  # no batches: nothing is normalised here
+
+
+@dataclass(frozen=True)
+class Owed:
+    """A harvest of pairs owed to an earlier night (:mod:`tourneylake.night.drain`): only
+    ``targets`` (the lake's keys), at most ``cap`` searches, never taking the account below
+    ``reserve``, and no call started after ``stop_at`` (``time.monotonic()``: the quota reset)."""
+
+    targets: frozenset[TargetKey]
+    cap: int | None
+    reserve: int
+    stop_at: float | None = None
+
+
+def harvest_owed(session: Session, watchlist: Watchlist, owed: Owed) -> HarvestOutcome:
+    """:func:`harvest_players` for the pairs ``owed`` to ``session.night``: fetched with that
+    night's anchored filters into that night's raw store, tables and ledger, under the harvest
+    lock of ``session``'s account, within ``owed``'s limits (not the night's run cap)."""
+    with session.lake.lock_for_harvest(session.meter.harvest_lock):
+        return _harvest(session, watchlist, 500, owed=owed)
 
 
 class Sink(Protocol):
@@ -367,7 +402,9 @@ class RawOnly:
         """Nothing held."""
 
 
-def _harvest(session: Session, watchlist: Watchlist, batch_size: int, *, keep_tables: bool = True) -> HarvestOutcome:
+def _harvest(
+    session: Session, watchlist: Watchlist, batch_size: int, *, keep_tables: bool = True, owed: Owed | None = None
+) -> HarvestOutcome:
     # The worker and the async client's imports start first: they overlap the searches-left
     # reading and the planning.
     warm_async_transport()
@@ -376,13 +413,18 @@ def _harvest(session: Session, watchlist: Watchlist, batch_size: int, *, keep_ta
         if keep_tables and worker_wanted(session.settings, watchlist):
             worker = worker_stack.enter_context(TablesWorker(session.lake, session.night, batch_size))
         try:
-            return _harvest_night(session, watchlist, batch_size, keep_tables, worker)
+            return _harvest_night(session, watchlist, batch_size, keep_tables, worker, owed)
         finally:
             session.meter.save_cost_votes()
 
 
 def _harvest_night(
-    session: Session, watchlist: Watchlist, batch_size: int, keep_tables: bool, worker: TablesWorker | None
+    session: Session,
+    watchlist: Watchlist,
+    batch_size: int,
+    keep_tables: bool,
+    worker: TablesWorker | None,
+    owed: Owed | None = None,
 ) -> HarvestOutcome:
     lake, night, settings = session.lake, session.night, session.settings
     outcome = HarvestOutcome(night)
@@ -395,7 +437,16 @@ def _harvest_night(
     outcome.reconciled += sum(session.meter.reconcile_dead_runs(remaining).values())
     # A re-run of a half-finished night may spend only what the first run left of the cap.
     cap = left_in_run(settings.max_searches_per_run, session.meter.spent_on_cap(calls.PLAYER_SUMMARY))
-    budget = Budget(remaining=remaining, max_searches_per_run=cap, reserve=settings.reserve_searches, costs=session.meter.costs)
+    if owed is not None:
+        cap = owed.cap
+    budget = Budget(
+        remaining=remaining,
+        max_searches_per_run=cap,
+        reserve=settings.reserve_searches if owed is None else owed.reserve,
+        costs=session.meter.costs,
+        quota=session.quota_day(remaining),
+        stop_at=None if owed is None else owed.stop_at,
+    )
     failure: Exception | None = None  # raised once tonight's work is kept
     with (
         _ledger_published(lake, night, keep_tables) as night_failed,
@@ -405,7 +456,7 @@ def _harvest_night(
         sink: Sink = worker or (
             SummarySink(lake, night, session.in_force(), stack, batch_size) if keep_tables else RawOnly(lake, night)
         )
-        plan = _plan(session, watchlist, sink, budget, ledger, cap, outcome)
+        plan = _plan(session, watchlist, sink, budget, ledger, cap, outcome, owed)
         try:
             asyncio.run(_fetch(session, plan, budget, sink, outcome, ledger))
         except Exception as exc:  # noqa: BLE001 - re-raised below, once what was normalised is kept
@@ -415,9 +466,14 @@ def _harvest_night(
         _report_rejected(sink, plan, outcome)
         outcome.searches_spent = ledger.spent
         outcome.remaining_searches = budget.remaining
+        if session.writable:  # what the budget or the quota left unfetched is owed to this night
+            record_owed(lake, night, outcome.deferred)
+        outcome.quota = budget.quota_day
         outcome.stopped_reason = budget.stopped_reason
         fatal = next((reason for _, reason in outcome.failed if reason.startswith("credentials:")), None)
         night_failed.append(failure is not None or (fatal is not None and keep_tables))
+    if keep_tables and failure is None and fatal is None:  # the night's tables are in: what changed since earlier nights
+        outcome.coverage_changes = change_lines(write_coverage_changes(lake, night))
     if fatal and keep_tables:  # one account among several fails its pairs only
         raise RunFailed(fatal)
     if failure is not None:
@@ -452,16 +508,21 @@ def _plan(
     ledger: LedgerWriter,
     cap: int | None,
     outcome: HarvestOutcome,
+    owed: Owed | None = None,
 ) -> Plan:
     """Tonight's plan, after what the night already holds is in the sink; the outcome gets what
-    the plan reuses, defers and skips (a pair paid once tonight is never asked again)."""
+    the plan reuses, defers and skips (a pair paid once tonight is never asked again). With
+    ``owed``, only the pairs owed are planned."""
     lake, night = session.lake, session.night
     stored = sink.add_stored()
     outcome.reused = len(stored.done)
     not_found = not_found_targets(lake, night)
     resolution = resolve_targets(session, watchlist, budget, ledger)
+    if owed is not None:
+        resolution.targets = [t for t in resolution.targets if (t.network, t.player, t.filter_name or "") in owed.targets]
     outcome.not_anchored = resolution.not_anchored
-    plan = plan_tonight(session, resolution, stored.done | not_found | set(stored.unusable), remaining=budget.remaining, cap=cap)
+    held = stored.done | not_found | set(stored.unusable)
+    plan = plan_tonight(session, resolution, held, remaining=budget.remaining, cap=cap, reserve=budget.reserve)
     sink.expect(len(plan.calls))
     for target, why in plan.skipped:
         key = (target.network, target.player, target.filter_name or "")
@@ -606,7 +667,7 @@ class _Fetcher:
         )  # fmt: skip
         # A sink that parses the body itself (the tables worker) needs only its envelope read here.
         try:
-            response = await self.client.send(call, tree=self.sink.needs_tree)
+            response = await self._send(call)
         except BudgetRefused as exc:
             outcome.deferred.append((target, str(exc)))
             return None
@@ -645,12 +706,35 @@ class _Fetcher:
         outcome.fetched += 1
         return None
 
+    async def _send(self, call: calls.Call) -> ApiResponse:
+        """The call's answer. A refusal that the calls in flight make ambiguous (see
+        ``Budget.wait_mark``) waits for one of them to settle and asks again; one that stands
+        is raised (:class:`BudgetRefused`)."""
+        while True:
+            try:
+                return await self.client.send(call, tree=self.sink.needs_tree)
+            except BudgetRefused:
+                mark = self.budget.wait_mark(call.resource)
+                if mark is None or not await _settled(self.budget, mark, self.session.settings.timeout_s + 1):
+                    raise
+
     def _stop_night(self, exc: Exception, where: str) -> None:
         """A failure on our side: no new search starts, and the calls the service is already
         charging for finish (their bodies saved, their rows written); `_fetch` raises it then."""
         if not self.crashed:
             self.crashed.append(exc)
             self.budget.stop(f"stopped: {type(exc).__name__} {where}")
+
+
+async def _settled(budget: Budget, mark: int, within_s: float) -> bool:
+    """Wait until a call settles after ``mark`` (see ``Budget.wait_mark``), at most ``within_s``
+    seconds (a call in flight ends within its timeout); whether one did."""
+    deadline = time.monotonic() + within_s
+    while not budget.settled_since(mark):
+        if time.monotonic() > deadline:
+            return False
+        await asyncio.sleep(0.002)
+    return True
 
 
 async def _fetch(

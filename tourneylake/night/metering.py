@@ -25,6 +25,7 @@ from tourneylake.errors import BudgetRefused, LakeError
 from tourneylake.lake.lake import HARVEST_LOCK, Lake
 from tourneylake.lake.ledger import (
     EXTERNAL_SPENDING,
+    NOT_CHARGED,
     RECONCILED,
     RECONCILED_AFTER_CRASH,
     UNCERTAIN,
@@ -36,7 +37,8 @@ from tourneylake.lake.ledger import (
 )
 from tourneylake.lake.raw import key_digest
 from tourneylake.lake.state import StateStore
-from tourneylake.night.budget import Budget, CostModel, Reservation
+from tourneylake.night.budget import NO_DATA, Budget, CostModel, Reservation, no_data
+from tourneylake.night.quota_day import quota_day_of
 
 __all__ = ["COST_VOTES", "Meter", "harvest_lock_name", "left_in_run"]
 
@@ -67,11 +69,37 @@ def _cost_votes(lake: Lake) -> dict[str, list[int]]:
     return {r: votes for r, votes in document.items() if type(votes) is list}
 
 
-def _charged(attempt: Attempt) -> bool:
-    """Whether an attempt cost searches: an answer, a body the service produced but that arrived
-    cut short or unreadable (it did the work), or "not found" (the service did the lookup). Other refusals
-    and transport failures are free; a charge nobody saw is found by the reconciliations."""
-    return attempt.outcome in ("ok", "malformed_response", "unusable_response") or attempt.error_code in NOT_FOUND_CODES
+def _maybe_charged(code: int | None) -> bool:
+    """Whether a refusal may still have cost a search: one after the lookup was made, which a
+    service charging lookups without data may charge — "request not valid" (what a network it
+    no longer covers gets) and the codes beyond the documented credential, quota and internal
+    ones (1010xx, 1020xx, 0), which are refused before any work."""
+    return code is not None and (code == 101012 or not (code == 0 or 101000 <= code < 103000))
+
+
+def _booked_as(attempt: Attempt) -> str | None:
+    """What an attempt is booked at in the cost model (``None``: nothing). An answer, or a body
+    the service produced but that arrived cut short or unreadable (it did the work), costs its
+    resource; "not found" is a lookup that returned no data (:func:`~tourneylake.night.budget.no_data`,
+    charged or not as the service's count has shown). Other refusals and transport failures are
+    free; a charge nobody saw is found by the reconciliations, as is one the service let off."""
+    if attempt.outcome in ("ok", "malformed_response", "unusable_response"):
+        return attempt.call.resource
+    if attempt.error_code in NOT_FOUND_CODES:
+        return no_data(attempt.call.resource)
+    return None
+
+
+@dataclass
+class _NoData:
+    """One run's answers without data, which the service may or may not have charged: the
+    searches booked on lookups that returned none (per cost-model kind: rows and searches), and
+    the most that the answers booked at 0 could have cost (see :meth:`Meter.reconcile_run`)."""
+
+    rows: Counter[str] = field(default_factory=Counter)
+    booked: int = 0
+    unbooked_rows: Counter[str] = field(default_factory=Counter)
+    maybe: int = 0
 
 
 @dataclass
@@ -89,8 +117,14 @@ class Meter:
     read_remaining: Callable[[], int | None]
     writable: bool = True
     costs: CostModel = field(default_factory=CostModel)
+    #: The service's clock (its quota day is counted on it); ours when not given.
+    clock: Callable[[], datetime] = field(default=lambda: datetime.now(UTC))
     #: Whether this run's cost votes may be kept (not when a harvest spent beside it, see `metered`).
     _trusted_votes: bool = field(default=True, repr=False)
+    #: Each open ledger's answers without data (by the ledger's id), for its reconciliation.
+    _no_data: dict[int, _NoData] = field(default_factory=dict, repr=False)
+    #: Each open ledger's quota day when it began (by the ledger's id).
+    _began: dict[int, date] = field(default_factory=dict, repr=False)
 
     @classmethod
     def open(
@@ -103,9 +137,18 @@ class Meter:
         read_remaining: Callable[[], int | None],
         *,
         writable: bool,
+        clock: Callable[[], datetime] | None = None,
     ) -> Meter:
         """A meter starting from the lake's earlier cost votes."""
-        return cls(settings, lake, night, run_id, account, read_remaining, writable, CostModel(votes=_cost_votes(lake)))
+        costs = CostModel(votes=_cost_votes(lake))
+        meter = cls(settings, lake, night, run_id, account, read_remaining, writable, costs)
+        if clock is not None:
+            meter.clock = clock
+        return meter
+
+    def quota_day(self) -> date:
+        """The quota day the account spends from now (the service's clock)."""
+        return quota_day_of(self.clock(), self.settings.quota_reset_s)
 
     def save_cost_votes(self) -> None:
         """Add this session's new cost votes to the lake's (the last ``window`` per resource), so
@@ -126,9 +169,11 @@ class Meter:
             log.warning("the cost model's votes could not be kept (%s): the next run starts without them", exc)
 
     def ledger(self, remaining_before: int | None) -> LedgerWriter:
-        return LedgerWriter(
+        writer = LedgerWriter(
             self.lake, self.night, self.run_id, remaining_before=remaining_before, account=self.account, login=self.login
         )
+        self._began[id(writer)] = self.quota_day()
+        return writer
 
     @property
     def login(self) -> str | None:
@@ -238,16 +283,19 @@ class Meter:
             call = attempt.call
             if not call.metered:
                 return None
-            charged = _charged(attempt)
+            kind = _booked_as(attempt)
             held = reservations.pop((id(call), attempt.number), None)
             if budget is not None:  # settle first: an isolated call votes on the cost the row records
                 budget.settle(
                     call.resource,
                     attempt.remaining_after,
-                    charged,
+                    kind is not None,
                     uncertain=attempt.outcome == UNCERTAIN,
                     reservation=None if held is None else held[1],
+                    kind=None if kind == call.resource else kind,
                 )
+            cost = self.costs.cost(kind) if kind is not None else 0
+            self._tally(ledger, attempt, kind, cost)
             return ledger.record_soon(
                 key_digest(call.key),
                 called_at=attempt.started_at,
@@ -259,15 +307,28 @@ class Meter:
                 filter_expression=call.key.get("filter") or None,
                 question=call.key.get("question"),
                 attempt=attempt.number,
-                cost=self.costs.cost(call.resource) if charged else 0,
+                cost=cost,
                 remaining_after=attempt.remaining_after,
                 outcome=attempt.outcome,
                 error_code=attempt.error_code,
                 error=attempt.error,
                 duration_ms=round(attempt.duration_s * 1000, 3),
+                quota_day=self.quota_day(),
             )
 
         return {"before_attempt": gate, "on_answer": answered, "on_attempt": record}
+
+    def _tally(self, ledger: LedgerWriter, attempt: Attempt, kind: str | None, cost: int) -> None:
+        """Count an answer without data that the service may or may not have charged."""
+        if kind is not None and kind.endswith(NO_DATA):
+            tally = self._no_data.setdefault(id(ledger), _NoData())
+            tally.rows[kind] += 1
+            tally.booked += cost
+            if cost == 0:
+                tally.unbooked_rows[kind] += 1
+                tally.maybe += self.costs.cost(attempt.call.resource)
+        elif kind is None and _maybe_charged(attempt.error_code):
+            self._no_data.setdefault(id(ledger), _NoData()).maybe += self.costs.cost(attempt.call.resource)
 
     def _uncertain_cost(self, resources: Counter[str]) -> int:
         return sum(self.costs.cost(resource) * count for resource, count in resources.items())
@@ -276,31 +337,44 @@ class Meter:
         return {
             "called_at": datetime.now(UTC), "run_id": run_id, "resource": "unattributed", "attempt": 0, "cost": cost,
             "remaining_after": remaining, "outcome": outcome, "error": why, "duration_ms": 0.0,
+            "quota_day": self.quota_day(),
         }  # fmt: skip
 
     def reconcile_run(self, ledger: LedgerWriter) -> int:
         """Book what the service counted during this run beyond the ledger's rows (a charged
-        call whose answer never arrived, say), so that the ledger adds up to the drop in the
-        account's searches; returns the searches booked.
+        call whose answer never arrived, say), or short of them (lookups without data it let
+        off), so that the ledger adds up to the drop in the account's searches; returns the
+        searches booked (negative: given back).
 
         The searches left after the run come from one free call — unless every attempt of the
         run was answered: then nothing can be unexplained, and the fewest searches left any
         answer reported is the reading (the service's count after its last charge; counts only
         fall), so another client's spending is still shown, and no round trip is added to the
-        end of the night."""
+        end of the night. A run the quota reset fell in is not reconciled: its counts before
+        and after belong to two quota days."""
+        tally = self._no_data.pop(id(ledger), _NoData())
+        began = self._began.pop(id(ledger), None)
         if ledger.remaining_before is None or not ledger.attempts:
             return 0
         certain = not ledger.uncertain and ledger.lowest_remaining is not None
         after = ledger.lowest_remaining if certain else self.read_remaining()
+        if began is not None and self.quota_day() != began:
+            log.warning("the service's daily quota reset fell during run %s: its searches left are not compared", self.run_id)
+            return 0
         others = Ledger(self.lake).spent_since(ledger.started_at, except_run=self.run_id, account=self.account, login=self.login)
         extra = unexplained_charges(
             before=ledger.remaining_before, after=after, recorded=ledger.spent, others=others,
-            uncertain_cost=self._uncertain_cost(ledger.uncertain),
+            uncertain_cost=self._uncertain_cost(ledger.uncertain) + tally.maybe, refundable=ledger.spent,
         )  # fmt: skip
-        if extra:
+        if extra > 0:
             log.warning("the service counted %d searches more than this run's answers: recorded as unattributed", extra)
             why = "RemainingSearches dropped more than the answers' costs (a call charged without an answer)"
             ledger.record(**self._reconciliation(self.run_id, extra, RECONCILED, why, after))
+        elif extra < 0:
+            log.info("the service counted %d searches fewer than this run's answers: given back in the ledger", -extra)
+            why = "RemainingSearches dropped less than the answers' costs (lookups without data the service let off)"
+            ledger.record(**self._reconciliation(self.run_id, extra, NOT_CHARGED, why, after))
+        self._learn_no_data(tally, extra, uncertain=bool(ledger.uncertain))
         assert ledger.remaining_before is not None
         external = (ledger.remaining_before - after) - ledger.spent - others if after is not None else 0
         if external > 0:
@@ -309,6 +383,23 @@ class Meter:
             log.warning("the account dropped by %d searches more than this run's calls could cost: %s", external, why)
             ledger.record(**{**self._reconciliation(self.run_id, 0, EXTERNAL_SPENDING, why, after), "resource": "external"})
         return extra
+
+    def _learn_no_data(self, tally: _NoData, extra: int, *, uncertain: bool) -> None:
+        """A reconciliation that leaves no doubt is a vote on what a lookup without data costs:
+        every one booked given back (0 each), or every one booked at 0 charged after all (its
+        resource's cost each). Votes are kept like a clean reading's (see ``CostModel``)."""
+        if uncertain or not tally.rows:
+            return
+        if tally.booked > 0 and extra == -tally.booked:
+            for kind, rows in tally.rows.items():
+                for _ in range(rows):
+                    self.costs.vote(kind, 0)
+            return
+        charged_back = {kind: self.costs.cost(kind.removesuffix(NO_DATA)) for kind in tally.unbooked_rows}
+        if tally.maybe > 0 and extra == tally.maybe == sum(charged_back[k] * n for k, n in tally.unbooked_rows.items()):
+            for kind, rows in tally.unbooked_rows.items():
+                for _ in range(rows):
+                    self.costs.vote(kind, charged_back[kind])
 
     def reconcile_dead_runs(self, remaining_now: int | None, *, holding: frozenset[str] | None = None) -> dict[date, int]:
         """Close the runs that ended with metered calls unanswered (killed, interrupted): what the
@@ -377,5 +468,8 @@ class Meter:
         else:
             why = f"{unanswered}; the service charged {extra} search(es) the ledger did not show"
         log.warning("%s (night %s)", why, run.night)
-        book.close_dead_run(run, self._reconciliation(run.run_id, extra, RECONCILED_AFTER_CRASH, why, remaining_now))
+        row = self._reconciliation(run.run_id, extra, RECONCILED_AFTER_CRASH, why, remaining_now)
+        if run.started_at is not None:  # charged on the dead run's quota day, not today's
+            row["quota_day"] = quota_day_of(run.started_at, self.settings.quota_reset_s)
+        book.close_dead_run(run, row)
         return extra

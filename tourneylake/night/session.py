@@ -33,6 +33,7 @@ from tourneylake.lake.raw_saver import RawSaver, saver_wanted
 from tourneylake.lake.state import StateStore
 from tourneylake.night.budget import Budget
 from tourneylake.night.metering import Meter
+from tourneylake.night.quota_day import QuotaDay, quota_day, service_now
 from tourneylake.tables.reference import InForce
 
 __all__ = ["Session", "connected", "new_run_id", "today"]
@@ -69,7 +70,14 @@ class Session:
 
     def __post_init__(self) -> None:
         self.meter = Meter.open(
-            self.settings, self.lake, self.night, self.run_id, self.account, self.read_remaining, writable=self.writable
+            self.settings,
+            self.lake,
+            self.night,
+            self.run_id,
+            self.account,
+            self.read_remaining,
+            writable=self.writable,
+            clock=lambda: service_now(self.base_url),
         )
 
     @classmethod
@@ -141,6 +149,10 @@ class Session:
                 "credentials refused by the service: it answered loggedIn=false (check user name, password and app key)"
             )
         return response.remaining_searches
+
+    def quota_day(self, remaining: int | None) -> QuotaDay:
+        """The account's quota day now, on the service's clock (see :mod:`~tourneylake.night.quota_day`)."""
+        return quota_day(self.settings, remaining, base_url=self.base_url)
 
     def paid_payload(self, call: calls.Call, client: Client) -> Node | None:
         """The payload of ``call``'s answer: the one already paid for when the lake holds it (a

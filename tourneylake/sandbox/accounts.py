@@ -2,20 +2,25 @@
 
 Credentials follow the service (service-reference §5): the application name is in the path, the
 application key only encodes the password, and a request carries ``Username`` and ``Password``
-(headers or query parameters). Quotas are daily: a user's first request of a new simulated day
-resets their remaining searches. One lock guards everything, so tests can adjust accounts from
-their own thread while the server runs, and read each user's requests in flight and their peak.
+(headers or query parameters). Quotas are daily, and every one resets at the same instant,
+``quota_reset_s`` after midnight UTC (08:00 by default: the service's FAQ says "12 Midnight PST
+(GMT -8)"): a user's first request of a new quota day resets their remaining searches. The quota
+clock is the world's (set its day and ``time_of_day`` to stand before or after a reset); when
+only its date is pinned, the quota day is the one that began at the reset on that date, so no
+test crosses a reset at a moment it did not choose. One lock guards everything, so tests can
+adjust accounts from their own thread while the server runs, and read each user's requests in
+flight and their peak.
 """
 
 from __future__ import annotations
 
 import threading
 from dataclasses import dataclass, field
-from datetime import date, timedelta
+from datetime import UTC, date, datetime, timedelta
 from typing import Literal
 
 from tourneylake.api.client import encode_password  # one rule for both sides of the wire
-from tourneylake.sandbox.world import World, day_start
+from tourneylake.sandbox.world import DAY, World, day_start
 
 __all__ = ["DEMO", "FREE", "Accounts", "App", "DemoAccount", "User", "encode_password"]
 
@@ -41,6 +46,8 @@ DEMO = DemoAccount("demo", "sandboxkey2026", "analyst@example.com", "correct-hor
 #: A non-subscriber with a small daily quota (on the demo application).
 FREE = DemoAccount("demo", "sandboxkey2026", "free@example.com", "free-password")
 FREE_QUOTA = 10
+#: When every daily quota resets, in seconds after midnight UTC: 08:00 ("12 Midnight PST (GMT -8)").
+QUOTA_RESET_S = 8 * 3600
 
 
 @dataclass
@@ -72,8 +79,9 @@ class User:
 class Accounts:
     """The sandbox's applications and users (thread-safe)."""
 
-    def __init__(self, world: World, demo_quota: int = 100_000) -> None:
+    def __init__(self, world: World, demo_quota: int = 100_000, *, quota_reset_s: int = QUOTA_RESET_S) -> None:
         self.world = world
+        self.quota_reset_s = quota_reset_s
         self._lock = threading.Lock()
         self.apps: dict[str, App] = {}
         self.users: dict[str, User] = {}
@@ -113,7 +121,7 @@ class Accounts:
             daily_quota if remaining is None else remaining,
             expiration,
             country,
-            self.world.today,
+            self.quota_day(),
         )
         with self._lock:
             self.users[username] = user
@@ -124,7 +132,7 @@ class Accounts:
         with self._lock:
             user = self.users[username]
             user.remaining = remaining
-            user.quota_day = self.world.today
+            user.quota_day = self.quota_day()
 
     def set_daily_quota(self, username: str, quota: int) -> None:
         with self._lock:
@@ -142,10 +150,25 @@ class Accounts:
 
     # ------------------------------------------------------------------------------- requests
 
+    def now(self) -> int:
+        """The quota clock, epoch seconds (see the module docstring)."""
+        world = self.world
+        if world.time_of_day is None and world.today != datetime.now(UTC).date():
+            return day_start(world.today) + self.quota_reset_s  # only the date is pinned: that day's quota
+        return world.timestamp()
+
+    def quota_day(self) -> date:
+        """The current quota day, named by the date of the reset that began it."""
+        return date.fromordinal(date(1970, 1, 1).toordinal() + (self.now() - self.quota_reset_s) // DAY)
+
+    def next_reset(self) -> int:
+        """Epoch seconds of the next reset."""
+        return day_start(self.quota_day()) + self.quota_reset_s + DAY
+
     def _roll(self, user: User) -> None:
-        today = self.world.today
-        if user.quota_day != today:
-            user.quota_day = today
+        current = self.quota_day()
+        if user.quota_day != current:
+            user.quota_day = current
             user.remaining = user.daily_quota
 
     def authenticate(self, appname: str, username: str | None, password: str | None) -> tuple[User | None, int]:

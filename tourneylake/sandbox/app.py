@@ -12,6 +12,7 @@ order, the error codes, what costs a search and the metadata cache marker are wr
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import threading
 from collections import OrderedDict, deque
 from collections.abc import Callable
@@ -24,12 +25,12 @@ from starlette.responses import HTMLResponse, PlainTextResponse, Response
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
-from tourneylake.api.tree import Element
+from tourneylake.api.tree import Element, to_json, to_xml
 from tourneylake.sandbox import catalog, handanalysis, nlq
 from tourneylake.sandbox.accounts import Accounts, User
 from tourneylake.sandbox.faults import FaultPlan, Faults
 from tourneylake.sandbox.filtering import FilterNotSupported, compile_filter
-from tourneylake.sandbox.metadata import MetadataBook
+from tourneylake.sandbox.metadata import DayMetadata, MetadataBook
 from tourneylake.sandbox.responses import (
     envelope,
     error_element,
@@ -47,12 +48,13 @@ _MEDIA = {"json": "application/json; charset=utf-8", "xml": "application/xml; ch
 
 @dataclass(frozen=True)
 class Costs:
-    """Searches each metered call costs (``not_found``: a summary of an unknown player)."""
+    """Searches each metered call costs; ``no_data``: a lookup that returns no data (an unknown
+    player, a player who opted out, a network gone), 1 like a search or 0 (see the module docstring)."""
 
     summary: int = 1
     nlq: int = 1
     handanalysis: int = 5
-    not_found: int = 1
+    no_data: int = 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -163,6 +165,11 @@ class SandboxApp:
         #: body) after it is charged: how tests serve a hostile or broken answer for one player;
         #: ("countries", "") and ("news", "") rewrite those free answers.
         self.answer_rewrites: dict[tuple[str, str], Callable[[bytes, str], bytes]] = {}
+        #: Coverage withdrawn after the fact (service-notes §6), as tests set it: networks gone from
+        #: the service (and from metadata), and (network, player) pairs who opted out.
+        self.removed_networks: set[str] = set()
+        self.opted_out: set[tuple[str, str]] = set()
+        self._trimmed: dict[tuple[str, frozenset[str]], DayMetadata] = {}
         base = "/api/{app}"
         self.asgi = Starlette(
             routes=[
@@ -252,7 +259,7 @@ class SandboxApp:
 
     def _respond(self, request: Request, resource: str, fmt: str, body: bytes, *, crowded: bool, internal: bool) -> bytes:
         languages = (request.headers.get("accept-language") or "en-us").split(",")[0].strip().lower() or "en-us"
-        day = self.metadata.for_day()
+        day = self._day_metadata()
         user: User | None = None
         try:
             if not (request.headers.get("user-agent") or "").strip():
@@ -300,7 +307,7 @@ class SandboxApp:
         root = envelope(
             success=True,
             timestamp=self.world.timestamp(),
-            metadata_hash=self.metadata.for_day().hash,
+            metadata_hash=self._day_metadata().hash,
             payload=payload if isinstance(payload, Element) else None,
             info=user_info(user, languages),
         )
@@ -313,8 +320,29 @@ class SandboxApp:
 
     # ------------------------------------------------------------------------------- resources
 
-    def _metadata(self, request: Request, fmt: str, appname: str) -> bytes:
+    def _day_metadata(self) -> DayMetadata:
+        """The serving day's metadata, without the networks gone from the service (a new hash)."""
         day = self.metadata.for_day()
+        removed = frozenset(self.removed_networks)
+        if not removed:
+            return day
+        key = (day.hash, removed)
+        if key not in self._trimmed:
+            groups = [
+                Element(g.name, g.attrs, g.text, [n for n in g.children if n.attrs.get("name") not in removed])
+                if g.name == "Networks"
+                else g
+                for g in day.payload.children
+            ]
+            payload = Element(day.payload.name, day.payload.attrs, day.payload.text, groups)
+            full_json = to_json(payload)
+            xml = to_xml(payload)
+            digest = hashlib.md5(full_json, usedforsecurity=False).hexdigest()
+            self._trimmed[key] = DayMetadata(day.day, payload, digest, full_json[1:-1], xml[xml.index(b"?>") + 2 :].lstrip())
+        return self._trimmed[key]
+
+    def _metadata(self, request: Request, fmt: str, appname: str) -> bytes:
+        day = self._day_metadata()
         timestamp = self.world.timestamp()
         if request.query_params.get("hash") == day.hash:
             root = envelope(
@@ -377,6 +405,10 @@ class SandboxApp:
         filter_text = request.query_params.get("filter") or ""
         if network not in self.network_names:
             raise _ServiceError(101012, f"unknown network {network!r}")
+        if network in self.removed_networks:  # a lookup all the same (see the module docstring)
+            self._charge_or_fail(user, self.costs.no_data)
+            self.accounts.charge(user, self.costs.no_data)
+            raise _ServiceError(101012, f"network {network!r} is not covered")
         world = self.world
         today = world.today
         try:
@@ -385,11 +417,13 @@ class SandboxApp:
             raise _ServiceError(101012, f"invalid filter ({exc})") from None
         player = world.player(network, name)
         if player is None:
-            cost = self.costs.not_found
+            cost = self.costs.no_data
             self._charge_or_fail(user, cost)
             self.accounts.charge(user, cost)
             raise _ServiceError(103001, f"{name!r} on {network}")
-        self._charge_or_fail(user, self.costs.summary)
+        opted_out = (network, name) in self.opted_out
+        cost = self.costs.no_data if opted_out else self.costs.summary
+        self._charge_or_fail(user, cost)
         key = (player.index, filter_text, today.toordinal(), self.recent_tournaments)
         frag = self._summary_cache.get(key)
         if frag is None:
@@ -407,9 +441,28 @@ class SandboxApp:
             frag = self._summary_cache[key] = {"element": payload}
             if len(self._summary_cache) > self._summary_cache_size:
                 self._summary_cache.popitem(last=False)
+        if opted_out:
+            frag = {"element": _withheld(frag["element"])}
         if fmt not in frag:
             frag[fmt] = fragment(frag["element"], fmt)
-        self.accounts.charge(user, self.costs.summary)
+        self.accounts.charge(user, cost)
         body = self._success(fmt, frag[fmt], user, languages)
         rewrite = self.answer_rewrites.get((network, name))
         return body if rewrite is None else rewrite(body, fmt)
+
+
+def _withheld(payload: Element) -> Element:
+    """A summary payload as served for a player who opted out: every statistic marked
+    ``authorized="false"`` without a value, no data sets, timeline or recent tournaments."""
+
+    def withhold(node: Element) -> Element:
+        if node.name == "Statistics":
+            kept = [
+                Element("Statistic", {"id": c.attrs.get("id", ""), "authorized": "false"})
+                for c in node.children
+                if c.name == "Statistic"
+            ]
+            return Element(node.name, node.attrs, node.text, kept)
+        return Element(node.name, node.attrs, node.text, [withhold(c) for c in node.children if c.name != "RecentTournaments"])
+
+    return withhold(payload)

@@ -21,7 +21,7 @@ from typing import Any
 import uvicorn
 
 from tourneylake.errors import TourneylakeError
-from tourneylake.sandbox.accounts import DEMO, Accounts
+from tourneylake.sandbox.accounts import DEMO, QUOTA_RESET_S, Accounts
 from tourneylake.sandbox.app import Costs, DroppedConnection, SandboxApp
 from tourneylake.sandbox.faults import Faults
 from tourneylake.sandbox.world import World
@@ -74,7 +74,9 @@ class SandboxServer:
     simulated day (``None`` follows the real UTC date; change it later with
     ``server.world.set_today``); ``players`` is the roster size; ``time_of_day`` pins response
     timestamps (byte-identical bodies across runs); ``demo_quota`` is the demo user's daily quota;
-    ``costs`` and ``recent_tournaments`` tune metering and summaries.
+    ``quota_reset_s`` when every daily quota resets (seconds after midnight UTC, see
+    :mod:`~tourneylake.sandbox.accounts`); ``costs`` and ``recent_tournaments`` tune metering and
+    summaries.
     """
 
     def __init__(
@@ -89,6 +91,7 @@ class SandboxServer:
         *,
         time_of_day: int | None = None,
         demo_quota: int = 100_000,
+        quota_reset_s: int = QUOTA_RESET_S,
         costs: Costs | None = None,
         recent_tournaments: int = 30,
     ) -> None:
@@ -98,7 +101,7 @@ class SandboxServer:
         self.port = port
         self.faults = Faults.parse(faults) if isinstance(faults, str) or faults is None else faults
         self.world = World(seed, players, _as_date(today), time_of_day=time_of_day)
-        self.accounts = Accounts(self.world, demo_quota)
+        self.accounts = Accounts(self.world, demo_quota, quota_reset_s=quota_reset_s)
         self.app = SandboxApp(
             self.world,
             self.accounts,

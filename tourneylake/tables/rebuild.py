@@ -30,6 +30,7 @@ from tourneylake.errors import TourneylakeError
 from tourneylake.lake.lake import HARVEST_LOCK, REBUILD_LOCK, Lake
 from tourneylake.lake.ledger import Ledger
 from tourneylake.schemas import TABLES
+from tourneylake.tables.coverage import write_coverage_changes
 from tourneylake.tables.models import build_models, target_dir
 from tourneylake.tables.night_tables import rebuild_night, reference_tables
 from tourneylake.tables.warehouse import LOAD_ORDER, Warehouse
@@ -86,13 +87,17 @@ def _rebuild(settings: Settings, lake: Lake, wanted: list[date], *, every: bool,
     # the swap); a rebuild in place loads the live file at the end, holding its lock only then.
     with _warehouse(settings.warehouse_path, fresh=True) if every and warehouse else nullcontext() as fresh:
         loads = None if fresh is None else _NightLoads(lake, wanted, fresh)
+        in_order = _InOrder(wanted)
         for night, rows, unusable in _rebuild_nights(lake, wanted, settings.rebuild_workers):
             for name, count in rows.items():
                 outcome.rows[name] = outcome.rows.get(name, 0) + count
             outcome.unusable += unusable
             log.info("rebuilt night %s", night)
-            if loads is not None:
-                loads.done(night)
+            for ready in in_order.done(night):  # a night's coverage changes read the nights before it
+                changes = write_coverage_changes(lake, ready).num_rows
+                outcome.rows["coverage_changes"] = outcome.rows.get("coverage_changes", 0) + changes
+                if loads is not None:
+                    loads.load(ready)
         if loads is not None:
             outcome.warehouse_rows = loads.finish()
     if warehouse and not every:
@@ -110,22 +115,36 @@ _WHOLE = tuple(t for t in LOAD_ORDER if TABLES[t].load == "whole")
 _PER_NIGHT = tuple(t for t in LOAD_ORDER if t not in _WHOLE)
 
 
+class _InOrder:
+    """Nights in night order, each as soon as it and every night before it are done (nights
+    finish in any order side by side; what reads earlier nights, the coverage changes and the
+    loads, takes them in order, as a night-by-night rebuild would)."""
+
+    def __init__(self, nights: list[date]) -> None:
+        self.order = list(nights)
+        self.finished: set[date] = set()
+        self.next = 0
+
+    def done(self, night: date) -> list[date]:
+        """``night`` is done: the nights now ready, in order."""
+        self.finished.add(night)
+        ready = []
+        while self.next < len(self.order) and self.order[self.next] in self.finished:
+            ready.append(self.order[self.next])
+            self.next += 1
+        return ready
+
+
 class _NightLoads:
-    """Rebuilt nights into a warehouse in night order, each as soon as it and every night
-    before it are done (nights finish in any order side by side; loading them in order keeps
-    the warehouse exactly what a night-by-night rebuild makes, reference tables included)."""
+    """Rebuilt nights into a warehouse, in night order (see :class:`_InOrder`): the warehouse is
+    exactly what a night-by-night rebuild makes, reference tables included."""
 
     def __init__(self, lake: Lake, nights: list[date], db: Warehouse) -> None:
         self.lake, self.db = lake, db
         self.order = list(nights)
-        self.finished: set[date] = set()
-        self.loaded = 0
 
-    def done(self, night: date) -> None:
-        self.finished.add(night)
-        while self.loaded < len(self.order) and self.order[self.loaded] in self.finished:
-            self.db.load_night(self.lake, self.order[self.loaded], _PER_NIGHT)
-            self.loaded += 1
+    def load(self, night: date) -> None:
+        self.db.load_night(self.lake, night, _PER_NIGHT)
 
     def finish(self) -> dict[str, int]:
         """The whole tables, once every night is in; the warehouse's row counts."""

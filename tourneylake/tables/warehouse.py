@@ -65,6 +65,7 @@ LOAD_ORDER: tuple[str, ...] = (
     "countries",
     "news",
     *SUMMARY_TABLES,
+    "coverage_changes",
     "search_ledger",
 )
 assert set(LOAD_ORDER) == set(TABLES), "every lake table is loaded"

@@ -1,0 +1,95 @@
+"""Vanished data: a network gone from the service, a player who opted out, a player no longer
+found. Earlier nights keep their rows; the night records the change (``coverage_changes``) and
+the harvest says it; a rebuild from raw makes the same changes. Against the sandbox over HTTP.
+"""
+
+from __future__ import annotations
+
+from datetime import date
+from pathlib import Path
+
+import pytest
+
+from tests.helpers import player_line, sandbox_settings, write_watchlist
+from tourneylake.lake.lake import Lake
+from tourneylake.night.harvest import harvest_players, refresh_free_resource, refresh_metadata
+from tourneylake.night.session import Session
+from tourneylake.night.watchlist import load_watchlist
+from tourneylake.sandbox import DEMO
+from tourneylake.sandbox.responses import envelope, error_element, render, user_info
+from tourneylake.tables.coverage import coverage_changes
+from tourneylake.tables.rebuild import rebuild
+from tourneylake.tables.warehouse import Warehouse
+
+pytestmark = pytest.mark.xdist_group("coverage")
+
+FIRST, SECOND = date(2026, 7, 1), date(2026, 7, 2)
+SANDBOX = dict(seed=19, today=FIRST, players=20, time_of_day=4 * 3600)
+GONE = ("iPoker", "Zoë O'Brien")  # its network is removed
+OPTED_OUT = ("PokerStars", "Borbas.Geri")
+NOT_FOUND = ("GGNetwork", "José María")
+KEPT = ("WPN", "Søren K")
+
+
+def _night(sandbox, settings, night: date):
+    sandbox.world.set_today(night)
+    session = Session.open(settings, settings.base_url, night)
+    refresh_metadata(session)
+    refresh_free_resource(session, "countries")
+    outcome = harvest_players(session, load_watchlist(settings.watchlist))
+    with Warehouse(settings.warehouse_path) as db:
+        db.load_night(session.lake, night)
+    return outcome
+
+
+def _not_found(sandbox):
+    def rewrite(body: bytes, fmt: str) -> bytes:
+        user = sandbox.accounts.users[DEMO.username]
+        root = envelope(success=False, timestamp=sandbox.world.timestamp(), metadata_hash=None, payload=error_element(103001))
+        root.children.append(user_info(user))
+        return render(fmt, root)
+
+    return rewrite
+
+
+def test_what_the_service_stops_showing_is_recorded_and_earlier_nights_keep_their_rows(sandbox, tmp_path: Path) -> None:
+    settings = sandbox_settings(sandbox, tmp_path)
+    write_watchlist(settings, "players:\n" + "\n".join(player_line(*p) for p in (GONE, OPTED_OUT, NOT_FOUND, KEPT)) + "\n")
+    first = _night(sandbox, settings, FIRST)
+    assert first.fetched == 4 and first.coverage_changes == []
+
+    sandbox.app.removed_networks.add(GONE[0])
+    sandbox.app.opted_out.add(OPTED_OUT)
+    sandbox.app.answer_rewrites[NOT_FOUND] = _not_found(sandbox)
+    try:
+        second = _night(sandbox, settings, SECOND)
+    finally:
+        sandbox.app.removed_networks.clear()
+        sandbox.app.opted_out.clear()
+        sandbox.app.answer_rewrites.clear()
+    assert second.fetched == 2  # the opted-out player's answer is kept too: it says what it withholds
+    assert [target.network for target, why in second.skipped if "not in metadata" in why] == [GONE[0]]  # free
+
+    lake = Lake(settings.data_dir)
+    changes = {
+        (row["subject"], row["network"], row["player"], row["change"]): row
+        for row in lake.read_table("coverage_changes").to_pylist()
+    }
+    assert set(changes) == {
+        ("network", GONE[0], "", "network_removed"),
+        ("player", *OPTED_OUT, "statistics_withheld"),
+        ("player", *NOT_FOUND, "player_not_found"),
+    }
+    assert all(row["snapshot_date"] == SECOND and row["last_seen"] == FIRST for row in changes.values())
+    assert "opted out" in changes["player", *OPTED_OUT, "statistics_withheld"]["detail"]
+    assert len(second.coverage_changes) == 3 and any("iPoker" in line for line in second.coverage_changes)
+
+    with Warehouse(settings.warehouse_path, read_only=True) as db:  # the first night's rows stay
+        kept = db.query("SELECT player, count(*) AS n FROM player_snapshots WHERE snapshot_date = $1 GROUP BY 1", [FIRST])
+        assert len(kept) == 4
+        shown = db.query("SELECT change FROM coverage_changes ORDER BY change").column("change").to_pylist()
+    assert shown == ["network_removed", "player_not_found", "statistics_withheld"]
+
+    before = coverage_changes(lake, SECOND)
+    rebuild(settings, [SECOND])  # from raw alone: the same changes
+    assert coverage_changes(lake, SECOND).equals(before)
