@@ -21,10 +21,12 @@ from dagster import (
     asset,
 )
 
+from assets.backfill import refuse_oversized_backfill
 from assets.partitions import SERVICE_POOL, account_pool, nightly_partitions
 from assets.report import fails_cleanly, listing, night_of
 from assets.resource import TourneylakeResource
 from tourneylake.config import Settings
+from tourneylake.night.accounts import share_of
 from tourneylake.night.harvest import HarvestOutcome, harvest_account, harvest_players, target_lines
 from tourneylake.tables.night_tables import player_tables
 
@@ -95,7 +97,9 @@ def _harvest_result(settings: Settings, outcome: HarvestOutcome) -> MaterializeR
 )
 @fails_cleanly
 def player_summaries(context: AssetExecutionContext, tourneylake: TourneylakeResource) -> MaterializeResult:
-    outcome = harvest_players(tourneylake.session(night_of(context)), tourneylake.load_watchlist())
+    session, watchlist = tourneylake.session(night_of(context)), tourneylake.load_watchlist()
+    refuse_oversized_backfill(context, session, watchlist)
+    outcome = harvest_players(session, watchlist)
     return _harvest_result(tourneylake.settings(), outcome)
 
 
@@ -145,6 +149,8 @@ def _account_harvest(account: str) -> AssetsDefinition:
     @fails_cleanly
     def harvest(context: AssetExecutionContext, tourneylake: TourneylakeResource) -> MaterializeResult:
         session = tourneylake.account_session(night_of(context), account)
+        share = share_of(tourneylake.load_watchlist(), account)
+        refuse_oversized_backfill(context, session, share)
         return _harvest_result(session.settings, harvest_account(session, tourneylake.load_watchlist()))
 
     return harvest

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import date
 from typing import Any
 
 from dagster import (
@@ -9,9 +10,14 @@ from dagster import (
     AssetsDefinition,
     AssetSelection,
     Definitions,
+    EnvVar,
     ExecutorDefinition,
+    Field,
+    JobDefinition,
+    PartitionsDefinition,
     build_schedule_from_partitioned_job,
     define_asset_job,
+    definitions,
     in_process_executor,
     job,
     load_assets_from_modules,
@@ -19,10 +25,10 @@ from dagster import (
 )
 
 from assets import hands, players, reference, warehouse
-from assets.partitions import nightly_partitions
+from assets.partitions import first_night, user_nights
 from assets.players import account_assets
 from assets.rebuild import rebuild_night
-from assets.resource import TourneylakeResource
+from assets.resource import SETTING_FIELDS, TourneylakeResource
 from tourneylake.config import Settings, load_settings
 
 ALL_ASSETS = load_assets_from_modules([reference, players, warehouse, hands])
@@ -37,31 +43,44 @@ def assets_for(accounts: list[str] | None = None) -> list[Any]:
     return [a for a in ALL_ASSETS if not (isinstance(a, AssetsDefinition) and single in a.keys)] + account_assets(accounts)
 
 
-# In-process by default: one night's steps share one process, so the resource and the built-in
-# sandbox are set up once per run (under the multiprocess executor each step builds its own: a
-# one-night run from the UI took 85 s instead of 12 s). With one account the steps are
-# sequential anyway (each waits for the one before); the parallelism is inside the harvest.
-# With several accounts, the multiprocess executor fetches them side by side (each account's
-# harvest is its own step, in its own pool): choose it in the launchpad or in run config
-# (`execution: {config: {multiprocess: {max_concurrent: 4}}}`), or run on Celery, Docker or
-# Kubernetes executors (README, "Beyond one machine").
+def nightly_executor(accounts: list[str] | None = None) -> ExecutorDefinition:
+    """Dagster's in-process-or-multiprocess executor, defaulting to in-process for one account.
+
+    In-process, a night's steps share one process, so the resource and the built-in sandbox are
+    set up once per run and no step waits for a pool slot another step of the run holds: with
+    one account the steps are sequential anyway (each waits for the one before; the parallelism
+    is inside the harvest). With several accounts the default is multiprocess, so each
+    account's harvest (its own step and pool) fetches beside the others. Either is chosen in the
+    launchpad or run config (`execution: {config: {multiprocess: {max_concurrent: 4}}}`); the
+    UI's "Materialize" takes the default. Celery, Docker or Kubernetes executors replace it in a
+    deployment (README, "Beyond one machine")."""
+    base = multi_or_in_process_executor
+    default = "multiprocess" if accounts and len(accounts) > 1 else "in_process"
+    return ExecutorDefinition(
+        name=base.name,
+        config_schema=Field(base.config_schema.config_type, default_value={default: {}}),
+        requirements=base.get_requirements,
+        executor_creation_fn=base.executor_creation_fn,
+        description=f"In-process or multiprocess (default {default.replace('_', '-')}).",
+    )
+
+
+#: Run config that runs a night in-process whatever the default (`tourneylake run`'s settings
+#: are handed over in this process, so its steps must run here).
 IN_PROCESS: dict[str, Any] = {"execution": {"config": {"in_process": {}}}}
 
 
 def nightly(executor: ExecutorDefinition | None = None) -> Any:
-    """The nightly job: in-process by default (multiprocess on request), or on ``executor``
-    (a deployment's: ``celery_executor``, ``docker_executor``, ``k8s_job_executor``), configured
-    by the deployment's own run config."""
+    """The nightly job, on the Definitions' executor (:func:`nightly_executor`), or on
+    ``executor`` (a deployment's: ``celery_executor``, ``docker_executor``,
+    ``k8s_job_executor``), configured by the deployment's own run config."""
     return define_asset_job(
         "nightly",
         selection=AssetSelection.groups("reference", "players", "warehouse"),
-        executor_def=executor or multi_or_in_process_executor,
-        config=None if executor else IN_PROCESS,
+        executor_def=executor,
         description="One night: metadata, countries and news, player summaries within budget, then the warehouse.",
     )
 
-
-nightly_job = nightly()
 
 # Opt-in: hand analyses cost 5 searches each, so they run only when this job is launched.
 hands_job = define_asset_job(
@@ -72,16 +91,22 @@ hands_job = define_asset_job(
 )
 
 
-@job(
-    partitions_def=nightly_partitions,
-    executor_def=in_process_executor,
-    description="Rebuild nights from lake/_raw alone: every table of the night and the warehouse; no request, 0 searches.",
-)
-def rebuild() -> None:
-    rebuild_night()
+def rebuild_job(partitions: PartitionsDefinition) -> JobDefinition:
+    """Rebuild nights from the raw answers (one run per night; a range is a backfill)."""
+
+    @job(
+        name="rebuild",
+        partitions_def=partitions,
+        executor_def=in_process_executor,
+        description="Rebuild nights from lake/_raw alone: every table of the night and the warehouse; no request, 0 searches.",
+    )
+    def rebuild() -> None:
+        rebuild_night()
+
+    return rebuild
 
 
-def nightly_schedule(cron: str, job: Any = nightly_job) -> Any:
+def nightly_schedule(cron: str, job: Any) -> Any:
     """The nightly schedule at ``cron`` (a daily ``M H * * *`` in UTC: the setting
     ``TOURNEYLAKE_SCHEDULE_CRON``), built from the partitioned job: each tick asks for the last
     partition that has ended — the night that has just ended — and the UI shows the partition set."""
@@ -98,25 +123,38 @@ def build_definitions(
     accounts: list[str] | None = None,
     *,
     executor: ExecutorDefinition | None = None,
+    first: date | None = None,
 ) -> Definitions:
     """Everything Dagster loads. ``accounts``: the watchlist's (see :func:`assets_for`);
-    ``executor``: the nightly job's, for a deployment beyond one machine (README)."""
-    job = nightly(executor) if executor else nightly_job
+    ``executor``: the nightly job's, for a deployment beyond one machine (README); ``first``:
+    the first night of the partitions (default: :func:`assets.partitions.first_night` of the
+    resource's settings)."""
+    first = first or first_night(_settings_when_loaded(resource))
+    assets, partitions = user_nights(assets_for(accounts), first)
+    job = nightly(executor)
     return Definitions(
-        assets=assets_for(accounts),
-        jobs=[job, hands_job, rebuild],
+        assets=assets,
+        jobs=[job, hands_job, rebuild_job(partitions)],
         schedules=[nightly_schedule(schedule_cron, job)],
         resources={"tourneylake": resource},
+        executor=executor or nightly_executor(accounts),
     )
 
 
-def __getattr__(name: str) -> Definitions:
-    """``defs`` (what ``dagster dev`` loads, see workspace.yaml), built on first use from the
-    environment: importing this module reads no setting, so ``tourneylake run``'s flags win."""
-    if name == "defs":
-        settings = load_settings()
-        return build_definitions(TourneylakeResource.from_env(), settings.schedule_cron, watchlist_accounts(settings))
-    raise AttributeError(name)
+def _settings_when_loaded(resource: TourneylakeResource) -> Settings:
+    """The settings a resource stands for as the definitions load: a resource bound to the
+    environment (``EnvVar``, resolved only in a run) reads it now."""
+    bound = any(isinstance(getattr(resource, name, None), EnvVar) for name in SETTING_FIELDS)
+    return load_settings() if bound else resource.settings()
+
+
+@definitions
+def defs() -> Definitions:
+    """What ``dagster dev`` loads (workspace.yaml), and ``dagster … -m pipelines.definitions``:
+    built from the environment when the code location loads, not when this module is imported,
+    so importing it reads no setting and ``tourneylake run``'s flags win."""
+    settings = load_settings()
+    return build_definitions(TourneylakeResource.from_env(), settings.schedule_cron, watchlist_accounts(settings))
 
 
 def watchlist_accounts(settings: Settings) -> list[str]:

@@ -16,9 +16,9 @@ from typing import Any
 
 from dagster import DagsterInstance
 
-from assets.partitions import SERVICE_POOL, WAREHOUSE_POOL
+from assets.partitions import SERVICE_POOL, WAREHOUSE_POOL, first_night
 from assets.resource import TourneylakeResource
-from pipelines.definitions import build_definitions, watchlist_accounts
+from pipelines.definitions import IN_PROCESS, build_definitions, watchlist_accounts
 from tourneylake.config import Settings
 
 log = logging.getLogger(__name__)
@@ -87,6 +87,7 @@ def run_night(settings: Settings, night: date, *, sandbox_seed: int = 7) -> RunR
         TourneylakeResource.from_settings(settings, sandbox_seed=sandbox_seed),
         settings.schedule_cron,
         watchlist_accounts(settings),
+        first=min(first_night(settings), night),  # any night the service has data for
     )
     job = definitions.resolve_job_def("nightly")
     started = time.perf_counter()
@@ -99,7 +100,7 @@ def run_night(settings: Settings, night: date, *, sandbox_seed: int = 7) -> RunR
             partition_key=night.isoformat(),
             instance=instance,
             raise_on_error=False,
-            run_config=QUIET_LOGS,
+            run_config={**QUIET_LOGS, **IN_PROCESS},
             tags={HOST_TAG: socket.gethostname(), PID_TAG: str(os.getpid())},
         )
         report = RunReport(night, result.success, None, 0.0, run_id=result.run_id)

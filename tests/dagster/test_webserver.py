@@ -64,6 +64,7 @@ def test_a_night_launched_from_the_ui_and_one_from_the_cli_share_the_instance(tm
             TOURNEYLAKE_BASE_URL=server.base_url,
             TOURNEYLAKE_DATA_DIR=str(tmp_path / "data"),
             TOURNEYLAKE_WATCHLIST=str(REPO / "watchlist.yaml"),
+            TOURNEYLAKE_FIRST_NIGHT="2026-11-20",  # the lake is empty: its partitions would start yesterday
             PYTHONWARNINGS="ignore",
         )
         ui = subprocess.Popen(

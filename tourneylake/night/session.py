@@ -127,20 +127,28 @@ class Session:
             found = recent_reading(self.settings, self.base_url, RECENT_READING_S)
             if found is not None:
                 return found
+        remaining, why = self.reading()
+        if why is not None:
+            log.warning("could not read the searches left: %s", why)
+        return remaining
+
+    def reading(self) -> tuple[int | None, str | None]:
+        """:meth:`read_remaining` from the service, and why it is unknown when it is."""
         try:
             with self.client() as client:
                 response = client.send(calls.countries(reading=True))
         except CredentialsError as exc:
             raise RunFailed(f"credentials refused by the service: {exc}") from None
         except ApiError as exc:
-            log.warning("could not read the searches left: %s", exc)
-            return None
+            return None, str(exc)
         info = response.envelope.user_info
         if info is not None and not info.logged_in:  # a free call answers bad credentials with loggedIn="false"
             raise RunFailed(
                 "credentials refused by the service: it answered loggedIn=false (check user name, password and app key)"
             )
-        return response.remaining_searches
+        if response.remaining_searches is None:
+            return None, "the service did not report the account's RemainingSearches"
+        return response.remaining_searches, None
 
     def paid_payload(self, call: calls.Call, client: Client) -> Node | None:
         """The payload of ``call``'s answer: the one already paid for when the lake holds it (a
