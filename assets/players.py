@@ -44,31 +44,45 @@ def _checks(asset_key: str | AssetKey) -> list[AssetCheckSpec]:
             description="Every planned (player, filter) pair was harvested or deferred, none failed: a failed one makes "
             "the night partial (`tourneylake run` exits 3); a re-run of the night retries it.",
         ),
+        AssetCheckSpec(
+            "watchlist_valid",
+            asset=asset_key,
+            description="Every pair of the watchlist could be attempted: none has an invalid filter, an unknown network "
+            "or a question the service will not convert (`tourneylake run` exits 4 naming them; the others are harvested).",
+        ),
     ]
 
 
 def _harvest_result(settings: Settings, outcome: HarvestOutcome) -> MaterializeResult:
-    """What a harvest did, as metadata and the two checks."""
+    """What a harvest did, as metadata and its checks."""
     cap_ok = settings.max_searches_per_run is None or outcome.searches_spent <= settings.max_searches_per_run
     reserve_ok = outcome.remaining_searches is None or outcome.remaining_searches >= settings.reserve_searches
+    # Numbers are always numbers (an unknown one is left out), so Dagster plots each across nights.
+    numbers = {
+        "players_fetched": outcome.fetched,
+        "players_reused_from_lake": outcome.reused,
+        "searches_spent": outcome.searches_spent,
+        "searches_left": outcome.remaining_searches,
+        "searches_reconciled": outcome.reconciled,
+        "deferred": len(outcome.deferred),
+        "skipped": len(outcome.skipped),
+        "failed": len(outcome.failed),
+        "misconfigured": len(outcome.misconfigured),
+        "concurrency_settled": outcome.concurrency,
+        "rows": sum(outcome.rows.values()),
+        **{f"rows_{table}": rows for table, rows in sorted(outcome.rows.items())},
+    }
     return MaterializeResult(
         metadata={
-            "players_fetched": outcome.fetched,
-            "players_reused_from_lake": outcome.reused,
-            "searches_spent": outcome.searches_spent,
-            "searches_left": outcome.remaining_searches,
-            "searches_reconciled": outcome.reconciled,
-            "deferred": len(outcome.deferred),
-            "skipped": len(outcome.skipped),
-            "failed": len(outcome.failed),
+            **{name: value for name, value in numbers.items() if value is not None},
             "stopped_reason": outcome.stopped_reason or "none",
-            "concurrency_settled": outcome.concurrency,
-            "rows": sum(outcome.rows.values()),
             "deferred_players": listing(target_lines(outcome.deferred)),
             "skipped_players": listing(target_lines(outcome.skipped)),
             "failed_players": listing(target_lines(outcome.failed)),
-            # Every failed pair, for the command line to name each one (failures are few).
+            "misconfigured_players": listing(target_lines(outcome.misconfigured)),
+            # Every failed or misconfigured pair, for the command line to name each one (they are few).
             "failed_pairs": MetadataValue.json(target_lines(outcome.failed)),
+            "misconfigured_pairs": MetadataValue.json(target_lines(outcome.misconfigured)),
             "filters_not_anchored": listing([f"{name}: {why}" for name, why in outcome.not_anchored.items()]),
         },
         check_results=[
@@ -79,6 +93,11 @@ def _harvest_result(settings: Settings, outcome: HarvestOutcome) -> MaterializeR
                 check_name="no_failed_players",
                 passed=not outcome.failed,
                 metadata={"failed": listing(target_lines(outcome.failed))},
+            ),
+            AssetCheckResult(
+                check_name="watchlist_valid",
+                passed=not outcome.misconfigured,
+                metadata={"not_attempted": listing(target_lines(outcome.misconfigured))},
             ),
         ],
     )

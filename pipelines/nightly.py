@@ -67,6 +67,7 @@ class RunReport:
     assets: dict[str, dict[str, Any]] = field(default_factory=dict)
     checks: dict[str, bool] = field(default_factory=dict)
     run_id: str = ""
+    interrupted: bool = False  # stopped by Ctrl-C (or SIGINT): every answer paid for is kept
 
     def value(self, asset: str, key: str, default: Any = None) -> Any:
         return self.assets.get(asset, {}).get(key, default)
@@ -80,6 +81,15 @@ def _root_message(error: Any) -> str:
     # Dagster prefixes the exception's class path: keep what the user needs.
     first = message.splitlines()[0] if message else "unknown error"
     return first.split(": ", 1)[1] if first.startswith(("tourneylake.", "dagster.")) and ": " in first else first
+
+
+def _interrupted(error: Any) -> bool:
+    """Whether a step's error is an interruption (Dagster turns Ctrl-C into its own error)."""
+    while error is not None:
+        if getattr(error, "cls_name", None) in ("DagsterExecutionInterruptedError", "KeyboardInterrupt"):
+            return True
+        error = getattr(error, "cause", None)
+    return False
 
 
 def run_night(settings: Settings, night: date, *, sandbox_seed: int = 7) -> RunReport:
@@ -116,5 +126,6 @@ def run_night(settings: Settings, night: date, *, sandbox_seed: int = 7) -> RunR
         if not result.success:
             failures = [e for e in result.all_events if e.is_step_failure]
             report.failure = _root_message(failures[0].step_failure_data.error) if failures else "the run did not complete"
+            report.interrupted = any(_interrupted(e.step_failure_data.error) for e in failures)
     report.duration_s = time.perf_counter() - started
     return report

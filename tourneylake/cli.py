@@ -49,10 +49,42 @@ Night = Annotated[str | None, typer.Option("--date", help="The night, YYYY-MM-DD
 
 T = TypeVar("T")
 
+#: Exit statuses: 0 ok, 1 failed, 2 a usage error (a flag or argument), 3 a partial night and 4
+#: pairs the watchlist kept from being attempted (``tourneylake run``), 130 interrupted (Ctrl-C).
+FAILED, USAGE, INTERRUPTED = 1, 2, 130
+#: An error line's length at most; a longer message is kept whole in the log file.
+MAX_LINE = 200
+LOG_FILE = "tourneylake.log"
+_log_dir: list[Path] = []  # where the log file goes, once the command knows its settings
 
-def fail(message: str, code: int = 1) -> typer.Exit:
-    err.print(f"[bold red]error:[/] {message}", highlight=False, soft_wrap=True)
+
+def fail(message: str, code: int = FAILED) -> typer.Exit:
+    err.print(f"[bold red]error:[/] {short(message)}", highlight=False, soft_wrap=True)
     return typer.Exit(code)
+
+
+def short(message: str) -> str:
+    """``message`` on one line of at most :data:`MAX_LINE` characters; a longer one is cut, and
+    kept whole in the log file (``tourneylake.log`` in the data directory) when there is one."""
+    message = " ".join(message.split())
+    if len(message) <= MAX_LINE:
+        return message
+    kept = _log_whole(message)
+    tail = f" … (the whole message is in {kept})" if kept else " …"
+    return message[: MAX_LINE - len(tail)].rstrip() + tail
+
+
+def _log_whole(message: str) -> Path | None:
+    if not _log_dir:
+        return None
+    path = _log_dir[-1] / LOG_FILE
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with path.open("a", encoding="utf-8") as log_file:
+            log_file.write(f"{datetime.now(UTC).isoformat(timespec='seconds')} error: {message}\n")
+    except OSError:
+        return None
+    return path
 
 
 def one_line(exc: BaseException) -> str:
@@ -68,7 +100,7 @@ def reported() -> Iterator[None]:
     except TourneylakeError as exc:
         problems = [" ".join(line.split()) for line in str(exc).splitlines() if line.strip()] or [type(exc).__name__]
         for problem in problems[:-1]:
-            err.print(f"[bold red]error:[/] {problem}", highlight=False, soft_wrap=True)
+            err.print(f"[bold red]error:[/] {short(problem)}", highlight=False, soft_wrap=True)
         raise fail(problems[-1]) from None
 
 
@@ -76,7 +108,10 @@ def settings_from(sandbox: bool = False, **overrides: Any) -> Settings:
     """The settings (environment, `.env`, then the command's flags)."""
     with reported():
         settings = load_settings(**overrides)
-        return settings.with_overrides(base_url="sandbox") if sandbox else settings
+        settings = settings.with_overrides(base_url="sandbox") if sandbox else settings
+    with contextlib.suppress(ConfigError):  # a lake at a URL without TOURNEYLAKE_WAREHOUSE: said where it matters
+        _log_dir[:] = [settings.local_dir]
+    return settings
 
 
 def parse_night(value: str | None, flag: str = "--date", *, default: date | None = None) -> date:
@@ -85,7 +120,7 @@ def parse_night(value: str | None, flag: str = "--date", *, default: date | None
     try:
         return date.fromisoformat(value)
     except ValueError:
-        raise fail(f"{flag} must be a date YYYY-MM-DD, got {value!r}") from None
+        raise fail(f"{flag} must be a date YYYY-MM-DD, got {value!r}", USAGE) from None
 
 
 def ended_night(value: str | None) -> date:
@@ -96,9 +131,9 @@ def ended_night(value: str | None) -> date:
     today = datetime.now(UTC).date()
     night = parse_night(value, default=today - timedelta(days=1))
     if night >= today:
-        raise fail(f"the night of {night} has not ended yet (UTC): harvest it from {night + timedelta(days=1)} on")
+        raise fail(f"the night of {night} has not ended yet (UTC): harvest it from {night + timedelta(days=1)} on", USAGE)
     if night < FIRST_NIGHT:
-        raise fail(f"the service's data starts on {FIRST_NIGHT}: there is nothing to harvest for {night}")
+        raise fail(f"the service's data starts on {FIRST_NIGHT}: there is nothing to harvest for {night}", USAGE)
     return night
 
 
@@ -124,6 +159,9 @@ def launch(application: typer.Typer) -> NoReturn:
         code: Any = 0
     except SystemExit as exc:
         code = exc.code
+    except KeyboardInterrupt:  # Ctrl-C outside a night (a night's own is reported by `run`)
+        err.print("[bold red]error:[/] interrupted", highlight=False)
+        code = INTERRUPTED
     others = [t for t in threading.enumerate() if t is not threading.main_thread() and not t.daemon and t.is_alive()]
     run_exit_handlers = getattr(atexit, "_run_exitfuncs", None)  # CPython's; absent elsewhere
     if others or not isinstance(code, int | None) or run_exit_handlers is None:
@@ -257,8 +295,13 @@ def budget(
 
     settings = settings_from(sandbox, data_dir=data_dir, watchlist=watchlist)
     when = parse_night(night)
-    for report in call(lambda: budget_reports(settings, when)):  # one per account when the watchlist lists several
+    reports = call(lambda: budget_reports(settings, when))  # one per account when the watchlist lists several
+    for report in reports:
         print_budget(report)
+    unread = [report for report in reports if report.remaining is None]
+    if unread:  # the plan above assumed an unknown count: say so with the exit status too
+        whose = ", ".join(f"account {r.account}" for r in unread if r.account) or "the account"
+        raise fail(f"could not read the searches left on {whose}: {unread[0].remaining_note or 'not reported'}")
 
 
 # ------------------------------------------------------------------------------------ filter
@@ -347,16 +390,16 @@ def rebuild(
     skip_pandas_sniffing()
     chosen = sum(bool(x) for x in (night, first or last, every))
     if chosen != 1:
-        raise fail("say which nights: --date D, --from D --to D, or --all")
+        raise fail("say which nights: --date D, --from D --to D, or --all", USAGE)
     nights: list[date] | None = None
     if night:
         nights = [parse_night(night)]
     elif first or last:
         if not (first and last):
-            raise fail("--from and --to go together")
+            raise fail("--from and --to go together", USAGE)
         start, end = parse_night(first, "--from"), parse_night(last, "--to")
         if start > end:
-            raise fail(f"--from {start} is after --to {end}")
+            raise fail(f"--from {start} is after --to {end}", USAGE)
         nights = [start + timedelta(days=i) for i in range((end - start).days + 1)]
     settings = settings_from(data_dir=data_dir, rebuild_workers=workers)
     if nights is not None and len(nights) > 1:
@@ -400,7 +443,7 @@ def query(
 ) -> None:
     """Run SQL on the warehouse and print the answer ('example' runs sql/examples/top_players_usd.sql)."""
     if as_csv and as_json:
-        raise fail("--csv and --json: choose one")
+        raise fail("--csv and --json: choose one", USAGE)
     import duckdb
 
     from tourneylake.tables.warehouse import Warehouse, sql_dir
@@ -461,6 +504,9 @@ def _write_rows(result: Any, fmt: str) -> None:
 
 
 __all__ = [
+    "FAILED",
+    "INTERRUPTED",
+    "USAGE",
     "ConfigError",
     "app",
     "fail",
@@ -471,6 +517,7 @@ __all__ = [
     "reported",
     "settings_from",
     "setup_logging",
+    "short",
 ]
 
 if __name__ == "__main__":  # pragma: no cover
