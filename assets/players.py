@@ -28,6 +28,7 @@ from assets.resource import TourneylakeResource
 from tourneylake.config import Settings
 from tourneylake.night.accounts import share_of
 from tourneylake.night.harvest import HarvestOutcome, harvest_account, harvest_players, target_lines
+from tourneylake.night.status import record_harvest, record_harvest_start
 from tourneylake.tables.night_tables import player_tables
 
 
@@ -116,9 +117,12 @@ def _harvest_result(settings: Settings, outcome: HarvestOutcome) -> MaterializeR
 )
 @fails_cleanly
 def player_summaries(context: AssetExecutionContext, tourneylake: TourneylakeResource) -> MaterializeResult:
-    session, watchlist = tourneylake.session(night_of(context)), tourneylake.load_watchlist()
+    night = night_of(context)
+    session, watchlist = tourneylake.session(night), tourneylake.load_watchlist()
     refuse_oversized_backfill(context, session, watchlist)
+    record_harvest_start(session.lake, night, context.run.run_id)
     outcome = harvest_players(session, watchlist)
+    record_harvest(session.lake, night, context.run.run_id, None, outcome)
     return _harvest_result(tourneylake.settings(), outcome)
 
 
@@ -167,9 +171,13 @@ def _account_harvest(account: str) -> AssetsDefinition:
     )
     @fails_cleanly
     def harvest(context: AssetExecutionContext, tourneylake: TourneylakeResource) -> MaterializeResult:
-        session = tourneylake.account_session(night_of(context), account)
+        night = night_of(context)
+        session = tourneylake.account_session(night, account)
         share = share_of(tourneylake.load_watchlist(), account)
         refuse_oversized_backfill(context, session, share)
-        return _harvest_result(session.settings, harvest_account(session, tourneylake.load_watchlist()))
+        record_harvest_start(session.lake, night, context.run.run_id)
+        outcome = harvest_account(session, tourneylake.load_watchlist())
+        record_harvest(session.lake, night, context.run.run_id, account, outcome)
+        return _harvest_result(session.settings, outcome)
 
     return harvest

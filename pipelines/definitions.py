@@ -29,6 +29,7 @@ from assets.partitions import first_night, user_nights
 from assets.players import account_assets
 from assets.rebuild import rebuild_night
 from assets.resource import SETTING_FIELDS, TourneylakeResource
+from pipelines.failures import night_failed_sensor
 from tourneylake.config import Settings, load_settings
 
 ALL_ASSETS = load_assets_from_modules([reference, players, warehouse, hands])
@@ -136,6 +137,7 @@ def build_definitions(
         assets=assets,
         jobs=[job, hands_job, rebuild_job(partitions)],
         schedules=[nightly_schedule(schedule_cron, job)],
+        sensors=[night_failed_sensor],
         resources={"tourneylake": resource},
         executor=executor or nightly_executor(accounts),
     )

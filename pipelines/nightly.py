@@ -19,15 +19,15 @@ from dagster import DagsterInstance
 from assets.partitions import SERVICE_POOL, WAREHOUSE_POOL, first_night
 from assets.resource import TourneylakeResource
 from pipelines.definitions import IN_PROCESS, build_definitions, watchlist_accounts
+from pipelines.failures import HOST_TAG, PID_TAG, interrupted, root_message
 from tourneylake.config import Settings
+from tourneylake.night.alerts import night_failed
 
 log = logging.getLogger(__name__)
 
 # Dagster's console logger stays quiet: the command line prints the run's outcome itself (one
 # line for a failure); the events, stack traces included, are in the instance for the UI.
 QUIET_LOGS = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}
-# Which process runs a night in-process, so that a later run can tell a dead one from a live one.
-HOST_TAG, PID_TAG = "tourneylake/host", "tourneylake/pid"
 
 
 def _alive(pid: int) -> bool:
@@ -73,25 +73,6 @@ class RunReport:
         return self.assets.get(asset, {}).get(key, default)
 
 
-def _root_message(error: Any) -> str:
-    """The innermost error's message, on one line (Dagster wraps user errors)."""
-    while getattr(error, "cause", None) is not None:
-        error = error.cause
-    message = getattr(error, "message", str(error)).strip()
-    # Dagster prefixes the exception's class path: keep what the user needs.
-    first = message.splitlines()[0] if message else "unknown error"
-    return first.split(": ", 1)[1] if first.startswith(("tourneylake.", "dagster.")) and ": " in first else first
-
-
-def _interrupted(error: Any) -> bool:
-    """Whether a step's error is an interruption (Dagster turns Ctrl-C into its own error)."""
-    while error is not None:
-        if getattr(error, "cls_name", None) in ("DagsterExecutionInterruptedError", "KeyboardInterrupt"):
-            return True
-        error = getattr(error, "cause", None)
-    return False
-
-
 def run_night(settings: Settings, night: date, *, sandbox_seed: int = 7) -> RunReport:
     definitions = build_definitions(
         TourneylakeResource.from_settings(settings, sandbox_seed=sandbox_seed),
@@ -125,7 +106,8 @@ def run_night(settings: Settings, night: date, *, sandbox_seed: int = 7) -> RunR
                 report.checks[f"{evaluation.asset_key.to_user_string()}:{evaluation.check_name}"] = evaluation.passed
         if not result.success:
             failures = [e for e in result.all_events if e.is_step_failure]
-            report.failure = _root_message(failures[0].step_failure_data.error) if failures else "the run did not complete"
-            report.interrupted = any(_interrupted(e.step_failure_data.error) for e in failures)
+            report.failure = root_message(failures[0].step_failure_data.error) if failures else "the run did not complete"
+            report.interrupted = any(interrupted(e.step_failure_data.error) for e in failures)
+            night_failed(settings, night, "nightly", result.run_id, report.failure, interrupted=report.interrupted)
     report.duration_s = time.perf_counter() - started
     return report

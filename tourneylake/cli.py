@@ -304,6 +304,84 @@ def budget(
         raise fail(f"could not read the searches left on {whose}: {unread[0].remaining_note or 'not reported'}")
 
 
+# ------------------------------------------------------------------------------------ status
+
+_SHOWN_TABLES = ("player_snapshots", "player_statistics", "tournaments")
+
+
+def _size(count: int | None) -> str:
+    if count is None:
+        return "none"
+    value = float(count)
+    for unit in ("B", "KB", "MB", "GB"):
+        if value < 1024 or unit == "GB":
+            return f"{value:,.0f} {unit}" if unit == "B" else f"{value:,.1f} {unit}"
+        value /= 1024
+    return f"{count} B"
+
+
+def print_status(found: Any, night: date | None, pairs: int) -> None:
+    source = found.source or "nothing harvested yet"
+    console.print(
+        f"[bold]tourneylake status[/]: {found.data_dir} ({source}); lake {_size(found.lake_bytes)}, "
+        f"warehouse {_size(found.warehouse_bytes)}",
+        highlight=False,
+    )
+    nights = [n for n in found.nights if night is None or n.night == night]
+    table = Table(title=f"{len(found.nights)} night(s) held" + (f", {len(nights)} shown" if night else ""))
+    for column in ("night", "last run", "searches", "fetched", "deferred", "failed", "not attempted", *_SHOWN_TABLES):
+        table.add_column(column, justify="left" if column in ("night", "last run") else "right")
+    for one in nights:
+        state = one.outcome + ("" if one.loaded or one.outcome in ("failed", "interrupted", "unrecorded") else ", not loaded")
+        counts = (one.searches_spent, one.fetched, one.deferred, one.failed, one.misconfigured)
+        table.add_row(
+            one.night.isoformat(), state, *(f"{n:,}" for n in counts), *(f"{one.rows.get(t, 0):,}" for t in _SHOWN_TABLES)
+        )
+    console.print(table)
+    for one in nights:
+        if one.reason:
+            console.print(f"{one.night} {one.outcome}: {one.reason}", highlight=False, markup=False)
+    if night is not None and nights and nights[0].rows:
+        console.print("rows: " + ", ".join(f"{t} {n:,}" for t, n in sorted(nights[0].rows.items())), highlight=False)
+    outstanding = [f"{n.night} {line}" for n in nights for line in n.outstanding]
+    if outstanding:
+        console.print(f"pairs still outstanding (deferred, failed or not attempted; not harvested since): {len(outstanding):,}")
+        for line in outstanding[-pairs:]:
+            console.print(f"- {line}", highlight=False, markup=False)
+        if len(outstanding) > pairs:
+            console.print(f"  … and {len(outstanding) - pairs:,} earlier (--pairs N, or --json)", highlight=False)
+    left = ", ".join(f"{name} {'unknown' if n is None else f'{n:,}'}" for name, n in found.searches_left.items())
+    console.print(f"searches left: {left or 'unknown'}" + (f" (as of {found.searches_left_at})" if left else ""), highlight=False)
+    console.print(
+        f"next scheduled run: {found.next_run:%Y-%m-%d %H:%M} UTC (TOURNEYLAKE_SCHEDULE_CRON '{found.schedule_cron}', "
+        "when Dagster's daemon runs the schedule)",
+        highlight=False,
+    )
+
+
+@app.command()
+def status(
+    data_dir: DataDir = None,
+    night: Annotated[str | None, typer.Option("--date", help="Show one night: its rows per table and outstanding pairs.")] = None,
+    pairs: Annotated[int, typer.Option("--pairs", min=0, help="Outstanding pairs to list (the latest).")] = 20,
+    as_json: Annotated[bool, typer.Option("--json", help="Everything as one JSON document on standard output.")] = False,
+) -> None:
+    """The lake at a glance: nights held and how each one's last run ended, searches, rows, pairs still outstanding,
+    searches left, sizes, the next scheduled run. Reads the lake; calls nothing."""
+    from tourneylake.night.status import lake_status
+
+    settings = settings_from(data_dir=data_dir)
+    chosen = parse_night(night) if night else None
+    found = call(lambda: lake_status(settings))
+    if as_json:
+        import orjson
+
+        sys.stdout.buffer.write(orjson.dumps(found.as_json(), option=orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE))
+        sys.stdout.buffer.flush()
+        return
+    print_status(found, chosen, pairs)
+
+
 # ------------------------------------------------------------------------------------ filter
 
 
