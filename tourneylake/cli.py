@@ -12,6 +12,7 @@ import atexit
 import contextlib
 import logging
 import os
+import re
 import sys
 import threading
 from collections.abc import Callable, Iterator
@@ -70,8 +71,15 @@ def short(message: str) -> str:
     if len(message) <= MAX_LINE:
         return message
     kept = _log_whole(message)
-    tail = f" … (the whole message is in {kept})" if kept else " …"
+    message = _LONG_PATH.sub(lambda found: "…/" + "/".join(found.group(0).rsplit("/", 2)[-2:]), message)
+    if len(message) <= MAX_LINE:
+        return message
+    tail = f" … (the whole message is in {LOG_FILE})" if kept else " …"
     return message[: MAX_LINE - len(tail)].rstrip() + tail
+
+
+# An absolute path of four folders or more: a long message names it by its last two.
+_LONG_PATH = re.compile(r"(?<![\w.:])/(?:[^\s/'\"(),:;]+/){3,}[^\s/'\"(),:;]+")
 
 
 def _log_whole(message: str) -> Path | None:

@@ -13,7 +13,8 @@ from dagster import AssetKey, DagsterInstance
 
 from assets.resource import TourneylakeResource
 from pipelines.definitions import build_definitions
-from tests.helpers import player_line, remaining, sandbox_settings, write_watchlist
+from tests.helpers import WebhookReceiver, player_line, remaining, sandbox_settings, write_watchlist
+from tourneylake.config import SANDBOX_APPKEY
 from tourneylake.lake.lake import Lake
 
 pytestmark = [pytest.mark.xdist_group("operating"), pytest.mark.slow]
@@ -94,3 +95,70 @@ def test_a_backfill_that_would_spend_more_than_the_account_has_is_refused(sandbo
     roomy = Session.open(settings.with_overrides(reserve_searches=left - 4), sandbox.base_url, NIGHT)
     assert backfill_refusal(roomy, load_watchlist(settings.watchlist), nights) is None
     assert remaining(settings) == left
+
+
+def test_a_failed_night_is_recorded_and_posts_one_secret_free_alert(sandbox, tmp_path: Path) -> None:
+    from dagster import build_run_status_sensor_context
+
+    from pipelines.failures import night_failed_sensor
+    from tourneylake.lake.nightlog import NightLog
+
+    with WebhookReceiver() as hook:
+        settings = _settings(sandbox, tmp_path, password="not-the-password", alert_webhook_url=hook.url)
+        resource = TourneylakeResource.from_settings(settings)
+        definitions = build_definitions(resource, "0 3 * * *", first=NIGHT)
+        with DagsterInstance.ephemeral() as instance:
+            result = definitions.resolve_job_def("nightly").execute_in_process(
+                partition_key=NIGHT.isoformat(), instance=instance, raise_on_error=False
+            )
+            assert not result.success
+            with build_run_status_sensor_context(
+                sensor_name="night_failed",
+                dagster_event=result.get_run_failure_event(),
+                dagster_instance=instance,
+                dagster_run=instance.get_run_by_id(result.run_id),
+                resources={"tourneylake": resource},
+            ).for_run_failure() as context:
+                night_failed_sensor(context)
+    (post,) = hook.posts
+    assert post["night"] == NIGHT.isoformat() and post["job"] == "nightly" and post["run_id"] == result.run_id
+    assert "credentials" in post["reason"] and post["searches_spent"] == 0 and post["text"].startswith("tourneylake:")
+    assert not any(secret in str(post) for secret in ("not-the-password", "secret-token", SANDBOX_APPKEY))
+    record = NightLog(Lake(settings.data_dir)).read(NIGHT)
+    assert record["state"] == "failed" and record["run_id"] == result.run_id and "credentials" in record["reason"]
+
+
+WRONG = (
+    """filters:
+  sng: 'Class:SNG'
+  bad: 'Class:NOT_A_CLASS'
+  vague: {question: "what is the meaning of life"}
+players:
+"""
+    + player_line("PokerStars", "Borbas.Geri", "[sng, bad, vague]")
+    + "\n"
+    + player_line("NoSuchNetwork", "Someone")
+    + "\n"
+)
+
+
+def test_pairs_the_watchlist_keeps_from_being_attempted_fail_a_check_and_the_rest_is_harvested(sandbox, tmp_path: Path) -> None:
+    settings = _settings(sandbox, tmp_path, watchlist=WRONG)
+    definitions = build_definitions(TourneylakeResource.from_settings(settings), "0 3 * * *", first=NIGHT)
+    before = remaining(settings)
+    with DagsterInstance.ephemeral() as instance:
+        result = definitions.resolve_job_def("nightly").execute_in_process(partition_key=NIGHT.isoformat(), instance=instance)
+    checks = {e.check_name: e for e in result.get_asset_check_evaluations() if e.asset_key == AssetKey("player_summaries")}
+    assert not checks["watchlist_valid"].passed and checks["no_failed_players"].passed
+    shown = checks["watchlist_valid"].metadata["not_attempted"].value
+    assert "[bad]: invalid filter 'bad'" in shown and "[vague]: invalid filter 'vague': question not converted" in shown
+    assert "NoSuchNetwork/Someone: unknown network 'NoSuchNetwork'" in shown
+    (harvest,) = [
+        e.materialization.metadata
+        for e in result.get_asset_materialization_events()
+        if e.materialization.asset_key == AssetKey("player_summaries")
+    ]
+    assert harvest["misconfigured"].value == 3 and harvest["players_fetched"].value == 1
+    assert before - remaining(settings) == 1  # the good pair only; nothing wrong costs a search
+    snapshots = Lake(settings.data_dir).read_table("player_snapshots", NIGHT)
+    assert snapshots.column("filter_name").to_pylist() == ["sng"]
