@@ -12,6 +12,7 @@ from collections.abc import Sequence
 
 from dagster import (
     AssetCheckResult,
+    AssetCheckSeverity,
     AssetCheckSpec,
     AssetExecutionContext,
     AssetKey,
@@ -29,6 +30,7 @@ from tourneylake.config import Settings
 from tourneylake.night.accounts import share_of
 from tourneylake.night.harvest import HarvestOutcome, harvest_account, harvest_players, target_lines
 from tourneylake.night.status import record_harvest, record_harvest_start
+from tourneylake.tables.drift import night_drift
 from tourneylake.tables.night_tables import player_tables
 
 
@@ -46,6 +48,12 @@ def _checks(asset_key: str | AssetKey) -> list[AssetCheckSpec]:
             "the night partial (`tourneylake run` exits 3); a re-run of the night retries it.",
         ),
         AssetCheckSpec(
+            "schema_drift",
+            asset=asset_key,
+            description="A warning when the night's answers carry attributes or elements the normaliser does not map "
+            "into a column (named; the raw answers keep them, and `tourneylake rebuild` reads them again once it does).",
+        ),
+        AssetCheckSpec(
             "watchlist_valid",
             asset=asset_key,
             description="Every pair of the watchlist could be attempted: none has an invalid filter, an unknown network "
@@ -54,7 +62,18 @@ def _checks(asset_key: str | AssetKey) -> list[AssetCheckSpec]:
     ]
 
 
-def _harvest_result(settings: Settings, outcome: HarvestOutcome) -> MaterializeResult:
+def drift_check(drift: dict[str, str]) -> AssetCheckResult:
+    """The ``schema_drift`` check of the night's answers (a warning; the library logs the fields)."""
+    lines = [f"{name} ({kept})" for name, kept in drift.items()]
+    return AssetCheckResult(
+        check_name="schema_drift",
+        passed=not drift,
+        severity=AssetCheckSeverity.WARN,
+        metadata={"unmapped": len(drift), "fields": listing(lines)},
+    )
+
+
+def _harvest_result(settings: Settings, outcome: HarvestOutcome, drift: AssetCheckResult) -> MaterializeResult:
     """What a harvest did, as metadata and its checks."""
     cap_ok = settings.max_searches_per_run is None or outcome.searches_spent <= settings.max_searches_per_run
     reserve_ok = outcome.remaining_searches is None or outcome.remaining_searches >= settings.reserve_searches
@@ -95,6 +114,7 @@ def _harvest_result(settings: Settings, outcome: HarvestOutcome) -> MaterializeR
                 passed=not outcome.failed,
                 metadata={"failed": listing(target_lines(outcome.failed))},
             ),
+            drift,
             AssetCheckResult(
                 check_name="watchlist_valid",
                 passed=not outcome.misconfigured,
@@ -123,7 +143,7 @@ def player_summaries(context: AssetExecutionContext, tourneylake: TourneylakeRes
     record_harvest_start(session.lake, night, context.run.run_id)
     outcome = harvest_players(session, watchlist)
     record_harvest(session.lake, night, context.run.run_id, None, outcome)
-    return _harvest_result(tourneylake.settings(), outcome)
+    return _harvest_result(tourneylake.settings(), outcome, drift_check(night_drift(session.lake, night)))
 
 
 def account_assets(accounts: Sequence[str]) -> list[AssetsDefinition]:
@@ -178,6 +198,6 @@ def _account_harvest(account: str) -> AssetsDefinition:
         record_harvest_start(session.lake, night, context.run.run_id)
         outcome = harvest_account(session, tourneylake.load_watchlist())
         record_harvest(session.lake, night, context.run.run_id, account, outcome)
-        return _harvest_result(session.settings, outcome)
+        return _harvest_result(session.settings, outcome, drift_check(night_drift(session.lake, night)))
 
     return harvest

@@ -2,20 +2,28 @@
 
 from __future__ import annotations
 
+import warnings
+from collections.abc import Sequence
 from datetime import date
 from typing import Any
 
 from dagster import (
+    AssetChecksDefinition,
+    AssetCheckSeverity,
     AssetKey,
     AssetsDefinition,
     AssetSelection,
+    DefaultSensorStatus,
     Definitions,
     EnvVar,
     ExecutorDefinition,
     Field,
     JobDefinition,
     PartitionsDefinition,
+    SupersessionWarning,
     build_schedule_from_partitioned_job,
+    build_sensor_for_freshness_checks,
+    build_time_partition_freshness_checks,
     define_asset_job,
     definitions,
     in_process_executor,
@@ -71,13 +79,38 @@ def nightly_executor(accounts: list[str] | None = None) -> ExecutorDefinition:
 IN_PROCESS: dict[str, Any] = {"execution": {"config": {"in_process": {}}}}
 
 
-def nightly(executor: ExecutorDefinition | None = None) -> Any:
+#: The night's assets whose partition must be in by ``TOURNEYLAKE_LANDED_BY_HOUR_UTC``.
+LANDED = (AssetKey("metadata"), AssetKey("player_summaries"), AssetKey("warehouse"))
+
+
+def freshness_checks(hour: int) -> Sequence[AssetChecksDefinition]:
+    """A check per night's asset that its latest night is in by ``hour`` UTC the next day:
+    evaluated by their sensor (``dagster dev``'s daemon), failing (an error) for a night that
+    did not land in time."""
+    # Dagster suggests a FreshnessPolicy instead; its cron policy asks for any materialisation
+    # in the window (a rebuild of an old night would pass), these for the latest night itself.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", SupersessionWarning)
+        return build_time_partition_freshness_checks(
+            assets=list(LANDED), deadline_cron=f"0 {hour} * * *", timezone="UTC", severity=AssetCheckSeverity.ERROR
+        )
+
+
+def freshness_sensor(checks: Sequence[AssetChecksDefinition]) -> Any:
+    """The sensor that evaluates the freshness checks (running by default)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", SupersessionWarning)
+        return build_sensor_for_freshness_checks(freshness_checks=checks, default_status=DefaultSensorStatus.RUNNING)
+
+
+def nightly(executor: ExecutorDefinition | None = None, without: Sequence[AssetChecksDefinition] = ()) -> Any:
     """The nightly job, on the Definitions' executor (:func:`nightly_executor`), or on
     ``executor`` (a deployment's: ``celery_executor``, ``docker_executor``,
-    ``k8s_job_executor``), configured by the deployment's own run config."""
+    ``k8s_job_executor``), configured by the deployment's own run config. ``without``: checks
+    its run leaves to their own sensor (freshness: a night just made is fresh)."""
     return define_asset_job(
         "nightly",
-        selection=AssetSelection.groups("reference", "players", "warehouse"),
+        selection=AssetSelection.groups("reference", "players", "warehouse") - AssetSelection.checks(*without),
         executor_def=executor,
         description="One night: metadata, countries and news, player summaries within budget, then the warehouse.",
     )
@@ -130,14 +163,20 @@ def build_definitions(
     ``executor``: the nightly job's, for a deployment beyond one machine (README); ``first``:
     the first night of the partitions (default: :func:`assets.partitions.first_night` of the
     resource's settings)."""
-    first = first or first_night(_settings_when_loaded(resource))
+    settings = _settings_when_loaded(resource)
+    first = first or first_night(settings)
     assets, partitions = user_nights(assets_for(accounts), first)
-    job = nightly(executor)
+    fresh = freshness_checks(settings.landed_by_hour_utc)
+    job = nightly(executor, fresh)
     return Definitions(
         assets=assets,
+        asset_checks=fresh,
         jobs=[job, hands_job, rebuild_job(partitions)],
         schedules=[nightly_schedule(schedule_cron, job)],
-        sensors=[night_failed_sensor],
+        sensors=[
+            night_failed_sensor,
+            freshness_sensor(fresh),
+        ],
         resources={"tourneylake": resource},
         executor=executor or nightly_executor(accounts),
     )

@@ -159,6 +159,70 @@ def test_pairs_the_watchlist_keeps_from_being_attempted_fail_a_check_and_the_res
         if e.materialization.asset_key == AssetKey("player_summaries")
     ]
     assert harvest["misconfigured"].value == 3 and harvest["players_fetched"].value == 1
+    # What Dagster plots across nights: numbers, every night (an unknown one is left out, never null).
+    plotted = ("searches_spent", "searches_left", "deferred", "failed", "misconfigured", "rows", "rows_player_snapshots")
+    assert all(type(harvest[name]).__name__ == "IntMetadataValue" for name in plotted)
     assert before - remaining(settings) == 1  # the good pair only; nothing wrong costs a search
     snapshots = Lake(settings.data_dir).read_table("player_snapshots", NIGHT)
     assert snapshots.column("filter_name").to_pylist() == ["sng"]
+
+
+def _with_field(body: bytes, fmt: str) -> bytes:
+    """The service starts sending a new tournament attribute and a new player element."""
+    if fmt == "json":
+        return body.replace(b'"@totalEntrants"', b'"@lateRegistration": "20m", "@totalEntrants"', 1).replace(
+            b'"Statistics"', b'"Badges": {"@count": "3"}, "Statistics"', 1
+        )
+    return body.replace(b' totalEntrants="', b' lateRegistration="20m" totalEntrants="', 1).replace(
+        b"<Statistics", b'<Badges count="3"/><Statistics', 1
+    )
+
+
+@pytest.mark.parametrize("fmt", ["json", "xml"])
+def test_the_drift_check_warns_naming_fields_the_normaliser_does_not_map(sandbox, tmp_path: Path, fmt: str) -> None:
+    settings = _settings(sandbox, tmp_path, format=fmt)
+    sandbox.app.answer_rewrites[("PokerStars", "Borbas.Geri")] = _with_field
+    try:
+        definitions = build_definitions(TourneylakeResource.from_settings(settings), "0 3 * * *", first=NIGHT)
+        with DagsterInstance.ephemeral() as instance:
+            result = definitions.resolve_job_def("nightly").execute_in_process(partition_key=NIGHT.isoformat(), instance=instance)
+    finally:
+        del sandbox.app.answer_rewrites[("PokerStars", "Borbas.Geri")]
+    assert result.success  # a warning, not a failure: the night is whole
+    (drift,) = [e for e in result.get_asset_check_evaluations() if e.check_name == "schema_drift"]
+    assert not drift.passed and drift.severity.value == "WARN" and drift.metadata["unmapped"].value == 2
+    fields = drift.metadata["fields"].value
+    assert "Tournament@lateRegistration (kept in tournaments.extra)" in fields and "Player/Badges (in no table)" in fields
+    tournaments = Lake(settings.data_dir).read_table("tournaments", NIGHT)
+    assert {"lateRegistration": "20m"} in [dict(e) for e in tournaments.column("extra").to_pylist() if e]
+
+
+def test_the_freshness_check_fails_for_a_night_that_did_not_land(sandbox, tmp_path: Path) -> None:
+    from dagster import AssetSelection, Definitions, define_asset_job
+
+    from pipelines.definitions import freshness_checks
+
+    settings = _settings(sandbox, tmp_path, landed_by_hour_utc=6)
+    checks = freshness_checks(settings.landed_by_hour_utc)
+    check_job = define_asset_job("freshness", selection=AssetSelection.checks(*checks))
+    definitions = Definitions.merge(
+        build_definitions(TourneylakeResource.from_settings(settings), "0 3 * * *", first=date(2026, 11, 1)),
+        Definitions(jobs=[check_job]),
+    )
+    # The night due by now: yesterday once today's 06:00 UTC has passed, else the night before.
+    due = (datetime.now(UTC) - timedelta(hours=6)).date() - timedelta(days=1)
+    with DagsterInstance.ephemeral() as instance:
+        late = definitions.resolve_job_def("freshness").execute_in_process(instance=instance, raise_on_error=False)
+        assert {e.asset_key.to_user_string(): e.passed for e in late.get_asset_check_evaluations()} == {
+            "metadata": False,
+            "player_summaries": False,
+            "warehouse": False,
+        }
+        sandbox.world.set_today(due)
+        try:
+            night = definitions.resolve_job_def("nightly").execute_in_process(partition_key=due.isoformat(), instance=instance)
+        finally:
+            sandbox.world.set_today(NIGHT)
+        assert night.success
+        landed = definitions.resolve_job_def("freshness").execute_in_process(instance=instance)
+        assert all(e.passed for e in landed.get_asset_check_evaluations())
