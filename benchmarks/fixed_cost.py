@@ -45,7 +45,9 @@ def _round(tree: Path, base_url: str, folder: Path, warm: bool) -> float:
     env = run_env(base_url, data, watchlist, home, 4)
     nights = [NIGHT - timedelta(days=1), NIGHT] if warm else [NIGHT]
     for index, night in enumerate(nights):
-        done = measure([sys.executable, "-m", "pipelines.cli", *_command(night.isoformat(), data)], env=env, cwd=tree, timeout=300)
+        done = measure(
+            [sys.executable, "-m", "pipelines.cli", *_command(night.isoformat(), data)], env=env, cwd=tree, timeout=300
+        )
         if done.returncode != 0:
             raise RuntimeError(f"tourneylake run failed ({tree}): {done.stderr[-1500:]}")
         if index == len(nights) - 1:
