@@ -64,7 +64,7 @@ def test_a_night_launched_from_the_ui_and_one_from_the_cli_share_the_instance(tm
             TOURNEYLAKE_BASE_URL=server.base_url,
             TOURNEYLAKE_DATA_DIR=str(tmp_path / "data"),
             TOURNEYLAKE_WATCHLIST=str(REPO / "watchlist.yaml"),
-            TOURNEYLAKE_FIRST_NIGHT="2026-11-20",  # the lake is empty: its partitions would start yesterday
+            TOURNEYLAKE_FIRST_NIGHT="2026-11-19",  # the lake is empty: its partitions would start yesterday
             PYTHONWARNINGS="ignore",
         )
         ui = subprocess.Popen(
@@ -97,6 +97,20 @@ def test_a_night_launched_from_the_ui_and_one_from_the_cli_share_the_instance(tm
                 time.sleep(1)
             assert status == "SUCCESS"
 
+            # The asset graph's "Materialize" (the implicit asset job): in-process, every step in the run's process.
+            selector = {"repositoryLocationName": "tourneylake", "repositoryName": "__repository__", "jobName": "__ASSET_JOB"}
+            selector["assetSelection"] = [{"path": [name]} for name in ("metadata", "countries", "news")]
+            params = {"selector": selector, "executionMetadata": {"tags": [{"key": "dagster/partition", "value": "2026-11-19"}]}}
+            launched = _graphql(url, LAUNCH, {"params": params})["launchRun"]
+            assert launched["__typename"] == "LaunchRunSuccess", launched
+            materialised = launched["run"]["runId"]
+            while time.monotonic() < deadline + 240:
+                status = _graphql(url, STATUS, {"id": materialised})["runOrError"]["status"]
+                if status in ("SUCCESS", "FAILURE", "CANCELED"):
+                    break
+                time.sleep(1)
+            assert status == "SUCCESS"
+
             cli = subprocess.run(
                 [sys.executable, "-m", "pipelines.cli", "run", "--date", "2026-11-21"],
                 cwd=REPO, env=env, capture_output=True, text=True, timeout=240,
@@ -113,6 +127,8 @@ def test_a_night_launched_from_the_ui_and_one_from_the_cli_share_the_instance(tm
     os.environ["DAGSTER_HOME"] = str(home)
     try:
         instance = DagsterInstance.get()
+        starts = [e.dagster_event for e in instance.all_logs(materialised) if e.dagster_event and e.dagster_event.is_step_start]
+        assert len(starts) >= 3 and len({event.pid for event in starts}) == 1  # in-process (with the checks on them)
         runs = instance.get_runs()
         nights = {run.tags.get("dagster/partition"): run for run in runs}
         assert set(nights) >= {"2026-11-20", "2026-11-21"}
