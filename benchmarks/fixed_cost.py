@@ -55,11 +55,18 @@ def _round(tree: Path, base_url: str, folder: Path, warm: bool) -> float:
     raise AssertionError("unreachable")
 
 
-def _breakdown(tree: Path, base_url: str, folder: Path) -> dict[str, float]:
-    """One instrumented run (see the module docstring), its phases in seconds."""
+def _breakdown(tree: Path, base_url: str, folder: Path, warm: bool) -> dict[str, float]:
+    """One instrumented run (see the module docstring; ``warm``: a lake's second night), its
+    phases in seconds."""
     data, home = folder / "data", folder / "home"
     watchlist = write_watchlist(folder / "watchlist.yaml", roster(1))
     marks_file = folder / "marks.json"
+    if warm:
+        env = run_env(base_url, data, watchlist, home, 4)
+        before = (NIGHT - timedelta(days=1)).isoformat()
+        subprocess.run(
+            [sys.executable, "-m", "pipelines.cli", *_command(before, data)], env=env, cwd=tree, check=True, capture_output=True
+        )
     env = run_env(base_url, data, watchlist, home, 4, FIXED_COST_MARKS=str(marks_file), FIXED_COST_TREE=str(tree))
     launched = time.time()
     done = subprocess.run(
@@ -130,7 +137,7 @@ def main(argv: list[str] | None = None) -> int:
                     walls[str(tree)].append(_round(tree, server.base_url, folder, args.warm))
         for tree in trees:
             with scratch("tourneylake-fixed-") as folder:
-                breakdowns[str(tree)] = _breakdown(tree, server.base_url, folder)
+                breakdowns[str(tree)] = _breakdown(tree, server.base_url, folder, args.warm)
     result = {
         "benchmark": "fixed_cost",
         "latency_ms": args.latency_ms,

@@ -689,7 +689,9 @@ async def _fetch(
     retry window; what fails again is reported failed, with why."""
     settings = session.settings
     retry_until = time.monotonic() + settings.retry_window_s
-    async with session.async_client(retry_until=retry_until, **session.meter.hooks(budget, ledger)) as client:
+    async with session.async_client(
+        calls=len(plan.calls), retry_until=retry_until, **session.meter.hooks(budget, ledger)
+    ) as client:
         fetcher = _Fetcher(session, client, budget, sink, outcome, ledger, len(plan.calls))
         with _interrupt_stops_new_calls(budget) as interrupted:
             failing = await fetcher.run(list(plan.calls))

@@ -107,10 +107,11 @@ class Session:
     def client(self, **hooks: Any) -> Client:
         return Client(self.settings, base_url=self.base_url, **self._hooks(hooks))
 
-    def async_client(self, **hooks: Any) -> AsyncClient:
-        """A client for a harvest: a writable session's bodies are saved by a second process
-        on a local lake (:mod:`tourneylake.lake.raw_saver`), else on the client's threads."""
-        if self.writable and saver_wanted(self.lake):
+    def async_client(self, *, calls: int | None = None, **hooks: Any) -> AsyncClient:
+        """A client for a harvest of ``calls`` metered calls: a writable session's bodies are
+        saved by a second process on a local lake when there are enough of them
+        (:func:`tourneylake.lake.raw_saver.saver_wanted`), else on the client's threads."""
+        if self.writable and saver_wanted(self.lake, calls):
             hooks["body_saver"] = RawSaver(self.lake, self.night)
         return AsyncClient(self.settings, base_url=self.base_url, **self._hooks(hooks))
 
