@@ -328,15 +328,16 @@ def _size(count: int | None) -> str:
     return f"{count} B"
 
 
-def print_status(found: Any, night: date | None, pairs: int) -> None:
+def print_status(found: Any, night: date | None, pairs: int, latest: int) -> None:
     source = found.source or "nothing harvested yet"
     console.print(
         f"[bold]tourneylake status[/]: {found.data_dir} ({source}); lake {_size(found.lake_bytes)}, "
         f"warehouse {_size(found.warehouse_bytes)}",
         highlight=False,
     )
-    nights = [n for n in found.nights if night is None or n.night == night]
-    table = Table(title=f"{len(found.nights)} night(s) held" + (f", {len(nights)} shown" if night else ""))
+    nights = [n for n in found.nights if n.night == night] if night else found.nights[-latest:] if latest else []
+    earlier = "" if night or len(nights) == len(found.nights) else f", the latest {len(nights)} shown (--nights N)"
+    table = Table(title=f"{len(found.nights)} night(s) held" + earlier)
     for column in ("night", "last run", "searches", "fetched", "deferred", "failed", "not attempted", *_SHOWN_TABLES):
         table.add_column(column, justify="left" if column in ("night", "last run") else "right")
     for one in nights:
@@ -371,13 +372,16 @@ def print_status(found: Any, night: date | None, pairs: int) -> None:
 def status(
     data_dir: DataDir = None,
     night: Annotated[str | None, typer.Option("--date", help="Show one night: its rows per table and outstanding pairs.")] = None,
+    latest: Annotated[int, typer.Option("--nights", min=0, help="The latest nights to show (the JSON has them all).")] = 31,
     pairs: Annotated[int, typer.Option("--pairs", min=0, help="Outstanding pairs to list (the latest).")] = 20,
     as_json: Annotated[bool, typer.Option("--json", help="Everything as one JSON document on standard output.")] = False,
 ) -> None:
     """The lake at a glance: nights held and how each one's last run ended, searches, rows, pairs still outstanding,
     searches left, sizes, the next scheduled run. Reads the lake; calls nothing."""
     from tourneylake.night.status import lake_status
+    from tourneylake.runtime.without_pandas import skip_pandas_sniffing
 
+    skip_pandas_sniffing()  # a status makes no data frame (pyarrow would import pandas to ask)
     settings = settings_from(data_dir=data_dir)
     chosen = parse_night(night) if night else None
     found = call(lambda: lake_status(settings))
@@ -387,7 +391,7 @@ def status(
         sys.stdout.buffer.write(orjson.dumps(found.as_json(), option=orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE))
         sys.stdout.buffer.flush()
         return
-    print_status(found, chosen, pairs)
+    print_status(found, chosen, pairs, latest)
 
 
 # ------------------------------------------------------------------------------------ filter

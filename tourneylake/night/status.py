@@ -77,10 +77,13 @@ def record_harvest(lake: Lake, night: date, run_id: str, account: str | None, ou
 
 
 def record_load(lake: Lake, night: date, run_id: str, rows: dict[str, int]) -> None:
-    """The night is in the warehouse, with ``rows`` per table."""
+    """The night is in the warehouse, with ``rows`` per table (and the bytes the lake holds for
+    it, so a year's status sums them instead of walking every file)."""
+    size = night_bytes(lake, night)
 
     def change(record: dict[str, Any]) -> None:
         record["rows"] = dict(rows)
+        record["bytes"] = size
         if record.get("state") not in ("failed", "interrupted"):
             record["state"] = "loaded"
 
@@ -158,7 +161,7 @@ def lake_status(settings: Settings, *, now: datetime | None = None) -> LakeStatu
         nights=nights,
         searches_left=left,
         searches_left_at=left_at,
-        lake_bytes=_size(lake),
+        lake_bytes=_lake_bytes(lake, held, records),
         warehouse=str(warehouse) if warehouse else "",
         warehouse_bytes=warehouse.stat().st_size if warehouse and warehouse.is_file() else None,
         next_run=next_scheduled(settings.schedule_cron, now or datetime.now(UTC)),
@@ -239,15 +242,29 @@ def _warehouse(settings: Settings) -> Path | None:
         return None
 
 
-def _size(lake: Lake) -> int:
-    """The lake's bytes on disk (or in its store)."""
-    root = lake.root
-    if not isinstance(root, Path):
+def night_bytes(lake: Lake, night: date) -> int:
+    """The bytes the lake holds for ``night``: its raw answers, ledger and table partitions."""
+    return sum(_bytes(folder) for folder in lake.root.glob(f"*/snapshot_date={night.isoformat()}"))
+
+
+def _lake_bytes(lake: Lake, nights: list[date], records: dict[date, dict[str, Any]]) -> int:
+    """The lake's bytes: each night's as its record says (walked when it does not), and what
+    lies outside the nights' folders (state, markers)."""
+    if not isinstance(lake.root, Path):  # an object store sizes its prefix in one listing
+        return _bytes(lake.root)
+    per_night = sum(int(records.get(night, {}).get("bytes") or night_bytes(lake, night)) for night in nights)
+    return per_night + _bytes(lake.root, nights_too=False)
+
+
+def _bytes(folder: Any, *, nights_too: bool = True) -> int:
+    """A folder's bytes on disk (or in its store), every file below it (``nights_too=False``:
+    not below a night's ``snapshot_date=`` folder)."""
+    if not isinstance(folder, Path):
         try:
-            return int(root.fs.du(root.path, total=True))
+            return int(folder.fs.du(folder.path, total=True))
         except FileNotFoundError:
             return 0
-    total, folders = 0, [str(root)]
+    total, folders = 0, [str(folder)]
     while folders:
         try:
             entries = os.scandir(folders.pop())
@@ -256,7 +273,8 @@ def _size(lake: Lake) -> int:
         with entries:
             for entry in entries:
                 if entry.is_dir(follow_symlinks=False):
-                    folders.append(entry.path)
+                    if nights_too or not entry.name.startswith("snapshot_date="):
+                        folders.append(entry.path)
                 elif entry.is_file(follow_symlinks=False):
                     total += entry.stat(follow_symlinks=False).st_size
     return total
