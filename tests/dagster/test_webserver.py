@@ -11,7 +11,7 @@ import socket
 import subprocess
 import sys
 import time
-from datetime import date
+from datetime import UTC, date, datetime
 from pathlib import Path
 
 import httpx
@@ -32,6 +32,7 @@ mutation Launch($params: ExecutionParams!) {
 }
 """
 STATUS = "query Status($id: ID!) { runOrError(runId: $id) { __typename ... on Run { status } } }"
+CARDS = "query Cards { assetNodes { assetKey { path } partitionStats { numMaterialized numPartitions } } }"
 
 
 def _free_port() -> int:
@@ -116,6 +117,11 @@ def test_a_night_launched_from_the_ui_and_one_from_the_cli_share_the_instance(tm
                 cwd=REPO, env=env, capture_output=True, text=True, timeout=240,
             )  # fmt: skip
             assert cli.returncode == 0, cli.stderr[-2000:]
+            # What the asset cards show: the nights from TOURNEYLAKE_FIRST_NIGHT to yesterday, three of them filled.
+            cards = _graphql(url, CARDS, {})["assetNodes"]
+            stats = {"/".join(node["assetKey"]["path"]): node["partitionStats"] for node in cards}
+            nights = (datetime.now(UTC).date() - date(2026, 11, 19)).days  # to yesterday, both counted
+            assert stats["metadata"] == {"numMaterialized": 3, "numPartitions": nights}
         finally:
             os.killpg(ui.pid, signal.SIGINT)
             try:
