@@ -50,7 +50,8 @@ STATUS = "query Status($id: ID!) { runOrError(runId: $id) { ... on Run { status 
 DONE = ("SUCCESS", "FAILURE", "CANCELED")
 
 
-def _graphql(url: str, query: str, variables: dict[str, Any]) -> dict[str, Any]:
+def graphql(url: str, query: str, variables: dict[str, Any]) -> dict[str, Any]:
+    """One GraphQL request to the webserver; its data (an error raises)."""
     response = httpx.post(url, json={"query": query, "variables": variables}, timeout=60)
     response.raise_for_status()
     body = orjson.loads(response.content)
@@ -77,13 +78,13 @@ def _ui_night(url: str, night: date, job: str, selection: tuple[list[Any], list[
         selector["assetSelection"], selector["assetCheckSelection"] = selection
     params = {"selector": selector, "executionMetadata": {"tags": [{"key": "dagster/partition", "value": night.isoformat()}]}}
     t0 = time.perf_counter()
-    launched = _graphql(url, LAUNCH, {"params": params})["launchRun"]
+    launched = graphql(url, LAUNCH, {"params": params})["launchRun"]
     if launched["__typename"] != "LaunchRunSuccess":
         raise RuntimeError(str(launched)[:1000])
     run_id = launched["run"]["runId"]
     deadline = time.monotonic() + 600
     while time.monotonic() < deadline:
-        run = _graphql(url, STATUS, {"id": run_id})["runOrError"]
+        run = graphql(url, STATUS, {"id": run_id})["runOrError"]
         if run["status"] in DONE:
             break
         time.sleep(0.05)

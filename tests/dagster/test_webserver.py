@@ -17,20 +17,12 @@ from pathlib import Path
 import httpx
 import pytest
 
+from benchmarks.ui_vs_cli import LAUNCH
+from benchmarks.ui_vs_cli import graphql as _graphql
 from tests.helpers import REPO
 
 pytestmark = [pytest.mark.xdist_group("webserver"), pytest.mark.slow]
 
-LAUNCH = """
-mutation Launch($params: ExecutionParams!) {
-  launchRun(executionParams: $params) {
-    __typename
-    ... on LaunchRunSuccess { run { runId } }
-    ... on PythonError { message }
-    ... on RunConfigValidationInvalid { errors { message } }
-  }
-}
-"""
 STATUS = "query Status($id: ID!) { runOrError(runId: $id) { __typename ... on Run { status } } }"
 CARDS = "query Cards { assetNodes { assetKey { path } partitionStats { numMaterialized numPartitions } } }"
 
@@ -39,14 +31,6 @@ def _free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
-
-
-def _graphql(url: str, query: str, variables: dict) -> dict:
-    response = httpx.post(url, json={"query": query, "variables": variables}, timeout=30)
-    response.raise_for_status()
-    body = response.json()
-    assert "errors" not in body, body
-    return body["data"]
 
 
 def test_a_night_launched_from_the_ui_and_one_from_the_cli_share_the_instance(tmp_path: Path) -> None:
