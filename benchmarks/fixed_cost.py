@@ -38,8 +38,9 @@ def _command(night: str, data: Path) -> list[str]:
     return ["run", "--date", night, "--data-dir", str(data)]
 
 
-def _round(tree: Path, base_url: str, folder: Path, warm: bool) -> float:
-    """One whole ``tourneylake run`` from ``tree`` (seconds, launch to exit)."""
+def _round(tree: Path, base_url: str, folder: Path, warm: bool) -> tuple[float, float]:
+    """One whole ``tourneylake run`` from ``tree``: seconds from launch to exit, and its CPU
+    seconds (its own and its reaped children's: steadier than the wall on a shared host)."""
     data, home = folder / "data", folder / "home"
     watchlist = write_watchlist(folder / "watchlist.yaml", roster(1))
     env = run_env(base_url, data, watchlist, home, 4)
@@ -51,7 +52,7 @@ def _round(tree: Path, base_url: str, folder: Path, warm: bool) -> float:
         if done.returncode != 0:
             raise RuntimeError(f"tourneylake run failed ({tree}): {done.stderr[-1500:]}")
         if index == len(nights) - 1:
-            return done.seconds
+            return done.seconds, done.user_s + done.sys_s
     raise AssertionError("unreachable")
 
 
@@ -128,7 +129,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     trees = [tree.resolve() for tree in args.tree or [ROOT]]
 
-    walls: dict[str, list[float]] = {str(tree): [] for tree in trees}
+    walls: dict[str, list[tuple[float, float]]] = {str(tree): [] for tree in trees}
     breakdowns: dict[str, dict[str, float]] = {}
     with BenchServer(players=1, latency_ms=args.latency_ms) as server:
         for _ in range(args.repeats):
@@ -143,8 +144,12 @@ def main(argv: list[str] | None = None) -> int:
         "latency_ms": args.latency_ms,
         "warm": args.warm,
         "trees": {
-            tree: {"whole_median_s": round(statistics.median(times), 3), "rounds": [round(t, 3) for t in times]}
-            for tree, times in walls.items()
+            tree: {
+                "whole_median_s": round(statistics.median(t for t, _ in rounds), 3),
+                "cpu_median_s": round(statistics.median(c for _, c in rounds), 3),
+                "rounds": [[round(t, 3), round(c, 3)] for t, c in rounds],
+            }
+            for tree, rounds in walls.items()
         },
         "breakdown": breakdowns,
     }
