@@ -37,7 +37,7 @@ def hand_analyses(context: AssetExecutionContext, tourneylake: TourneylakeResour
             "deferred": len(outcome.deferred),
             "failed": len(outcome.failed),
             "searches_spent": outcome.searches_spent,
-            "searches_left": outcome.remaining_searches,
+            **({} if outcome.remaining_searches is None else {"searches_left": outcome.remaining_searches}),
             "stopped_reason": outcome.stopped_reason or "none",
             "inbox": str(inbox_dir(settings)),
             "analyses_dir": str(hands_dir(settings)),

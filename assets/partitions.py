@@ -1,12 +1,32 @@
-"""The nightly partitioning every tourneylake asset shares: one partition per UTC night."""
+"""The nightly partitioning every tourneylake asset shares: one partition per UTC night.
 
-from dagster import DailyPartitionsDefinition
+The assets declare :data:`nightly_partitions`, every night the service has data for; the
+``Definitions`` narrow it to the user's own nights (:func:`user_nights`, from the
+``TOURNEYLAKE_FIRST_NIGHT`` setting or the first night the lake holds), so the UI offers the
+nights the user keeps rather than thousands of paid ones. Dagster fixes a partitions
+definition's start when the code location loads: a ``dagster dev`` running while the lake gains
+older nights shows them once the location is reloaded.
+"""
+
+from collections.abc import Sequence
+from datetime import UTC, date, datetime, timedelta
+from typing import Any
+
+from dagster import AssetsDefinition, AssetSpec, DailyPartitionsDefinition
 
 from tourneylake.api.filters import FIRST_NIGHT
+from tourneylake.config import Settings
+from tourneylake.lake.lake import Lake
 
-# From the service's first day of data to the last night that has ended (UTC): a night is
-# harvested once it is over, so its partition means the whole night, whenever it is fetched.
-nightly_partitions = DailyPartitionsDefinition(start_date=FIRST_NIGHT.isoformat(), timezone="UTC", end_offset=0)
+
+def daily_from(first: date) -> DailyPartitionsDefinition:
+    """One partition per UTC night from ``first`` to the last night that has ended: a night is
+    harvested once it is over, so its partition means the whole night, whenever it is fetched."""
+    return DailyPartitionsDefinition(start_date=first.isoformat(), timezone="UTC", end_offset=0)
+
+
+# What the assets declare: from the service's first day of data.
+nightly_partitions = daily_from(FIRST_NIGHT)
 
 # Every step that calls the service takes a slot of this pool: one account, bounded sessions
 # (dagster_home/dagster.yaml gives each pool one slot, so overlapping runs take turns).
@@ -18,3 +38,24 @@ WAREHOUSE_POOL = "tourneylake_warehouse"
 def account_pool(account: str) -> str:
     """The pool of one account's harvests (several accounts fetch side by side, each alone)."""
     return f"{SERVICE_POOL}_{account}"
+
+
+def first_night(settings: Settings) -> date:
+    """The user's first night: ``TOURNEYLAKE_FIRST_NIGHT``, else the first night the lake holds
+    (its first raw answers), else yesterday (UTC) on an empty lake."""
+    if settings.first_night is not None:
+        return max(settings.first_night, FIRST_NIGHT)
+    held = Lake(settings.data_dir).raw_dates()
+    return held[0] if held else datetime.now(UTC).date() - timedelta(days=1)
+
+
+def user_nights(assets: Sequence[Any], first: date) -> tuple[list[Any], DailyPartitionsDefinition]:
+    """``assets`` with :data:`nightly_partitions` narrowed to start on ``first``, and the
+    narrowed partitions (for the jobs and the schedule)."""
+    partitions = daily_from(first)
+
+    def narrowed(spec: AssetSpec) -> AssetSpec:
+        return spec.replace_attributes(partitions_def=partitions) if spec.partitions_def == nightly_partitions else spec
+
+    out = [a.map_asset_specs(narrowed) if isinstance(a, AssetsDefinition) else a for a in assets]
+    return out, partitions

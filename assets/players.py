@@ -12,6 +12,7 @@ from collections.abc import Sequence
 
 from dagster import (
     AssetCheckResult,
+    AssetCheckSeverity,
     AssetCheckSpec,
     AssetExecutionContext,
     AssetKey,
@@ -21,12 +22,16 @@ from dagster import (
     asset,
 )
 
+from assets.backfill import refuse_oversized_backfill
 from assets.partitions import SERVICE_POOL, account_pool, nightly_partitions
 from assets.report import fails_cleanly, listing, night_of
 from assets.resource import TourneylakeResource
 from tourneylake.config import Settings
+from tourneylake.night.accounts import share_of
 from tourneylake.night.harvest import HarvestOutcome, harvest_account, harvest_players, target_lines
+from tourneylake.night.status import record_harvest, record_harvest_start
 from tourneylake.tables.coverage import change_lines, write_coverage_changes
+from tourneylake.tables.drift import night_drift
 from tourneylake.tables.night_tables import player_tables
 
 
@@ -43,34 +48,65 @@ def _checks(asset_key: str | AssetKey) -> list[AssetCheckSpec]:
             description="Every planned (player, filter) pair was harvested or deferred, none failed: a failed one makes "
             "the night partial (`tourneylake run` exits 3); a re-run of the night retries it.",
         ),
+        AssetCheckSpec(
+            "schema_drift",
+            asset=asset_key,
+            description="A warning when the night's answers carry attributes or elements the normaliser does not map "
+            "into a column (named; the raw answers keep them, and `tourneylake rebuild` reads them again once it does).",
+        ),
+        AssetCheckSpec(
+            "watchlist_valid",
+            asset=asset_key,
+            description="Every pair of the watchlist could be attempted: none has an invalid filter, an unknown network "
+            "or a question the service will not convert (`tourneylake run` exits 4 naming them; the others are harvested).",
+        ),
     ]
 
 
-def _harvest_result(settings: Settings, outcome: HarvestOutcome) -> MaterializeResult:
-    """What a harvest did, as metadata and the two checks."""
+def drift_check(drift: dict[str, str]) -> AssetCheckResult:
+    """The ``schema_drift`` check of the night's answers (a warning; the library logs the fields)."""
+    lines = [f"{name} ({kept})" for name, kept in drift.items()]
+    return AssetCheckResult(
+        check_name="schema_drift",
+        passed=not drift,
+        severity=AssetCheckSeverity.WARN,
+        metadata={"unmapped": len(drift), "fields": listing(lines)},
+    )
+
+
+def _harvest_result(settings: Settings, outcome: HarvestOutcome, drift: AssetCheckResult) -> MaterializeResult:
+    """What a harvest did, as metadata and its checks."""
     cap_ok = settings.max_searches_per_run is None or outcome.searches_spent <= settings.max_searches_per_run
     reserve_ok = outcome.remaining_searches is None or outcome.remaining_searches >= settings.reserve_searches
+    # Numbers are always numbers (an unknown one is left out), so Dagster plots each across nights.
+    numbers = {
+        "players_fetched": outcome.fetched,
+        "players_reused_from_lake": outcome.reused,
+        "searches_spent": outcome.searches_spent,
+        "searches_left": outcome.remaining_searches,
+        "searches_reconciled": outcome.reconciled,
+        "deferred": len(outcome.deferred),
+        "skipped": len(outcome.skipped),
+        "failed": len(outcome.failed),
+        "misconfigured": len(outcome.misconfigured),
+        "concurrency_settled": outcome.concurrency,
+        # Every search left expires at the service's next quota reset (see tourneylake.night.quota_day).
+        "searches_expiring_at_reset": outcome.quota.expiring if outcome.quota else None,
+        "rows": sum(outcome.rows.values()),
+        **{f"rows_{table}": rows for table, rows in sorted(outcome.rows.items())},
+    }
     return MaterializeResult(
         metadata={
-            "players_fetched": outcome.fetched,
-            "players_reused_from_lake": outcome.reused,
-            "searches_spent": outcome.searches_spent,
-            "searches_left": outcome.remaining_searches,
-            "searches_reconciled": outcome.reconciled,
-            # Every search left expires at the service's next quota reset (see tourneylake.night.quota_day).
-            "quota_reset_at": outcome.quota.reset_at.isoformat() if outcome.quota else None,
-            "searches_expiring_at_reset": outcome.quota.expiring if outcome.quota else None,
-            "deferred": len(outcome.deferred),
-            "skipped": len(outcome.skipped),
-            "failed": len(outcome.failed),
+            **{name: value for name, value in numbers.items() if value is not None},
             "stopped_reason": outcome.stopped_reason or "none",
-            "concurrency_settled": outcome.concurrency,
-            "rows": sum(outcome.rows.values()),
+            "quota_reset_at": outcome.quota.reset_at.isoformat() if outcome.quota else "unknown",
             "deferred_players": listing(target_lines(outcome.deferred)),
             "skipped_players": listing(target_lines(outcome.skipped)),
             "failed_players": listing(target_lines(outcome.failed)),
-            # Every failed pair, for the command line to name each one (failures are few).
+            "misconfigured_players": listing(target_lines(outcome.misconfigured)),
+            # Every failed or misconfigured pair, for the command line to name each one (they are few).
             "failed_pairs": MetadataValue.json(target_lines(outcome.failed)),
+            "misconfigured_pairs": MetadataValue.json(target_lines(outcome.misconfigured)),
             "filters_not_anchored": listing([f"{name}: {why}" for name, why in outcome.not_anchored.items()]),
             # What the service stopped (or started) showing since earlier nights (the coverage_changes table).
             "coverage_changes": listing(outcome.coverage_changes),
@@ -83,6 +119,12 @@ def _harvest_result(settings: Settings, outcome: HarvestOutcome) -> MaterializeR
                 check_name="no_failed_players",
                 passed=not outcome.failed,
                 metadata={"failed": listing(target_lines(outcome.failed))},
+            ),
+            drift,
+            AssetCheckResult(
+                check_name="watchlist_valid",
+                passed=not outcome.misconfigured,
+                metadata={"not_attempted": listing(target_lines(outcome.misconfigured))},
             ),
         ],
     )
@@ -101,8 +143,13 @@ def _harvest_result(settings: Settings, outcome: HarvestOutcome) -> MaterializeR
 )
 @fails_cleanly
 def player_summaries(context: AssetExecutionContext, tourneylake: TourneylakeResource) -> MaterializeResult:
-    outcome = harvest_players(tourneylake.session(night_of(context)), tourneylake.load_watchlist())
-    return _harvest_result(tourneylake.settings(), outcome)
+    night = night_of(context)
+    session, watchlist = tourneylake.session(night), tourneylake.load_watchlist()
+    refuse_oversized_backfill(context, session, watchlist)
+    record_harvest_start(session.lake, night, context.run.run_id)
+    outcome = harvest_players(session, watchlist)
+    record_harvest(session.lake, night, context.run.run_id, None, outcome)
+    return _harvest_result(tourneylake.settings(), outcome, drift_check(night_drift(session.lake, night)))
 
 
 def account_assets(accounts: Sequence[str]) -> list[AssetsDefinition]:
@@ -152,7 +199,13 @@ def _account_harvest(account: str) -> AssetsDefinition:
     )
     @fails_cleanly
     def harvest(context: AssetExecutionContext, tourneylake: TourneylakeResource) -> MaterializeResult:
-        session = tourneylake.account_session(night_of(context), account)
-        return _harvest_result(session.settings, harvest_account(session, tourneylake.load_watchlist()))
+        night = night_of(context)
+        session = tourneylake.account_session(night, account)
+        share = share_of(tourneylake.load_watchlist(), account)
+        refuse_oversized_backfill(context, session, share)
+        record_harvest_start(session.lake, night, context.run.run_id)
+        outcome = harvest_account(session, tourneylake.load_watchlist())
+        record_harvest(session.lake, night, context.run.run_id, account, outcome)
+        return _harvest_result(session.settings, outcome, drift_check(night_drift(session.lake, night)))
 
     return harvest

@@ -46,13 +46,8 @@ def metadata(context: AssetExecutionContext, tourneylake: TourneylakeResource) -
 @fails_cleanly
 def countries(context: AssetExecutionContext, tourneylake: TourneylakeResource) -> MaterializeResult:
     outcome = refresh_free_resource(tourneylake.session(night_of(context)), "countries")
-    return MaterializeResult(
-        metadata={
-            "rows": outcome.rows,
-            "warnings": "; ".join(outcome.warnings) or "none",
-            "searches_left": outcome.remaining_searches,
-        }
-    )
+    left = {} if outcome.remaining_searches is None else {"searches_left": outcome.remaining_searches}
+    return MaterializeResult(metadata={"rows": outcome.rows, "warnings": "; ".join(outcome.warnings) or "none", **left})
 
 
 @asset(

@@ -43,13 +43,15 @@ def _config_type(annotation: Any) -> type:
         return _config_type(args[0])
     if annotation in (int, float, bool):
         return annotation
-    if annotation in (str, SecretStr, Path) or typing.get_origin(annotation) is Literal:
+    if annotation in (str, SecretStr, Path, date) or typing.get_origin(annotation) is Literal:
         return str
     raise TypeError(f"no Dagster config type for a setting of type {annotation!r}")
 
 
 SETTING_FIELDS: dict[str, type] = {name: _config_type(field.annotation) for name, field in Settings.model_fields.items()}
-SECRET_FIELDS = frozenset(name for name, field in Settings.model_fields.items() if field.annotation is SecretStr)
+SECRET_FIELDS = frozenset(
+    name for name, field in Settings.model_fields.items() if SecretStr in (field.annotation, *typing.get_args(field.annotation))
+)
 
 # Settings handed over in-process by `tourneylake run`: the run finds them by a key, so Dagster's
 # run config — which a persistent instance stores and its UI shows — never holds a secret.
@@ -88,7 +90,7 @@ class _ServiceResource(ConfigurableResource):
         key = uuid.uuid4().hex
         _HANDED_OVER[key] = settings
         shown = {name: getattr(settings, name) for name in SETTING_FIELDS if name not in SECRET_FIELDS}
-        shown = {name: str(value) if isinstance(value, Path) else value for name, value in shown.items()}
+        shown = {name: str(value) if isinstance(value, Path | date) else value for name, value in shown.items()}
         return cls(**shown, settings_key=key, sandbox_seed=sandbox_seed)
 
     def settings(self) -> Settings:

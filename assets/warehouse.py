@@ -25,7 +25,7 @@ from dagster import (
 from assets.partitions import WAREHOUSE_POOL, nightly_partitions
 from assets.report import fails_cleanly, night_of
 from assets.resource import TourneylakeResource
-from tourneylake.lake.lake import Lake
+from tourneylake.night.status import record_load
 from tourneylake.schemas import TABLES, duckdb_type
 from tourneylake.tables.normalize.summary import SUMMARY_TABLES
 from tourneylake.tables.warehouse import LOAD_ORDER
@@ -92,11 +92,12 @@ def _table_spec(name: str) -> AssetSpec:
 )
 @fails_cleanly
 def warehouse(context: AssetExecutionContext, tourneylake: TourneylakeResource):
-    night = night_of(context)
+    night, lake = night_of(context), tourneylake.lake()
     with tourneylake.open_warehouse() as db:
-        loaded = db.load_night(Lake(tourneylake.settings().data_dir), night)
+        loaded = db.load_night(lake, night)
         counts = db.table_counts()
         in_warehouse = {name: db.night_rows(table, night) for name, table in ROW_COUNTS.items()}
+    record_load(lake, night, context.run.run_id, loaded)
     yield MaterializeResult(
         asset_key=FILE,
         metadata={

@@ -19,16 +19,32 @@ import typer
 from rich.table import Table
 
 from tourneylake.api.filters import FIRST_NIGHT
-from tourneylake.cli import Sandbox, app, console, ended_night, err, fail, launch, reported, settings_from, setup_logging
+from tourneylake.cli import (
+    INTERRUPTED,
+    USAGE,
+    Sandbox,
+    app,
+    console,
+    ended_night,
+    err,
+    fail,
+    launch,
+    reported,
+    settings_from,
+    setup_logging,
+)
 from tourneylake.night.accounts import account_settings
 from tourneylake.night.progress import ProgressSnapshot, listening
 from tourneylake.night.watchlist import load_watchlist
 from tourneylake.runtime.without_pandas import skip_pandas_sniffing
 
-__all__ = ["PARTIAL", "app", "main"]
+__all__ = ["PARTIAL", "WATCHLIST", "app", "main"]
 
 #: The exit status of a night that ran but could not fetch every pair (0 ok, 1 failed, 2 usage).
 PARTIAL = 3
+#: The exit status of a night whose watchlist kept pairs from being attempted (an invalid
+#: filter, an unknown network, a question the service will not convert): the others were harvested.
+WATCHLIST = 4
 
 
 @contextmanager
@@ -67,7 +83,7 @@ def progress_bar() -> Iterator[None]:
             lines.setLevel(level)
 
 
-_SUMMED = ("players_fetched", "players_reused_from_lake", "deferred", "skipped", "failed", "searches_spent")
+_SUMMED = ("players_fetched", "players_reused_from_lake", "deferred", "skipped", "failed", "misconfigured", "searches_spent")
 
 
 def harvest_of(report: Any) -> dict[str, Any]:
@@ -78,7 +94,8 @@ def harvest_of(report: Any) -> dict[str, Any]:
     if not accounts:
         return report.assets.get("player_summaries", {})
     merged: dict[str, Any] = {key: sum(meta.get(key) or 0 for meta in accounts.values()) for key in _SUMMED}
-    merged["failed_pairs"] = [f"{name}: {line}" for name, meta in accounts.items() for line in meta.get("failed_pairs") or []]
+    for pairs in ("failed_pairs", "misconfigured_pairs"):
+        merged[pairs] = [f"{name}: {line}" for name, meta in accounts.items() for line in meta.get(pairs) or []]
     merged["searches_left_by_account"] = {name: meta.get("searches_left") for name, meta in accounts.items()}
     merged["quota_reset_at"] = next((meta["quota_reset_at"] for meta in accounts.values() if meta.get("quota_reset_at")), None)
     unusable = report.assets.get("player_summaries", {}).get("unusable", 0)
@@ -125,11 +142,12 @@ def print_run(report: Any) -> None:
         if changes and changes != "_none_":
             console.print("[yellow]coverage changed[/] (what the service no longer shows; earlier nights keep their rows):")
             console.print(changes, highlight=False, markup=False)
-        failed = players.get("failed_pairs") or []
-        if failed:
-            console.print(f"[red]failed ({len(failed)})[/]:")
-            for line in failed:
-                console.print(f"- {line}", highlight=False, markup=False)
+        for key, title in (("failed_pairs", "failed"), ("misconfigured_pairs", "not attempted: fix the watchlist")):
+            pairs = players.get(key) or []
+            if pairs:
+                console.print(f"[red]{title} ({len(pairs)})[/]:")
+                for line in pairs:
+                    console.print(f"- {line}", highlight=False, markup=False)
     meta = report.assets.get("metadata", {})
     if meta:
         state = (
@@ -145,8 +163,21 @@ def print_run(report: Any) -> None:
     failed_checks = [name for name, ok in report.checks.items() if not ok]
     if failed_checks:
         console.print(f"[yellow]checks not passing:[/] {', '.join(failed_checks)}")
-    state = "[green]ok[/]" if report.success else f"[red]failed[/]: {report.failure}"
-    console.print(f"run {state} in {report.duration_s:.1f} s")
+    state = "[green]ok[/]" if report.success else "[red]interrupted[/]" if report.interrupted else "[red]failed[/]"
+    console.print(f"run {state} in {report.duration_s:.1f} s")  # why it failed: the one error line that follows
+
+
+def print_total(reports: list[Any]) -> None:
+    """One line for several nights: what they did together."""
+    players = [harvest_of(report) for report in reports]
+    sums = {key: sum(p.get(key) or 0 for p in players) for key in _SUMMED}
+    console.print(
+        f"[bold]{len(reports)} nights[/] ({reports[0].night} to {reports[-1].night}): "
+        f"players fetched {sums['players_fetched']:,}, deferred {sums['deferred']:,}, failed {sums['failed']:,}, "
+        f"not attempted {sums['misconfigured']:,}; searches spent {sums['searches_spent']:,} "
+        f"in {sum(r.duration_s for r in reports):.1f} s",
+        highlight=False,
+    )
 
 
 @app.command()
@@ -199,8 +230,9 @@ def run(
 
     first = when - timedelta(days=nights - 1)
     if first < FIRST_NIGHT:
-        raise fail(f"the service's data starts on {FIRST_NIGHT}: --nights {nights} would start on {first}")
+        raise fail(f"the service's data starts on {FIRST_NIGHT}: --nights {nights} would start on {first}", USAGE)
     partial: list[str] = []
+    reports = []
     loaded = False
     try:
         for day in (when - timedelta(days=back) for back in range(nights - 1, -1, -1)):
@@ -208,14 +240,25 @@ def run(
                 report = run_night(settings, day)
             print_run(report)
             loaded = loaded or "warehouse" in report.assets
+            on = f" (night {day})" if nights > 1 else ""
+            if report.interrupted:
+                raise fail(f"interrupted{on}: every answer paid for is kept; run the night again to finish it", INTERRUPTED)
             if not report.success:
-                raise fail(f"run failed: {report.failure}" + (f" (night {day})" if nights > 1 else ""))
+                raise fail(f"run failed{on}: {report.failure}")
+            reports.append(report)
             failed = harvest_of(report).get("failed", 0)
             if failed:
                 partial.append(f"{failed} pair(s) failed" + (f" on {day}" if nights > 1 else ""))
     finally:
         if loaded:  # once, after the last night loaded (and before a failed night is reported)
             build_models(settings)
+    if len(reports) > 1:
+        print_total(reports)
+    misconfigured = sorted({line for report in reports for line in harvest_of(report).get("misconfigured_pairs") or []})
+    if misconfigured:
+        raise fail(
+            f"watchlist: {len(misconfigured)} pair(s) not attempted, fix it and run again: {'; '.join(misconfigured)}", WATCHLIST
+        )
     if partial:
         raise fail(f"run partial: {'; '.join(partial)} (listed above); run the night again to retry them", PARTIAL)
 

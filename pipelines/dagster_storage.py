@@ -14,14 +14,19 @@ daemon and every run process read and write the same files as with the default s
 
 from __future__ import annotations
 
+import contextlib
 import os
+import shutil
+import sqlite3
+import uuid
 from collections import OrderedDict
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
 from dagster import DagsterInvariantViolationError, Field, StringSource
-from dagster._core.storage.event_log.sqlite.sqlite_event_log import SqliteEventLogStorage
+from dagster import __version__ as dagster_version
+from dagster._core.storage.event_log.sqlite.sqlite_event_log import INDEX_SHARD_NAME, SqliteEventLogStorage
 from sqlalchemy import create_engine
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.pool import StaticPool
@@ -67,6 +72,9 @@ class OpenSqliteEventLogStorage(SqliteEventLogStorage):
         if engine is not None:
             self._engines.move_to_end(shard)
         else:
+            new_run = shard != INDEX_SHARD_NAME and not os.path.exists(self.path_for_shard(shard))
+            if new_run and self._copy_template(shard):
+                self._initialized_dbs.add(shard)
             engine = create_engine(
                 self.conn_string_for_shard(shard),
                 poolclass=StaticPool,
@@ -76,12 +84,53 @@ class OpenSqliteEventLogStorage(SqliteEventLogStorage):
             if shard not in self._initialized_dbs:
                 self._initdb(engine)
                 self._initialized_dbs.add(shard)
+                if new_run:
+                    self._keep_template(shard)
             with engine.connect() as conn:
                 conn.exec_driver_sql("PRAGMA synchronous=NORMAL")
             self._engines[shard] = engine
             if len(self._engines) > _OPEN_SHARDS:
                 self._engines.popitem(last=False)[1].dispose()
         return engine
+
+    def _template(self) -> str:
+        # Named for the Dagster version (its schema); no `.db`: Dagster's listings never see it.
+        return os.path.join(self._base_dir, f".run-shard-{dagster_version}.sqlite")
+
+    def _copy_template(self, shard: str) -> bool:
+        """A new run's database as a copy of the empty one kept by :meth:`_keep_template`
+        (schema made, migration stamped): creating it table by table took ~0.1-0.3 s of every
+        run. Whether the copy became the run's database (never over one that appeared meanwhile)."""
+        template = self._template()
+        if not os.path.exists(template):
+            return False
+        target = self.path_for_shard(shard)
+        staged = f"{target}.{uuid.uuid4().hex}.tmp"
+        try:
+            shutil.copyfile(template, staged)
+            os.link(staged, target)
+        except OSError:
+            return False
+        finally:
+            with contextlib.suppress(OSError):
+                os.unlink(staged)
+        return True
+
+    def _keep_template(self, shard: str) -> None:
+        """Keep a copy of a run's database just made, before its first event (SQLite's backup:
+        consistent whatever its write-ahead log holds), for the next runs to copy."""
+        template = self._template()
+        if os.path.exists(template):
+            return
+        staged = f"{template}.{uuid.uuid4().hex}.tmp"
+        try:
+            with contextlib.closing(sqlite3.connect(self.path_for_shard(shard))) as source:
+                with contextlib.closing(sqlite3.connect(staged)) as copy:
+                    source.backup(copy)
+            os.replace(staged, template)
+        except (OSError, sqlite3.Error):
+            with contextlib.suppress(OSError):
+                os.unlink(staged)
 
     @contextmanager
     def _connect(self, shard: str) -> Iterator[Connection]:

@@ -20,10 +20,12 @@ from typing import Any
 
 from dagster import DagsterInstance
 
-from assets.partitions import SERVICE_POOL, WAREHOUSE_POOL
+from assets.partitions import SERVICE_POOL, WAREHOUSE_POOL, first_night
 from assets.resource import TourneylakeResource
-from pipelines.definitions import BUILT_BY_RUN, MODELS_TAG, build_definitions, watchlist_accounts
+from pipelines.definitions import BUILT_BY_RUN, IN_PROCESS, MODELS_TAG, build_definitions, watchlist_accounts
+from pipelines.failures import HOST_TAG, PID_TAG, interrupted, root_message
 from tourneylake.config import Settings
+from tourneylake.night.alerts import night_failed
 from tourneylake.night.drain import drain_cron
 
 log = logging.getLogger(__name__)
@@ -31,8 +33,6 @@ log = logging.getLogger(__name__)
 # Dagster's console logger stays quiet: the command line prints the run's outcome itself (one
 # line for a failure); the events, stack traces included, are in the instance for the UI.
 QUIET_LOGS = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}
-# Which process runs a night in-process, so that a later run can tell a dead one from a live one.
-HOST_TAG, PID_TAG = "tourneylake/host", "tourneylake/pid"
 
 
 def _alive(pid: int) -> bool:
@@ -72,19 +72,10 @@ class RunReport:
     assets: dict[str, dict[str, Any]] = field(default_factory=dict)
     checks: dict[str, bool] = field(default_factory=dict)
     run_id: str = ""
+    interrupted: bool = False  # stopped by Ctrl-C (or SIGINT): every answer paid for is kept
 
     def value(self, asset: str, key: str, default: Any = None) -> Any:
         return self.assets.get(asset, {}).get(key, default)
-
-
-def _root_message(error: Any) -> str:
-    """The innermost error's message, on one line (Dagster wraps user errors)."""
-    while getattr(error, "cause", None) is not None:
-        error = error.cause
-    message = getattr(error, "message", str(error)).strip()
-    # Dagster prefixes the exception's class path: keep what the user needs.
-    first = message.splitlines()[0] if message else "unknown error"
-    return first.split(": ", 1)[1] if first.startswith(("tourneylake.", "dagster.")) and ": " in first else first
 
 
 def run_night(settings: Settings, night: date, *, sandbox_seed: int = 7) -> RunReport:
@@ -112,6 +103,7 @@ def _execute(settings: Settings, job_name: str, night: date | None, *, sandbox_s
         settings.schedule_cron,
         watchlist_accounts(settings),
         drain_at=drain_cron(settings),
+        first=min(first_night(settings), night) if night else first_night(settings),  # any night the service has data for
     )
     job = definitions.resolve_job_def(job_name)
     started = time.perf_counter()
@@ -125,7 +117,7 @@ def _execute(settings: Settings, job_name: str, night: date | None, *, sandbox_s
             partition_key=night.isoformat() if night else None,
             instance=instance,
             raise_on_error=False,
-            run_config=QUIET_LOGS,
+            run_config={**QUIET_LOGS, **IN_PROCESS},
             tags=tags,
         )
         report = RunReport(night, result.success, None, 0.0, run_id=result.run_id)
@@ -140,6 +132,9 @@ def _execute(settings: Settings, job_name: str, night: date | None, *, sandbox_s
                 report.checks[f"{evaluation.asset_key.to_user_string()}:{evaluation.check_name}"] = evaluation.passed
         if not result.success:
             failures = [e for e in result.all_events if e.is_step_failure]
-            report.failure = _root_message(failures[0].step_failure_data.error) if failures else "the run did not complete"
+            report.failure = root_message(failures[0].step_failure_data.error) if failures else "the run did not complete"
+            report.interrupted = any(interrupted(e.step_failure_data.error) for e in failures)
+            if night is not None:  # a night's failure is recorded and posted; the models' is the command's line
+                night_failed(settings, night, job_name, result.run_id, report.failure, interrupted=report.interrupted)
     report.duration_s = time.perf_counter() - started
     return report

@@ -100,3 +100,36 @@ def harvest_nights(server: Any, settings: Settings, nights: list[date], watchlis
         with Warehouse(settings.warehouse_path) as db:
             db.load_night(session.lake, night)
     return outcomes
+
+
+class WebhookReceiver:
+    """A real HTTP server on loopback that keeps the JSON bodies posted to it (an alert webhook)."""
+
+    def __init__(self) -> None:
+        import http.server
+        import threading
+
+        posts: list[dict[str, Any]] = []
+        self.posts = posts
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                posts.append(orjson.loads(body))
+                self.send_response(204)
+                self.end_headers()
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/hook/secret-token"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    def __enter__(self) -> WebhookReceiver:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.server.shutdown()
+        self.server.server_close()

@@ -12,6 +12,7 @@ import atexit
 import contextlib
 import logging
 import os
+import re
 import sys
 import threading
 from collections.abc import Callable, Iterator
@@ -49,10 +50,49 @@ Night = Annotated[str | None, typer.Option("--date", help="The night, YYYY-MM-DD
 
 T = TypeVar("T")
 
+#: Exit statuses: 0 ok, 1 failed, 2 a usage error (a flag or argument), 3 a partial night and 4
+#: pairs the watchlist kept from being attempted (``tourneylake run``), 130 interrupted (Ctrl-C).
+FAILED, USAGE, INTERRUPTED = 1, 2, 130
+#: An error line's length at most; a longer message is kept whole in the log file.
+MAX_LINE = 200
+LOG_FILE = "tourneylake.log"
+_log_dir: list[Path] = []  # where the log file goes, once the command knows its settings
 
-def fail(message: str, code: int = 1) -> typer.Exit:
-    err.print(f"[bold red]error:[/] {message}", highlight=False, soft_wrap=True)
+
+def fail(message: str, code: int = FAILED) -> typer.Exit:
+    err.print(f"[bold red]error:[/] {short(message)}", highlight=False, soft_wrap=True)
     return typer.Exit(code)
+
+
+def short(message: str) -> str:
+    """``message`` on one line of at most :data:`MAX_LINE` characters; a longer one is cut, and
+    kept whole in the log file (``tourneylake.log`` in the data directory) when there is one."""
+    message = " ".join(message.split())
+    if len(message) <= MAX_LINE:
+        return message
+    kept = _log_whole(message)
+    message = _LONG_PATH.sub(lambda found: "…/" + "/".join(found.group(0).rsplit("/", 2)[-2:]), message)
+    if len(message) <= MAX_LINE:
+        return message
+    tail = f" … (the whole message is in {LOG_FILE})" if kept else " …"
+    return message[: MAX_LINE - len(tail)].rstrip() + tail
+
+
+# An absolute path of four folders or more: a long message names it by its last two.
+_LONG_PATH = re.compile(r"(?<![\w.:])/(?:[^\s/'\"(),:;]+/){3,}[^\s/'\"(),:;]+")
+
+
+def _log_whole(message: str) -> Path | None:
+    if not _log_dir:
+        return None
+    path = _log_dir[-1] / LOG_FILE
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with path.open("a", encoding="utf-8") as log_file:
+            log_file.write(f"{datetime.now(UTC).isoformat(timespec='seconds')} error: {message}\n")
+    except OSError:
+        return None
+    return path
 
 
 def one_line(exc: BaseException) -> str:
@@ -68,7 +108,7 @@ def reported() -> Iterator[None]:
     except TourneylakeError as exc:
         problems = [" ".join(line.split()) for line in str(exc).splitlines() if line.strip()] or [type(exc).__name__]
         for problem in problems[:-1]:
-            err.print(f"[bold red]error:[/] {problem}", highlight=False, soft_wrap=True)
+            err.print(f"[bold red]error:[/] {short(problem)}", highlight=False, soft_wrap=True)
         raise fail(problems[-1]) from None
 
 
@@ -76,7 +116,10 @@ def settings_from(sandbox: bool = False, **overrides: Any) -> Settings:
     """The settings (environment, `.env`, then the command's flags)."""
     with reported():
         settings = load_settings(**overrides)
-        return settings.with_overrides(base_url="sandbox") if sandbox else settings
+        settings = settings.with_overrides(base_url="sandbox") if sandbox else settings
+    with contextlib.suppress(ConfigError):  # a lake at a URL without TOURNEYLAKE_WAREHOUSE: said where it matters
+        _log_dir[:] = [settings.local_dir]
+    return settings
 
 
 def parse_night(value: str | None, flag: str = "--date", *, default: date | None = None) -> date:
@@ -85,7 +128,7 @@ def parse_night(value: str | None, flag: str = "--date", *, default: date | None
     try:
         return date.fromisoformat(value)
     except ValueError:
-        raise fail(f"{flag} must be a date YYYY-MM-DD, got {value!r}") from None
+        raise fail(f"{flag} must be a date YYYY-MM-DD, got {value!r}", USAGE) from None
 
 
 def ended_night(value: str | None) -> date:
@@ -96,9 +139,9 @@ def ended_night(value: str | None) -> date:
     today = datetime.now(UTC).date()
     night = parse_night(value, default=today - timedelta(days=1))
     if night >= today:
-        raise fail(f"the night of {night} has not ended yet (UTC): harvest it from {night + timedelta(days=1)} on")
+        raise fail(f"the night of {night} has not ended yet (UTC): harvest it from {night + timedelta(days=1)} on", USAGE)
     if night < FIRST_NIGHT:
-        raise fail(f"the service's data starts on {FIRST_NIGHT}: there is nothing to harvest for {night}")
+        raise fail(f"the service's data starts on {FIRST_NIGHT}: there is nothing to harvest for {night}", USAGE)
     return night
 
 
@@ -124,6 +167,9 @@ def launch(application: typer.Typer) -> NoReturn:
         code: Any = 0
     except SystemExit as exc:
         code = exc.code
+    except KeyboardInterrupt:  # Ctrl-C outside a night (a night's own is reported by `run`)
+        err.print("[bold red]error:[/] interrupted", highlight=False)
+        code = INTERRUPTED
     others = [t for t in threading.enumerate() if t is not threading.main_thread() and not t.daemon and t.is_alive()]
     run_exit_handlers = getattr(atexit, "_run_exitfuncs", None)  # CPython's; absent elsewhere
     if others or not isinstance(code, int | None) or run_exit_handlers is None:
@@ -279,8 +325,95 @@ def budget(
 
     settings = settings_from(sandbox, data_dir=data_dir, watchlist=watchlist)
     when = parse_night(night)
-    for report in call(lambda: budget_reports(settings, when)):  # one per account when the watchlist lists several
+    reports = call(lambda: budget_reports(settings, when))  # one per account when the watchlist lists several
+    for report in reports:
         print_budget(report)
+    unread = [report for report in reports if report.remaining is None]
+    if unread:  # the plan above assumed an unknown count: say so with the exit status too
+        whose = ", ".join(f"account {r.account}" for r in unread if r.account) or "the account"
+        raise fail(f"could not read the searches left on {whose}: {unread[0].remaining_note or 'not reported'}")
+
+
+# ------------------------------------------------------------------------------------ status
+
+_SHOWN_TABLES = ("player_snapshots", "player_statistics", "tournaments")
+
+
+def _size(count: int | None) -> str:
+    if count is None:
+        return "none"
+    value = float(count)
+    for unit in ("B", "KB", "MB", "GB"):
+        if value < 1024 or unit == "GB":
+            return f"{value:,.0f} {unit}" if unit == "B" else f"{value:,.1f} {unit}"
+        value /= 1024
+    return f"{count} B"
+
+
+def print_status(found: Any, night: date | None, pairs: int, latest: int) -> None:
+    source = found.source or "nothing harvested yet"
+    console.print(
+        f"[bold]tourneylake status[/]: {found.data_dir} ({source}); lake {_size(found.lake_bytes)}, "
+        f"warehouse {_size(found.warehouse_bytes)}",
+        highlight=False,
+    )
+    nights = [n for n in found.nights if n.night == night] if night else found.nights[-latest:] if latest else []
+    earlier = "" if night or len(nights) == len(found.nights) else f", the latest {len(nights)} shown (--nights N)"
+    table = Table(title=f"{len(found.nights)} night(s) held" + earlier)
+    for column in ("night", "last run", "searches", "fetched", "deferred", "failed", "not attempted", *_SHOWN_TABLES):
+        table.add_column(column, justify="left" if column in ("night", "last run") else "right")
+    for one in nights:
+        state = one.outcome + ("" if one.loaded or one.outcome in ("failed", "interrupted", "unrecorded") else ", not loaded")
+        counts = (one.searches_spent, one.fetched, one.deferred, one.failed, one.misconfigured)
+        table.add_row(
+            one.night.isoformat(), state, *(f"{n:,}" for n in counts), *(f"{one.rows.get(t, 0):,}" for t in _SHOWN_TABLES)
+        )
+    console.print(table)
+    for one in nights:
+        if one.reason:
+            console.print(f"{one.night} {one.outcome}: {one.reason}", highlight=False, markup=False)
+    if night is not None and nights and nights[0].rows:
+        console.print("rows: " + ", ".join(f"{t} {n:,}" for t, n in sorted(nights[0].rows.items())), highlight=False)
+    outstanding = [f"{n.night} {line}" for n in nights for line in n.outstanding]
+    if outstanding:
+        console.print(f"pairs still outstanding (deferred, failed or not attempted; not harvested since): {len(outstanding):,}")
+        for line in outstanding[-pairs:]:
+            console.print(f"- {line}", highlight=False, markup=False)
+        if len(outstanding) > pairs:
+            console.print(f"  … and {len(outstanding) - pairs:,} earlier (--pairs N, or --json)", highlight=False)
+    left = ", ".join(f"{name} {'unknown' if n is None else f'{n:,}'}" for name, n in found.searches_left.items())
+    console.print(f"searches left: {left or 'unknown'}" + (f" (as of {found.searches_left_at})" if left else ""), highlight=False)
+    console.print(
+        f"next scheduled run: {found.next_run:%Y-%m-%d %H:%M} UTC (TOURNEYLAKE_SCHEDULE_CRON '{found.schedule_cron}', "
+        "when Dagster's daemon runs the schedule)",
+        highlight=False,
+    )
+
+
+@app.command()
+def status(
+    data_dir: DataDir = None,
+    night: Annotated[str | None, typer.Option("--date", help="Show one night: its rows per table and outstanding pairs.")] = None,
+    latest: Annotated[int, typer.Option("--nights", min=0, help="The latest nights to show (the JSON has them all).")] = 31,
+    pairs: Annotated[int, typer.Option("--pairs", min=0, help="Outstanding pairs to list (the latest).")] = 20,
+    as_json: Annotated[bool, typer.Option("--json", help="Everything as one JSON document on standard output.")] = False,
+) -> None:
+    """The lake at a glance: nights held and how each one's last run ended, searches, rows, pairs still outstanding,
+    searches left, sizes, the next scheduled run. Reads the lake; calls nothing."""
+    from tourneylake.night.status import lake_status
+    from tourneylake.runtime.without_pandas import skip_pandas_sniffing
+
+    skip_pandas_sniffing()  # a status makes no data frame (pyarrow would import pandas to ask)
+    settings = settings_from(data_dir=data_dir)
+    chosen = parse_night(night) if night else None
+    found = call(lambda: lake_status(settings))
+    if as_json:
+        import orjson
+
+        sys.stdout.buffer.write(orjson.dumps(found.as_json(), option=orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE))
+        sys.stdout.buffer.flush()
+        return
+    print_status(found, chosen, pairs, latest)
 
 
 # ------------------------------------------------------------------------------------- drain
@@ -423,16 +556,16 @@ def rebuild(
     skip_pandas_sniffing()
     chosen = sum(bool(x) for x in (night, first or last, every))
     if chosen != 1:
-        raise fail("say which nights: --date D, --from D --to D, or --all")
+        raise fail("say which nights: --date D, --from D --to D, or --all", USAGE)
     nights: list[date] | None = None
     if night:
         nights = [parse_night(night)]
     elif first or last:
         if not (first and last):
-            raise fail("--from and --to go together")
+            raise fail("--from and --to go together", USAGE)
         start, end = parse_night(first, "--from"), parse_night(last, "--to")
         if start > end:
-            raise fail(f"--from {start} is after --to {end}")
+            raise fail(f"--from {start} is after --to {end}", USAGE)
         nights = [start + timedelta(days=i) for i in range((end - start).days + 1)]
     settings = settings_from(data_dir=data_dir, rebuild_workers=workers)
     if nights is not None and len(nights) > 1:
@@ -476,7 +609,7 @@ def query(
 ) -> None:
     """Run SQL on the warehouse and print the answer ('example' runs sql/examples/top_players_usd.sql)."""
     if as_csv and as_json:
-        raise fail("--csv and --json: choose one")
+        raise fail("--csv and --json: choose one", USAGE)
     import duckdb
 
     from tourneylake.tables.warehouse import Warehouse, sql_dir
@@ -537,6 +670,9 @@ def _write_rows(result: Any, fmt: str) -> None:
 
 
 __all__ = [
+    "FAILED",
+    "INTERRUPTED",
+    "USAGE",
     "ConfigError",
     "app",
     "fail",
@@ -547,6 +683,7 @@ __all__ = [
     "reported",
     "settings_from",
     "setup_logging",
+    "short",
 ]
 
 if __name__ == "__main__":  # pragma: no cover

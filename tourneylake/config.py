@@ -14,6 +14,7 @@ be logged, printed in a traceback or shown by Dagster without leaking.
 from __future__ import annotations
 
 import re
+from datetime import date
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -191,6 +192,30 @@ class Settings(BaseSettings):
         description="the drain schedule (off by default) fires this many minutes before the quota reset, to spend "
         "the searches that would expire on the backlog of pairs owed",
     )
+    first_night: date | None = Field(
+        None,
+        description="the first night of Dagster's partitions (YYYY-MM-DD); unset: the first night the lake holds, "
+        "or yesterday on an empty lake (a running `dagster dev` sees a change when its code location is reloaded)",
+    )
+    max_backfill_nights: int = Field(
+        7,
+        ge=1,
+        le=3660,
+        description="the most nights one Dagster backfill may harvest: a larger one is refused before it spends a "
+        "search (so is one whose searches exceed what the account has left above the reserve)",
+    )
+    landed_by_hour_utc: int = Field(
+        6,
+        ge=0,
+        le=23,
+        description="the hour (UTC) of the next day by which a night is expected in the lake and the warehouse: "
+        "the freshness check fails after it",
+    )
+    alert_webhook_url: SecretStr | None = Field(
+        None,
+        description="a URL that receives a JSON post (night, job, reason, searches spent; never a secret) when a "
+        "nightly run fails, in Dagster or from `tourneylake run`; kept secret (chat webhooks hold a token)",
+    )
 
     @field_validator("appkey")
     @classmethod
@@ -289,6 +314,6 @@ def _one_line(exc: ValidationError) -> str:
         value = error.get("input")
         if field == "data_dir" and isinstance(value, str):
             value = shown(value)  # never a user:password@ part
-        got = "" if field in ("appkey", "password") else f" (got {value!r})"
+        got = "" if field in ("appkey", "password", "alert_webhook_url") else f" (got {value!r})"
         problems.append(f"{ENV_PREFIX}{field.upper()}: {message}{got}")
     return "; ".join(problems)

@@ -21,7 +21,7 @@ from dagster import (
 from assets.models import dbt_models
 from assets.reference import countries, metadata, news
 from assets.resource import TourneylakeResource
-from pipelines.definitions import defs
+from pipelines.definitions import defs as code_location
 from tests.helpers import REPO
 from tourneylake.config import SANDBOX_PASSWORD
 from tourneylake.tables.warehouse import LOAD_ORDER
@@ -30,6 +30,7 @@ pytestmark = [pytest.mark.xdist_group("dagster"), pytest.mark.slow]
 
 NIGHT = date(2026, 11, 20)
 MODELS = ("latest_player_statistics", "player_statistics_over_time", "player_results_usd", "roi_by_stake_usd")
+defs = code_location()  # what `dagster dev` loads, built once for the module
 
 
 SANDBOX = dict(seed=2, today=NIGHT)
@@ -78,10 +79,13 @@ def test_definitions_hold_the_assets_checks_jobs_and_schedule() -> None:
 
 
 def test_the_schedule_asks_for_the_night_that_has_just_ended() -> None:
-    schedule = defs.resolve_schedule_def("nightly_schedule")
+    from pipelines.definitions import build_definitions
+
+    since = build_definitions(TourneylakeResource(), "0 3 * * *", first=date(2026, 11, 1))
+    schedule = since.resolve_schedule_def("nightly_schedule")
     context = build_schedule_context(
         scheduled_execution_time=datetime(2026, 11, 22, 3, 0, tzinfo=UTC),
-        repository_def=defs.get_repository_def(),
+        repository_def=since.get_repository_def(),
     )
     (request,) = schedule.evaluate_tick(context).run_requests
     assert request.partition_key == "2026-11-21"  # fired at 03:00 on the 22nd: the 21st is over
@@ -91,13 +95,11 @@ def test_the_schedule_asks_for_the_night_that_has_just_ended() -> None:
 def test_a_run_builds_its_resource_once_in_one_process() -> None:
     for name in ("hands", "rebuild", "models"):
         assert defs.resolve_job_def(name).executor_def.name == "in_process", name
-    # The nightly job runs in-process unless run config asks for multiprocess (tests/test_executors.py).
-    nightly = defs.resolve_job_def("nightly")
-    assert nightly.executor_def.name == "multi_or_in_process_executor"
-    # (every partition's run config — what the schedule and the UI launch — says in-process)
-    assert nightly.partitioned_config.get_run_config_for_partition_key("2026-11-20") == {
-        "execution": {"config": {"in_process": {}}}
-    }
+    # The nightly job and the UI's "Materialize" (the implicit asset job) run in-process unless
+    # run config asks for multiprocess (tests/test_executors.py).
+    for job in (defs.resolve_job_def("nightly"), defs.resolve_implicit_global_asset_job_def()):
+        assert job.executor_def.name == "multi_or_in_process_executor"
+        assert job.executor_def.config_schema.as_field().default_value == {"in_process": {}}
 
 
 def test_the_code_location_loads_as_dagster_dev_would() -> None:
@@ -190,7 +192,7 @@ def test_the_rebuild_job_remakes_a_night_from_raw_without_a_request(sandbox, tmp
 
     sandbox.world.set_today(NIGHT)
     resource = TourneylakeResource(base_url=sandbox.base_url, data_dir=str(tmp_path), watchlist=str(REPO / "watchlist.yaml"))
-    definitions = build_definitions(resource, "0 3 * * *")
+    definitions = build_definitions(resource, "0 3 * * *", first=NIGHT)
     with DagsterInstance.ephemeral() as instance:
         assert (
             definitions.resolve_job_def("nightly").execute_in_process(partition_key=NIGHT.isoformat(), instance=instance).success

@@ -39,8 +39,11 @@ def test_runs_are_stored_and_read_back_by_another_instance(home: Path) -> None:
         results = [materialize([counted], instance=instance) for _ in range(3)]
         assert all(r.success for r in results)
     assert (home / "history" / "runs" / "index.db").is_file()
+    # The first run's empty database was kept: the next two were copies of it, as readable.
+    assert len(list((home / "history" / "runs").glob(".run-shard-*.sqlite"))) == 1
     with DagsterInstance.get() as reader:  # a second instance on the same files, as the UI is
         assert len(reader.get_runs()) == 3
+        assert set(reader.event_log_storage.get_all_run_ids()) == {r.run_id for r in results}  # the copy is no run
         for result in results:
             kinds = [e.dagster_event.event_type_value for e in reader.all_logs(result.run_id) if e.dagster_event]
             assert "ASSET_MATERIALIZATION" in kinds and kinds[-1] == "PIPELINE_SUCCESS"

@@ -22,7 +22,7 @@ import pytest
 from dagster import DagsterInstance, in_process_executor
 
 from assets.resource import TourneylakeResource
-from pipelines.definitions import IN_PROCESS, build_definitions
+from pipelines.definitions import build_definitions
 from pipelines.nightly import run_night
 from tests.helpers import REPO, player_line, sandbox_settings, write_watchlist
 from tourneylake.lake.lake import Lake
@@ -59,7 +59,10 @@ def _tables(settings) -> dict[str, int]:
 def test_the_nightly_job_defaults_to_in_process_and_offers_multiprocess() -> None:
     job = build_definitions(TourneylakeResource(), "0 3 * * *").resolve_job_def("nightly")
     assert job.executor_def.name == "multi_or_in_process_executor"
-    assert job.partitioned_config.get_run_config_for_partition_key("2026-11-20") == IN_PROCESS
+    assert job.executor_def.config_schema.as_field().default_value == {"in_process": {}}
+    # Several accounts: multiprocess by default, so their harvests fetch side by side.
+    several = build_definitions(TourneylakeResource(), "0 3 * * *", ["left", "right"]).resolve_job_def("nightly")
+    assert several.executor_def.config_schema.as_field().default_value == {"multiprocess": {}}
     # A deployment passes its own executor (celery_executor, docker_executor, k8s_job_executor…):
     # the nightly job and its schedule take it, with the deployment's run config.
     deployed = build_definitions(TourneylakeResource(), "0 3 * * *", executor=in_process_executor)
@@ -89,6 +92,7 @@ def test_the_nightly_job_under_the_multiprocess_executor_matches_in_process(sand
         "TOURNEYLAKE_DATA_DIR": str(multi.data_dir),
         "TOURNEYLAKE_WATCHLIST": str(multi.watchlist),
         "TOURNEYLAKE_CONCURRENCY": "2",
+        "TOURNEYLAKE_FIRST_NIGHT": NIGHT.isoformat(),  # the lake is empty: its partitions would start yesterday
     }
     result = subprocess.run(
         [sys.executable, "-m", "dagster", "job", "execute", "-m", "pipelines.definitions", "-a", "defs", "-j", "nightly",

@@ -260,7 +260,9 @@ def test_no_secret_reaches_the_lake_the_warehouse_or_dagster(sandbox, make_setti
     sandbox.world.set_today(NIGHT1)
     settings = make_settings()
     secrets = [SANDBOX_PASSWORD, SANDBOX_APPKEY, encode_password(SANDBOX_PASSWORD, SANDBOX_APPKEY)]
-    job = build_definitions(TourneylakeResource.from_settings(settings), settings.schedule_cron).resolve_job_def("nightly")
+    job = build_definitions(TourneylakeResource.from_settings(settings), settings.schedule_cron, first=NIGHT1).resolve_job_def(
+        "nightly"
+    )
     with DagsterInstance.ephemeral() as instance:
         result = job.execute_in_process(partition_key=NIGHT1.isoformat(), instance=instance)
         assert result.success

@@ -11,41 +11,26 @@ import socket
 import subprocess
 import sys
 import time
-from datetime import date
+from datetime import UTC, date, datetime
 from pathlib import Path
 
 import httpx
 import pytest
 
+from benchmarks.ui_vs_cli import LAUNCH
+from benchmarks.ui_vs_cli import graphql as _graphql
 from tests.helpers import REPO
 
 pytestmark = [pytest.mark.xdist_group("webserver"), pytest.mark.slow]
 
-LAUNCH = """
-mutation Launch($params: ExecutionParams!) {
-  launchRun(executionParams: $params) {
-    __typename
-    ... on LaunchRunSuccess { run { runId } }
-    ... on PythonError { message }
-    ... on RunConfigValidationInvalid { errors { message } }
-  }
-}
-"""
 STATUS = "query Status($id: ID!) { runOrError(runId: $id) { __typename ... on Run { status } } }"
+CARDS = "query Cards { assetNodes { assetKey { path } partitionStats { numMaterialized numPartitions } } }"
 
 
 def _free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
-
-
-def _graphql(url: str, query: str, variables: dict) -> dict:
-    response = httpx.post(url, json={"query": query, "variables": variables}, timeout=30)
-    response.raise_for_status()
-    body = response.json()
-    assert "errors" not in body, body
-    return body["data"]
 
 
 def test_a_night_launched_from_the_ui_and_one_from_the_cli_share_the_instance(tmp_path: Path) -> None:
@@ -64,6 +49,7 @@ def test_a_night_launched_from_the_ui_and_one_from_the_cli_share_the_instance(tm
             TOURNEYLAKE_BASE_URL=server.base_url,
             TOURNEYLAKE_DATA_DIR=str(tmp_path / "data"),
             TOURNEYLAKE_WATCHLIST=str(REPO / "watchlist.yaml"),
+            TOURNEYLAKE_FIRST_NIGHT="2026-11-19",  # the lake is empty: its partitions would start yesterday
             PYTHONWARNINGS="ignore",
         )
         ui = subprocess.Popen(
@@ -96,11 +82,30 @@ def test_a_night_launched_from_the_ui_and_one_from_the_cli_share_the_instance(tm
                 time.sleep(1)
             assert status == "SUCCESS"
 
+            # The asset graph's "Materialize" (the implicit asset job): in-process, every step in the run's process.
+            selector = {"repositoryLocationName": "tourneylake", "repositoryName": "__repository__", "jobName": "__ASSET_JOB"}
+            selector["assetSelection"] = [{"path": [name]} for name in ("metadata", "countries", "news")]
+            params = {"selector": selector, "executionMetadata": {"tags": [{"key": "dagster/partition", "value": "2026-11-19"}]}}
+            launched = _graphql(url, LAUNCH, {"params": params})["launchRun"]
+            assert launched["__typename"] == "LaunchRunSuccess", launched
+            materialised = launched["run"]["runId"]
+            while time.monotonic() < deadline + 240:
+                status = _graphql(url, STATUS, {"id": materialised})["runOrError"]["status"]
+                if status in ("SUCCESS", "FAILURE", "CANCELED"):
+                    break
+                time.sleep(1)
+            assert status == "SUCCESS"
+
             cli = subprocess.run(
                 [sys.executable, "-m", "pipelines.cli", "run", "--date", "2026-11-21"],
                 cwd=REPO, env=env, capture_output=True, text=True, timeout=240,
             )  # fmt: skip
             assert cli.returncode == 0, cli.stderr[-2000:]
+            # What the asset cards show: the nights from TOURNEYLAKE_FIRST_NIGHT to yesterday, three of them filled.
+            cards = _graphql(url, CARDS, {})["assetNodes"]
+            stats = {"/".join(node["assetKey"]["path"]): node["partitionStats"] for node in cards}
+            nights = (datetime.now(UTC).date() - date(2026, 11, 19)).days  # to yesterday, both counted
+            assert stats["metadata"] == {"numMaterialized": 3, "numPartitions": nights}
         finally:
             os.killpg(ui.pid, signal.SIGINT)
             try:
@@ -112,6 +117,8 @@ def test_a_night_launched_from_the_ui_and_one_from_the_cli_share_the_instance(tm
     os.environ["DAGSTER_HOME"] = str(home)
     try:
         instance = DagsterInstance.get()
+        starts = [e.dagster_event for e in instance.all_logs(materialised) if e.dagster_event and e.dagster_event.is_step_start]
+        assert len(starts) >= 3 and len({event.pid for event in starts}) == 1  # in-process (with the checks on them)
         runs = instance.get_runs()
         nights = {run.tags.get("dagster/partition"): run for run in runs}
         assert set(nights) >= {"2026-11-20", "2026-11-21"}

@@ -46,22 +46,23 @@ def test_run_then_query(tmp_path: Path) -> None:
     assert again.returncode == 0 and "searches spent: 0" in again.stdout
 
 
-def test_wrong_password_exits_non_zero_with_one_line(tmp_path: Path) -> None:
-    result = tourneylake(
-        "run",
-        "--sandbox",
-        "--date",
-        "2026-11-20",
-        "--data-dir",
-        str(tmp_path),
-        "--watchlist",
-        "watchlist.yaml",
-        env=clean_env(TOURNEYLAKE_PASSWORD="definitely-wrong"),
-    )
-    assert result.returncode != 0
+def test_wrong_password_exits_non_zero_with_one_line_and_one_alert(tmp_path: Path) -> None:
+    from tests.helpers import WebhookReceiver
+
+    with WebhookReceiver() as hook:
+        result = tourneylake(
+            "run", "--sandbox", "--date", "2026-11-20", "--data-dir", str(tmp_path), "--watchlist", "watchlist.yaml",
+            env=clean_env(TOURNEYLAKE_PASSWORD="definitely-wrong", TOURNEYLAKE_ALERT_WEBHOOK_URL=hook.url),
+        )  # fmt: skip
+    assert result.returncode == 1
     last = result.stderr.strip().splitlines()[-1]
     assert last.startswith("error: run failed:") and "credentials" in last.lower()
-    assert "Traceback" not in result.stderr and "definitely-wrong" not in result.stderr + result.stdout
+    output = result.stderr + result.stdout
+    assert output.count("credentials refused") == 1 and "error:" not in result.stdout  # said once
+    assert "Traceback" not in output and "definitely-wrong" not in output and "secret-token" not in output
+    (post,) = hook.posts  # the same hook as Dagster's sensor, outside Dagster
+    assert (post["night"], post["job"]) == ("2026-11-20", "nightly") and "credentials" in post["reason"]
+    assert "definitely-wrong" not in str(post) and "secret-token" not in str(post)
 
 
 def test_a_bad_watchlist_names_the_line(tmp_path: Path) -> None:
@@ -226,7 +227,7 @@ def test_a_night_that_cannot_be_harvested_is_one_line(args: tuple[str, ...], mes
     from pipelines.cli import app
 
     result = CliRunner().invoke(app, ["run", "--sandbox", *args])
-    assert result.exit_code == 1 and message in result.output and "Traceback" not in result.output
+    assert result.exit_code == 2 and message in result.output and "Traceback" not in result.output  # usage
 
 
 def test_a_flag_fixes_a_bad_variable_for_run(tmp_path: Path) -> None:
@@ -294,7 +295,8 @@ def test_bad_input_is_one_error_line_per_problem_and_no_traceback(
         if args[0] != "sandbox"
         else tourneylake(*args, env=clean_env(**env))
     )
-    assert result.returncode == 1, (result.stdout[-1000:], result.stderr[-2000:])
+    usage = "date" in case  # a flag's value: a usage error
+    assert result.returncode == (2 if usage else 1), (result.stdout[-1000:], result.stderr[-2000:])
     lines = [line for line in result.stderr.splitlines() if line.strip()]
     error_lines = [line for line in lines if line.startswith("error:")]
     assert len(error_lines) == (len(errors) if "watchlist" in case else 1), lines
@@ -333,3 +335,134 @@ def test_the_console_script_exits_with_its_status_its_output_and_exit_handlers(t
     assert (done.returncode, done.stdout) == (3, "no newline"), done.stderr
     assert (tmp_path / "atexit").read_text() == "ran"
     assert (tmp_path / "thread").is_file() == bool(linger)  # a running thread is waited for
+
+
+def test_ctrl_c_exits_130_with_one_line_and_keeps_every_paid_answer(tmp_path: Path) -> None:
+    """SIGINT to the run's process group (a terminal's Ctrl-C) while it fetches: no new search
+    starts, the calls in flight finish, one line, exit 130; every search paid has its answer on
+    disk, and the next run pays only for the rest."""
+    from datetime import date
+
+    from tourneylake.config import SANDBOX_USERNAME
+    from tourneylake.lake.lake import Lake
+    from tourneylake.lake.ledger import Ledger
+    from tourneylake.sandbox import running_sandbox
+
+    night, data = date(2026, 11, 20), tmp_path / "data"
+    answers = data / "lake" / "_raw" / f"snapshot_date={night}" / "player_summary"
+    with running_sandbox(seed=7, today=night, latency_ms=300) as server:
+        env = clean_env(TOURNEYLAKE_BASE_URL=server.base_url, TOURNEYLAKE_CONCURRENCY="2")
+        args = ["run", "--date", night.isoformat(), "--data-dir", str(data), "--watchlist", "watchlist.yaml"]
+        before = server.accounts.remaining(SANDBOX_USERNAME)
+        process = subprocess.Popen(
+            [*CLI, *args], cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
+        )
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and process.poll() is None and not list(answers.glob("*.json.gz")):
+            time.sleep(0.05)
+        os.killpg(process.pid, signal.SIGINT)
+        out, err = process.communicate(timeout=120)
+        paid = before - server.accounts.remaining(SANDBOX_USERNAME)
+        assert process.returncode == 130, err[-2000:]
+        errors = [line for line in err.splitlines() if line.startswith("error:")]
+        assert errors == [err.strip().splitlines()[-1]] and errors[0].startswith("error: interrupted")
+        assert "Traceback" not in err + out and "run interrupted" in out
+        rows = list(Ledger(Lake(data)).entries(night))
+        assert 0 < paid < 13 and sum(int(row["cost"]) for row in rows) == paid  # nothing charged unanswered
+        assert len([p for p in answers.glob("*.json.gz") if p.name.count(".") == 2]) == paid  # each paid answer kept
+        again = tourneylake(*args, env=env)
+        assert again.returncode == 0, again.stderr[-2000:]
+        assert before - server.accounts.remaining(SANDBOX_USERNAME) == 13  # the rest, and nothing twice
+        assert f"reused from the lake: {paid}," in again.stdout
+
+
+@pytest.mark.parametrize(
+    ("why", "env"),
+    [
+        ("a wrong password", {"TOURNEYLAKE_PASSWORD": "definitely-wrong"}),
+        ("an unreachable service", {"TOURNEYLAKE_BASE_URL": "http://127.0.0.1:9", "TOURNEYLAKE_MAX_ATTEMPTS": "1"}),
+    ],
+    ids=["wrong-password", "unreachable"],
+)
+def test_budget_exits_non_zero_when_it_cannot_read_the_account(tmp_path: Path, why: str, env: dict[str, str]) -> None:
+    args = ["budget", "--data-dir", str(tmp_path), "--watchlist", "watchlist.yaml"]
+    result = tourneylake(*args, *(["--sandbox"] if "password" in why else []), env=clean_env(**env))
+    assert result.returncode == 1, (why, result.stdout[-500:], result.stderr[-1000:])
+    (line,) = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+    assert line.startswith("error: could not read the searches left on the account:") and len(line) <= 210
+    assert "Traceback" not in result.stderr and "definitely-wrong" not in result.stderr + result.stdout
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("rebuild",),
+        ("rebuild", "--from", "2026-11-20"),
+        ("query", "--csv", "--json"),
+        ("status", "--date", "soon"),
+        ("run", "--nope"),
+    ],
+    ids=lambda args: " ".join(args),
+)
+def test_usage_errors_exit_2(tmp_path: Path, args: tuple[str, ...]) -> None:
+    result = tourneylake(*args, env=clean_env(TOURNEYLAKE_DATA_DIR=str(tmp_path)))
+    assert result.returncode == 2, (result.stdout[-500:], result.stderr[-1000:])
+    assert "Traceback" not in result.stderr
+
+
+MISCONFIGURED = """filters:
+  sng: "Class:SNG"
+  bad: "Class:NOT_A_CLASS"
+players:
+  - {network: PokerStars, name: "Borbas.Geri", filters: [sng, bad]}
+  - {network: "888Poker(ES-PT)", name: "Ana Łukasz"}
+  - {network: NoSuchNetwork, name: "Somebody Whose Name Is Long Enough To Need The Log File, Truly"}
+"""
+
+
+def test_a_wrong_watchlist_exits_4_naming_the_pairs_after_harvesting_the_others(tmp_path: Path) -> None:
+    """Two nights with an invalid filter and an unknown network in the watchlist: every other pair
+    harvested each night, one total for the two nights, exit 4 and one line naming the pairs (cut
+    at 200 characters, the whole of it in the data directory's log file)."""
+    watchlist = tmp_path / "w.yaml"
+    watchlist.write_text(MISCONFIGURED)
+    data = tmp_path / "data"
+    result = tourneylake(
+        "run", "--sandbox", "--date", "2026-11-20", "--nights", "2", "--data-dir", str(data), "--watchlist", str(watchlist)
+    )
+    assert result.returncode == 4, result.stderr[-2000:]
+    assert result.stdout.count("players fetched: 2,") == 2  # each night: the two good pairs
+    assert result.stdout.count("not attempted: fix the watchlist (2)") == 2
+    assert "2 nights (2026-11-19 to 2026-11-20): players fetched 4, deferred 0, failed 0, not attempted 4" in result.stdout
+    (line,) = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+    assert line.startswith("error: watchlist: 2 pair(s) not attempted, fix it and run again: NoSuchNetwork/Somebody")
+    assert len(line) <= 210 and line.endswith("(the whole message is in tourneylake.log)")
+    logged = (data / "tourneylake.log").read_text()
+    assert "PokerStars/Borbas.Geri [bad]: invalid filter 'bad'" in logged and "unknown network 'NoSuchNetwork'" in logged
+
+
+def test_the_readmes_dagster_examples_work_as_written(tmp_path: Path) -> None:
+    """Every `dagster asset materialize` and `dagster job execute` line of the README, run as
+    written (a shell, the virtual environment on the PATH) on an empty data directory."""
+    readme = (REPO / "README.md").read_text()
+    commands = [line.strip() for line in readme.splitlines() if line.strip().startswith(("dagster asset ", "dagster job "))]
+    assert len(commands) >= 2
+    home = tmp_path / "dagster_home"
+    home.mkdir()
+    (home / "dagster.yaml").write_text((REPO / "dagster_home" / "dagster.yaml").read_text())
+    env = clean_env(
+        PATH=f"{Path(sys.executable).parent}:{os.environ['PATH']}",
+        DAGSTER_HOME=str(home),
+        TOURNEYLAKE_DATA_DIR=str(tmp_path / "data"),
+        PYTHONWARNINGS="ignore",
+    )
+    for command in commands:
+        done = subprocess.run(["bash", "-c", command], cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, (command, done.stderr[-2000:])
+    from datetime import UTC, datetime, timedelta
+
+    from tourneylake.lake.lake import Lake
+
+    yesterday = datetime.now(UTC).date() - timedelta(days=1)
+    lake = Lake(tmp_path / "data")
+    assert yesterday in lake.partitions("countries") and yesterday in lake.partitions("player_snapshots")

@@ -86,8 +86,9 @@ def test_hands_asset_is_opt_in_and_analyses_the_inbox(sandbox, tmp_path):
 
     from assets.hands import hand_analyses
     from assets.resource import TourneylakeResource
-    from pipelines.definitions import defs
+    from pipelines.definitions import defs as code_location
 
+    defs = code_location()
     graph = defs.resolve_asset_graph()
     nightly = defs.resolve_job_def("nightly").asset_layer.selected_asset_keys
     hands = defs.resolve_job_def("hands").asset_layer.selected_asset_keys

@@ -28,7 +28,7 @@ from tourneylake.api.client import _PoolSaver
 from tourneylake.errors import LakeError
 from tourneylake.lake.lake import Lake
 from tourneylake.lake.raw import OK, RECEIVED, raw_file_bytes, read_raw_file
-from tourneylake.lake.raw_saver import RAW_SAVER_ENV, RawSaver, saver_wanted
+from tourneylake.lake.raw_saver import RAW_SAVER_ENV, SAVER_MIN_CALLS, RawSaver, saver_wanted
 from tourneylake.night.harvest import harvest_players, refresh_metadata
 from tourneylake.night.session import Session
 from tourneylake.night.watchlist import load_watchlist
@@ -331,8 +331,11 @@ def test_the_saver_holds_no_secret(tmp_path: Path, monkeypatch: pytest.MonkeyPat
 
 def test_where_the_saver_is_used(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv(RAW_SAVER_ENV, raising=False)
-    assert saver_wanted(Lake(tmp_path))
+    assert saver_wanted(Lake(tmp_path)) and saver_wanted(Lake(tmp_path), SAVER_MIN_CALLS)
+    assert not saver_wanted(Lake(tmp_path), SAVER_MIN_CALLS - 1)  # a small night: its own threads
     assert not saver_wanted(Lake("memory://tourneylake-saver-test"))  # an object store: one PUT, in process
+    monkeypatch.setenv(RAW_SAVER_ENV, "process")
+    assert saver_wanted(Lake(tmp_path), 1)
     monkeypatch.setenv(RAW_SAVER_ENV, "thread")
     assert not saver_wanted(Lake(tmp_path))
 

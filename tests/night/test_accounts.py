@@ -161,6 +161,7 @@ def test_three_accounts_share_a_night_each_within_its_own_budget(sandbox, tmp_pa
     merged = harvest_of(report)  # what `tourneylake run` prints, and its exit status 3 (partial)
     assert merged["failed"] == len(shares["locked"]) and merged["searches_spent"] == sum(spent.values())
     assert merged["failed_pairs"][0].startswith("locked: ")
+    assert merged["players_reused_from_lake"] == 0  # no account counts the answers another just fetched
     table = lake.read_table("search_ledger", NIGHT)
     assert "a-wrong-password" not in str(table.to_pylist()) and "tiny-pw" not in str(table.to_pylist())
 
@@ -176,6 +177,12 @@ def test_three_accounts_share_a_night_each_within_its_own_budget(sandbox, tmp_pa
         resources={"tourneylake": resource, "dbt": dbt_resource()},
     )
     assert again.success
+    (locked_again,) = [
+        e.materialization.metadata
+        for e in again.get_asset_materialization_events()
+        if e.materialization.asset_key == AssetKey(["player_summaries", "locked"])
+    ]
+    assert locked_again["players_reused_from_lake"].value == 0  # its own pairs: none were held
     assert {name: _drop(sandbox, user, before[name]) for name, user in users.items()} == {
         "healthy": 0,
         "tiny": 0,

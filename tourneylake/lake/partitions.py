@@ -172,12 +172,13 @@ class PartitionWriter:
 
 
 def damaged_part(path: str | Path, night: date, exc: BaseException) -> LakeError:
-    """The one-line error for a table part that cannot be read, with what to do about it."""
+    """The one-line error for a table part that cannot be read, with what to do about it: the
+    part named once (from its table's folder) and the reader's first sentence about it."""
     why = " ".join(str(exc).split()) or type(exc).__name__
-    return LakeError(
-        f"{path} is damaged ({why}): run `tourneylake rebuild --date {night}` to make that night's "
-        "tables again from its raw answers (no search)"
-    )
+    why = re.sub(r"^Could not open Parquet input source '[^']*':\s*", "", why).replace(f"'{path}'", "it")
+    why = why.split(". ")[0].rstrip(".")
+    part = "/".join(str(path).replace("\\", "/").split("/")[-3:])
+    return LakeError(f"{part} is damaged ({why}): `tourneylake rebuild --date {night}` makes it again from raw (no search)")
 
 
 def read_commit(marker: AnyPath) -> list[str] | None:

@@ -62,9 +62,19 @@ _END_TIMEOUT_S = 10.0
 _ANSWER_BYTES = 1 << 16
 
 
-def saver_wanted(lake: Lake) -> bool:
-    """Whether a harvest on ``lake`` saves its bodies through the saver process."""
-    return lake.local and os.environ.get(RAW_SAVER_ENV, "process") != "thread"
+#: Fewer metered calls than this are saved on the harvest's threads (``auto``): starting the
+#: saver's interpreter (~0.1 s) costs a small night more than the saves it takes off the loop.
+SAVER_MIN_CALLS = 16
+
+
+def saver_wanted(lake: Lake, calls: int | None = None) -> bool:
+    """Whether a harvest on ``lake`` making ``calls`` metered calls (``None``: many) saves its
+    bodies through the saver process: ``TOURNEYLAKE_RAW_SAVER`` ``process``, ``thread``, or
+    unset (``auto``: a local lake and at least :data:`SAVER_MIN_CALLS` calls)."""
+    mode = os.environ.get(RAW_SAVER_ENV, "auto")
+    if not lake.local or mode == "thread":
+        return False
+    return mode == "process" or calls is None or calls >= SAVER_MIN_CALLS
 
 
 def _command(fsync: bool) -> list[str]:

@@ -24,10 +24,10 @@ from tourneylake.night.harvest import plan_tonight, resolve_targets
 from tourneylake.night.metering import left_in_run
 from tourneylake.night.quota_day import QuotaDay
 from tourneylake.night.session import Session, connected
-from tourneylake.night.watchlist import AccountDef, WatchlistError, load_watchlist
+from tourneylake.night.watchlist import AccountDef, Watchlist, WatchlistError, load_watchlist
 from tourneylake.tables.night_tables import stored_targets
 
-__all__ = ["BudgetReport", "budget_report", "budget_reports"]
+__all__ = ["BudgetReport", "backfill_refusal", "budget_report", "budget_reports"]
 
 log = logging.getLogger(__name__)
 
@@ -91,10 +91,9 @@ def _accounts(settings: Settings) -> list[AccountDef]:
 
 def _remaining(session: Session) -> tuple[int | None, str | None]:
     try:
-        remaining = session.read_remaining()
+        return session.reading()
     except TourneylakeError as exc:
-        return None, f"could not ask the service: {exc}"
-    return remaining, None if remaining is not None else "the service did not report the account's RemainingSearches"
+        return None, str(exc)
 
 
 def _report(session: Session, remaining: int | None, remaining_note: str | None) -> BudgetReport:
@@ -146,3 +145,30 @@ def _report(session: Session, remaining: int | None, remaining_note: str | None)
     report.affordable = plan.affordable
     report.drain = drain_plan(session, watchlist, remaining)
     return report
+
+
+def backfill_refusal(session: Session, watchlist: Watchlist, nights: list[date]) -> str | None:
+    """Why a backfill of ``nights`` must not start (one line saying how to allow it), or
+    ``None``: more nights than ``TOURNEYLAKE_MAX_BACKFILL_NIGHTS``, or more searches than the
+    account has left above its reserve. Each night the lake does not hold yet may cost every
+    pair of ``watchlist`` (within the run cap); a night it holds costs nothing again. Free: the
+    only call is the searches-left reading."""
+    settings = session.settings
+    if len(nights) > settings.max_backfill_nights:
+        return (
+            f"a backfill of {len(nights)} nights is refused: more than TOURNEYLAKE_MAX_BACKFILL_NIGHTS="
+            f"{settings.max_backfill_nights} (backfill fewer nights, or raise the setting to {len(nights)})"
+        )
+    held = set(session.lake.partitions("player_snapshots"))
+    per_night = sum(1 for _ in watchlist.targets()) * session.meter.costs.cost(calls.PLAYER_SUMMARY)
+    if settings.max_searches_per_run is not None:
+        per_night = min(per_night, settings.max_searches_per_run)
+    needed = per_night * sum(1 for night in nights if night not in held)
+    remaining = session.read_remaining(recent=True)
+    if remaining is None or needed <= remaining - settings.reserve_searches:
+        return None
+    left = max(remaining - settings.reserve_searches, 0)
+    return (
+        f"a backfill of {len(nights)} nights is refused: it may spend up to {needed:,} searches and the account has "
+        f"{left:,} left above its reserve (backfill fewer nights, or wait for the quota to reset)"
+    )

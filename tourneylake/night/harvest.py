@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import signal
+import threading
 import time
 from collections import deque
 from collections.abc import Iterable, Iterator
@@ -174,6 +176,9 @@ class HarvestOutcome:
     deferred: list[tuple[Target, str]] = field(default_factory=list)
     skipped: list[tuple[Target, str]] = field(default_factory=list)
     failed: list[tuple[Target, str]] = field(default_factory=list)
+    # Not attempted because the watchlist is wrong (an invalid filter, an unknown network, a
+    # question the service will not convert): the user must fix it, so the night says so.
+    misconfigured: list[tuple[Target, str]] = field(default_factory=list)
     not_anchored: dict[str, str] = field(default_factory=dict)  # filter name → why
     rows: dict[str, int] = field(default_factory=dict)
     stopped_reason: str | None = None
@@ -191,10 +196,11 @@ class Resolution:
     """The watchlist's targets for the night, and why some filters cannot be fetched."""
 
     targets: list[Target]
-    problems: dict[str, str]  # filter name → what metadata rejects
-    skip: dict[str, str]  # filter name → why not tonight (nothing to select, question not converted)
+    problems: dict[str, str]  # filter name → what metadata rejects, or why the service will not convert its question
+    skip: dict[str, str]  # filter name → why not tonight (nothing to select, no budget to convert its question)
     unconverted: list[str]  # question filters not converted yet (only with convert=False)
     not_anchored: dict[str, str]
+    failing: dict[str, str] = field(default_factory=dict)  # filter name → why its question failed transiently
 
 
 def resolve_targets(
@@ -227,7 +233,13 @@ def resolve_targets(
                 try:
                     expression = session.ask_filter(definition.question, definition.timezone, definition.locale, budget, ledger)
                 except (ApiError, BudgetRefused) as exc:
-                    out.skip[name] = f"filter {name!r}: question not converted: {exc}"
+                    why = f"question not converted: {exc}"
+                    if isinstance(exc, BudgetRefused):
+                        out.skip[name] = f"filter {name!r}: {why}"
+                    elif exc.retryable:
+                        out.failing[name] = f"filter {name!r}: {why}"
+                    else:
+                        out.problems[name] = why
                     continue
         as_written = expression or ""
         if catalog is not None:
@@ -476,6 +488,8 @@ def _harvest_night(
         outcome.coverage_changes = change_lines(write_coverage_changes(lake, night))
     if fatal and keep_tables:  # one account among several fails its pairs only
         raise RunFailed(fatal)
+    if isinstance(failure, Interrupted):
+        raise KeyboardInterrupt from None  # what was paid for is kept: now the interruption
     if failure is not None:
         raise failure
     return outcome
@@ -515,7 +529,8 @@ def _plan(
     ``owed``, only the pairs owed are planned."""
     lake, night = session.lake, session.night
     stored = sink.add_stored()
-    outcome.reused = len(stored.done)
+    # This harvest's own pairs held already (with several accounts the night holds the others' too).
+    outcome.reused = sum(1 for player, name in watchlist.targets() if (player.network, player.name, name or "") in stored.done)
     not_found = not_found_targets(lake, night)
     resolution = resolve_targets(session, watchlist, budget, ledger)
     if owed is not None:
@@ -524,19 +539,27 @@ def _plan(
     held = stored.done | not_found | set(stored.unusable)
     plan = plan_tonight(session, resolution, held, remaining=budget.remaining, cap=cap, reserve=budget.reserve)
     sink.expect(len(plan.calls))
+    networks = session.in_force().known_networks
     for target, why in plan.skipped:
         key = (target.network, target.player, target.filter_name or "")
         if key in stored.unusable:
             outcome.failed.append((target, f"{UNUSABLE_ANSWER}: {stored.unusable[key]} (paid once tonight, not asked again)"))
         elif key in not_found:
             outcome.skipped.append((target, NOT_FOUND))
-        elif key not in stored.done:  # those are counted as reused, not skipped
+        elif key in stored.done:  # counted as reused, not skipped
+            continue
+        elif target.filter_name in resolution.problems or (networks is not None and target.network not in networks):
+            outcome.misconfigured.append((target, why))
+        elif target.filter_name in resolution.failing:
+            outcome.failed.append((target, resolution.failing[target.filter_name]))
+        else:
             outcome.skipped.append((target, why))
     outcome.deferred.extend(plan.deferred)
     log.info(
         "night %s: %d to fetch (%d searches planned), %d already harvested tonight, %d deferred, %d skipped",
         night, len(plan.calls), plan.searches_planned, outcome.reused, len(plan.deferred), len(outcome.skipped),
     )  # fmt: skip
+
     return plan
 
 
@@ -750,9 +773,12 @@ async def _fetch(
     retry window; what fails again is reported failed, with why."""
     settings = session.settings
     retry_until = time.monotonic() + settings.retry_window_s
-    async with session.async_client(retry_until=retry_until, **session.meter.hooks(budget, ledger)) as client:
+    async with session.async_client(
+        calls=len(plan.calls), retry_until=retry_until, **session.meter.hooks(budget, ledger)
+    ) as client:
         fetcher = _Fetcher(session, client, budget, sink, outcome, ledger, len(plan.calls))
-        failing = await fetcher.run(list(plan.calls))
+        with _interrupt_stops_new_calls(budget) as interrupted:
+            failing = await fetcher.run(list(plan.calls))
         last_pass = (
             bool(failing)
             and not fetcher.crashed
@@ -773,3 +799,41 @@ async def _fetch(
         outcome.concurrency = client.concurrency
     if fetcher.crashed:
         raise fetcher.crashed[0]
+    if interrupted:
+        raise Interrupted("interrupted (Ctrl-C)")
+
+
+class Interrupted(Exception):
+    """Ctrl-C stopped the fetch, once the calls in flight were answered: raised by
+    :func:`_harvest_night` as :class:`KeyboardInterrupt` once what was paid for is kept."""
+
+
+@contextmanager
+def _interrupt_stops_new_calls(budget: Budget) -> Iterator[list[bool]]:
+    """While fetching in the main thread, the first Ctrl-C (SIGINT) stops new searches and lets
+    the calls in flight finish — the service charges them: their answers are saved and their
+    rows written — and a second one stops at once (the handler before ours is back). The
+    yielded list holds ``True`` once interrupted."""
+    interrupted: list[bool] = []
+    if threading.current_thread() is not threading.main_thread():
+        yield interrupted
+        return
+    loop = asyncio.get_running_loop()
+    before = signal.getsignal(signal.SIGINT)
+
+    def give_back() -> None:
+        loop.remove_signal_handler(signal.SIGINT)
+        signal.signal(signal.SIGINT, before)
+
+    def first_interrupt() -> None:
+        interrupted.append(True)
+        budget.stop("interrupted (Ctrl-C)")
+        log.warning("interrupted: no new search starts; the calls in flight finish (Ctrl-C again to stop at once)")
+        give_back()
+
+    loop.add_signal_handler(signal.SIGINT, first_interrupt)
+    try:
+        yield interrupted
+    finally:
+        if not interrupted:
+            give_back()

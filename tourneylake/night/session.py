@@ -115,10 +115,11 @@ class Session:
     def client(self, **hooks: Any) -> Client:
         return Client(self.settings, base_url=self.base_url, **self._hooks(hooks))
 
-    def async_client(self, **hooks: Any) -> AsyncClient:
-        """A client for a harvest: a writable session's bodies are saved by a second process
-        on a local lake (:mod:`tourneylake.lake.raw_saver`), else on the client's threads."""
-        if self.writable and saver_wanted(self.lake):
+    def async_client(self, *, calls: int | None = None, **hooks: Any) -> AsyncClient:
+        """A client for a harvest of ``calls`` metered calls: a writable session's bodies are
+        saved by a second process on a local lake when there are enough of them
+        (:func:`tourneylake.lake.raw_saver.saver_wanted`), else on the client's threads."""
+        if self.writable and saver_wanted(self.lake, calls):
             hooks["body_saver"] = RawSaver(self.lake, self.night)
         return AsyncClient(self.settings, base_url=self.base_url, **self._hooks(hooks))
 
@@ -135,20 +136,28 @@ class Session:
             found = recent_reading(self.settings, self.base_url, RECENT_READING_S)
             if found is not None:
                 return found
+        remaining, why = self.reading()
+        if why is not None:
+            log.warning("could not read the searches left: %s", why)
+        return remaining
+
+    def reading(self) -> tuple[int | None, str | None]:
+        """:meth:`read_remaining` from the service, and why it is unknown when it is."""
         try:
             with self.client() as client:
                 response = client.send(calls.countries(reading=True))
         except CredentialsError as exc:
             raise RunFailed(f"credentials refused by the service: {exc}") from None
         except ApiError as exc:
-            log.warning("could not read the searches left: %s", exc)
-            return None
+            return None, str(exc)
         info = response.envelope.user_info
         if info is not None and not info.logged_in:  # a free call answers bad credentials with loggedIn="false"
             raise RunFailed(
                 "credentials refused by the service: it answered loggedIn=false (check user name, password and app key)"
             )
-        return response.remaining_searches
+        if response.remaining_searches is None:
+            return None, "the service did not report the account's RemainingSearches"
+        return response.remaining_searches, None
 
     def quota_day(self, remaining: int | None) -> QuotaDay:
         """The account's quota day now, on the service's clock (see :mod:`~tourneylake.night.quota_day`)."""
