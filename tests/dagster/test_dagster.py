@@ -56,7 +56,14 @@ def test_definitions_hold_the_assets_checks_jobs_and_schedule() -> None:
     } <= checks
     # The dbt tests run with the models, never in the partitioned nightly job.
     nightly_checks = {c.name for c in defs.resolve_job_def("nightly").asset_layer.asset_graph.asset_check_keys}
-    assert nightly_checks == {"budget_respected", "no_failed_players", "night_snapshot_rows", "night_statistic_rows"}
+    assert nightly_checks == {
+        "budget_respected",
+        "no_failed_players",
+        "watchlist_valid",
+        "schema_drift",
+        "night_snapshot_rows",
+        "night_statistic_rows",
+    }
     # Lineage: each table from the lake asset that writes it, each model from what it reads.
     assert graph.get(AssetKey(["warehouse", "tournaments"])).parent_keys == {AssetKey("player_summaries")}
     assert graph.get(AssetKey(["warehouse", "currencies"])).parent_keys == {AssetKey("metadata")}
@@ -214,7 +221,7 @@ def test_a_night_then_its_models_built_below_the_tables_with_the_dbt_tests_as_ch
 
     sandbox.world.set_today(NIGHT)
     resource = TourneylakeResource(base_url=sandbox.base_url, data_dir=str(tmp_path), watchlist=str(REPO / "watchlist.yaml"))
-    definitions = build_definitions(resource, "0 3 * * *")
+    definitions = build_definitions(resource, "0 3 * * *", first=NIGHT)
     sensor = definitions.resolve_sensor_def("models_after_nightly")
     with DagsterInstance.ephemeral() as instance:
         nightly = definitions.resolve_job_def("nightly")
