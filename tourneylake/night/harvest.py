@@ -56,6 +56,7 @@ from tourneylake.tables.night_tables import (
     stored_targets,
     unusable_targets,
 )
+from tourneylake.tables.reference import InForce
 from tourneylake.tables.worker import TablesWorker, worker_wanted
 
 __all__ = [
@@ -548,6 +549,8 @@ def _plan(
             outcome.skipped.append((target, NOT_FOUND))
         elif key in stored.done:  # counted as reused, not skipped
             continue
+        elif networks is not None and target.network not in networks and target.network in _listed_before(session):
+            outcome.skipped.append((target, why))  # the service dropped it: a coverage change, not the user's mistake
         elif target.filter_name in resolution.problems or (networks is not None and target.network not in networks):
             outcome.misconfigured.append((target, why))
         elif target.filter_name in resolution.failing:
@@ -561,6 +564,13 @@ def _plan(
     )  # fmt: skip
 
     return plan
+
+
+def _listed_before(session: Session) -> set[str]:
+    """The networks the service's metadata listed on the nights before this one (a network
+    gone since is a change of coverage, recorded in ``coverage_changes``)."""
+    earlier = [night for night in session.lake.partitions("networks") if night < session.night]
+    return InForce(session.lake, earlier[-1]).known_networks or set() if earlier else set()
 
 
 def _flush_and_reconcile(
