@@ -89,11 +89,11 @@ class WarehouseReader:
     def coverage(self) -> Any:
         """Per night: the watchlist's pairs harvested, called without an answer, and not called
         (deferred or skipped), a data frame; see :func:`tourneylake.report.coverage`."""
-        import pandas as pd
+        import pyarrow as pa
 
         from tourneylake.report import coverage
 
-        return pd.DataFrame(coverage(self.warehouse, self.settings.watchlist))
+        return pa.Table.from_pylist(coverage(self.warehouse, self.settings.watchlist)).to_pandas()
 
     def pick_player(self, name: str | None = None, network: str | None = None) -> Player:
         """``name`` (on ``network`` when it plays on several), else the watchlist's most important
