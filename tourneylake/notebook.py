@@ -20,8 +20,19 @@ from tourneylake.config import Settings, load_settings
 from tourneylake.errors import TourneylakeError
 from tourneylake.tables.warehouse import Warehouse
 
-__all__ = ["NotebookError", "Player", "WarehouseReader", "open_warehouse", "project_dir", "project_settings"]
+__all__ = [
+    "NotebookError",
+    "Player",
+    "WarehouseReader",
+    "chart_style",
+    "nights_axis",
+    "open_warehouse",
+    "project_dir",
+    "project_settings",
+]
 
+#: Fonts tried after matplotlib's own for the glyphs it lacks (player names in CJK scripts).
+FALLBACK_FONTS = ("Noto Sans CJK JP", "Noto Sans CJK SC", "WenQuanYi Zen Hei", "Droid Sans Fallback", "Arial Unicode MS")
 #: What marks the directory tourneylake commands are run from.
 PROJECT_MARKERS = (".env", "watchlist.yaml", "data/warehouse.duckdb")
 
@@ -148,10 +159,41 @@ class WarehouseReader:
         except WatchlistError:
             return []
         ranked = sorted(enumerate(players), key=lambda item: (item[1].priority, item[0]))
-        return [Player(p.network, p.name, f"the watchlist's first by priority ({p.priority})") for _, p in ranked]
+        return [
+            Player(p.network, p.name, f"the watchlist's first by priority that the warehouse holds (priority {p.priority})")
+            for _, p in ranked
+        ]
 
     def close(self) -> None:
         self.warehouse.close()
+
+
+def chart_style() -> None:
+    """matplotlib's settings for the notebooks' charts: their size, a light grid, a layout that
+    keeps titles apart, and fallback fonts for names in scripts DejaVu Sans lacks (those that
+    are installed)."""
+    import matplotlib.pyplot as plt
+    from matplotlib import font_manager
+
+    installed = {font.name for font in font_manager.fontManager.ttflist}
+    plt.rcParams.update(
+        {
+            "figure.figsize": (10, 4),
+            "figure.dpi": 100,
+            "figure.constrained_layout.use": True,
+            "axes.grid": True,
+            "grid.alpha": 0.3,
+            "font.family": ["DejaVu Sans", *(name for name in FALLBACK_FONTS if name in installed)],
+        }
+    )
+
+
+def nights_axis(ax: Any) -> None:
+    """An x axis of nights: ticks on whole days (every day when there are few), labelled ``YYYY-MM-DD``."""
+    import matplotlib.dates as mdates
+
+    ax.xaxis.set_major_locator(mdates.AutoDateLocator(minticks=2, maxticks=10, interval_multiples=True))
+    ax.xaxis.set_major_formatter(mdates.DateFormatter("%Y-%m-%d"))
 
 
 def open_warehouse(start: Path | None = None) -> WarehouseReader:
