@@ -18,7 +18,7 @@ READS = ("leaderboard", "movers", "bill_nightly", "bill_monthly", "player_result
     kinds={"html"},
     deps=[table_key(model) for model in READS],
     pool=WAREHOUSE_POOL,  # reads the file: never while a night's load writes it
-    description="The latest night's HTML report beside the warehouse (reports/<night>.html): leaderboard, movers, "
+    description="The latest night's HTML report beside the warehouse (`reports/<night>.html`): leaderboard, movers, "
     "the bill and a page per player.",
 )
 @fails_cleanly

@@ -545,7 +545,7 @@ def write_report(warehouse_path: Path, night: date | None = None, *, watchlist: 
         if chosen not in nights:
             raise ReportError(f"the warehouse holds no night {chosen} (it holds {min(nights)} to {held})")
         data = _gather(wh, chosen, watchlist)
-    out = reports_dir(warehouse_path)
+    out = reports_dir(warehouse_path.resolve())
     night_dir = chosen.isoformat()
     folder = out / night_dir
     folder.mkdir(parents=True, exist_ok=True)
