@@ -152,7 +152,6 @@ class _Data:
     results: dict[tuple[str, str], dict[str, Row]]  # (network, player) → period → row
     profits: dict[tuple[str, str], list[float]]  # cumulative profit in USD, entry by entry
     latest: dict[tuple[str, str], list[Row]]
-    min_entries: int | None
 
 
 def _gather(wh: Warehouse, night: date, watchlist: Path | None) -> _Data:
@@ -192,23 +191,24 @@ def _gather(wh: Warehouse, night: date, watchlist: Path | None) -> _Data:
     for row in _rows(
         wh,
         "SELECT network, player, sum(profit_usd) OVER (PARTITION BY network, player ORDER BY started_at, tournament_id) AS total "
-        "FROM player_entries WHERE profit_usd IS NOT NULL ORDER BY network, player, started_at, tournament_id",
+        "FROM player_entries WHERE profit_usd IS NOT NULL AND day <= $night ORDER BY network, player, started_at, tournament_id",
+        at,
     ):
         profits.setdefault((row["network"], row["player"]), []).append(row["total"])
     latest: dict[tuple[str, str], list[Row]] = {}
     for row in _rows(
         wh,
-        "SELECT * FROM player_entries QUALIFY row_number() OVER (PARTITION BY network, player ORDER BY started_at DESC, tournament_id DESC) <= $n "
+        "SELECT * FROM player_entries WHERE day <= $night "
+        "QUALIFY row_number() OVER (PARTITION BY network, player ORDER BY started_at DESC, tournament_id DESC) <= $n "
         "ORDER BY network, player, started_at DESC, tournament_id DESC",
-        {"n": LATEST_RESULTS},
+        {**at, "n": LATEST_RESULTS},
     ):
         latest.setdefault((row["network"], row["player"]), []).append(row)
     nights = [r["night"] for r in _rows(wh, "SELECT DISTINCT snapshot_date AS night FROM player_snapshots ORDER BY 1")]
-    min_entries = next((r["min_entries"] for r in month + all_time), None)
     return _Data(
         night, nights, month, all_time, movers, bill, recent_bill, month_bill, coverage(wh, watchlist),
         [{**p, "page": player_page_name(p["network"], p["player"])} for p in players],
-        results, profits, latest, min_entries,
+        results, profits, latest,
     )  # fmt: skip
 
 
