@@ -118,6 +118,8 @@ def test_notebook_draws_every_chart_with_titles_units_and_every_night(
     notebook = execute(name, monkeypatch, three_nights.data, three_nights.watchlist)
     errors = [f"{o.ename}: {o.evalue}" for o in outputs(notebook) if o.output_type == "error"]
     assert errors == []
+    warnings = [o.text for o in outputs(notebook) if o.output_type == "stream" and o.name == "stderr"]
+    assert warnings == [], "a notebook shows no warning"
     text = markdown_text(notebook)
     assert "opened read-only" in text and f"**{len(NIGHTS)} night(s)**" in text
     drawn = figures(notebook)
