@@ -53,10 +53,12 @@ bench: $(STAMP)
 	UV_PROJECT_ENVIRONMENT=$(BENCH_VENV) $(UV) sync --locked --group bench
 	$(BENCH_VENV)/bin/python -m benchmarks.run
 
-# JupyterLab (the `notebook` dependency group) on the analysis notebook, over ./data's warehouse.
+# JupyterLab (the `notebook` dependency group) on notebooks/ (player, watchlist, bill), over the
+# warehouse `make run` built: each notebook finds ./data from notebooks/, where the kernel starts.
+# JupyterLab refuses to run as root unless told (a container's root user).
 notebook: $(STAMP)
 	$(UV) sync --locked --group notebook
-	$(VENV)/bin/jupyter lab notebooks/analysis.ipynb
+	$(VENV)/bin/jupyter lab $(if $(filter 0,$(shell id -u)),--allow-root) notebooks/player.ipynb
 
 # workspace.yaml names the code location and its `defs`; the warning filter hides Dagster's
 # notice that `dagster dev` has a successor in the `dg` tool (which this project does not use).

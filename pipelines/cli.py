@@ -285,6 +285,9 @@ def print_models(report: Any) -> None:
     )
     if failed:
         console.print(f"[yellow]tests not passing:[/] {', '.join(failed)}")
+    page = report.value("nightly_report", "path")
+    if page is not None:
+        console.print(f"report: {page}", highlight=False)
 
 
 def main() -> None:

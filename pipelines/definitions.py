@@ -41,7 +41,7 @@ from dagster import (
     run_status_sensor,
 )
 
-from assets import hands, models, players, reference, warehouse
+from assets import hands, models, nightly_report, players, reference, warehouse
 from assets.drain import drain_backlog, load_drained_nights
 from assets.partitions import first_night, user_nights
 from assets.players import account_assets
@@ -51,7 +51,7 @@ from pipelines.failures import night_failed_sensor
 from tourneylake.config import Settings, load_settings
 from tourneylake.night.drain import drain_cron
 
-ALL_ASSETS = load_assets_from_modules([reference, players, warehouse, hands, models])
+ALL_ASSETS = load_assets_from_modules([reference, players, warehouse, hands, models, nightly_report])
 # The dbt tests, checks of the models and of the tables they read: they run with the models.
 MODEL_CHECKS = AssetSelection.checks(*models.dbt_models.check_keys)
 # A night run with this tag has its models built by whoever ran it (`tourneylake run` builds
@@ -138,9 +138,10 @@ def nightly(executor: ExecutorDefinition | None = None, without: Sequence[AssetC
 # step of every night of a multi-night run.
 models_job = define_asset_job(
     "models",
-    selection=AssetSelection.assets(models.dbt_models) | MODEL_CHECKS,
+    selection=AssetSelection.assets(models.dbt_models, nightly_report.nightly_report) | MODEL_CHECKS,
     executor_def=in_process_executor,
-    description="Build the dbt models (views over the warehouse tables) and run the dbt tests (asset checks).",
+    description="Build the dbt models (views over the warehouse tables), run the dbt tests (asset checks), then write "
+    "the latest night's report.",
 )
 
 

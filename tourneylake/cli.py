@@ -646,6 +646,33 @@ def query(
         console.print(f"… and {result.num_rows - shown:,} more rows (--limit to show more)", highlight=False)
 
 
+# ------------------------------------------------------------------------------------ report
+
+
+@app.command()
+def report(
+    night: Annotated[
+        str | None, typer.Option("--date", help="The night, YYYY-MM-DD (default: the latest the warehouse holds).")
+    ] = None,
+    data_dir: DataDir = None,
+    open_it: Annotated[bool, typer.Option("--open", help="Open the page in the default browser.")] = False,
+) -> None:
+    """Write the night's HTML report beside the warehouse (reports/<night>.html) and print its path."""
+    from tourneylake.report import write_report
+
+    settings = settings_from(data_dir=data_dir)
+    wanted = parse_night(night) if night else None
+    with reported():
+        written = write_report(settings.warehouse_path, wanted, watchlist=settings.watchlist)
+    console.print(
+        f"report of the night of {written.night}: {written.path} ({written.player_pages} player pages)", highlight=False
+    )
+    if open_it:
+        import webbrowser
+
+        webbrowser.open(written.path.resolve().as_uri())
+
+
 def _cell(value: Any) -> str:
     if isinstance(value, float | int) and not isinstance(value, bool):  # full precision: 0.917264 stays 0.917264
         return format(value, ",")

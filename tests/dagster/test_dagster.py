@@ -41,7 +41,13 @@ def test_definitions_hold_the_assets_checks_jobs_and_schedule() -> None:
     keys = {key.to_user_string() for key in graph.get_all_asset_keys()}
     tables = {f"warehouse/{name}" for name in LOAD_ORDER}
     models = {key.to_user_string() for key in dbt_models.keys}
-    assert keys == {"metadata", "countries", "news", "player_summaries", "warehouse", "hand_analyses"} | tables | models
+    assert (
+        keys
+        == {"metadata", "countries", "news", "player_summaries", "warehouse", "hand_analyses", "nightly_report"} | tables | models
+    )
+    assert {key.to_user_string() for key in graph.get(AssetKey("nightly_report")).parent_keys} <= models, (
+        "after the models it reads"
+    )
     assert len(LOAD_ORDER) == 17 and {f"warehouse/{name}" for name in MODELS} <= models
     assert all(graph.get(key).group_name == "models" for key in dbt_models.keys)
     checks = {(c.asset_key.to_user_string(), c.name) for c in graph.asset_check_keys}
@@ -239,7 +245,12 @@ def test_a_night_then_its_models_built_below_the_tables_with_the_dbt_tests_as_ch
         result = definitions.resolve_job_def("models").execute_in_process(instance=instance)
     assert result.success
     built = {m.asset_key.to_user_string() for m in result.get_asset_materialization_events() for m in [m.materialization]}
-    assert built == {key.to_user_string() for key in dbt_models.keys}
+    assert built == {key.to_user_string() for key in dbt_models.keys} | {"nightly_report"}  # the report after the models
+    report = result.asset_materializations_for_node("nightly_report")[0].metadata
+    assert (
+        report["path"].value == str(tmp_path / "reports" / f"{NIGHT}.html") and (tmp_path / "reports" / f"{NIGHT}.html").is_file()
+    )
+    assert f"Report of the night of {NIGHT}" in report["preview"].value
     evaluations = {e.asset_check_evaluation_data.check_name: e.asset_check_evaluation_data.passed for e in result.all_events
                    if e.event_type_value == "ASSET_CHECK_EVALUATION"}  # fmt: skip
     assert set(evaluations) == {key.name for key in dbt_models.check_keys} and all(evaluations.values())

@@ -1,101 +1,87 @@
-"""notebooks/analysis.ipynb runs top to bottom on a real two-night warehouse (the sandbox over
-HTTP, real Dagster runs) and draws its plots; on a missing warehouse it says so without failing.
+"""The three notebooks (player, watchlist, bill) run top to bottom on a real three-night warehouse
+(``conftest.three_nights``), in a kernel started in ``notebooks/`` as JupyterLab starts it, and
+every chart they draw has a title, labelled axes with a unit, and every night held.
 
 The kernel: nbclient starts kernel ``python3``. So that it is always *this* interpreter (the
-project's venv, where tourneylake is installed) whatever kernelspecs the machine has, the test
-writes its own ``python3`` kernelspec (``ipykernel.kernelspec.install``, argv = ``sys.executable``)
-into a temporary prefix and puts it first on ``JUPYTER_PATH``. The kernel inherits ``os.environ``,
-which carries ``TOURNEYLAKE_DATA_DIR``.
+project's venv) whatever kernelspecs the machine has, the test writes its own ``python3``
+kernelspec (argv = ``sys.executable``) into a temporary prefix first on ``JUPYTER_PATH``. The
+charts are checked where the kernel renders them: a first cell (added here, not in the committed
+notebook) records each figure's titles, labels and points as matplotlib's inline backend prints it.
 """
 
 from __future__ import annotations
 
+import json
+import re
 import sys
-from datetime import date
 from pathlib import Path
 
 import nbformat
 import pytest
 from jupyter_client.kernelspec import KernelSpecManager
 from nbclient import NotebookClient
-from nbclient.exceptions import CellExecutionError
+from nbformat.v4 import new_code_cell
 
-from pipelines.nightly import run_models, run_night
+from tests.end_to_end.conftest import NIGHTS, Harvest
 from tests.helpers import REPO
-from tourneylake.config import Settings
-from tourneylake.sandbox import running_sandbox
+from tourneylake.notebook import project_dir, project_settings
 
 pytestmark = [pytest.mark.xdist_group("notebook"), pytest.mark.slow]
 
-NOTEBOOK = REPO / "notebooks" / "analysis.ipynb"
-NIGHT1 = date(2026, 11, 20)
-NIGHT2 = date(2026, 11, 21)
-SEED = 11
+FOLDER = REPO / "notebooks"
+NOTEBOOKS = ("player", "watchlist", "bill")
 CELL_TIMEOUT_S = 120
+UNIT = re.compile(r"\([^)]*(USD|%|count|UTC)[^)]*\)")
 
-WATCHLIST = """
-filters:
-  sng_30d: "Class:SNG;Date:30D"
-players:
-  - {network: PokerStars, name: "Borbas.Geri", filters: [sng_30d]}
-  - {network: iPoker, name: "Zoë O'Brien"}
-  - {network: PartyPoker, name: "mr. Müller", priority: 1}
+RECORD = """
+import json as _json
+import matplotlib.backend_bases as _backend
+
+_FIGURES = []
+_print_figure = _backend.FigureCanvasBase.print_figure
+
+def _recorded(self, *args, **kwargs):
+    figure = self.figure
+    _FIGURES.append({
+        "suptitle": figure._suptitle.get_text() if figure._suptitle else "",
+        "axes": [
+            {"title": ax.get_title(), "xlabel": ax.get_xlabel(), "ylabel": ax.get_ylabel(),
+             "points": max([len(line.get_xdata()) for line in ax.lines] + [len(ax.patches)]
+                           + [len(c.get_offsets()) for c in ax.collections] + [0])}
+            for ax in figure.axes if ax.get_visible()
+        ],
+    })
+    return _print_figure(self, *args, **kwargs)
+
+_backend.FigureCanvasBase.print_figure = _recorded
 """
-
-
-@pytest.fixture(scope="module")
-def data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A warehouse of two sandbox nights, and its models."""
-    root = tmp_path_factory.mktemp("notebook-data")
-    watchlist = root / "watchlist.yaml"
-    watchlist.write_text(WATCHLIST, encoding="utf-8")
-    data = root / "data"
-    with running_sandbox(seed=SEED, today=NIGHT1) as server:
-        settings = Settings(
-            base_url=server.base_url,
-            data_dir=data,
-            watchlist=watchlist,
-            retry_initial_wait_s=0.01,
-            retry_max_wait_s=0.05,
-        )
-        first = run_night(settings, NIGHT1)
-        assert first.success, first.failure
-        server.world.set_today(NIGHT2)
-        second = run_night(settings, NIGHT2)
-        assert second.success, second.failure
-        models = run_models(settings)  # the views, once after the last night, as `tourneylake run` does
-        assert models.success, models.failure
-    assert (data / "warehouse.duckdb").is_file()
-    return data
 
 
 @pytest.fixture
 def kernel_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A ``python3`` kernelspec running this interpreter, first on JUPYTER_PATH."""
+    """A ``python3`` kernelspec running this interpreter, first on JUPYTER_PATH; matplotlib's
+    inline backend (a JupyterLab kernel's), not a backend the test environment may name."""
     from ipykernel.kernelspec import install
 
     prefix = tmp_path / "jupyter-prefix"
     install(kernel_name="python3", prefix=str(prefix))
     monkeypatch.setenv("JUPYTER_PATH", str(prefix / "share" / "jupyter"))
-    monkeypatch.setenv("MPLBACKEND", "Agg")
+    monkeypatch.delenv("MPLBACKEND", raising=False)
     spec = KernelSpecManager().get_kernel_spec("python3")
     assert spec.argv[0] == sys.executable, spec.argv
 
 
-def execute(data_dir: Path, monkeypatch: pytest.MonkeyPatch) -> nbformat.NotebookNode:
-    monkeypatch.setenv("TOURNEYLAKE_DATA_DIR", str(data_dir))  # inherited by the kernel
-    monkeypatch.setenv("TOURNEYLAKE_WATCHLIST", str(data_dir.parent / "watchlist.yaml"))
-    notebook = nbformat.read(NOTEBOOK, as_version=4)
+def execute(name: str, monkeypatch: pytest.MonkeyPatch, data: Path, watchlist: Path) -> nbformat.NotebookNode:
+    """Run ``notebooks/<name>.ipynb`` in ``notebooks/`` with the figure recorder first and a
+    cell that prints what it recorded last; errors stay in the outputs."""
+    monkeypatch.setenv("TOURNEYLAKE_DATA_DIR", str(data))  # inherited by the kernel
+    monkeypatch.setenv("TOURNEYLAKE_WATCHLIST", str(watchlist))
+    notebook = nbformat.read(FOLDER / f"{name}.ipynb", as_version=4)
+    notebook.cells = [new_code_cell(RECORD), *notebook.cells, new_code_cell("print(_json.dumps(_FIGURES))")]
     client = NotebookClient(
-        notebook,
-        timeout=CELL_TIMEOUT_S,
-        kernel_name="python3",
-        resources={"metadata": {"path": str(NOTEBOOK.parent)}},
+        notebook, timeout=CELL_TIMEOUT_S, kernel_name="python3", allow_errors=True, resources={"metadata": {"path": str(FOLDER)}}
     )
-    try:
-        client.execute()
-    except CellExecutionError as error:  # the failing cell's source and traceback
-        pytest.fail(f"the notebook failed:\n{error}")
+    client.execute()
     return notebook
 
 
@@ -107,34 +93,73 @@ def markdown_text(notebook: nbformat.NotebookNode) -> str:
     return "\n".join(o.get("data", {}).get("text/markdown", "") for o in outputs(notebook))
 
 
-def test_committed_notebook_has_no_outputs():
-    notebook = nbformat.read(NOTEBOOK, as_version=4)
+def figures(notebook: nbformat.NotebookNode) -> list[dict]:
+    printed = [o for o in notebook.cells[-1].outputs if o.output_type == "stream"]
+    return json.loads(printed[-1].text)
+
+
+@pytest.mark.parametrize("name", NOTEBOOKS)
+def test_committed_notebooks_have_no_outputs(name: str) -> None:
+    notebook = nbformat.read(FOLDER / f"{name}.ipynb", as_version=4)
     nbformat.validate(notebook)
     for cell in notebook.cells:
         if cell.cell_type == "code":
             assert cell.outputs == [] and cell.execution_count is None, cell.source[:80]
-    first_code = next(c for c in notebook.cells if c.cell_type == "code")
-    assert "PLAYER = None" in first_code.source, "the player is parameterised in the first code cell"
+    assert "open_warehouse()" in "".join(c.source for c in notebook.cells), "the warehouse is found by the library"
+    if name == "player":
+        first_code = next(c for c in notebook.cells if c.cell_type == "code")
+        assert "PLAYER = None" in first_code.source, "the player is parameterised in the first code cell"
 
 
-def test_notebook_runs_on_a_two_night_warehouse(data_dir: Path, kernel_env: None, monkeypatch: pytest.MonkeyPatch):
-    notebook = execute(data_dir, monkeypatch)
-    produced = outputs(notebook)
-    assert not [o for o in produced if o.output_type == "error"]
-    # one plot per section: statistics over time, cumulative profit in USD, ROI by stake
-    images = [o for o in produced if "image/png" in o.get("data", {})]
-    assert len(images) >= 3, f"{len(images)} plots"
+@pytest.mark.parametrize("name", NOTEBOOKS)
+def test_notebook_draws_every_chart_with_titles_units_and_every_night(
+    name: str, three_nights: Harvest, kernel_env: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    notebook = execute(name, monkeypatch, three_nights.data, three_nights.watchlist)
+    errors = [f"{o.ename}: {o.evalue}" for o in outputs(notebook) if o.output_type == "error"]
+    assert errors == []
+    warnings = [o.text for o in outputs(notebook) if o.output_type == "stream" and o.name == "stderr"]
+    assert warnings == [], "a notebook shows no warning"
     text = markdown_text(notebook)
-    assert "opened read-only" in text
-    assert "Skipped" not in text, text
-    assert "excluded** (currency without a USD rate)" in text
-    assert "**mr. Müller** on **PartyPoker**" in text  # the watchlist's first-priority player, not the first listed
+    assert "opened read-only" in text and f"**{len(NIGHTS)} night(s)**" in text
+    drawn = figures(notebook)
+    images = [o for o in outputs(notebook) if "image/png" in o.get("data", {})]
+    assert len(drawn) == len(images) >= 3, (len(drawn), len(images))
+    for figure in drawn:
+        assert figure["suptitle"] or all(ax["title"] for ax in figure["axes"]), figure
+        for ax in figure["axes"]:
+            assert ax["xlabel"] and ax["ylabel"], figure
+            assert UNIT.search(ax["xlabel"]) or UNIT.search(ax["ylabel"]), f"no unit on {ax}"
+            if "night" in ax["xlabel"]:
+                assert ax["points"] >= len(NIGHTS), f"a chart by night shows {ax['points']} point(s): {ax}"
+    if name == "player":  # the watchlist's first-priority player, not the first listed
+        assert "**mr. Müller** on **PartyPoker**" in text
 
 
-def test_notebook_explains_a_missing_warehouse(tmp_path: Path, kernel_env: None, monkeypatch: pytest.MonkeyPatch):
-    notebook = execute(tmp_path / "nothing-here", monkeypatch)
-    produced = outputs(notebook)
-    assert not [o for o in produced if o.output_type == "error"]
-    assert not [o for o in produced if "image/png" in o.get("data", {})]
-    assert "No warehouse at" in markdown_text(notebook)
-    assert not (tmp_path / "nothing-here").exists(), "read-only: the notebook creates nothing"
+def test_a_missing_warehouse_is_one_line_and_creates_nothing(
+    tmp_path: Path, kernel_env: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    missing = tmp_path / "nothing-here"
+    notebook = execute("player", monkeypatch, missing, tmp_path / "watchlist.yaml")
+    errors = [o for o in outputs(notebook) if o.output_type == "error"]
+    assert errors, "the set-up cell stops the notebook"
+    first = errors[0]
+    assert first.traceback == [f"No warehouse at {missing / 'warehouse.duckdb'} (from TOURNEYLAKE_DATA_DIR): run `make run` "
+                               "in the repository first, then run this notebook again."]  # fmt: skip
+    assert not [o for o in outputs(notebook) if "image/png" in o.get("data", {})]
+    assert not missing.exists(), "read-only: the notebook creates nothing"
+
+
+def test_the_project_is_found_from_the_notebooks_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """JupyterLab starts the kernel in notebooks/: the data directory is still the project's."""
+    for name in ("TOURNEYLAKE_DATA_DIR", "TOURNEYLAKE_WATCHLIST", "TOURNEYLAKE_WAREHOUSE"):
+        monkeypatch.delenv(name, raising=False)
+    project = tmp_path / "clone"
+    (project / "notebooks").mkdir(parents=True)
+    (project / "watchlist.yaml").write_text("players: []\n", encoding="utf-8")
+    assert project_dir(project / "notebooks") == project
+    settings = project_settings(project / "notebooks")
+    assert settings.warehouse_path == project / "data" / "warehouse.duckdb"
+    assert settings.watchlist == project / "watchlist.yaml"
+    (project / ".env").write_text("TOURNEYLAKE_DATA_DIR=elsewhere\n", encoding="utf-8")  # the project's .env, relative
+    assert project_settings(project / "notebooks").warehouse_path == project / "elsewhere" / "warehouse.duckdb"

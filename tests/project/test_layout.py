@@ -21,10 +21,10 @@ FLOORS: dict[str, int] = {
     "sandbox": 2,  # the emulator: the ground and the wire only
     "tables": 2,  # answers → tables
     "night": 3,  # one night's work
-    "top": 4,  # cli.py, questions.py, hands.py: beside the command line
+    "top": 4,  # cli.py, questions.py, hands.py, report.py, notebook.py: beside the command line
 }
 GROUND = {"tourneylake", "tourneylake.errors", "tourneylake.config", "tourneylake.schemas"}
-TOP = {"tourneylake.cli", "tourneylake.questions", "tourneylake.hands"}
+TOP = {"tourneylake.cli", "tourneylake.questions", "tourneylake.hands", "tourneylake.report", "tourneylake.notebook"}
 
 
 def imported_packages(folder: str) -> dict[str, set[str]]:

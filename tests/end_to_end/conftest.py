@@ -1,0 +1,61 @@
+"""Three sandbox nights harvested once (real HTTP, real Dagster runs, a real dbt build and the
+report the models job writes), shared by the notebook and report tests of this folder: they run
+in one xdist group, so one worker builds it once."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import date
+from pathlib import Path
+
+import pytest
+
+from pipelines.nightly import RunReport, run_models, run_night
+from tourneylake.config import Settings
+from tourneylake.sandbox import running_sandbox
+
+NIGHTS = (date(2026, 11, 19), date(2026, 11, 20), date(2026, 11, 21))
+CAPPED_NIGHT = NIGHTS[1]  # a budget of 2 searches: the watchlist's other pairs are deferred
+SEED = 11
+
+WATCHLIST = """
+filters:
+  sng_30d: "Class:SNG;Date:30D"
+players:
+  - {network: PokerStars, name: "Borbas.Geri", filters: [sng_30d]}
+  - {network: iPoker, name: "Zoë O'Brien"}
+  - {network: PartyPoker, name: "mr. Müller", priority: 1}
+  - {network: GGNetwork, name: "王小明"}
+"""
+
+
+@dataclass
+class Harvest:
+    data: Path
+    watchlist: Path
+    settings: Settings
+    models: RunReport
+
+    @property
+    def warehouse(self) -> Path:
+        return self.data / "warehouse.duckdb"
+
+
+@pytest.fixture(scope="session")
+def three_nights(tmp_path_factory: pytest.TempPathFactory) -> Harvest:
+    root = tmp_path_factory.mktemp("three-nights")
+    watchlist = root / "watchlist.yaml"
+    watchlist.write_text(WATCHLIST, encoding="utf-8")
+    data = root / "data"
+    with running_sandbox(seed=SEED, today=NIGHTS[0]) as server:
+        settings = Settings(
+            base_url=server.base_url, data_dir=data, watchlist=watchlist, retry_initial_wait_s=0.01, retry_max_wait_s=0.05
+        )
+        for night in NIGHTS:
+            server.world.set_today(night)
+            capped = settings.with_overrides(max_searches_per_run=2) if night == CAPPED_NIGHT else settings
+            report = run_night(capped, night)
+            assert report.success, report.failure
+        models = run_models(settings)  # the views and the report, once after the last night, as `tourneylake run` does
+        assert models.success, models.failure
+    return Harvest(data, watchlist, settings, models)

@@ -1,0 +1,171 @@
+"""The nightly report on the shared three-night warehouse (``conftest.three_nights``): the models
+job wrote it, its numbers are the models', its links resolve, names are escaped, and
+``tourneylake report`` writes any night held. Content is checked, not pixels."""
+
+from __future__ import annotations
+
+import shutil
+from html.parser import HTMLParser
+from pathlib import Path
+
+import duckdb
+import pytest
+from typer.testing import CliRunner
+
+from tests.end_to_end.conftest import CAPPED_NIGHT, NIGHTS, Harvest
+from tourneylake.cli import app
+from tourneylake.report import money, number, player_page_name, write_report
+
+pytestmark = [pytest.mark.xdist_group("notebook"), pytest.mark.slow]
+
+NASTY = '<script>alert("x")</script> & Zoë O\'Brien'
+
+
+class Page(HTMLParser):
+    """A page's tables (id → rows of cell texts), ids, links, elements and text."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__()
+        self.tables: dict[str, list[list[str]]] = {}
+        self.ids: set[str] = set()
+        self.links: list[str] = []
+        self.elements: set[str] = set()
+        self.text: list[str] = []
+        self._table: str | None = None
+        self._cell: list[str] | None = None
+        self.feed(text)
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        found = dict(attrs)
+        self.elements.add(tag)
+        if found.get("id"):
+            self.ids.add(str(found["id"]))
+        if tag == "a" and found.get("href"):
+            self.links.append(str(found["href"]))
+        if tag == "table":
+            self._table = str(found.get("id"))
+            self.tables[self._table] = []
+        elif tag == "tr" and self._table:
+            self.tables[self._table].append([])
+        elif tag in ("td", "th"):
+            self._cell = []
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag in ("td", "th") and self._cell is not None and self._table:
+            self.tables[self._table][-1].append("".join(self._cell))
+            self._cell = None
+        elif tag == "table":
+            self._table = None
+
+    def handle_data(self, data: str) -> None:
+        self.text.append(data)
+        if self._cell is not None:
+            self._cell.append(data)
+
+    def rows(self, table: str) -> list[dict[str, str]]:
+        header, *body = self.tables[table]
+        return [dict(zip(header, row, strict=False)) for row in body]
+
+
+def read(path: Path) -> Page:
+    return Page(path.read_text(encoding="utf-8"))
+
+
+def models(warehouse: Path, sql: str, *params: object) -> list[dict]:
+    with duckdb.connect(str(warehouse), read_only=True) as con:
+        cursor = con.execute(sql, list(params))
+        names = [d[0] for d in cursor.description]
+        return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
+
+
+def test_the_models_job_writes_the_last_nights_report(three_nights: Harvest) -> None:
+    meta = three_nights.models.assets["nightly_report"]
+    page = three_nights.data / "reports" / f"{NIGHTS[-1]}.html"
+    assert meta["path"] == str(page) and page.is_file()
+    assert meta["night"] == NIGHTS[-1].isoformat() and meta["player_pages"] == 4
+    assert f"Report of the night of {NIGHTS[-1]}" in meta["preview"] and "| # | player |" in meta["preview"]
+
+
+def test_the_leaderboard_and_the_bill_are_the_models_numbers(three_nights: Harvest) -> None:
+    night = NIGHTS[-1]
+    page = read(write_report(three_nights.warehouse, night, watchlist=three_nights.watchlist).path)
+    board = models(
+        three_nights.warehouse,
+        "SELECT * FROM leaderboard WHERE period = 'all' AND qualified ORDER BY rank_by_profit, entries DESC, network, player",
+    )
+    shown = page.rows("leaderboard-all")
+    assert [r["player"] for r in shown] == [b["player"] for b in board] and board
+    for row, expected in zip(shown, board, strict=True):
+        assert row["profit"] == money(expected["profit_usd"]) and row["entries"] == number(expected["entries"])
+        assert row["#"] == number(expected["rank_by_profit"])
+    ledger = models(three_nights.warehouse, "SELECT sum(cost) AS searches FROM search_ledger WHERE snapshot_date = ?", night)
+    assert sum(int(r["searches"].replace(",", "")) for r in page.rows("bill-night")) == ledger[0]["searches"] > 0
+    movers = models(three_nights.warehouse, "SELECT count(*) AS n FROM movers WHERE snapshot_date = ? AND mover_rank <= 3 AND type <> 'Timestamp'", night)  # fmt: skip
+    assert len(page.rows("movers")) == movers[0]["n"] > 0, "the statistics moved since the night before"
+
+
+def test_a_capped_night_shows_the_pairs_it_did_not_harvest(three_nights: Harvest) -> None:
+    page = read(write_report(three_nights.warehouse, CAPPED_NIGHT, watchlist=three_nights.watchlist).path)
+    coverage = " ".join("".join(page.text).split())
+    assert "Pairs (player, filter) of the watchlist: 4; harvested this night: 2; called without an answer: 0; not called (deferred by the budget, or skipped): 2 (50.0 % of the watchlist)" in coverage  # fmt: skip
+    recent = {r["night"]: r for r in page.rows("bill-recent")}
+    assert set(recent) == {n.isoformat() for n in NIGHTS[:2]}, "nights up to the report's"
+    assert (
+        recent[CAPPED_NIGHT.isoformat()]["pairs not called"] == "2" and recent[NIGHTS[0].isoformat()]["pairs not called"] == "0"
+    )
+
+
+def test_every_link_resolves_and_each_player_page_holds_their_numbers(three_nights: Harvest) -> None:
+    written = write_report(three_nights.warehouse, watchlist=three_nights.watchlist)
+    page = read(written.path)
+    pages = [link for link in page.links if not link.startswith("#")]
+    assert len(set(pages)) == written.player_pages == 4
+    for link in page.links:
+        if link.startswith("#"):
+            assert link[1:] in page.ids, link
+            continue
+        target = written.path.parent / link
+        assert target.is_file(), link
+        player = read(target)
+        assert all((target.parent / back).is_file() for back in player.links), player.links
+    geri = read(written.path.parent / str(written.night) / player_page_name("PokerStars", "Borbas.Geri"))
+    expected = models(three_nights.warehouse, "SELECT * FROM player_results_by_period WHERE player = 'Borbas.Geri' AND period = 'all'")[0]  # fmt: skip
+    every = next(r for r in geri.rows("player-results") if r["period"] == "every night held")
+    assert every["entries"] == number(expected["entries"]) and every["profit"] == money(expected["profit_usd"])
+    assert "svg" in geri.elements and "Borbas.Geri (PokerStars) — cumulative profit (USD)" in geri.text
+
+
+def test_names_are_escaped(three_nights: Harvest, tmp_path: Path) -> None:
+    warehouse = tmp_path / "warehouse.duckdb"
+    shutil.copy(three_nights.warehouse, warehouse)
+    with duckdb.connect(str(warehouse)) as con:  # the views read the tables: a renamed player is renamed everywhere
+        for table in ("player_snapshots", "player_statistics", "tournament_entries", "search_ledger"):
+            con.execute(f"UPDATE {table} SET player = ? WHERE player = 'Zoë O''Brien'", [NASTY])
+    written = write_report(warehouse, watchlist=three_nights.watchlist)
+    for path in [written.path, *(written.path.parent / str(written.night)).glob("*.html")]:
+        text = path.read_text(encoding="utf-8")
+        assert "<script" not in text and 'alert("x")' not in text, path
+    page = read(written.path)
+    assert "script" not in page.elements
+    assert NASTY in [r["player"] for r in page.rows("leaderboard-all")], "the name reads back exactly"
+    nasty = read(written.path.parent / str(written.night) / player_page_name("iPoker", NASTY))
+    assert f"{NASTY} (iPoker)" in nasty.text
+
+
+def test_the_command_writes_any_night_held_and_says_why_not(three_nights: Harvest, monkeypatch: pytest.MonkeyPatch) -> None:
+    opened: list[str] = []
+    monkeypatch.setattr("webbrowser.open", opened.append)
+    monkeypatch.setenv("TOURNEYLAKE_WATCHLIST", str(three_nights.watchlist))
+    data = str(three_nights.data)
+    done = CliRunner().invoke(app, ["report", "--date", NIGHTS[0].isoformat(), "--data-dir", data, "--open"])
+    assert done.exit_code == 0, done.output
+    page = three_nights.data / "reports" / f"{NIGHTS[0]}.html"
+    assert str(page) in " ".join(done.output.split()) and opened == [page.resolve().as_uri()]
+    refused = CliRunner().invoke(app, ["report", "--date", "2026-01-01", "--data-dir", data])
+    assert refused.exit_code == 1
+    assert f"the warehouse holds no night 2026-01-01 (it holds {NIGHTS[0]} to {NIGHTS[-1]})" in " ".join(refused.output.split())
+
+
+def test_a_report_needs_a_warehouse(tmp_path: Path) -> None:
+    done = CliRunner().invoke(app, ["report", "--data-dir", str(tmp_path)])
+    assert done.exit_code == 1 and "no warehouse at" in done.output and not (tmp_path / "reports").exists()
