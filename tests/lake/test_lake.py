@@ -12,9 +12,11 @@ import duckdb
 import orjson
 import pyarrow as pa
 import pytest
+from deltalake import DeltaTable
 
 from tourneylake.errors import LakeError, LakeSourceMismatch
 from tourneylake.lake.lake import Lake
+from tourneylake.lake.partitions import expire_versions
 
 NIGHT = date(2019, 12, 10)
 FETCHED = datetime(2019, 12, 10, 3, 0, tzinfo=UTC)
@@ -163,7 +165,10 @@ def test_partition_writer_replaces_atomically(tmp_path: Path) -> None:
     table = lake.read_table("t", NIGHT)
     assert sorted(table.column("k").to_pylist()) == ["c0", "c1", "c2", "c3"]
     assert table.column("snapshot_date").to_pylist() == [NIGHT] * 4
-    assert not any((tmp_path / "lake" / "_tmp").iterdir())
+    # each a Delta commit: created, the night written, the night replaced
+    delta = DeltaTable(lake.table_uri("t"))
+    assert delta.version() == 2 and [h["operation"] for h in delta.history()][:1] == ["WRITE"]
+    assert delta.to_pyarrow_table().num_rows == 4
 
 
 def test_failed_writer_keeps_the_old_partition(tmp_path: Path) -> None:
@@ -176,7 +181,7 @@ def test_failed_writer_keeps_the_old_partition(tmp_path: Path) -> None:
             raise RuntimeError("boom")
     assert sorted(Path(p).read_bytes() for p in lake.partition_files("t", NIGHT)) == before
     assert lake.read_table("t", NIGHT).num_rows == 3
-    assert not any((tmp_path / "lake" / "_tmp").iterdir())
+    assert len(list(lake.partition_path("t", NIGHT).iterdir())) == 1  # the failed writer's parts are gone
 
 
 def test_part_schemas_must_agree(tmp_path: Path) -> None:
@@ -198,10 +203,9 @@ def test_snapshot_date_column_becomes_the_partition(tmp_path: Path) -> None:
     with pytest.raises(LakeError, match="another snapshot_date"):
         lake.write_table("t", NIGHT, wrong)
     lake.write_table("t", date(2019, 12, 11), _table(1, "z"))
-    rows = duckdb.sql(
-        "SELECT snapshot_date, count(*) FROM read_parquet($g, hive_partitioning = true) GROUP BY 1 ORDER BY 1",
-        params={"g": lake.table_glob("t")},
-    ).fetchall()
+    dataset = DeltaTable(lake.table_uri("t")).to_pyarrow_dataset()  # any engine reads the night back from the log
+    rows = duckdb.sql("SELECT snapshot_date, count(*) FROM dataset GROUP BY 1 ORDER BY 1").fetchall()
+    del dataset
     assert rows == [(NIGHT, 2), (date(2019, 12, 11), 1)]
 
 
@@ -249,15 +253,20 @@ def test_the_lake_lock_makes_processes_take_turns(tmp_path: Path) -> None:
     assert holder.wait(timeout=30) == 0
 
 
-def test_a_local_lake_stays_a_directory_of_renamed_files(tmp_path: Path) -> None:
-    # Local paths (and file:// URLs) keep write-then-rename: no commit markers, no segments.
+def test_replaced_parts_stay_until_their_versions_expire(tmp_path: Path) -> None:
+    # A replaced night's parts are an older version's (time travel) until expire_versions.
     lake = Lake(str(tmp_path)).claim("sandbox")
     assert lake.local and lake.root == tmp_path / "lake" and lake.filesystem is None
     lake.write_table("t", "2026-11-20", pa.table({"n": [1, 2]}))
     lake.write_table("t", "2026-11-20", pa.table({"n": [3]}))
     folder = tmp_path / "lake" / "t" / "snapshot_date=2026-11-20"
-    assert sorted(p.name for p in folder.iterdir()) == ["part-00000.parquet"]
-    assert not list((tmp_path / "lake").rglob("_commit.json")) and not list((tmp_path / "lake" / "_tmp").iterdir())
+    assert len(list(folder.iterdir())) == 2
+    older = DeltaTable(lake.table_uri("t"))
+    older.load_as_version(1)
+    assert older.to_pyarrow_table().column("n").to_pylist() == [1, 2]
+    assert expire_versions(lake, keep_days=7) == 0  # young: kept for time travel
+    assert expire_versions(lake, keep_days=0) == 1
+    assert [p.name for p in folder.iterdir()] == [Path(lake.partition_files("t", "2026-11-20")[0]).name]
     assert Lake(f"file://{tmp_path}").read_partition("t", "2026-11-20").column("n").to_pylist() == [3]
 
 
@@ -275,8 +284,8 @@ def test_what_killed_processes_left_in_tmp_is_swept_once_a_day_old(tmp_path: Pat
 
 
 def test_a_parts_data_reaches_the_disk_before_its_name(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Every part is fsynced before it is renamed into place: after a power loss a partition
-    holds whole parts, not empty files in place of the night it replaced."""
+    """Every part is fsynced before the commit names it: after a power loss a version holds
+    whole parts, not empty files in place of the night it replaced."""
     import os
 
     lake = Lake(tmp_path).claim("sandbox")
@@ -293,4 +302,4 @@ def test_a_parts_data_reaches_the_disk_before_its_name(tmp_path: Path, monkeypat
         writer.write(_table(2, "b"))
     parts = [Path(p).name for p in lake.partition_files("t", NIGHT)]
     assert len(parts) == 2
-    assert all(any(s.endswith(f"/.{name}.tmp") for s in synced) for name in parts)
+    assert all(any(s.endswith(f"/{name}") for s in synced) for name in parts)

@@ -317,13 +317,14 @@ def test_a_worker_stopped_while_writing_drops_its_staged_parts(tmp_path) -> None
     proc = subprocess.Popen([sys.executable, "-c", _WRITING, str(tmp_path)], stdout=subprocess.PIPE, text=True)
     try:
         assert proc.stdout.readline() == "writing\n"
-        assert list((lake.root / "_tmp").iterdir())  # a part is staged
+        folder = lake.partition_path("player_snapshots", date(2026, 11, 20))
+        assert list(folder.iterdir())  # a part is written, not committed
         proc.terminate()
         assert proc.wait(timeout=30) == 128 + signal.SIGTERM  # SystemExit, not death by the signal
     finally:
         proc.kill()
         proc.wait()
-    assert not list((lake.root / "_tmp").iterdir()) and not lake.partitions("player_snapshots")
+    assert not list(folder.iterdir()) and not lake.partitions("player_snapshots")
 
 
 @pytest.mark.parametrize(

@@ -2,17 +2,17 @@
 
 Layout: ``_source.json`` (where its data comes from), ``_raw/snapshot_date=D/<resource>/`` (paid
 bodies: :mod:`~tourneylake.lake.raw`), ``_ledger/snapshot_date=D/`` (the search ledger:
-:mod:`~tourneylake.lake.ledger`), ``_state/`` (small documents and lock files), ``<table>/
-snapshot_date=D/part-*.parquet`` (tables: :mod:`~tourneylake.lake.partitions`), ``_tmp/``
-(partitions in flight, never read). Opening reads and writes nothing (an absent lake reads as
+:mod:`~tourneylake.lake.ledger`), ``_state/`` (small documents and lock files), ``<table>/``
+(a Delta table partitioned by ``snapshot_date``: :mod:`~tourneylake.lake.partitions`), ``_tmp/``
+(what a killed process left, swept once a day old). Opening reads and writes nothing (an absent lake reads as
 empty); :meth:`Lake.claim` records the source the first time and then refuses another
 (:class:`~tourneylake.errors.LakeSourceMismatch`): synthetic and live data never mix.
 
 ``data_dir`` may be an fsspec URL (:mod:`~tourneylake.lake.storage`). A local lake writes then
 renames, fsyncs and locks with ``flock``; an object store has atomic PUTs but no rename and no
-lock, so its partitions are committed by markers, a settled body is a copy then a delete (a kill
-in between leaves both, settled again next run), and one writer per account and night is the
-rule (Dagster's pools serialise runs).
+lock, so a settled body is a copy then a delete (a kill in between leaves both, settled again
+next run), and one writer per account and night is the rule (Dagster's pools serialise runs).
+The tables are Delta tables on both, committed by delta-rs's conditional writes.
 """
 
 from __future__ import annotations
@@ -34,15 +34,15 @@ import pyarrow.parquet as pq
 
 from tourneylake.errors import LakeError, LakeSourceMismatch
 from tourneylake.lake.partitions import (
-    COMMIT_FILE,
+    DELTA_LOG,
     PARTITION,
     TMP_DIR,
     PartitionWriter,
+    active_files,
     check_name,
-    committed_dates,
     damaged_part,
     partition_dates,
-    read_commit,
+    table_uri,
 )
 from tourneylake.lake.raw import (
     OK,
@@ -312,15 +312,22 @@ class Lake:
     def table_dir(self, table: str) -> AnyPath:
         return self.root / check_name("table", table)
 
+    def table_uri(self, table: str) -> str:
+        """Where the Delta table is, as any engine's reader opens it (a path or a URL)."""
+        return table_uri(self, table)
+
     def partition_path(self, table: str, snapshot_date: date | str) -> AnyPath:
+        """The folder of a night's parts (a Delta table's partition folder: it may also hold
+        parts no version names any more, until they are expired)."""
         return self.table_dir(table) / f"{PARTITION}={as_date(snapshot_date).isoformat()}"
 
-    def partition_writer(self, table: str, snapshot_date: date | str) -> PartitionWriter:
-        return PartitionWriter(self, table, as_date(snapshot_date))
+    def partition_writer(self, table: str, snapshot_date: date | str, *, shard: str | None = None) -> PartitionWriter:
+        return PartitionWriter(self, table, as_date(snapshot_date), shard=shard)
 
-    def write_table(self, table: str, snapshot_date: date | str, data: pa.Table) -> int:
-        """Replace one night's partition of ``table`` with ``data``; returns rows written."""
-        with self.partition_writer(table, snapshot_date) as writer:
+    def write_table(self, table: str, snapshot_date: date | str, data: pa.Table, *, shard: str | None = None) -> int:
+        """Replace one night of ``table`` (or one shard's part of it) with ``data``, in one
+        commit; returns rows written."""
+        with self.partition_writer(table, snapshot_date, shard=shard) as writer:
             writer.write(data)
         return writer.rows
 
@@ -330,28 +337,34 @@ class Lake:
             pass
 
     def tables(self) -> list[str]:
+        """The lake's Delta tables."""
         if not self.root.is_dir():
             return []
-        return sorted(p.name for p in self.root.iterdir() if p.is_dir() and not p.name.startswith(("_", ".")))
+        return sorted(
+            p.name for p in self.root.iterdir() if p.is_dir() and not p.name.startswith(("_", ".")) and (p / DELTA_LOG).is_dir()
+        )
 
     def partitions(self, table: str) -> list[date]:
-        """The nights ``table`` has a (committed) partition of."""
-        if not self.local:
-            return committed_dates(self.table_dir(table))
-        return partition_dates(self.table_dir(table))
+        """The nights the table's current version holds rows of."""
+        return list(active_files(self, table))
 
     def all_partition_files(self, table: str) -> list[str]:
-        """Every night's parts of ``table``, oldest night first."""
-        return [f for day in self.partitions(table) for f in self.partition_files(table, day)]
+        """Every night's parts of ``table`` in its current version, oldest night first."""
+        return [self._file(table, path) for paths in active_files(self, table).values() for path in paths]
 
     def partition_files(self, table: str, snapshot_date: date | str) -> list[str]:
-        """The night's parts of ``table`` (full URLs on an object store: the parts its commit
-        marker lists, never an uncommitted writer's)."""
-        folder = self.partition_path(table, snapshot_date)
-        if not self.local:
-            committed = read_commit(folder / COMMIT_FILE)
-            return [str(folder / name) for name in committed] if committed is not None else []
-        return [str(p) for p in sorted(folder.glob("part-*.parquet"))] if folder.is_dir() else []
+        """The night's parts of ``table`` in its current version (full URLs on an object store),
+        never a part being written or one a later commit replaced."""
+        day = as_date(snapshot_date)
+        return [self._file(table, path) for path in active_files(self, table, day).get(day, [])]
+
+    def _file(self, table: str, path: str) -> str:
+        """A part's full path or URL from its path in the Delta log (relative, URL-encoded)."""
+        from urllib.parse import unquote
+
+        if "://" in path or path.startswith("/"):
+            return path
+        return f"{self.table_uri(table).rstrip('/')}/{unquote(path)}"
 
     @property
     def filesystem(self) -> Any:
@@ -361,15 +374,6 @@ class Lake:
     def _fs_path(self, file: str) -> str:
         """A part's path as pyarrow wants it with :attr:`filesystem` (no protocol)."""
         return str(self.filesystem._strip_protocol(file)) if self.filesystem is not None else file
-
-    def table_glob(self, table: str) -> str:
-        """A glob over every night of ``table`` (for DuckDB/pyarrow with hive partitioning).
-        Local lakes only: on an object store a glob would see uncommitted parts."""
-        if not self.local:
-            raise LakeError(
-                f"{self!r} is on an object store: read its tables through partition_files (a glob sees uncommitted parts)"
-            )
-        return str(self.table_dir(table) / f"{PARTITION}=*" / "*.parquet")
 
     def read_partition(self, table: str, snapshot_date: date | str, columns: list[str] | None = None) -> pa.Table:
         """One night of ``table`` (without ``snapshot_date``). A part that cannot be read is a
@@ -381,18 +385,16 @@ class Lake:
                 parts.append(pq.read_table(self._fs_path(path), columns=columns, filesystem=self.filesystem))
             except (pa.ArrowException, OSError) as exc:
                 raise damaged_part(path, day, exc) from None
-        return pa.concat_tables(parts) if parts else pa.table({})
+        return pa.concat_tables(parts, promote_options="default") if parts else pa.table({})
 
     def read_table(self, table: str, snapshot_date: date | str | None = None) -> pa.Table:
         """A table (one night or all) with ``snapshot_date`` restored: for tests and notebooks."""
         import pyarrow.dataset as ds
 
-        nights = [as_date(snapshot_date)] if snapshot_date is not None else self.partitions(table)
+        wanted = None if snapshot_date is None else as_date(snapshot_date)
         parts = []
-        for day in nights:
-            files = self.partition_files(table, day)
-            if not files:
-                continue
+        for day, paths in active_files(self, table, wanted).items():
+            files = [self._file(table, path) for path in paths]
             try:
                 t = ds.dataset([self._fs_path(f) for f in files], format="parquet", filesystem=self.filesystem).to_table()
             except (pa.ArrowException, OSError) as exc:
