@@ -41,6 +41,7 @@ from tourneylake.lake.partitions import (
     active_files,
     check_name,
     damaged_part,
+    legacy_tables,
     partition_dates,
     table_uri,
 )
@@ -57,7 +58,7 @@ from tourneylake.lake.raw import (
     rename_settled,
     status_of,
 )
-from tourneylake.lake.storage import AnyPath, StorePath, atomic_write, fsync_dir, location
+from tourneylake.lake.storage import AnyPath, StorePath, atomic_write, fsync_dir, location, remove_tree
 
 __all__ = [
     "Lake",
@@ -71,6 +72,9 @@ log = logging.getLogger(__name__)
 
 RAW_DIR = "_raw"
 SOURCE_FILE = "_source.json"
+#: The lake's layout, recorded in ``_source.json``: 1, tables as hive folders of Parquet parts
+#: (none recorded); 2, Delta tables.
+LAYOUT = 2
 # Key fields that look like credentials: refused so a secret can never reach the lake.
 _CREDENTIAL_KEY = re.compile(r"pass|pwd|user.?name|secret|token|app.?key|api.?key|credential|auth", re.IGNORECASE)
 
@@ -111,33 +115,79 @@ class Lake:
         return (self.root / SOURCE_FILE).is_file()
 
     # ------------------------------------------------------------------ source guard
-    @property
-    def source(self) -> str | None:
-        """The source this lake holds data of, or ``None`` before any was claimed."""
+    def _source_document(self) -> dict[str, Any] | None:
         marker = self.root / SOURCE_FILE
         if not marker.is_file():
             return None
         try:
-            return orjson.loads(marker.read_bytes()).get("source")
-        except (orjson.JSONDecodeError, AttributeError) as exc:
+            content = orjson.loads(marker.read_bytes())
+        except orjson.JSONDecodeError as exc:
             raise LakeError(f'{marker} is damaged ({exc}): restore it or write {{"source": ...}} by hand') from None
+        if not isinstance(content, dict):
+            raise LakeError(f'{marker} is damaged (not a JSON object): restore it or write {{"source": ...}} by hand')
+        return content
+
+    @property
+    def source(self) -> str | None:
+        """The source this lake holds data of, or ``None`` before any was claimed."""
+        content = self._source_document()
+        return None if content is None else content.get("source")
 
     def claim(self, source: str) -> Lake:
-        """Record ``source`` as this lake's (first time) or check it is the recorded one."""
+        """Record ``source`` as this lake's (first time) or check it is the recorded one. A lake
+        whose tables are of the first layout is refused until ``tourneylake rebuild --all``
+        converts them (one of that layout without tables is simply marked current)."""
         if not source:
             raise LakeError("a lake needs a source ('sandbox' or 'live:<host>')")
-        recorded = self.source
-        if recorded is not None:
+        content = self._source_document()
+        if content is not None:
+            recorded = content.get("source")
             if recorded != source:
                 raise LakeSourceMismatch(
                     f"the data directory {self.data_dir} holds data from source {recorded!r}, not "
                     f"{source!r}; synthetic and live data never mix: use another data directory"
                 )
+            if content.get("layout", 1) < LAYOUT:
+                if legacy_tables(self):
+                    raise LakeError(
+                        f"the lake in {self.data_dir} holds tables of its first layout: run `tourneylake rebuild --all` "
+                        "once to convert them to Delta tables from its raw answers (no search)"
+                    )
+                self.mark_current_layout()
             return self
         self.root.mkdir(parents=True, exist_ok=True)
-        content = {"source": source, "created_at": datetime.now(UTC).isoformat(timespec="seconds")}
+        content = {"source": source, "created_at": datetime.now(UTC).isoformat(timespec="seconds"), "layout": LAYOUT}
         atomic_write(self.root / SOURCE_FILE, orjson.dumps(content, option=orjson.OPT_INDENT_2), fsync=self.fsync)
         return self
+
+    def mark_current_layout(self) -> None:
+        """Record that the lake's tables are of the current layout (Delta tables)."""
+        content = self._source_document() or {}
+        content["layout"] = LAYOUT
+        atomic_write(self.root / SOURCE_FILE, orjson.dumps(content, option=orjson.OPT_INDENT_2), fsync=self.fsync)
+
+    def set_legacy_tables_aside(self) -> list[AnyPath]:
+        """Move the tables of the first layout out of the way of the Delta tables that replace
+        them (a rebuild of every night): on a disk into ``_tmp/`` (deleted by
+        :meth:`drop_set_aside` once the rebuild is done, or by the sweep), on an object store
+        deleted at once (nothing moves there: the raw answers remake them). Returns what was set aside."""
+        aside: list[AnyPath] = []
+        for table in legacy_tables(self):
+            folder = self.table_dir(table)
+            if isinstance(folder, Path):
+                target = self.local_root / TMP_DIR / f"{uuid.uuid4().hex}.legacy-{table}"
+                target.parent.mkdir(parents=True, exist_ok=True)
+                os.replace(folder, target)
+                aside.append(target)
+            else:
+                remove_tree(folder)
+            log.info("%s: the first layout's table set aside, to be made again as a Delta table", table)
+        return aside
+
+    @staticmethod
+    def drop_set_aside(aside: list[AnyPath]) -> None:
+        for folder in aside:
+            remove_tree(folder)
 
     # ------------------------------------------------------------------ raw responses
     def _raw_folder(self, snapshot_date: date | str, resource: str) -> AnyPath:

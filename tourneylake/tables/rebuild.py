@@ -12,7 +12,9 @@ nights are rebuilt side by side, one worker process per core
 (:class:`~tourneylake.tables.worker.RebuildWorkers`); this process makes their reference tables
 first, in order, and loads the finished ones.
 
-This is how a normaliser fix reaches years of history.
+This is how a normaliser fix reaches years of history, and how a lake whose tables are of the
+first layout (hive folders of Parquet parts) is converted: ``--all`` sets those tables aside and
+makes every night's Delta tables from the raw answers.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from tourneylake.config import Settings
 from tourneylake.errors import TourneylakeError
 from tourneylake.lake.lake import HARVEST_LOCK, REBUILD_LOCK, Lake
 from tourneylake.lake.ledger import Ledger
+from tourneylake.lake.partitions import legacy_tables
 from tourneylake.schemas import TABLES
 from tourneylake.tables.night_tables import rebuild_night, reference_tables
 from tourneylake.tables.warehouse import LOAD_ORDER, Warehouse
@@ -70,12 +73,23 @@ def rebuild(settings: Settings, nights: Iterable[date] | None = None, *, warehou
     missing = sorted(set(wanted) - set(held))
     if missing:
         raise NothingToRebuild(f"the lake holds no raw answers for {', '.join(d.isoformat() for d in missing)}")
+    if not every and legacy_tables(lake):
+        raise NothingToRebuild(
+            f"the lake in {settings.data_dir} holds tables of its first layout: run `tourneylake rebuild --all` once to "
+            "convert them (no search); a rebuild of some nights would leave the others behind"
+        )
     # A harvest of the lake (which writes tonight's answers and tables) and a rebuild take turns:
     # a rebuild that read a night half-harvested could swap its partial tables in last. Every
     # account's harvest: several accounts' harvests make one night's tables together; one that
     # starts after the locks were listed sees REBUILD_LOCK and waits (`Lake.lock_for_harvest`).
     with lake.lock(REBUILD_LOCK), lake.lock_every(HARVEST_LOCK, also=[HARVEST_LOCK]):
-        return _rebuild(settings, lake, wanted, every=every, warehouse=warehouse)
+        if not every:
+            return _rebuild(settings, lake, wanted, every=every, warehouse=warehouse)
+        aside = lake.set_legacy_tables_aside()  # the first layout's tables: made again as Delta tables
+        outcome = _rebuild(settings, lake, wanted, every=every, warehouse=warehouse)
+        lake.mark_current_layout()
+        lake.drop_set_aside(aside)
+        return outcome
 
 
 def _rebuild(settings: Settings, lake: Lake, wanted: list[date], *, every: bool, warehouse: bool) -> RebuildOutcome:
