@@ -404,17 +404,17 @@ def test_a_body_our_side_cannot_save_stops_the_night_but_the_calls_in_flight_fin
     sandbox.app.plan = FaultPlan(Faults(), 0, 100.0)  # 100 ms a call: others are in flight when one fails
     roster = sandbox.world.roster(30)
     settings = _night(sandbox, tmp_path, roster, concurrency=4, tables_worker="off")
-    write = Lake.write_received
+    write = Lake.write_raw_soon
     saves: list[str] = []
 
-    def disk_full_at_the_8th(self: Lake, path: Path, night: date, resource: str, key: dict, *args: object) -> None:
+    def disk_full_at_the_8th(self: Lake, night: date, resource: str, key: dict, *args: object, **kwargs: object):
         if resource == calls.PLAYER_SUMMARY:
             saves.append(key["player"])
             if len(saves) == 8:
                 raise OSError(errno.ENOSPC, "No space left on device")
-        write(self, path, night, resource, key, *args)
+        return write(self, night, resource, key, *args, **kwargs)
 
-    monkeypatch.setattr(Lake, "write_received", disk_full_at_the_8th)
+    monkeypatch.setattr(Lake, "write_raw_soon", disk_full_at_the_8th)
     before = remaining(settings)
     with pytest.raises(OSError, match="No space left"):
         _harvest(settings)

@@ -18,12 +18,14 @@ The tables are Delta tables on both, committed by delta-rs's conditional writes.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
 import os
 import re
 import shutil
 import uuid
 from collections.abc import Iterable, Iterator, Mapping
+from concurrent.futures import Future
 from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any
@@ -47,17 +49,15 @@ from tourneylake.lake.partitions import (
 )
 from tourneylake.lake.raw import (
     OK,
-    RECEIVED,
     STATUS,
     RawResponse,
     as_date,
     key_digest,
     raw_file_bytes,
     raw_stamps,
-    read_raw_file,
-    rename_settled,
-    status_of,
+    read_raws,
 )
+from tourneylake.lake.segments import RawRef, SegmentWriter, night_index, writer_for
 from tourneylake.lake.storage import AnyPath, StorePath, atomic_write, fsync_dir, location, remove_tree
 
 __all__ = [
@@ -65,7 +65,10 @@ __all__ = [
     "LakeError",
     "LakeSourceMismatch",
     "PartitionWriter",
+    "RawRef",
     "RawResponse",
+    "check_raw_request",
+    "new_token",
 ]
 
 log = logging.getLogger(__name__)
@@ -85,6 +88,22 @@ _CREDENTIAL_KEY = re.compile(r"pass|pwd|user.?name|secret|token|app.?key|api.?ke
 # first) sees that and waits for it (`Lake.lock_for_harvest`).
 HARVEST_LOCK = "harvest"
 REBUILD_LOCK = "rebuild"
+
+
+def new_token() -> str:
+    """A new stored body's name among the answers to its request."""
+    return uuid.uuid4().hex[:12]
+
+
+def check_raw_request(resource: str, key: Mapping[str, str], fmt: str) -> None:
+    """What a body is kept under is checked first: a known format, and a key that holds no
+    credential (a secret can never reach the lake)."""
+    check_name("resource", resource)
+    bad = [k for k in key if _CREDENTIAL_KEY.search(str(k))]
+    if bad:
+        raise LakeError(f"raw response key must not hold credentials (fields {bad}); key by what was asked, not who asked")
+    if fmt not in ("json", "xml"):
+        raise LakeError(f"unknown format {fmt!r}: expected 'json' or 'xml'")
 
 
 class Lake:
@@ -190,13 +209,13 @@ class Lake:
             remove_tree(folder)
 
     # ------------------------------------------------------------------ raw responses
-    def _raw_folder(self, snapshot_date: date | str, resource: str) -> AnyPath:
-        day = as_date(snapshot_date)
-        return self.root / RAW_DIR / f"{PARTITION}={day.isoformat()}" / check_name("resource", resource)
+    @property
+    def raw_root(self) -> AnyPath:
+        return self.root / RAW_DIR
 
-    def raw_path(self, snapshot_date: date | str, resource: str, key: Mapping[str, str]) -> AnyPath:
-        """Where the accepted answer to this request is (or would be)."""
-        return self._raw_folder(snapshot_date, resource) / f"{key_digest(key)}.json.gz"
+    def raw_writer(self, snapshot_date: date | str) -> SegmentWriter:
+        """This process's segment writer of the night (:mod:`~tourneylake.lake.segments`)."""
+        return writer_for(self.raw_root, as_date(snapshot_date), fsync=self.fsync)
 
     def write_raw(
         self,
@@ -206,56 +225,42 @@ class Lake:
         body: bytes,
         fmt: str,
         fetched_at: datetime | int | float,
-    ) -> AnyPath:
-        """Store one body, as received, before anything else touches it; returns its path, to
-        be :meth:`settle_raw`-d once its envelope has been read."""
-        path = self.received_path(snapshot_date, resource, key, fmt)
-        self.write_received(path, snapshot_date, resource, key, body, fmt, fetched_at)
-        return path
+        *,
+        token: str | None = None,
+    ) -> RawRef:
+        """Keep one body, as received (``received``), before anything else touches it; returns
+        once it is kept (fsynced, or stored), with its reference, to be :meth:`settle_raw`-d
+        once its envelope has been read. ``token`` names the body (a new one by default)."""
+        return self.write_raw_soon(snapshot_date, resource, key, body, fmt, fetched_at, token=token).result()
 
-    def received_path(self, snapshot_date: date | str, resource: str, key: Mapping[str, str], fmt: str) -> AnyPath:
-        """A new name for a body of this request as received (``<digest>.<token>.received.json.gz``),
-        after the checks :meth:`write_raw` makes: the key holds no credential, the format is known."""
-        bad = [k for k in key if _CREDENTIAL_KEY.search(str(k))]
-        if bad:
-            raise LakeError(f"raw response key must not hold credentials (fields {bad}); key by what was asked, not who asked")
-        if fmt not in ("json", "xml"):
-            raise LakeError(f"unknown format {fmt!r}: expected 'json' or 'xml'")
-        return self._raw_folder(snapshot_date, resource) / f"{key_digest(key)}.{uuid.uuid4().hex[:12]}.{RECEIVED}.json.gz"
-
-    def write_received(
+    def write_raw_soon(
         self,
-        path: AnyPath,
         snapshot_date: date | str,
         resource: str,
         key: Mapping[str, str],
         body: bytes,
         fmt: str,
         fetched_at: datetime | int | float,
-    ) -> None:
-        """Write a body to the :meth:`received_path` given (the same file whoever writes it:
-        :mod:`tourneylake.lake.raw_saver` writes it in another process)."""
-        data = raw_file_bytes(resource, key, fmt, *raw_stamps(fetched_at, snapshot_date), body)
-        atomic_write(path, data, fsync=self.fsync)
+        *,
+        token: str | None = None,
+    ) -> Future[RawRef]:
+        """:meth:`write_raw`, returning the future of the body's reference."""
+        check_raw_request(resource, key, fmt)
+        night = as_date(snapshot_date)
+        payload = raw_file_bytes(resource, key, fmt, *raw_stamps(fetched_at, night), body)
+        stamp, _ = raw_stamps(fetched_at, night)
+        return self.raw_writer(night).add_body(
+            token or new_token(), key_digest(key), resource, {str(k): str(v) for k, v in key.items()}, fmt, stamp, payload
+        )
 
-    def settle_raw(self, path: AnyPath, status: str) -> AnyPath:
-        """Name a received body by its status (see the module docstring); returns the new path.
-        The rename needs no fsync: if it is lost, the body stays ``received`` and is read again.
-        A body another process already settled (the same bytes, so the same status) is left as is."""
-        target = self.settled_path(path, status)
-        if target != path:
-            rename_settled(path, target)
-        return target
-
-    @staticmethod
-    def settled_path(path: AnyPath, status: str) -> AnyPath:
-        """The name :meth:`settle_raw` gives a body of ``status``."""
+    def settle_raw(self, ref: RawRef, status: str) -> RawRef:
+        """Name a body by its status (see :mod:`~tourneylake.lake.raw`); returns its reference so
+        named. A body already of that status is left as is."""
         if status != OK and not STATUS.match(status):
             raise LakeError(f"unknown raw status {status!r}")
-        digest, token = path.name.split(".")[:2]
-        if token == "json":  # an accepted answer (``<digest>.json.gz``) being demoted
-            token = uuid.uuid4().hex[:12]
-        return path.with_name(f"{digest}.json.gz" if status == OK else f"{digest}.{token}.{status}.json.gz")
+        if ref.status != status:
+            self.raw_writer(ref.night).add_status(ref, status).result()
+        return dataclasses.replace(ref, status=status)
 
     @contextlib.contextmanager
     def lock(self, name: str, *, wait: bool = True) -> Iterator[bool]:
@@ -315,45 +320,38 @@ class Lake:
             return []
         return sorted(p.name.removesuffix(".lock") for p in folder.glob(f"{prefix}*.lock"))
 
-    def request_paths(self, snapshot_date: date | str, resource: str, key: Mapping[str, str], status: str) -> list[AnyPath]:
-        """The stored bodies of one request (``key``) with ``status``, as :meth:`raw_paths` lists them."""
-        digest = key_digest(key) + "."
-        return [path for path in self.raw_paths(snapshot_date, resource, status=status) if path.name.startswith(digest)]
+    def raw_refs(self, snapshot_date: date | str, resource: str | None = None, *, status: str | None = OK) -> list[RawRef]:
+        """The night's stored bodies (one resource or all) with ``status`` (``None``: every body),
+        in a stable order (resource, then name); one accepted answer per request, its latest."""
+        if resource is not None:
+            check_name("resource", resource)
+        return night_index(self.raw_root, as_date(snapshot_date)).refresh().refs(resource, status)
+
+    def request_refs(self, snapshot_date: date | str, resource: str, key: Mapping[str, str], status: str) -> list[RawRef]:
+        """The stored bodies of one request (``key``) with ``status``."""
+        index = night_index(self.raw_root, as_date(snapshot_date)).refresh()
+        return index.refs(check_name("resource", resource), status, key_digest(key))
+
+    def raw_ref(self, snapshot_date: date | str, resource: str, key: Mapping[str, str]) -> RawRef | None:
+        """The accepted answer to this request, or ``None``."""
+        found = self.request_refs(snapshot_date, resource, key, OK)
+        return found[0] if found else None
 
     def has_raw(self, snapshot_date: date | str, resource: str, key: Mapping[str, str]) -> bool:
         """Whether an accepted answer to this request is stored."""
-        return self.raw_path(snapshot_date, resource, key).exists()
+        return self.raw_ref(snapshot_date, resource, key) is not None
 
     def read_raw(self, snapshot_date: date | str, resource: str, key: Mapping[str, str]) -> RawResponse | None:
         """The accepted answer to this request, or ``None``."""
-        path = self.raw_path(snapshot_date, resource, key)
-        return read_raw_file(path) if path.exists() else None
+        ref = self.raw_ref(snapshot_date, resource, key)
+        return None if ref is None else next(read_raws([ref]))
 
     def iter_raw(
         self, snapshot_date: date | str, resource: str | None = None, *, status: str | None = OK
     ) -> Iterator[RawResponse]:
         """Stored bodies of a night (one resource or all) with ``status`` (``None``: every
-        body), one at a time, in a stable order (resource, then file name)."""
-        for path in self.raw_paths(snapshot_date, resource, status=status):
-            yield read_raw_file(path)
-
-    def raw_paths(self, snapshot_date: date | str, resource: str | None = None, *, status: str | None = OK) -> list[AnyPath]:
-        night = self.root / RAW_DIR / f"{PARTITION}={as_date(snapshot_date).isoformat()}"
-        if not night.is_dir():
-            return []
-        folders = [night / check_name("resource", resource)] if resource else sorted(p for p in night.iterdir() if p.is_dir())
-        out: list[AnyPath] = []
-        for folder in folders:
-            if not folder.is_dir():
-                continue
-            if isinstance(folder, Path):
-                # A night holds thousands of bodies: their names listed, picked and sorted as strings
-                # (in one folder the order pathlib's comparison gives), a Path made only for those kept.
-                names = (n for n in os.listdir(folder) if n.endswith(".json.gz"))
-                out.extend(folder / n for n in sorted(names) if status is None or status_of(n) == status)
-            else:
-                out.extend(p for p in sorted(folder.glob("*.json.gz")) if status is None or status_of(p.name) == status)
-        return out
+        body), one at a time, in :meth:`raw_refs`'s order."""
+        yield from read_raws(self.raw_refs(snapshot_date, resource, status=status))
 
     def raw_dates(self) -> list[date]:
         return partition_dates(self.root / RAW_DIR)

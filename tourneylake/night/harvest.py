@@ -92,7 +92,7 @@ def refresh_metadata(session: Session) -> MetadataOutcome:
         return MetadataOutcome(in_force.metadata_hash, False, False, {}, in_force.currencies_without_rate)
     settle_received(lake, night)
     called = False
-    if not lake.raw_paths(night, calls.METADATA):
+    if not lake.raw_refs(night, calls.METADATA):
         with session.client() as client:
             client.metadata(hash=session.in_force().metadata_hash)
         called = True
@@ -140,9 +140,9 @@ def refresh_free_resource(session: Session, resource: str) -> ReferenceOutcome:
         found = free_table(lake, night, resource)
     except UNREADABLE as exc:
         # Free, and not worth a night: keep it raw (marked), keep the table in force, say why.
-        path = lake.raw_path(night, resource, call.key)
-        if path.exists():
-            lake.settle_raw(path, UNUSABLE)
+        ref = lake.raw_ref(night, resource, call.key)
+        if ref is not None:
+            lake.settle_raw(ref, UNUSABLE)
         why = f"the {resource} answer cannot be read and is kept raw ({exc}); the last one read stays in force"
         log.warning("night %s: %s", night, why)
         return ReferenceOutcome(table_name, 0, [why], remaining, called)

@@ -33,7 +33,7 @@ from tourneylake.api.tree import MalformedPayload, Node, parse
 from tourneylake.lake.lake import Lake
 from tourneylake.lake.ledger import Ledger
 from tourneylake.lake.partitions import PartitionWriter
-from tourneylake.lake.raw import MALFORMED, OK, RECEIVED, UNUSABLE, RawResponse, read_raw_file
+from tourneylake.lake.raw import MALFORMED, OK, RECEIVED, UNUSABLE, RawResponse, read_raws
 from tourneylake.tables.normalize import normalize_countries, normalize_metadata, normalize_news
 from tourneylake.tables.normalize.summary import SUMMARY_TABLES, SummaryNormalizer
 from tourneylake.tables.reference import InForce
@@ -94,13 +94,13 @@ def settle_received(lake: Lake, night: date, resource: str | None = None, key: M
     it) its real status, or only those of ``resource`` (and of the request ``key``); returns how
     many were settled."""
     if key is None:
-        paths = lake.raw_paths(night, resource, status=RECEIVED)
+        refs = lake.raw_refs(night, resource, status=RECEIVED)
     else:
         assert resource is not None, "a request's key goes with its resource"
-        paths = lake.request_paths(night, resource, key, RECEIVED)
-    for path in paths:
-        lake.settle_raw(path, body_status(read_raw_file(path)))
-    return len(paths)
+        refs = lake.request_refs(night, resource, key, RECEIVED)
+    for raw in read_raws(refs):
+        lake.settle_raw(raw.ref, body_status(raw))
+    return len(refs)
 
 
 # ---------------------------------------------------------------------------------- metadata
@@ -269,9 +269,9 @@ class SummarySink:
     def reject(self, key: dict[str, str], reason: str) -> None:
         """Mark tonight's accepted answer for ``key`` unusable in the raw store (it stays there:
         a rebuild with a fixed normaliser reads it again)."""
-        path = self.lake.raw_path(self.night, calls.PLAYER_SUMMARY, key)
-        if path.exists():
-            self.lake.settle_raw(path, UNUSABLE)
+        ref = self.lake.raw_ref(self.night, calls.PLAYER_SUMMARY, key)
+        if ref is not None:
+            self.lake.settle_raw(ref, UNUSABLE)
         log.warning("night %s: the answer for %s cannot be read and is kept raw: %s", self.night, summary_name(key), reason)
 
     def add_stored(self) -> StoredSummaries:
@@ -282,15 +282,16 @@ class SummarySink:
 
     def _add_stored(self) -> StoredSummaries:
         stored = StoredSummaries()
-        # Named first (the loop renames some), then read a batch at a time: a night's bodies are
-        # never all in memory at once, and reading a batch before parsing it is faster than
-        # alternating file by file.
-        paths = [
-            *self.lake.raw_paths(self.night, calls.PLAYER_SUMMARY),
-            *self.lake.raw_paths(self.night, calls.PLAYER_SUMMARY, status=UNUSABLE),
+        # Listed first (the loop names some anew), then read a batch at a time: a night's bodies
+        # are never all in memory at once, and reading a batch before parsing it is faster than
+        # alternating body by body.
+        refs = [
+            *self.lake.raw_refs(self.night, calls.PLAYER_SUMMARY),
+            *self.lake.raw_refs(self.night, calls.PLAYER_SUMMARY, status=UNUSABLE),
         ]
-        for start in range(0, len(paths), self.batch_size):
-            for raw in [read_raw_file(path) for path in paths[start : start + self.batch_size]]:
+        bodies = read_raws(refs)
+        for start in range(0, len(refs), self.batch_size):
+            for raw in [next(bodies) for _ in refs[start : start + self.batch_size]]:
                 self._add_stored_one(raw, stored)
         return stored
 
@@ -305,11 +306,11 @@ class SummarySink:
             self.add(root, raw.key, raw.fetched_at)
         except UNREADABLE as exc:
             if raw.status == OK:
-                self.lake.settle_raw(raw.path, UNUSABLE)
+                self.lake.settle_raw(raw.ref, UNUSABLE)
             stored.unusable[target] = str(exc)
             return
         if raw.status == UNUSABLE:
-            self.lake.settle_raw(raw.path, OK)
+            self.lake.settle_raw(raw.ref, OK)
             log.info("night %s: the answer for %s, unusable before, is read now", self.night, summary_name(raw.key))
         stored.unusable.pop(target, None)
         stored.done.add(target)
