@@ -25,7 +25,7 @@ import threading
 import uuid
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from pathlib import Path
@@ -38,7 +38,6 @@ from tourneylake.errors import TourneylakeError
 from tourneylake.lake.lake import Lake
 from tourneylake.lake.partitions import PARTITION
 from tourneylake.lake.storage import AnyPath, StorePath, atomic_write, remove_tree
-from tourneylake.runtime.threads import submit_to_finish
 from tourneylake.schemas import TABLES
 
 __all__ = [
@@ -105,11 +104,12 @@ class LedgerWriter:
     the lock when the process dies; a run that ends (normally, on an exception, a Ctrl-C) with
     calls announced but never answered is not closed but left ``.open``, like a killed one.
 
-    On an object store nothing can be appended to, renamed atomically or locked: every write
-    (the header with the first line, then each line) is its own small object
-    ``run-<id>.open/<seq>.jsonl`` (one PUT, whole or absent), written by one thread of the
-    writer's own, in order, even if whoever waits for it is cancelled; closing writes the whole
-    run as ``run-<id>.jsonl`` and deletes the folder. Such a run is held while a writer of this
+    On an object store nothing can be appended to, renamed atomically or locked: the lines are
+    written by one thread of the writer's own, in order, even if whoever waits for one is
+    cancelled, as a group commit: every line that came while the previous write was under way
+    goes in the next one, one small object ``run-<id>.open/<seq>.jsonl`` (one PUT, whole or
+    absent; the header with the first), and each waiter hears of its line once that object is
+    stored; closing writes the whole run as ``run-<id>.jsonl`` and deletes the folder. Such a run is held while a writer of this
     process has it open or the process its header names is alive on this host: the one-writer
     rule (one writer per account and night) makes an open run of another host a dead one. After a write fails, every later one raises :class:`LedgerError` at once, and so
     does every write-ahead line already queued: a night whose ledger cannot be written stops
@@ -145,7 +145,9 @@ class LedgerWriter:
         self.lowest_remaining: int | None = None  # the fewest searches left any answer of the run reported
         self._unanswered: dict[tuple[str | None, Any], str] = {}  # (call, attempt) → resource, while in flight
         self._transport_failures: Counter[str] = Counter()  # resources of attempts with no answer read
-        self._writer: ThreadPoolExecutor | None = None  # object store: the thread that writes the lines
+        self._writer: threading.Thread | None = None  # object store: the thread that writes the lines
+        self._batch: list[tuple[Mapping[str, Any], Future[None]]] = []  # object store: lines queued for it
+        self._wake = threading.Condition(self._lock)
         self._failed: BaseException | None = None  # the write that failed: no line is written after it
         self._closing = False  # close() has begun: no line is taken after it
 
@@ -174,9 +176,9 @@ class LedgerWriter:
             header["host"] = socket.gethostname()
         return header
 
-    def _write_segment(self, line: Mapping[str, Any]) -> None:
-        """Object store: one object per write (see the module docstring)."""
-        data = _dumps(line)
+    def _write_segment(self, lines: list[Mapping[str, Any]]) -> None:
+        """Object store: one object for the lines written together (see the class docstring)."""
+        data = b"".join(_dumps(line) for line in lines)
         if self._path is None:
             self._path = self.directory / f"run-{self.run_id}{OPEN_SUFFIX}"
             with _LIVE_LOCK:
@@ -187,9 +189,6 @@ class LedgerWriter:
         self._written.append(data)
 
     def _write(self, line: Mapping[str, Any]) -> None:
-        if self._remote:
-            self._write_segment(line)
-            return
         if self._file is None:
             directory = self.directory
             assert isinstance(directory, Path)  # a local ledger (an object store's writes segments)
@@ -219,9 +218,14 @@ class LedgerWriter:
             raise LedgerError(f"run {self.run_id}: its ledger is closed; no line is written after it")
         if not self._remote:
             return self._write_here(line)
+        written: Future[None] = Future()
+        written.set_running_or_notify_cancel()  # written whether or not its waiter is still there
+        self._batch.append((line, written))
         if self._writer is None:
-            self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tourneylake-ledger")
-        return submit_to_finish(self._writer, self._write_or_fail, line)
+            self._writer = threading.Thread(target=self._write_batches, name="tourneylake-ledger", daemon=True)
+            self._writer.start()
+        self._wake.notify()
+        return written
 
     def _write_here(self, line: Mapping[str, Any]) -> Future[None]:
         """``line`` written by the caller: a done future, with the write's error if it failed.
@@ -238,18 +242,43 @@ class LedgerWriter:
             written.set_result(None)
         return written
 
-    def _write_or_fail(self, line: Mapping[str, Any]) -> None:
-        if self._failed is not None and line["kind"] == "sent":
-            # Queued before a write failed: its call does not go out (nor counts as unanswered).
-            # A row is still tried: it books a call that was paid for.
+    def _write_batches(self) -> None:
+        """Object store: the writer's thread, writing what is queued as one object at a time."""
+        while True:
             with self._lock:
-                self._unanswered.pop((line["call"], line["attempt"]), None)
-            raise self._refusal()
+                while not self._batch and not self._closing:
+                    self._wake.wait()
+                if not self._batch:
+                    return
+                batch, self._batch = self._batch, []
+            self._write_batch(batch)
+
+    def _write_batch(self, batch: list[tuple[Mapping[str, Any], Future[None]]]) -> None:
+        lines = []
+        for line, written in batch:
+            if self._failed is not None and line["kind"] == "sent":
+                # Queued after a write failed: its call does not go out (nor counts as unanswered).
+                # A row is still tried: it books a call that was paid for.
+                with self._lock:
+                    self._unanswered.pop((line["call"], line["attempt"]), None)
+                written.set_exception(self._refusal())
+            else:
+                lines.append((line, written))
+        if not lines:
+            return
         try:
-            self._write(line)
-        except BaseException as exc:
+            self._write_segment([line for line, _ in lines])
+        except BaseException as exc:  # noqa: BLE001 - every waiter hears of it
             self._failed = self._failed or exc
-            raise
+            with self._lock:  # the calls whose write-ahead line is lost do not go out
+                for line, _ in lines:
+                    if line["kind"] == "sent":
+                        self._unanswered.pop((line["call"], line["attempt"]), None)
+            for _, written in lines:
+                written.set_exception(exc)
+            return
+        for _, written in lines:
+            written.set_result(None)
 
     def sent_soon(self, resource: str, call_key: str, attempt: int) -> Future[None]:
         """A metered attempt is about to go out (write-ahead, see the module docstring): it may
@@ -296,8 +325,9 @@ class LedgerWriter:
         so refused keeps its call from going out."""
         with self._lock:
             self._closing = True
+            self._wake.notify()
         if self._writer is not None:
-            self._writer.shutdown(wait=True)  # every line asked for is written first
+            self._writer.join()  # every line asked for is written first
             self._writer = None
         with self._lock:
             if self._failed is not None:
@@ -356,7 +386,7 @@ class LedgerWriter:
                 len(self._unanswered),
             )
             return
-        self._write_segment({"kind": "closed", "at": datetime.now(UTC), "spent": self.spent})
+        self._write_segment([{"kind": "closed", "at": datetime.now(UTC), "spent": self.spent}])
         self._path = _compact(self._path, b"".join(self._written))
 
     def __enter__(self) -> LedgerWriter:
