@@ -130,6 +130,13 @@ class Lake:
         return self.root
 
     @property
+    def reachable_from_other_processes(self) -> bool:
+        """Whether a worker process can open this lake too (not a ``memory://`` store, which lives
+        in this process alone)."""
+        fs = self.filesystem
+        return fs is None or "memory" not in ((fs.protocol,) if isinstance(fs.protocol, str) else tuple(fs.protocol))
+
+    @property
     def exists(self) -> bool:
         return (self.root / SOURCE_FILE).is_file()
 

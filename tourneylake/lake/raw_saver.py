@@ -66,9 +66,7 @@ _ANSWER_BYTES = 1 << 16
 def saver_wanted(lake: Lake) -> bool:
     """Whether a harvest on ``lake`` saves its bodies through the saver process (not on a store
     that lives in this process's memory, ``memory://``, which another process cannot reach)."""
-    fs = lake.filesystem
-    in_memory = fs is not None and "memory" in ((fs.protocol,) if isinstance(fs.protocol, str) else fs.protocol)
-    return not in_memory and os.environ.get(RAW_SAVER_ENV, "process") != "thread"
+    return lake.reachable_from_other_processes and os.environ.get(RAW_SAVER_ENV, "process") != "thread"
 
 
 def _command(lake: Lake, night: date) -> list[str]:

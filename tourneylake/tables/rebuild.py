@@ -149,7 +149,7 @@ class _NightLoads:
 def _rebuild_nights(lake: Lake, nights: list[date], workers: int) -> Iterator[tuple[date, dict[str, int], list[str]]]:
     """Each night's rows per table and answers still unusable, as it is done: nights side by
     side in worker processes (a local lake, several nights, more than one worker), else here."""
-    count = rebuild_workers(workers, len(nights)) if lake.local else 1
+    count = rebuild_workers(workers, len(nights)) if lake.reachable_from_other_processes else 1
     if count == 1:
         for night in nights:
             unusable: list[str] = []
@@ -163,7 +163,7 @@ def _rebuild_nights(lake: Lake, nights: list[date], workers: int) -> Iterator[tu
             references[night] = reference_tables(lake, night)
             yield night
 
-    with RebuildWorkers(Path(lake.local_root.parent), count) as pool:
+    with RebuildWorkers(str(lake.data_dir), count, store=not lake.local) as pool:
         for night, rows, unusable in pool.rebuild(prepared()):
             yield night, {**references.pop(night), **rows}, unusable
 

@@ -270,10 +270,12 @@ class Warehouse:
         return loaded
 
     def _register(self, lake: Lake) -> None:
-        """Let DuckDB read the lake's URLs through its fsspec filesystem (object stores only)."""
+        """Let DuckDB read the lake's URLs through its fsspec filesystem (object stores only),
+        its listings forgotten (another process may have written the parts since)."""
         fs = lake.filesystem
         if fs is None:
             return
+        fs.invalidate_cache()
         protocols = {fs.protocol} if isinstance(fs.protocol, str) else set(fs.protocol)
         if protocols & self._registered:
             return
