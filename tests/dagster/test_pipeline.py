@@ -73,7 +73,9 @@ def tables(settings: Settings) -> dict[str, list[tuple]]:
         out = {}
         names = [
             r[0]
-            for r in con.execute("SELECT table_name FROM information_schema.tables WHERE table_type = 'BASE TABLE'").fetchall()
+            for r in con.execute(
+                "SELECT table_name FROM information_schema.tables WHERE table_type = 'BASE TABLE' AND table_schema = 'main'"
+            ).fetchall()
         ]
         for name in names:
             if name == "search_ledger":

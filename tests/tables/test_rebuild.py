@@ -113,8 +113,8 @@ def test_a_damaged_partition_is_one_line_and_rebuilding_its_night_makes_it_again
         last_harvested(lake, NIGHTS[1])  # what the next night's plan reads
     message = str(caught.value)
     assert f"{part} is damaged" in message and "tourneylake rebuild --date 2026-11-20" in message and "\n" not in message
-    with pytest.raises(LakeError) as caught, Warehouse(harvested.warehouse_path) as db:
-        db.load_night(lake, NIGHTS[0])  # what the night's warehouse load reads
+    with pytest.raises(LakeError) as caught, Warehouse(harvested.warehouse_path.with_name("fresh.duckdb")) as db:
+        db.load_night(lake, NIGHTS[0])  # what a load reads (a fresh warehouse: the night is new to it)
     assert str(caught.value).startswith(f"{part} is damaged (No magic bytes found at end of file): run `tourneylake rebuild")
     assert invoke(harvested, "--date", "2026-11-20").exit_code == 0
     assert last_harvested(lake, NIGHTS[1]) == {("PokerStars", "Borbas.Geri", "sng"): NIGHTS[0]}

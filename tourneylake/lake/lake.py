@@ -44,6 +44,7 @@ from tourneylake.lake.partitions import (
     check_name,
     damaged_part,
     legacy_tables,
+    night_parts,
     partition_dates,
     table_uri,
 )
@@ -412,6 +413,15 @@ class Lake:
         never a part being written or one a later commit replaced."""
         day = as_date(snapshot_date)
         return [self._file(table, path) for path in active_files(self, table, day).get(day, [])]
+
+    def night_parts(self, table: str, snapshot_date: date | str | None = None) -> dict[date, list[tuple[str, int | None]]]:
+        """The table's parts in its current version by night (full paths or URLs), each with its
+        rows when its commit says them (``None`` otherwise)."""
+        day = None if snapshot_date is None else as_date(snapshot_date)
+        return {
+            night: [(self._file(table, path), rows) for path, rows in parts]
+            for night, parts in night_parts(self, table, day).items()
+        }
 
     def _file(self, table: str, path: str) -> str:
         """A part's full path or URL from its path in the Delta log (relative, URL-encoded)."""

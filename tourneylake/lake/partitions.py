@@ -133,15 +133,20 @@ def _transient(exc: BaseException, attempt: int, what: str) -> None:
 def active_files(lake: Lake, table: str, night: date | None = None) -> dict[date, list[str]]:
     """The files of the table's current version, by night (one night's only, with ``night``),
     each as a path relative to the table's folder, sorted."""
+    return {day: [path for path, _ in parts] for day, parts in night_parts(lake, table, night).items()}
+
+
+def night_parts(lake: Lake, table: str, night: date | None = None) -> dict[date, list[tuple[str, int | None]]]:
+    """:func:`active_files` with each file's rows (``None`` when its commit did not say)."""
     delta = open_table(lake, table)
     if delta is None:
         return {}
-    actions = pa.table(delta.get_add_actions(flatten=True)).select(["path", f"partition.{PARTITION}"])
-    out: dict[date, list[str]] = {}
-    for path, day in zip(*(column.to_pylist() for column in actions.columns), strict=True):
+    actions = pa.table(delta.get_add_actions(flatten=True)).select(["path", "num_records", f"partition.{PARTITION}"])
+    out: dict[date, list[tuple[str, int | None]]] = {}
+    for path, rows, day in zip(*(column.to_pylist() for column in actions.columns), strict=True):
         if night is None or day == night:
-            out.setdefault(day, []).append(path)
-    return {day: sorted(paths) for day, paths in sorted(out.items())}
+            out.setdefault(day, []).append((path, rows))
+    return {day: sorted(parts) for day, parts in sorted(out.items())}
 
 
 #: The parts of the first layout (before the lake's tables were Delta tables): ``part-00000.parquet``
