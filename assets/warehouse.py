@@ -26,6 +26,7 @@ from assets.partitions import WAREHOUSE_POOL, nightly_partitions
 from assets.report import fails_cleanly, night_of
 from assets.resource import TourneylakeResource
 from tourneylake.lake.lake import Lake
+from tourneylake.lake.partitions import expire_versions
 from tourneylake.schemas import TABLES, duckdb_type
 from tourneylake.tables.normalize.summary import SUMMARY_TABLES
 from tourneylake.tables.warehouse import LOAD_ORDER, sql_dir
@@ -126,8 +127,9 @@ def _view_spec(name: str, reads: list[str]) -> AssetSpec:
 @fails_cleanly
 def warehouse(context: AssetExecutionContext, tourneylake: TourneylakeResource):
     night = night_of(context)
+    lake = Lake(tourneylake.settings().data_dir)
     with tourneylake.open_warehouse() as db:
-        loaded = db.load_night(Lake(tourneylake.settings().data_dir), night)
+        loaded = db.load_night(lake, night)
         counts = db.table_counts()
         views = {name: db.describe(name) for name in VIEWS}
         violations = {name: db.check(name) for name in TABLE_CHECKS}
@@ -136,6 +138,8 @@ def warehouse(context: AssetExecutionContext, tourneylake: TourneylakeResource):
         asset_key=FILE,
         metadata={
             "rows_loaded": sum(loaded.values()),
+            # the lake tables' versions older than the setting's days, their files deleted once the night is loaded
+            "lake_files_expired": expire_versions(lake, tourneylake.settings().table_history_days),
             "tables": MetadataValue.table(
                 [TableRecord({"table": t, "loaded": loaded.get(t, 0), "rows": counts[t]}) for t in LOAD_ORDER], SUMMARY_SCHEMA
             ),

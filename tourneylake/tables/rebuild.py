@@ -31,7 +31,7 @@ from tourneylake.config import Settings
 from tourneylake.errors import TourneylakeError
 from tourneylake.lake.lake import HARVEST_LOCK, REBUILD_LOCK, Lake
 from tourneylake.lake.ledger import Ledger
-from tourneylake.lake.partitions import legacy_tables
+from tourneylake.lake.partitions import expire_versions, legacy_tables
 from tourneylake.schemas import TABLES
 from tourneylake.tables.night_tables import rebuild_night, reference_tables
 from tourneylake.tables.warehouse import LOAD_ORDER, Warehouse
@@ -53,6 +53,7 @@ class RebuildOutcome:
     warehouse_rows: dict[str, int] = field(default_factory=dict)
     fresh_warehouse: bool = False
     unusable: list[str] = field(default_factory=list)  # answers that still cannot be read, with why
+    expired: int = 0  # files of the lake's tables only versions older than the setting's days needed, deleted
 
 
 def nights_in_lake(lake: Lake) -> list[date]:
@@ -114,6 +115,7 @@ def _rebuild(settings: Settings, lake: Lake, wanted: list[date], *, every: bool,
                 db.load_night(lake, night)
             outcome.warehouse_rows = db.table_counts()
     outcome.unusable.sort(key=lambda line: line[:10])  # night by night (each line starts with its night)
+    outcome.expired = expire_versions(lake, settings.table_history_days)
     return outcome
 
 
