@@ -40,6 +40,8 @@ from aiohttp import web
 
 _HOP = {"connection", "keep-alive", "transfer-encoding", "te", "trailer", "upgrade", "proxy-authorization", "proxy-authenticate"}
 _KINDS = ("5xx", "slowdown", "drop", "truncate")
+#: What a request is about, for the counts (the lake's areas).
+_AREAS = ("_delta_log", "_raw", "_ledger", "_state", "_source.json", ".parquet", "snapshot_date=")
 _ERROR = b'<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>%s</Code><Message>%s</Message></Error>'
 
 
@@ -70,8 +72,12 @@ class Proxy:
         self.counts["requests"] += 1
         self.counts[request.method] += 1
         query = request.rel_url.query
-        if request.method == "GET" and ("list-type" in query or "prefix" in query or "delimiter" in query):
+        listing = request.method == "GET" and ("list-type" in query or "prefix" in query or "delimiter" in query)
+        if listing:
             self.counts["LIST"] += 1
+        where = str(query.get("prefix", "")) if listing else request.path
+        area = next((a for a in _AREAS if a in where), "other")
+        self.counts[f"{'LIST' if listing else request.method} {area}"] += 1
         if request.method == "PUT" and "If-None-Match" in request.headers:
             self.counts["conditional PUT"] += 1
         if request.method == "POST" and "uploadId" in query and "If-None-Match" in request.headers:

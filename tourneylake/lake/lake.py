@@ -444,12 +444,16 @@ class Lake:
         """One night of ``table`` (without ``snapshot_date``). A part that cannot be read is a
         :class:`LakeError` naming the file and the rebuild that makes it again."""
         day = as_date(snapshot_date)
+        return self.read_parts(day, self.partition_files(table, day), columns)
+
+    def read_parts(self, snapshot_date: date, files: list[str], columns: list[str] | None = None) -> pa.Table:
+        """A night's parts (as :meth:`night_parts` names them), read into one table."""
         parts = []
-        for path in self.partition_files(table, day):
+        for path in files:
             try:
                 parts.append(pq.read_table(self._fs_path(path), columns=columns, filesystem=self.filesystem))
             except (pa.ArrowException, OSError) as exc:
-                raise damaged_part(path, day, exc) from None
+                raise damaged_part(path, snapshot_date, exc) from None
         return pa.concat_tables(parts, promote_options="default") if parts else pa.table({})
 
     def read_table(self, table: str, snapshot_date: date | str | None = None) -> pa.Table:

@@ -5,8 +5,8 @@ One writer (:class:`LedgerWriter`), one reader (:class:`Ledger`), one schema (th
 ``_ledger/snapshot_date=D/``, each line flushed as written, so a killed process keeps its
 record of what it paid for; the ``search_ledger`` partition is its export for the warehouse.
 Lines: ``run`` (the header: searches left before the run, the account's name, a digest of the
-login), ``sent`` (before a metered attempt goes out: write-ahead), ``entry`` (a row: an
-attempt's outcome or a reconciliation), ``closed``. A run is ``run-<id>.open.jsonl`` while it
+login), ``sent`` (before a metered attempt goes out: write-ahead), ``withdrawn`` (announced, then
+not sent after all), ``entry`` (a row: an attempt's outcome or a reconciliation), ``closed``. A run is ``run-<id>.open.jsonl`` while it
 writes (``flock``-ed) and ``run-<id>.jsonl`` once closed; one that ends with calls announced but
 never answered stays ``.open``, for the next run to reconcile (:meth:`Ledger.dead_runs`,
 :func:`unexplained_charges`). On an object store a run is a folder of one-PUT segments instead.
@@ -288,6 +288,15 @@ class LedgerWriter:
             self._unanswered[(call_key, attempt)] = resource
             return written
 
+    def withdrawn(self, resource: str, call_key: str, attempt: int) -> None:
+        """A call announced by :meth:`sent_soon` does not go out after all (the budget stopped
+        while its line was stored): it is no longer in flight. Not waited for: if the line is
+        lost, the call only looks unanswered, and a reconciliation books no more than the
+        service's count says was spent."""
+        with self._lock:
+            if self._failed is None and not self._closing and self._unanswered.pop((call_key, attempt), None) is not None:
+                self._queue({"kind": "withdrawn", "resource": resource, "call": call_key, "attempt": attempt})
+
     def sent(self, resource: str, call_key: str, attempt: int) -> None:
         """:meth:`sent_soon`, returning once the line is written."""
         self.sent_soon(resource, call_key, attempt).result()
@@ -481,6 +490,8 @@ def _read_run(path: AnyPath, night: date) -> RunLog:
                 log.host = line.get("host")
             elif kind == "sent":
                 pending[(line.get("call"), line.get("attempt"))] = line
+            elif kind == "withdrawn":  # announced, then not sent after all
+                pending.pop((line.get("call"), line.get("attempt")), None)
             elif kind == "entry":
                 pending.pop((line.get("call"), line.get("attempt")), None)
                 entry = {name: line.get(name) for name in COLUMNS}

@@ -19,8 +19,10 @@ import logging
 import os
 import random
 import re
+import threading
 import time
 import uuid
+from collections.abc import Iterator
 from datetime import date
 from pathlib import Path
 from types import TracebackType
@@ -46,6 +48,7 @@ __all__ = [
     "check_name",
     "damaged_part",
     "expire_versions",
+    "finish_together",
     "partition_dates",
 ]
 
@@ -55,10 +58,10 @@ PARTITION = "snapshot_date"
 TMP_DIR = "_tmp"
 DELTA_LOG = "_delta_log"
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
-#: Every table's properties: a checkpoint every 10 commits (a reader replays at most 10 JSON
-#: commits), the log's entries older than 30 days dropped at a checkpoint.
+#: Every table's properties: a checkpoint every 5 commits (a reader replays at most 5 JSON
+#: commits: a GET each on an object store), the log's entries older than 30 days dropped at a checkpoint.
 TABLE_CONFIGURATION = {
-    "delta.checkpointInterval": "10",
+    "delta.checkpointInterval": "5",
     "delta.logRetentionDuration": "interval 30 days",
     "delta.enableExpiredLogCleanup": "true",
 }
@@ -103,20 +106,39 @@ def storage_options(lake: Lake) -> dict[str, str]:
     return options
 
 
-def open_table(lake: Lake, table: str) -> DeltaTable | None:
-    """The table at its latest version (``None``: no such table yet)."""
+#: The tables this process opened, each lent to one user at a time (:func:`opened`) and brought up
+#: to date with the commits made since when lent again, rather than read anew from its last checkpoint.
+_IDLE: dict[str, list[DeltaTable]] = {}
+_IDLE_LOCK = threading.Lock()
+
+
+@contextlib.contextmanager
+def opened(lake: Lake, table: str) -> Iterator[DeltaTable | None]:
+    """The table at its latest version, for the block (``None``: no such table yet)."""
     from deltalake import DeltaTable
     from deltalake.exceptions import TableNotFoundError
 
     uri = table_uri(lake, table)
+    with _IDLE_LOCK:
+        idle = _IDLE.get(uri)
+        delta = idle.pop() if idle else None
     for attempt in range(_COMMIT_TRIES):
         try:
-            return DeltaTable(uri, storage_options=storage_options(lake))
+            if delta is not None:
+                delta.update_incremental()
+            else:
+                delta = DeltaTable(uri, storage_options=storage_options(lake))
+            break
         except TableNotFoundError:
-            return None
+            delta = None
+            break
         except Exception as exc:  # noqa: BLE001 - a store's failure (a lost answer, a 5xx): tried again, then one line
+            delta = None
             _transient(exc, attempt, f"cannot read the table {uri}")
-    raise AssertionError("unreachable")  # pragma: no cover
+    yield delta
+    if delta is not None:  # not after a failure inside the block: the next user opens it anew
+        with _IDLE_LOCK:
+            _IDLE.setdefault(uri, []).append(delta)
 
 
 def _transient(exc: BaseException, attempt: int, what: str) -> None:
@@ -138,10 +160,10 @@ def active_files(lake: Lake, table: str, night: date | None = None) -> dict[date
 
 def night_parts(lake: Lake, table: str, night: date | None = None) -> dict[date, list[tuple[str, int | None]]]:
     """:func:`active_files` with each file's rows (``None`` when its commit did not say)."""
-    delta = open_table(lake, table)
-    if delta is None:
-        return {}
-    actions = pa.table(delta.get_add_actions(flatten=True)).select(["path", "num_records", f"partition.{PARTITION}"])
+    with opened(lake, table) as delta:
+        if delta is None:
+            return {}
+        actions = pa.table(delta.get_add_actions(flatten=True)).select(["path", "num_records", f"partition.{PARTITION}"])
     out: dict[date, list[tuple[str, int | None]]] = {}
     for path, rows, day in zip(*(column.to_pylist() for column in actions.columns), strict=True):
         if night is None or day == night:
@@ -253,59 +275,68 @@ class PartitionWriter:
     def _commit(self) -> None:
         from deltalake.exceptions import CommitFailedError
 
-        day = self.snapshot_date.isoformat()
         uri = table_uri(self.lake, self.table)
+        what = f"{uri}: night {self.snapshot_date} could not be committed"
         for attempt in range(_COMMIT_TRIES):
             try:
-                delta = open_table(self.lake, self.table)
-                if delta is None:
-                    if not self._written:
-                        return  # no table, and nothing to write: the night has no rows
-                    if is_legacy(self.lake, self.table):
-                        raise LakeError(
-                            f"{uri} holds the lake's first table layout: run `tourneylake rebuild --all` to convert the "
-                            "lake's tables from its raw answers (no search)"
-                        )
-                    self._create()
-                    continue  # then opened again (another writer may have created it meanwhile)
-                if self._landed(delta):
-                    return
-                schema = _merged_schema(delta, self._file_schema())
-                if self.shard is None:
-                    delta.create_write_transaction(
-                        self._adds(), "overwrite", schema, partition_by=[PARTITION], partition_filters=[(PARTITION, "=", day)]
-                    )
-                else:
-                    delta.create_write_transaction(
-                        [*self._removes(delta), *self._adds()], "append", schema, partition_by=[PARTITION]
-                    )
-                return
+                with opened(self.lake, self.table) as delta:
+                    if self._commit_to(delta):
+                        return
             except CommitFailedError as exc:  # another writer's commit touched what this one replaces
                 if attempt + 1 >= _COMMIT_TRIES:
-                    raise LakeError(f"{uri}: night {day} could not be committed ({one_line(exc)})") from None
+                    raise LakeError(f"{what} ({one_line(exc)})") from None
                 time.sleep(0.02 * (attempt + 1) * (0.5 + random.random()))
             except LakeError:
                 raise
             except Exception as exc:  # noqa: BLE001 - a store's failure: tried again, then one line
-                _transient(exc, attempt, f"{uri}: night {day} could not be committed")
-        raise LakeError(f"{uri}: night {day} could not be committed (the table kept appearing and disappearing)")
+                _transient(exc, attempt, what)
+        raise LakeError(f"{what} (the table kept appearing and disappearing)")
 
-    def _create(self) -> None:
-        """The table created, empty, with this writer's columns (another writer creating it at
-        the same moment wins; this one then opens theirs)."""
-        from deltalake import DeltaTable
+    def _commit_to(self, delta: DeltaTable | None) -> bool:
+        """One try of the commit, on the table as it is now; ``False``: try again (another
+        writer created the table meanwhile)."""
+        if delta is None:
+            if not self._written:
+                return True  # no table, and nothing to write: the night has no rows
+            if is_legacy(self.lake, self.table):
+                raise LakeError(
+                    f"{table_uri(self.lake, self.table)} holds the lake's first table layout: run `tourneylake rebuild "
+                    "--all` to convert the lake's tables from its raw answers (no search)"
+                )
+            return self._create()
+        if self._landed(delta):
+            return True
+        schema = _merged_schema(delta, self._file_schema())
+        if self.shard is None:
+            day = self.snapshot_date.isoformat()
+            partition_filters = [(PARTITION, "=", day)]
+            delta.create_write_transaction(
+                self._adds(), "overwrite", schema, partition_by=[PARTITION], partition_filters=partition_filters
+            )
+        else:
+            delta.create_write_transaction([*self._removes(delta), *self._adds()], "append", schema, partition_by=[PARTITION])
+        return True
+
+    def _create(self) -> bool:
+        """The table created with this writer's parts as its first version (one commit);
+        ``False`` when another writer created it at the same moment (this one then commits to it)."""
+        from deltalake import Schema
+        from deltalake.transaction import create_table_with_add_actions
 
         try:
-            DeltaTable.create(
+            create_table_with_add_actions(
                 table_uri(self.lake, self.table),
-                _with_partition(self._file_schema()),
-                mode="ignore",
+                Schema.from_arrow(_with_partition(self._file_schema())),
+                self._adds(),
+                mode="error",
                 partition_by=[PARTITION],
                 configuration=TABLE_CONFIGURATION,
                 storage_options=storage_options(self.lake),
             )
         except Exception as exc:  # noqa: BLE001 - lost to another creator, or a store's failure: opened again
             log.info("%s: creating the table failed (%s): opening it again", self.table, one_line(exc)[:200])
+            return False
+        return True
 
     def _landed(self, delta: DeltaTable) -> bool:
         """Whether this writer's commit is already the table's (a try whose answer was lost):
@@ -397,20 +428,38 @@ def _merged_schema(delta: DeltaTable, parts: pa.Schema) -> pa.Schema:
     return _with_partition(pa.schema(fields))
 
 
+def finish_together(writers: list[PartitionWriter], exc_type: type[BaseException] | None = None) -> None:
+    """Leave several writers' with-blocks at once (``exc_type``: the block failed): their
+    commits, one table each, side by side (each waits on the store; a thread each)."""
+    if exc_type is not None or len(writers) < 2:
+        for writer in writers:
+            writer.__exit__(exc_type, None, None)
+        return
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(len(writers), thread_name_prefix="tourneylake-commit") as pool:
+        done = [pool.submit(writer.__exit__, None, None, None) for writer in writers]
+    failed = next((f.exception() for f in done if f.exception() is not None), None)
+    if failed is not None:
+        raise failed
+
+
 # ---------------------------------------------------------------------- upkeep
-def expire_versions(lake: Lake, keep_days: float) -> int:
-    """Delete the files no version of the last ``keep_days`` days needs (Delta's vacuum: replaced
-    nights, parts of killed writers), in every table; returns how many."""
+def expire_versions(lake: Lake, keep_days: float, *, strays: bool = False) -> int:
+    """Delete the files no version of the last ``keep_days`` days needs (Delta's vacuum: the
+    parts of replaced nights, as the log names them), in every table; returns how many.
+    ``strays``: also the parts no version ever named (a killed writer's), which takes a listing
+    of every table's folder (a rebuild does it; a night does not)."""
     removed = 0
+    hours = max(0, round(keep_days * 24))
     for table in lake.tables():
-        delta = open_table(lake, table)
-        if delta is None:
-            continue
-        hours = max(0, round(keep_days * 24))
-        try:
-            removed += len(delta.vacuum(retention_hours=hours, dry_run=False, enforce_retention_duration=False, full=True))
-        except Exception as exc:  # noqa: BLE001 - the next night's upkeep tries again
-            log.warning("%s: old versions could not be expired (%s)", table, one_line(exc))
+        with opened(lake, table) as delta:
+            if delta is None:
+                continue
+            try:
+                removed += len(delta.vacuum(retention_hours=hours, dry_run=False, enforce_retention_duration=False, full=strays))
+            except Exception as exc:  # noqa: BLE001 - the next night's upkeep tries again
+                log.warning("%s: old versions could not be expired (%s)", table, one_line(exc))
     if removed:
         log.info("expired %d file(s) no version of the last %g day(s) needs", removed, keep_days)
     return removed

@@ -590,10 +590,12 @@ class _Fetcher:
                 if self.crashed:
                     queue.clear()
 
-        # Twice as many workers as HTTP slots: while one worker saves, parses and normalises a
-        # body, another already holds the freed slot, so the service always has `concurrency`
-        # requests in flight (never more: the client's slots bound them).
-        await asyncio.gather(*(worker() for _ in range(2 * self.session.settings.concurrency)))
+        # More workers than HTTP slots: while one worker saves, parses and normalises a body,
+        # another already holds the freed slot, so the service always has `concurrency` requests
+        # in flight (never more: the client's slots bound them). Twice as many on a disk; on an
+        # object store a body is kept by a PUT shared with others (a few milliseconds' wait), so more.
+        per_slot = 2 if self.session.lake.local else 6
+        await asyncio.gather(*(worker() for _ in range(per_slot * self.session.settings.concurrency)))
         return transient
 
     async def fetch(self, target: Target) -> str | None:

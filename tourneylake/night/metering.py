@@ -211,6 +211,7 @@ class Meter:
 
     def hooks(self, budget: Budget | None, ledger: LedgerWriter) -> dict[str, Callable[..., Future[None] | None]]:
         """``before_attempt``: the budget's permission, then the write-ahead line;
+        ``confirm_attempt``: a call whose line took a while withdrawn when the budget stopped meanwhile;
         ``on_answer``: the budget hears the answer arrived; ``on_attempt``: settle the budget
         and write the attempt's row. The first and the last return the future of their line's
         write (see :class:`LedgerWriter`), which the client waits for."""
@@ -228,6 +229,18 @@ class Meter:
                     )
                 reservations[id(call), number] = (call, reservation)
             return ledger.sent_soon(call.resource, key_digest(call.key), number)
+
+        def confirm(call: calls.Call, number: int) -> None:
+            # Its write-ahead line took a while (an object store): a budget stop since the gate
+            # withdraws the call before it goes out (a free call goes even after a stop).
+            reason = budget.stopped_reason if budget is not None and call.metered else None
+            if reason is None or not self.costs.cost(call.resource):
+                return
+            held = reservations.pop((id(call), number), None)
+            if budget is not None and held is not None:
+                budget.withdraw(held[1])
+            ledger.withdrawn(call.resource, key_digest(call.key), number)
+            raise BudgetRefused(reason)
 
         def answered(call: calls.Call, number: int) -> None:
             held = reservations.get((id(call), number))
@@ -267,7 +280,7 @@ class Meter:
                 duration_ms=round(attempt.duration_s * 1000, 3),
             )
 
-        return {"before_attempt": gate, "on_answer": answered, "on_attempt": record}
+        return {"before_attempt": gate, "confirm_attempt": confirm, "on_answer": answered, "on_attempt": record}
 
     def _uncertain_cost(self, resources: Counter[str]) -> int:
         return sum(self.costs.cost(resource) * count for resource, count in resources.items())

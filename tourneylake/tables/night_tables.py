@@ -32,7 +32,7 @@ from tourneylake.api.errors import NOT_FOUND_CODES, MalformedResponse, UnusableR
 from tourneylake.api.tree import MalformedPayload, Node, parse
 from tourneylake.lake.lake import Lake
 from tourneylake.lake.ledger import Ledger
-from tourneylake.lake.partitions import PartitionWriter
+from tourneylake.lake.partitions import PartitionWriter, finish_together
 from tourneylake.lake.raw import MALFORMED, OK, RECEIVED, UNUSABLE, RawResponse, read_raws
 from tourneylake.tables.normalize import normalize_countries, normalize_metadata, normalize_news
 from tourneylake.tables.normalize.summary import SUMMARY_TABLES, SummaryNormalizer
@@ -247,6 +247,8 @@ class SummarySink:
             night, in_force.rates, in_force.statistic_types, in_force.series_types, in_force.axis_types
         )
         self.writers: dict[str, PartitionWriter] = {}
+        # The tables are committed together when the stack closes (side by side: one table each).
+        stack.push(lambda exc_type, exc, tb: finish_together(list(self.writers.values()), exc_type))
         self.pending = 0
         self.rows: dict[str, int] = {}
         self.rejected: list[tuple[TargetKey, str]] = []  # refused later: never here (see `reject`)
@@ -322,7 +324,7 @@ class SummarySink:
                 continue
             writer = self.writers.get(name)
             if writer is None:
-                writer = self.writers[name] = self.stack.enter_context(self.lake.partition_writer(name, self.night))
+                writer = self.writers[name] = self.lake.partition_writer(name, self.night).__enter__()
             writer.write(table)
             self.rows[name] = self.rows.get(name, 0) + table.num_rows
 

@@ -115,7 +115,7 @@ def _rebuild(settings: Settings, lake: Lake, wanted: list[date], *, every: bool,
                 db.load_night(lake, night)
             outcome.warehouse_rows = db.table_counts()
     outcome.unusable.sort(key=lambda line: line[:10])  # night by night (each line starts with its night)
-    outcome.expired = expire_versions(lake, settings.table_history_days)
+    outcome.expired = expire_versions(lake, settings.table_history_days, strays=True)
     return outcome
 
 

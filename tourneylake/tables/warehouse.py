@@ -34,12 +34,14 @@ itself is always local.
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import logging
 import os
 import re
 import string
-from collections.abc import Mapping, Sequence
+import tempfile
+from collections.abc import Iterator, Mapping, Sequence
 from datetime import date
 from functools import cache
 from pathlib import Path
@@ -51,6 +53,7 @@ import pyarrow as pa
 from tourneylake.errors import TourneylakeError
 from tourneylake.lake.lake import Lake
 from tourneylake.lake.partitions import damaged_part
+from tourneylake.lake.storage import StorePath
 from tourneylake.schemas import TABLES, TableSpec, duckdb_type
 from tourneylake.tables.normalize.summary import SUMMARY_TABLES
 
@@ -259,7 +262,7 @@ class Warehouse:
                 whole = TABLES[table].load == "whole"
                 nights = lake.night_parts(table, None if whole else day)
                 try:
-                    loaded[table] = self._load_changed(table, day, nights)
+                    loaded[table] = self._load_changed(lake, table, day, nights)
                 except (duckdb.IOException, duckdb.InvalidInputException) as exc:  # a lake part DuckDB cannot read
                     raise _damaged_lake_part(table, day, exc) from None
             con.execute("COMMIT")
@@ -277,7 +280,7 @@ class Warehouse:
                 con.execute(reset)
         return loaded
 
-    def _load_changed(self, table: str, day: date, nights: dict[date, list[tuple[str, int | None]]]) -> int:
+    def _load_changed(self, lake: Lake, table: str, day: date, nights: dict[date, list[tuple[str, int | None]]]) -> int:
         """Load the nights of ``table`` whose parts changed since they were loaded: ``day``, or
         (a whole table) every night the lake or the last loads know; the rows ``day`` holds."""
         con = self.connection
@@ -289,7 +292,11 @@ class Warehouse:
             parts = _parts_digest(files)
             if recorded.get(night, "") == parts:
                 continue  # the same parts as last time (or none, and none loaded): nothing changed
-            self._load_table(table, night, files)
+            with _fetched(lake, files) as (local, named):
+                try:
+                    self._load_table(table, night, local)
+                except (duckdb.IOException, duckdb.InvalidInputException) as exc:  # named as the lake names the part
+                    raise type(exc)(functools.reduce(lambda text, pair: text.replace(*pair), named.items(), str(exc))) from None
             self.reloaded.setdefault(table, []).append(night)
             key = {"table_name": table, "snapshot_date": night}
             if files:
@@ -379,6 +386,29 @@ class Warehouse:
         if relation is None:  # a statement without a result
             return None
         return relation.df() if output == "pandas" else relation.to_arrow_table()
+
+
+@contextlib.contextmanager
+def _fetched(lake: Lake, files: list[str]) -> Iterator[tuple[list[str], dict[str, str]]]:
+    """The parts as DuckDB reads them best: where they are on a disk; from an object store, each
+    fetched whole (one GET each, side by side) into a temporary folder (DuckDB's reads through
+    fsspec ask for each file's size and ranges again and again: hundreds of requests a night).
+    Yields the local paths and, for messages, each one's URL."""
+    fs = lake.filesystem
+    if fs is None or not files:
+        yield files, {}
+        return
+    paths = [StorePath(fs, fs._strip_protocol(file)) for file in files]
+    found = lake.root.cat_many(paths) if isinstance(lake.root, StorePath) else {}
+    with tempfile.TemporaryDirectory(prefix="tourneylake-parts-") as folder:
+        local: list[str] = []
+        for path in paths:
+            target = Path(folder, *path.path.rsplit("/", 3)[-3:])  # <table>/snapshot_date=D/<part>: the night in the path
+            target.parent.mkdir(parents=True, exist_ok=True)
+            if path in found:
+                target.write_bytes(found[path])
+            local.append(str(target))  # one not fetched: DuckDB says it is missing, by its URL
+        yield local, dict(zip(local, files, strict=True))
 
 
 def _parts_digest(files: list[str]) -> str:
