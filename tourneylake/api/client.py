@@ -619,7 +619,10 @@ class AdaptiveLimit:
 
     async def __aenter__(self) -> None:
         async with self._wakeup:
+            before = self.limit
             self._probe()
+            if self.limit > before:
+                self._wakeup.notify(self.limit - before)  # the places the limit gained
             await self._wakeup.wait_for(lambda: self.in_flight < self.limit)
             self.in_flight += 1
             self.admitted[self.limit] += 1
@@ -627,7 +630,7 @@ class AdaptiveLimit:
     async def __aexit__(self, *exc: object) -> None:
         async with self._wakeup:
             self.in_flight -= 1
-            self._wakeup.notify_all()
+            self._wakeup.notify()  # one place freed: one waiter (every waiter waits for the same thing)
 
     async def lend(self, waiting: Awaitable[T]) -> T:
         """Give a held place up while ``waiting`` runs, then take one again (within the limit):
@@ -635,7 +638,7 @@ class AdaptiveLimit:
         takes the place back at once, for the caller's exit to give up."""
         async with self._wakeup:
             self.in_flight -= 1
-            self._wakeup.notify_all()
+            self._wakeup.notify()
         try:
             result = await waiting
         except BaseException:

@@ -261,13 +261,14 @@ class Lake:
             token or new_token(), key_digest(key), resource, {str(k): str(v) for k, v in key.items()}, fmt, stamp, payload
         )
 
-    def settle_raw(self, ref: RawRef, status: str) -> RawRef:
-        """Name a body by its status (see :mod:`~tourneylake.lake.raw`); returns its reference so
-        named. A body already of that status is left as is."""
+    def settle_raw(self, ref: RawRef, status: str, *, at: int | None = None) -> RawRef:
+        """Name a body by its status (see :mod:`~tourneylake.lake.raw`; ``at``: when that was
+        decided, if not now); returns its reference so named. A body already of that status is
+        left as is."""
         if status != OK and not STATUS.match(status):
             raise LakeError(f"unknown raw status {status!r}")
         if ref.status != status:
-            self.raw_writer(ref.night).add_status(ref, status).result()
+            self.raw_writer(ref.night).add_status(ref, status, at=at).result()
         return dataclasses.replace(ref, status=status)
 
     @contextlib.contextmanager

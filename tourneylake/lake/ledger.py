@@ -22,6 +22,7 @@ import logging
 import os
 import socket
 import threading
+import time
 import uuid
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping
@@ -79,6 +80,9 @@ class LedgerError(TourneylakeError, ValueError):
 _LIVE: set[str] = set()
 _LIVE_LOCK = threading.Lock()
 OPEN_SUFFIX = ".open"  # object store: ``run-<id>.open/`` holds an open run's segments
+#: Object store: the writer starts at most one PUT in this long (a write-ahead line does not hold
+#: its call's HTTP slot while it waits, see ``AsyncClient.send``).
+LINGER_S = 0.025
 
 
 def _night_dir(lake: Lake, night: date) -> AnyPath:
@@ -243,13 +247,18 @@ class LedgerWriter:
         return written
 
     def _write_batches(self) -> None:
-        """Object store: the writer's thread, writing what is queued as one object at a time."""
+        """Object store: the writer's thread, writing what is queued as one object at a time, at
+        most one a :data:`LINGER_S` (the lines that come meanwhile share the next PUT)."""
+        last = 0.0
         while True:
             with self._lock:
                 while not self._batch and not self._closing:
                     self._wake.wait()
                 if not self._batch:
                     return
+                while not self._closing and (left := last + LINGER_S - time.monotonic()) > 0:
+                    self._wake.wait(left)
+                last = time.monotonic()
                 batch, self._batch = self._batch, []
             self._write_batch(batch)
 

@@ -13,7 +13,7 @@ killed with bodies in the pipe leaves each whole one ``received``, settled next 
 environment holds no service credentials (an object store's own, when the lake is on one).
 ``TOURNEYLAKE_RAW_SAVER=thread`` keeps the saves on the harvest's threads. Messages: ``["save",
 id, token, resource, key, fmt, fetched_at, snapshot_date, body]``, ``["settle", id, token,
-digest, resource, status]``; answers ``[id, None]`` or ``[id, "<what failed>"]``.
+digest, resource, status, at]``; answers ``[id, None]`` or ``[id, "<what failed>"]``.
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import date
@@ -167,11 +168,23 @@ class RawSaver:
         return lambda status: self._settle(ref, status)
 
     def _settle(self, ref: RawRef, status: str) -> asyncio.Future[None]:
+        """Name a body by its status (stamped now: the latest decision wins, whoever writes it
+        down first). On an object store its caller does not wait for the status to be stored (a
+        PUT shared with the next bodies): the body is kept, and one whose status is lost stays
+        ``received``, for the next run to read again."""
+        done = asyncio.get_running_loop().create_future()
         if status == ref.status:
-            done = asyncio.get_running_loop().create_future()
             done.set_result(None)
             return done
-        return self._send(["settle", ref.token, ref.digest, ref.resource, status], lambda: self.lake.settle_raw(ref, status))
+        at = time.time_ns()
+        named = self._send(
+            ["settle", ref.token, ref.digest, ref.resource, status, at], lambda: self.lake.settle_raw(ref, status, at=at)
+        )
+        if self.lake.local:
+            return named
+        named.add_done_callback(_told_if_failed)
+        done.set_result(None)
+        return done
 
     def _send(self, message: list[Any], here: Callable[[], object]) -> asyncio.Future[None]:
         loop = asyncio.get_running_loop()
@@ -310,6 +323,12 @@ class RawSaver:
                 self._pool.shutdown(wait=True)
 
 
+def _told_if_failed(named: asyncio.Future[None]) -> None:
+    failed = None if named.cancelled() else named.exception()
+    if failed is not None:
+        log.warning("a body's status could not be stored (%s): it stays `received`, read again next run", failed)
+
+
 # ------------------------------------------------------------------------------ the saver's side
 
 
@@ -342,8 +361,8 @@ def _serve(data_dir: str, night: date, fsync: bool) -> int:
                 payload = raw_file_bytes(resource, key, fmt, fetched_at, night_iso, body)
                 work = writer.add_body(token, key_digest(key), resource, key, fmt, fetched_at, payload)
             else:
-                token, digest, resource, status = args
-                work = writer.add_status(RawRef(night, resource, digest, token, RECEIVED, writer.folder), status)
+                token, digest, resource, status, at = args
+                work = writer.add_status(RawRef(night, resource, digest, token, RECEIVED, writer.folder), status, at=at)
             work.add_done_callback(functools.partial(answer, number))
     finally:
         writer.close()  # every record received is kept (and answered) before the saver ends

@@ -49,9 +49,10 @@ RECEIVED = "received"
 #: A segment on a disk is sealed (a new one begun) past this size or age.
 SEAL_BYTES = 64 << 20
 SEAL_AGE_S = 600.0
-#: On an object store a record waits at most this long for others to share its PUT, unless
-#: this many bytes are waiting already.
-LINGER_S = 0.02
+#: On an object store a writer starts at most one PUT in this long (the records that come meanwhile
+#: share the next one), unless this many bytes are waiting already; a record that finds it idle
+#: for longer goes at once.
+LINGER_S = 0.025
 BATCH_BYTES = 8 << 20
 #: Tries of one segment's PUT before the records waiting for it are told it failed.
 _PUT_TRIES = 5
@@ -135,7 +136,7 @@ class SegmentWriter:
         self._cv = threading.Condition()
         self._pending: list[_Pending] = []
         self._pending_bytes = 0
-        self._oldest = 0.0
+        self._last_put = 0.0  # when the last PUT started (time.monotonic())
         self._thread: threading.Thread | None = None
         self._closing = False
         self._seq = 0
@@ -161,10 +162,11 @@ class SegmentWriter:
         header.update(key=key, format=fmt, fetched_at=fetched_at, at=time.time_ns())
         return self._queue(header, payload, is_body=True)
 
-    def add_status(self, ref: RawRef, status: str) -> Future[None]:
-        """A body named by its status."""
+    def add_status(self, ref: RawRef, status: str, *, at: int | None = None) -> Future[None]:
+        """A body named by its status (``at``: when it was decided, nanoseconds since the epoch;
+        the latest decision is the body's status)."""
         header: dict[str, Any] = {"k": "status", "token": ref.token, "digest": ref.digest, "resource": ref.resource}
-        header.update(status=status, at=time.time_ns())
+        header.update(status=status, at=at or time.time_ns())
         return self._queue(header, b"", is_body=False)
 
     def _queue(self, header: dict[str, Any], payload: bytes, *, is_body: bool) -> Future[Any]:
@@ -174,8 +176,6 @@ class SegmentWriter:
         with self._cv:
             if self._closing:
                 raise LakeError(f"the raw segment writer of {self.folder} is closed")
-            if not self._pending:
-                self._oldest = time.monotonic()
             self._pending.append(item)
             self._pending_bytes += len(item.data)
             if self._thread is None:
@@ -202,12 +202,13 @@ class SegmentWriter:
                     self._cv.wait()
                 if not self._pending:
                     return
-                if self.remote and not self._closing:  # let others join the PUT, a few milliseconds at most
+                if self.remote:  # at most one PUT a LINGER_S: the records that come meanwhile join the next
                     while not self._closing and self._pending_bytes < BATCH_BYTES:
-                        left = self._oldest + LINGER_S - time.monotonic()
+                        left = self._last_put + LINGER_S - time.monotonic()
                         if left <= 0:
                             break
                         self._cv.wait(left)
+                    self._last_put = time.monotonic()
                 batch, self._pending, self._pending_bytes = self._pending, [], 0
             try:
                 refs = self._put(batch) if self.remote else self._append(batch)

@@ -594,7 +594,7 @@ class _Fetcher:
         # another already holds the freed slot, so the service always has `concurrency` requests
         # in flight (never more: the client's slots bound them). Twice as many on a disk; on an
         # object store a body is kept by a PUT shared with others (a few milliseconds' wait), so more.
-        per_slot = 2 if self.session.lake.local else 6
+        per_slot = 2 if self.session.lake.local else 8
         await asyncio.gather(*(worker() for _ in range(per_slot * self.session.settings.concurrency)))
         return transient
 

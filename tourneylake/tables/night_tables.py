@@ -271,8 +271,15 @@ class SummarySink:
     def reject(self, key: dict[str, str], reason: str) -> None:
         """Mark tonight's accepted answer for ``key`` unusable in the raw store (it stays there:
         a rebuild with a fixed normaliser reads it again)."""
-        ref = self.lake.raw_ref(self.night, calls.PLAYER_SUMMARY, key)
-        if ref is not None:
+        # Its status may not be stored yet (on an object store a harvest does not wait for it):
+        # then it is still `received`, its latest one of them.
+        refs = (
+            self.lake.request_refs(self.night, calls.PLAYER_SUMMARY, key, OK)
+            or sorted(self.lake.request_refs(self.night, calls.PLAYER_SUMMARY, key, RECEIVED), key=lambda ref: ref.fetched_at)[
+                -1:
+            ]
+        )
+        for ref in refs:
             self.lake.settle_raw(ref, UNUSABLE)
         log.warning("night %s: the answer for %s cannot be read and is kept raw: %s", self.night, summary_name(key), reason)
 
