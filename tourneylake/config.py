@@ -126,7 +126,7 @@ class Settings(BaseSettings):
     data_dir: DataDir = Field(
         Path("data"),
         description="the lake (`lake/`) and the warehouse (`warehouse.duckdb`): a local directory, or an fsspec URL "
-        "(`s3://bucket/prefix`, `gs://…`, `memory://…`) whose credentials come from that store's usual environment "
+        "(`s3://bucket/prefix`, `gs://…`; `memory://…` for tests, without tables) whose credentials come from that store's usual environment "
         "(`AWS_*` for s3); with a URL the warehouse file and the hands stay local: set `TOURNEYLAKE_WAREHOUSE`",
     )
     watchlist: Path = Field(Path("watchlist.yaml"), description="the watchlist: players and named filters to harvest")
