@@ -43,6 +43,7 @@ from tourneylake.lake.partitions import (
     active_files,
     check_name,
     damaged_part,
+    finish_together,
     legacy_tables,
     night_parts,
     partition_dates,
@@ -387,6 +388,24 @@ class Lake:
         with self.partition_writer(table, snapshot_date, shard=shard) as writer:
             writer.write(data)
         return writer.rows
+
+    def write_tables(
+        self, snapshot_date: date | str, tables: Mapping[str, pa.Table], *, last: str | None = None
+    ) -> dict[str, int]:
+        """Replace one night of several tables, a commit each, side by side (each waits on its
+        own store round trips); ``last``, when given, is committed once the others are (a table
+        whose night says the others' are there). Returns rows written per table."""
+        writers = {name: self.partition_writer(name, snapshot_date).__enter__() for name in tables}
+        try:
+            for name, writer in writers.items():
+                writer.write(tables[name])
+        except BaseException as exc:
+            finish_together(list(writers.values()), type(exc))
+            raise
+        finish_together([writer for name, writer in writers.items() if name != last])
+        if last in writers:
+            finish_together([writers[last]])
+        return {name: writer.rows for name, writer in writers.items()}
 
     def drop_partition(self, table: str, snapshot_date: date | str) -> None:
         """Remove one night of ``table`` (a writer that writes nothing does exactly that)."""

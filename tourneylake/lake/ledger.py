@@ -160,6 +160,11 @@ class LedgerWriter:
         return self._path
 
     @property
+    def remote(self) -> bool:
+        """Whether the run is on an object store (its lines are PUT in groups by a thread)."""
+        return self._remote
+
+    @property
     def uncertain(self) -> Counter[str]:
         """Resources of the calls the service may have charged that no row books."""
         return _uncertain(self._unanswered.values(), self._transport_failures)

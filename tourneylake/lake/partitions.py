@@ -450,16 +450,22 @@ def expire_versions(lake: Lake, keep_days: float, *, strays: bool = False) -> in
     parts of replaced nights, as the log names them), in every table; returns how many.
     ``strays``: also the parts no version ever named (a killed writer's), which takes a listing
     of every table's folder (a rebuild does it; a night does not)."""
-    removed = 0
+    from concurrent.futures import ThreadPoolExecutor
+
     hours = max(0, round(keep_days * 24))
-    for table in lake.tables():
+
+    def expire(table: str) -> int:
         with opened(lake, table) as delta:
             if delta is None:
-                continue
+                return 0
             try:
-                removed += len(delta.vacuum(retention_hours=hours, dry_run=False, enforce_retention_duration=False, full=strays))
+                return len(delta.vacuum(retention_hours=hours, dry_run=False, enforce_retention_duration=False, full=strays))
             except Exception as exc:  # noqa: BLE001 - the next night's upkeep tries again
                 log.warning("%s: old versions could not be expired (%s)", table, one_line(exc))
+                return 0
+
+    with ThreadPoolExecutor(8, thread_name_prefix="tourneylake-expire") as pool:  # each table waits on its own round trips
+        removed = sum(pool.map(expire, lake.tables()))
     if removed:
         log.info("expired %d file(s) no version of the last %g day(s) needs", removed, keep_days)
     return removed

@@ -105,9 +105,8 @@ def refresh_metadata(session: Session) -> MetadataOutcome:
     if result is None:
         raise LakeError(f"night {night}: the service's metadata answer could not be kept as tables")
     # `currencies` says the night's metadata tables are written (see above): it is written last,
-    # so a run killed part-way writes them all again.
-    for name, table in sorted(result.tables.items(), key=lambda item: item[0] == "currencies"):
-        lake.write_table(name, night, table)
+    # so a run killed part-way writes them all again (the others side by side).
+    lake.write_tables(night, result.tables, last="currencies")
     in_force = session.in_force()
     return MetadataOutcome(
         result.metadata_hash,

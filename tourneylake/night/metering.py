@@ -214,7 +214,8 @@ class Meter:
         ``confirm_attempt``: a call whose line took a while withdrawn when the budget stopped meanwhile;
         ``on_answer``: the budget hears the answer arrived; ``on_attempt``: settle the budget
         and write the attempt's row. The first and the last return the future of their line's
-        write (see :class:`LedgerWriter`), which the client waits for."""
+        write (see :class:`LedgerWriter`), which the client waits for (a row on an object store:
+        not waited for, see ``record``)."""
         # (id of the call, attempt) → the call (kept, so its id is never another's) and its claim
         reservations: dict[tuple[int, int], tuple[calls.Call, Reservation]] = {}
 
@@ -261,7 +262,7 @@ class Meter:
                     uncertain=attempt.outcome == UNCERTAIN,
                     reservation=None if held is None else held[1],
                 )
-            return ledger.record_soon(
+            written = ledger.record_soon(
                 key_digest(call.key),
                 called_at=attempt.started_at,
                 run_id=self.run_id,
@@ -279,6 +280,11 @@ class Meter:
                 error=attempt.error,
                 duration_ms=round(attempt.duration_s * 1000, 3),
             )
+            # On an object store the row rides the ledger's next PUT and the call's caller does
+            # not wait for it: a row lost with its process leaves the call unanswered, and the
+            # next run books what the service's count says it cost; a row that cannot be written
+            # refuses every later write-ahead line, so the night stops paying.
+            return None if ledger.remote else written
 
         return {"before_attempt": gate, "confirm_attempt": confirm, "on_answer": answered, "on_attempt": record}
 

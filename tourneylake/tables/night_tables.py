@@ -356,14 +356,12 @@ def reference_tables(lake: Lake, night: date) -> dict[str, int]:
     settle_received(lake, night)
     rows: dict[str, int] = {}
     metadata = metadata_tables(lake, night)
-    if metadata is not None:
-        for name, table in metadata.tables.items():
-            rows[name] = lake.write_table(name, night, table)
+    tables = dict(metadata.tables) if metadata is not None else {}
     for resource in FREE_RESOURCES:
         found = free_table(lake, night, resource)
         if found is not None:
-            table_name = FREE_RESOURCES[resource][0]
-            rows[table_name] = lake.write_table(table_name, night, found[0])
+            tables[FREE_RESOURCES[resource][0]] = found[0]
+    rows.update(lake.write_tables(night, tables, last="currencies"))
     return rows
 
 

@@ -42,6 +42,7 @@ import re
 import string
 import tempfile
 from collections.abc import Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from datetime import date
 from functools import cache
 from pathlib import Path
@@ -252,6 +253,15 @@ class Warehouse:
         wanted = [t for t in LOAD_ORDER if tables is None or t in tables]
         con = self.connection
         self._register(lake)
+        # Every table's parts first, side by side (each a read of its log: a round trip or more on a store).
+        with ThreadPoolExecutor(8, thread_name_prefix="tourneylake-parts") as pool:
+            parts = dict(
+                zip(
+                    wanted,
+                    pool.map(lambda t: lake.night_parts(t, None if TABLES[t].load == "whole" else day), wanted),
+                    strict=True,
+                )
+            )
         loaded: dict[str, int] = {}
         self.reloaded = {}
         for setting in _LOAD_SETTINGS:
@@ -259,10 +269,8 @@ class Warehouse:
         con.execute("BEGIN TRANSACTION")
         try:
             for table in wanted:
-                whole = TABLES[table].load == "whole"
-                nights = lake.night_parts(table, None if whole else day)
                 try:
-                    loaded[table] = self._load_changed(lake, table, day, nights)
+                    loaded[table] = self._load_changed(lake, table, day, parts[table])
                 except (duckdb.IOException, duckdb.InvalidInputException) as exc:  # a lake part DuckDB cannot read
                     raise _damaged_lake_part(table, day, exc) from None
             con.execute("COMMIT")
