@@ -25,6 +25,7 @@ from dagster import (
 from assets.partitions import WAREHOUSE_POOL, nightly_partitions
 from assets.report import fails_cleanly, night_of
 from assets.resource import TourneylakeResource
+from tourneylake.lake.partitions import expire_versions
 from tourneylake.night.status import record_load
 from tourneylake.schemas import TABLES, duckdb_type
 from tourneylake.tables.normalize.summary import SUMMARY_TABLES
@@ -102,6 +103,8 @@ def warehouse(context: AssetExecutionContext, tourneylake: TourneylakeResource):
         asset_key=FILE,
         metadata={
             "rows_loaded": sum(loaded.values()),
+            # the lake tables' versions older than the setting's days, their files deleted once the night is loaded
+            "lake_files_expired": expire_versions(lake, tourneylake.settings().table_history_days),
             "tables": MetadataValue.table(
                 [TableRecord({"table": t, "loaded": loaded.get(t, 0), "rows": counts[t]}) for t in LOAD_ORDER], SUMMARY_SCHEMA
             ),

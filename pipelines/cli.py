@@ -224,7 +224,7 @@ def run(
         from tourneylake.tables.worker import prestart, worker_wanted
 
         if worker_wanted(settings, listed):
-            prestart()  # the tables worker starts on the other core while Dagster is imported
+            prestart(store=settings.lake_is_remote)  # the tables worker starts on the other core while Dagster is imported
         from pipelines.nightly import run_night  # Dagster is imported only when a night runs
     skip_pandas_sniffing()  # a night makes no data frame
 

@@ -20,7 +20,9 @@ SELECT count(*) FROM @table;
 INSERT INTO @table BY NAME
 SELECT * FROM read_parquet($files, hive_partitioning = true, hive_types = {'snapshot_date': DATE}, union_by_name = true);
 
--- Snapshot tables keep every night: the night's rows are replaced (delete-then-insert).
+-- Snapshot tables keep every night: the night's rows are replaced (delete-then-insert). So is each
+-- changed night of a whole table (the ledger: a reconciliation books a dead run's charges into its
+-- own night, so an earlier night may change).
 -- name: snapshot_delete
 DELETE FROM @table WHERE snapshot_date = $snapshot_date;
 
@@ -29,8 +31,6 @@ DELETE FROM @table WHERE snapshot_date = $snapshot_date;
 -- name: reference_is_latest
 SELECT coalesce(max(snapshot_date) <= $snapshot_date, true) FROM @table;
 
--- Whole tables are small and any night's partition may change (the ledger: a reconciliation
--- books a dead run's charges into its own night): every night's partition is reloaded each time.
 -- name: delete_all
 DELETE FROM @table;
 
@@ -86,3 +86,29 @@ SELECT column_name, data_type FROM information_schema.columns WHERE table_name =
 -- The night's rows of a snapshot table (checked against the rows the lake gave the load).
 -- name: night_rows
 SELECT count(*) FROM @table WHERE snapshot_date = $snapshot_date;
+
+-- What each load read from the lake, so the next one reads only what changed: for every table and
+-- night, the Delta parts (their paths) loaded last. Kept apart from the analysts' tables (a schema
+-- of its own), in the same transaction as the load.
+-- name: loads_create
+CREATE SCHEMA IF NOT EXISTS tourneylake_meta;
+CREATE TABLE IF NOT EXISTS tourneylake_meta.lake_loads (
+    table_name VARCHAR NOT NULL,
+    snapshot_date DATE NOT NULL,
+    parts VARCHAR NOT NULL,
+    loaded_at TIMESTAMPTZ NOT NULL,
+    PRIMARY KEY (table_name, snapshot_date)
+);
+
+-- name: loads_of_table
+SELECT snapshot_date, parts FROM tourneylake_meta.lake_loads WHERE table_name = $table_name;
+
+-- name: loads_record
+INSERT OR REPLACE INTO tourneylake_meta.lake_loads VALUES ($table_name, $snapshot_date, $parts, now());
+
+-- name: loads_forget
+DELETE FROM tourneylake_meta.lake_loads WHERE table_name = $table_name AND snapshot_date = $snapshot_date;
+
+-- A night's rows in the lake when its commit did not say them (Parquet footers only).
+-- name: count_parts
+SELECT count(*) FROM read_parquet($files);

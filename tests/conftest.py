@@ -1,7 +1,10 @@
-"""Fixtures every room's tests share: the sandbox, started once per module as the module asks."""
+"""Fixtures every room's tests share: the sandbox, started once per module as the module asks, and
+a real S3 API (moto) with the store's environment pointing at it."""
 
 from __future__ import annotations
 
+import os
+import uuid
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack
 from typing import Any
@@ -9,6 +12,9 @@ from typing import Any
 import pytest
 
 from tourneylake.sandbox import SandboxServer, running_sandbox
+
+#: The S3 secret the tests' store environment holds: never to be seen in an error or a file.
+S3_SECRET = "moto-secret-do-not-show-42"
 
 
 @pytest.fixture(scope="module")
@@ -29,3 +35,47 @@ def make_sandbox() -> Iterator[Callable[..., SandboxServer]]:
     """Start sandboxes of a test's own (``running_sandbox``'s keywords), all stopped when it ends."""
     with ExitStack() as running:
         yield lambda **options: running.enter_context(running_sandbox(**options))
+
+
+@pytest.fixture(scope="module")
+def moto() -> Iterator[str]:
+    """A real S3 API (``moto_server``) on a loopback port, one per module; its endpoint URL."""
+    from tests.s3_proxy import running_moto
+
+    with running_moto() as endpoint:
+        yield endpoint
+
+
+@pytest.fixture
+def s3_env(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], None]:
+    """Point the store's usual environment (``AWS_*``) at an S3 endpoint, for this test only."""
+    none = tmp_path_factory.mktemp("aws") / "none"
+
+    def point(endpoint: str) -> None:
+        for name in [n for n in os.environ if n.startswith("AWS_")]:
+            monkeypatch.delenv(name)
+        env = {
+            "AWS_ACCESS_KEY_ID": "testing",
+            "AWS_SECRET_ACCESS_KEY": S3_SECRET,
+            "AWS_DEFAULT_REGION": "us-east-1",
+            "AWS_ENDPOINT_URL": endpoint,
+            "AWS_SHARED_CREDENTIALS_FILE": str(none),
+            "AWS_CONFIG_FILE": str(none),
+            "AWS_EC2_METADATA_DISABLED": "true",
+        }
+        for name, value in env.items():
+            monkeypatch.setenv(name, value)
+
+    return point
+
+
+@pytest.fixture
+def s3(moto: str, s3_env: Callable[[str], None]) -> str:
+    """A fresh bucket on the module's moto, the usual AWS environment pointing at it; the
+    lake's ``s3://bucket/prefix`` URL."""
+    import fsspec
+
+    s3_env(moto)
+    bucket = f"lake-{uuid.uuid4().hex[:8]}"
+    fsspec.filesystem("s3", skip_instance_cache=True).mkdir(bucket)
+    return f"s3://{bucket}/prefix"

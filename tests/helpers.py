@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import struct
 from datetime import date
 from pathlib import Path
 from typing import Any
@@ -12,6 +13,7 @@ from tourneylake.api import Client
 from tourneylake.config import Settings
 from tourneylake.lake.lake import Lake
 from tourneylake.lake.ledger import Ledger
+from tourneylake.lake.segments import RawRef, forget_indexes, frame, frames, payload_of
 from tourneylake.night.harvest import HarvestOutcome, harvest_players, refresh_free_resource, refresh_metadata
 from tourneylake.night.session import Session
 from tourneylake.night.watchlist import load_watchlist
@@ -38,6 +40,41 @@ hero: bets 200
 villain: folds
 hero collected 560 from pot
 """
+
+
+def raw_files(lake: Lake) -> dict[str, bytes]:
+    """Every file of the lake's raw store (its segments), by path under ``_raw``, with its bytes."""
+    root = lake.root / "_raw"
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def rewrite_body(ref: RawRef, payload: bytes) -> None:
+    """Replace one stored body's file (its record's payload) with ``payload``, as a damaged disk
+    or a hand would; the other records of its segment stay whole."""
+    path = Path(str(ref.location))
+    data = path.read_bytes()
+    assert ref.offset is not None and ref.length is not None
+    record = data[ref.offset : ref.offset + ref.length]
+    head, _ = struct.unpack_from("<II", record, 4)
+    header = orjson.loads(record[12 : 12 + head])
+    path.write_bytes(data[: ref.offset] + frame(header, payload) + data[ref.offset + ref.length :])
+    forget_indexes()
+
+
+def drop_status_records(lake: Lake, night: date) -> None:
+    """The night's segments without their status records: every body ``received``, as a process
+    killed before it read them leaves them."""
+    for segment in (lake.root / "_raw" / f"snapshot_date={night}").glob("w-*/*.seg"):
+        data = segment.read_bytes()
+        segment.write_bytes(b"".join(data[o : o + n] for o, n, h in frames(data)[0] if h.get("k") == "body"))
+    forget_indexes()
+
+
+def body_payload(ref: RawRef) -> bytes:
+    """A stored body's file (its record's payload), as kept."""
+    data = Path(str(ref.location)).read_bytes()
+    assert ref.offset is not None and ref.length is not None
+    return payload_of(data[ref.offset : ref.offset + ref.length])
 
 
 def sandbox_settings(sandbox: Any, data_dir: Path, **overrides: Any) -> Settings:

@@ -127,7 +127,7 @@ class Settings(BaseSettings):
     data_dir: DataDir = Field(
         Path("data"),
         description="the lake (`lake/`) and the warehouse (`warehouse.duckdb`): a local directory, or an fsspec URL "
-        "(`s3://bucket/prefix`, `gs://…`, `memory://…`) whose credentials come from that store's usual environment "
+        "(`s3://bucket/prefix`, `gs://…`; `memory://…` for tests, without tables) whose credentials come from that store's usual environment "
         "(`AWS_*` for s3); with a URL the warehouse file and the hands stay local: set `TOURNEYLAKE_WAREHOUSE`",
     )
     watchlist: Path = Field(Path("watchlist.yaml"), description="the watchlist: players and named filters to harvest")
@@ -167,15 +167,23 @@ class Settings(BaseSettings):
     tables_worker: Literal["auto", "on", "off"] = Field(
         "auto",
         description="make the night's summary tables in a second process while the first fetches (a second core's "
-        "worth of speed): `auto` when the machine has two cores or more, the lake is local and the watchlist has "
-        "at least 200 pairs; `on` whenever the lake is local; `off` never",
+        "worth of speed): `auto` when the machine has two cores or more and the watchlist has at least 200 pairs; "
+        "`on` always (but for a `memory://` lake); `off` never",
     )
     rebuild_workers: int = Field(
         0,
         ge=0,
         le=64,
-        description="processes that rebuild several nights side by side (`tourneylake rebuild --all` or a range; "
-        "a local lake): 0 = one per core, at most 8; 1 = one night after another in the rebuilding process",
+        description="processes that rebuild several nights side by side (`tourneylake rebuild --all` or a range): "
+        "0 = one per core, at most 8; 1 = one night after another in the rebuilding process",
+    )
+    table_history_days: float = Field(
+        7.0,
+        ge=0,
+        le=3650,
+        description="days the lake's tables keep their past versions (a replaced night can be read as it was, by "
+        "any Delta reader's time travel); after each night's load and each rebuild, the files only older versions "
+        "need are deleted (Delta's vacuum); 0 keeps only the current version",
     )
     schedule_cron: str = Field("0 3 * * *", description="the nightly schedule: a daily cron `M H * * *`, UTC")
     # The service's FAQ: "All daily search quotas are reset at 12 Midnight PST (GMT -8)"; its client

@@ -9,9 +9,10 @@ from datetime import date, timedelta
 import orjson
 import pytest
 
-from tests.helpers import HAND, ledger_rows, remaining, sandbox_settings
+from tests.helpers import HAND, drop_status_records, ledger_rows, remaining, sandbox_settings
 from tourneylake.errors import RunFailed
 from tourneylake.hands import HandAnalysisRefused, analyze_hand, analyze_inbox, inbox_dir
+from tourneylake.lake.segments import forget_indexes
 from tourneylake.night.session import Session
 from tourneylake.sandbox import DEMO, FREE
 
@@ -137,14 +138,14 @@ def test_a_hand_whose_answer_was_left_unread_is_not_paid_again(sandbox, tmp_path
         record.unlink()
     lake = Lake(settings.data_dir)
     (night,) = lake.raw_dates()
-    (accepted,) = lake.raw_paths(night, "hand_analysis")
-    digest = accepted.name.split(".")[0]
-    accepted.rename(accepted.with_name(f"{digest}.0123456789ab.{RECEIVED}.json.gz"))  # as the save left it
+    (accepted,) = lake.raw_refs(night, "hand_analysis")
+    drop_status_records(lake, night)  # as the save left it
+    assert [ref.status for ref in lake.raw_refs(night, "hand_analysis", status=None)] == [RECEIVED]
     before = remaining(settings)
     again, spent_again = analyze_hand(settings, HAND.encode(), None)
     assert (again, spent_again) == (analysis, 0) and remaining(settings) == before  # not paid twice
-    assert [p.name for p in lake.raw_paths(night, "hand_analysis", status=None)] == [f"{digest}.json.gz"]
-    assert len(lake.raw_paths(night, "hand_analysis", status=OK)) == 1
+    assert [ref.name for ref in lake.raw_refs(night, "hand_analysis", status=None)] == [f"{accepted.digest}.json.gz"]
+    assert len(lake.raw_refs(night, "hand_analysis", status=OK)) == 1
 
 
 def test_a_hand_charged_but_never_answered_is_booked_when_the_run_fails(sandbox, tmp_path):
@@ -196,13 +197,13 @@ def test_a_hand_whose_paid_answer_could_not_be_read_is_not_paid_again_that_night
         record.unlink()
     lake = Lake(settings.data_dir)
     (night,) = lake.raw_dates()
-    (accepted,) = lake.raw_paths(night, "hand_analysis")
+    (accepted,) = lake.raw_refs(night, "hand_analysis")
     lake.settle_raw(accepted, UNUSABLE)  # as a read that failed leaves it
     before = remaining(settings)
     with pytest.raises(UnusableResponse, match=r"paid for and could not be read .*not asked again tonight"):
         analyze_hand(settings, HAND.encode(), None)
     assert remaining(settings) == before
-    assert len(lake.raw_paths(night, "hand_analysis", status=UNUSABLE)) == 1
+    assert len(lake.raw_refs(night, "hand_analysis", status=UNUSABLE)) == 1
 
 
 def test_a_hand_paid_for_on_another_night_is_not_paid_again(sandbox, tmp_path):
@@ -218,6 +219,7 @@ def test_a_hand_paid_for_on_another_night_is_not_paid_again(sandbox, tmp_path):
     (night,) = lake.raw_dates()
     folder = lake.root / "_raw" / f"snapshot_date={night.isoformat()}"
     folder.rename(folder.with_name(f"snapshot_date={(night - timedelta(days=1)).isoformat()}"))  # paid the night before
+    forget_indexes()
     before = remaining(settings)
     again, spent = analyze_hand(settings, HAND.encode(), None)
     assert (again, spent) == (analysis, 0) and remaining(settings) == before

@@ -12,9 +12,14 @@ import duckdb
 import orjson
 import pyarrow as pa
 import pytest
+from deltalake import DeltaTable
 
+from tests.helpers import body_payload, rewrite_body
 from tourneylake.errors import LakeError, LakeSourceMismatch
 from tourneylake.lake.lake import Lake
+from tourneylake.lake.partitions import expire_versions
+from tourneylake.lake.raw import key_digest
+from tourneylake.lake.segments import forget_indexes, frames
 
 NIGHT = date(2019, 12, 10)
 FETCHED = datetime(2019, 12, 10, 3, 0, tzinfo=UTC)
@@ -35,72 +40,99 @@ def test_opening_claims_nothing_and_claiming_is_enforced(tmp_path: Path) -> None
         Lake(tmp_path).claim("sandbox")
 
 
-def test_raw_is_written_received_then_named_by_its_status(tmp_path: Path) -> None:
+def _segments(lake: Lake, night: date = NIGHT) -> list[Path]:
+    return sorted((lake.root / "_raw" / f"snapshot_date={night}").glob("w-*/*.seg"))
+
+
+def test_raw_is_kept_received_then_named_by_its_status(tmp_path: Path) -> None:
     lake = Lake(tmp_path).claim("sandbox")
     assert not lake.has_raw(NIGHT, "player_summary", KEY)
-    path = lake.write_raw(NIGHT, "player_summary", KEY, b'{"Response": {}}', "json", FETCHED)
-    assert path.exists() and path.name.endswith(".received.json.gz")
+    ref = lake.write_raw(NIGHT, "player_summary", KEY, b'{"Response": {}}', "json", FETCHED)
+    assert ref.status == "received" and ref.name.endswith(".received.json.gz")
     assert not lake.has_raw(NIGHT, "player_summary", KEY)  # not read yet: not an accepted answer
     assert [r.status for r in lake.iter_raw(NIGHT, status=None)] == ["received"]
-    accepted = lake.settle_raw(path, "ok")
-    assert accepted == lake.raw_path(NIGHT, "player_summary", KEY) and lake.has_raw(NIGHT, "player_summary", KEY)
-    # the key's order does not matter; a new accepted answer replaces the old one (one file)
+    accepted = lake.settle_raw(ref, "ok")
+    assert accepted == lake.raw_ref(NIGHT, "player_summary", KEY) and lake.has_raw(NIGHT, "player_summary", KEY)
+    # the key's order does not matter; a new accepted answer is the request's answer from then on
     reordered = dict(reversed(list(KEY.items())))
     lake.settle_raw(lake.write_raw(NIGHT, "player_summary", reordered, b'{"Response": {"@x": "2"}}', "json", FETCHED), "ok")
-    assert list(path.parent.iterdir()) == [accepted]  # no temporary files left behind
     (raw,) = list(lake.iter_raw(NIGHT))
     assert raw.body == b'{"Response": {"@x": "2"}}' and raw.key == reordered
     assert raw.fmt == "json" and raw.fetched_at == FETCHED and raw.resource == "player_summary" and raw.status == "ok"
-    line, body = gzip.decompress(accepted.read_bytes()).split(b"\n", 1)  # a header line, then the body as received
+    # every body and status of the night in one segment: each body the first layout's file
+    (segment,) = _segments(lake)
+    assert len(frames(segment.read_bytes())[0]) == 4
+    line, body = gzip.decompress(body_payload(raw.ref)).split(b"\n", 1)  # a header line, then the body as received
     header = orjson.loads(line)
     assert header["format"] == "json" and header["key"] == reordered and body == raw.body
     assert header["body_bytes"] == len(body) and header["sha256"] == hashlib.sha256(body).hexdigest()
 
 
-@pytest.mark.parametrize("body", [b'{"Response": {"@x": "1"}}', b"\xff\xfe not utf-8\n<Response/>"])
-def test_a_raw_file_of_the_first_layout_still_reads(tmp_path: Path, body: bytes) -> None:
-    """Bodies kept before the header-line layout are one JSON document, the body inside as text
-    (base64 when it is not UTF-8): the lake reads them as it always did."""
+def test_a_body_kept_twice_under_one_token_reads_once(tmp_path: Path) -> None:
+    """A saver that died after writing a body but before saying so: the harvest writes it again
+    under the token it chose; the night holds it once."""
     lake = Lake(tmp_path).claim("sandbox")
-    path = lake.settle_raw(lake.write_raw(NIGHT, "player_summary", KEY, b"{}", "json", FETCHED), "ok")
+    first = lake.write_raw(NIGHT, "player_summary", KEY, b"{}", "json", FETCHED, token="abc")
+    second = lake.write_raw(NIGHT, "player_summary", KEY, b"{}", "json", FETCHED, token="abc")
+    assert first.offset != second.offset
+    assert [r.token for r in lake.raw_refs(NIGHT, status=None)] == ["abc"]
+
+
+@pytest.mark.parametrize("body", [b'{"Response": {"@x": "1"}}', b"\xff\xfe not utf-8\n<Response/>"])
+def test_raw_files_of_the_first_layouts_still_read(tmp_path: Path, body: bytes) -> None:
+    """Bodies kept one file each (before segments) read as they did: a header line then the body,
+    or, earliest, one JSON document with the body inside as text (base64 when not UTF-8)."""
+    lake = Lake(tmp_path).claim("sandbox")
+    folder = lake.root / "_raw" / f"snapshot_date={NIGHT}" / "player_summary"
+    folder.mkdir(parents=True)
+    ref = lake.write_raw(date(2019, 1, 1), "player_summary", KEY, body, "json", FETCHED)
+    header = orjson.loads(gzip.decompress(body_payload(ref)).split(b"\n", 1)[0])
+    header["snapshot_date"] = NIGHT.isoformat()
+    path = folder / f"{key_digest(KEY)}.json.gz"
+    path.write_bytes(gzip.compress(orjson.dumps(header) + b"\n" + body))
+    (raw,) = list(lake.iter_raw(NIGHT))
+    assert raw.body == body and raw.ref.location == path and raw.status == "ok"
     try:
         text, encoding = body.decode("utf-8"), "utf-8"
     except UnicodeDecodeError:
         text, encoding = base64.b64encode(body).decode("ascii"), "base64"
-    header = orjson.loads(gzip.decompress(path.read_bytes()).split(b"\n", 1)[0])
     del header["body_bytes"]
     for option in (0, orjson.OPT_INDENT_2):  # as written, and as someone pretty-printed it by hand
         path.write_bytes(gzip.compress(orjson.dumps({**header, "body_encoding": encoding, "body": text}, option=option)))
         (raw,) = list(lake.iter_raw(NIGHT))
         assert raw.body == body and raw.key == KEY and raw.fetched_at == FETCHED and raw.fmt == "json"
+    # named anew by a status record, never renamed
+    lake.settle_raw(raw.ref, "unusable")
+    assert [r.status for r in lake.iter_raw(NIGHT, status=None)] == ["unusable"] and path.exists()
 
 
 @pytest.mark.parametrize("cut", [1, -1])
-def test_a_raw_file_whose_body_is_not_the_length_its_header_says_is_damaged(tmp_path: Path, cut: int) -> None:
+def test_a_body_whose_length_is_not_what_its_header_says_is_damaged(tmp_path: Path, cut: int) -> None:
     lake = Lake(tmp_path).claim("sandbox")
-    path = lake.settle_raw(lake.write_raw(NIGHT, "player_summary", KEY, b'{"Response": {}}', "json", FETCHED), "ok")
-    data = gzip.decompress(path.read_bytes())
-    path.write_bytes(gzip.compress(data[:cut] if cut < 0 else data + b" "))
+    ref = lake.settle_raw(lake.write_raw(NIGHT, "player_summary", KEY, b'{"Response": {}}', "json", FETCHED), "ok")
+    data = gzip.decompress(body_payload(ref))
+    rewrite_body(ref, gzip.compress(data[:cut] if cut < 0 else data + b" "))
     with pytest.raises(LakeError, match=r"is damaged \(ValueError: \d+ body bytes, the header says 16\).*kept as is"):
         list(lake.iter_raw(NIGHT))
 
 
-def test_a_raw_file_damaged_inside_or_without_a_header_field_is_a_clear_error(tmp_path: Path) -> None:
+def test_a_body_damaged_inside_or_without_a_header_field_is_a_clear_error(tmp_path: Path) -> None:
     """A flipped byte in the compressed stream, or a header without its night: a LakeError
-    naming the file (the bare zlib or KeyError said neither what nor where), and the file kept."""
+    naming the segment and where in it (the bare zlib or KeyError said neither), the bytes kept."""
     lake = Lake(tmp_path).claim("sandbox")
-    path = lake.settle_raw(lake.write_raw(NIGHT, "player_summary", KEY, b'{"Response": {}}' * 50, "json", FETCHED), "ok")
-    good = path.read_bytes()
+    ref = lake.settle_raw(lake.write_raw(NIGHT, "player_summary", KEY, b'{"Response": {}}' * 50, "json", FETCHED), "ok")
+    good = body_payload(ref)
     flipped = bytearray(good)
     flipped[10] ^= 0xFF  # the first byte of the deflate stream: zlib cannot read its blocks
-    path.write_bytes(bytes(flipped))
-    with pytest.raises(LakeError, match=rf"raw body {path} is damaged \(error: .*kept as is"):
+    rewrite_body(ref, bytes(flipped))
+    (ref,) = lake.raw_refs(NIGHT)
+    with pytest.raises(LakeError, match=rf"raw body {ref.location} \(at byte {ref.offset}\) is damaged \(error: .*kept as is"):
         list(lake.iter_raw(NIGHT))
-    assert path.read_bytes() == bytes(flipped)
+    assert body_payload(ref) == bytes(flipped)
     line, body = gzip.decompress(good).split(b"\n", 1)
     header = orjson.loads(line)
     del header["snapshot_date"]
-    path.write_bytes(gzip.compress(orjson.dumps(header) + b"\n" + body))
+    rewrite_body(ref, gzip.compress(orjson.dumps(header) + b"\n" + body))
     with pytest.raises(LakeError, match=r"is damaged \(KeyError: 'snapshot_date'\)"):
         list(lake.iter_raw(NIGHT))
 
@@ -129,13 +161,81 @@ def test_raw_listing(tmp_path: Path) -> None:
     assert list(lake.iter_raw(date(2020, 1, 1))) == []
 
 
+def test_a_torn_last_record_loses_nothing_whole(tmp_path: Path) -> None:
+    """A writer killed mid-record (or a disk that lost a segment's end): every whole record
+    before it reads; the torn one is skipped, and the next writer's segment is its own."""
+    lake = Lake(tmp_path).claim("sandbox")
+    for player in ("a", "b", "c"):
+        lake.settle_raw(lake.write_raw(NIGHT, "player_summary", {"player": player}, b"{}", "json", FETCHED), "ok")
+    (segment,) = _segments(lake)
+    whole = segment.read_bytes()
+    last = frames(whole)[0][-2]  # the third body's record (its status record follows)
+    segment.write_bytes(whole[: last[0] + last[1] // 2])
+    forget_indexes()
+    assert sorted(r.key["player"] for r in lake.iter_raw(NIGHT, status=None)) == ["a", "b"]
+
+
+def test_segments_are_sealed_by_size_and_a_full_disk_cuts_back_to_the_last_whole_record(tmp_path, monkeypatch) -> None:
+    import errno
+    import os
+
+    from tourneylake.lake import segments
+
+    monkeypatch.setattr(segments, "SEAL_BYTES", 300)
+    lake = Lake(tmp_path).claim("sandbox")
+    writer = segments.SegmentWriter(lake.root / "_raw", NIGHT, fsync=False)
+    for player in ("a", "b", "c"):
+        writer.add_body(player, player, "player_summary", {"player": player}, "json", "", b"x" * 200).result()
+    assert len(list(writer.folder.iterdir())) == 3  # each past the seal size: a segment each
+    write = os.write
+    monkeypatch.setattr(
+        os, "write", lambda fd, data: write(fd, bytes(data)[:50]) and (_ for _ in ()).throw(OSError(errno.ENOSPC, "full"))
+    )
+    with pytest.raises(OSError, match="full"):
+        writer.add_body("d", "d", "player_summary", {"player": "d"}, "json", "", b"x" * 200).result()
+    monkeypatch.setattr(os, "write", write)
+    writer.add_body("e", "e", "player_summary", {"player": "e"}, "json", "", b"x" * 200).result()
+    writer.close()
+    forget_indexes()
+    assert [r.token for r in lake.raw_refs(NIGHT, status=None)] == ["a", "b", "c", "e"]
+    assert all(frames(p.read_bytes())[1] == p.stat().st_size for p in writer.folder.iterdir())  # no torn record left
+
+
+def test_bodies_that_come_together_share_an_fsync(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A group commit: the bodies queued while one fsync runs are made durable by the next one."""
+    import os
+    import threading
+
+    lake = Lake(tmp_path).claim("sandbox")
+    synced = []
+    gate = threading.Event()
+    fdatasync = os.fdatasync
+
+    def slow(fd: int) -> None:
+        synced.append(fd)
+        gate.wait(5)
+        fdatasync(fd)
+
+    monkeypatch.setattr(os, "fdatasync", slow)
+    first = lake.write_raw_soon(NIGHT, "player_summary", {"player": "first"}, b"{}", "json", FETCHED)
+    while not synced:
+        pass
+    more = [lake.write_raw_soon(NIGHT, "player_summary", {"player": str(i)}, b"{}", "json", FETCHED) for i in range(20)]
+    assert not any(f.done() for f in (first, *more))  # none is said kept before its fsync
+    gate.set()
+    for future in (first, *more):
+        future.result()
+    assert len(synced) == 2
+
+
 def test_a_damaged_raw_file_is_named_and_kept(tmp_path: Path) -> None:
     lake = Lake(tmp_path).claim("sandbox")
-    path = lake.settle_raw(lake.write_raw(NIGHT, "player_summary", KEY, b"{}", "json", FETCHED), "ok")
-    path.write_bytes(path.read_bytes()[:10])
-    with pytest.raises(LakeError, match=f"raw body {path} is damaged"):
+    ref = lake.settle_raw(lake.write_raw(NIGHT, "player_summary", KEY, b"{}", "json", FETCHED), "ok")
+    rewrite_body(ref, body_payload(ref)[:10])
+    (ref,) = lake.raw_refs(NIGHT)
+    with pytest.raises(LakeError, match=f"raw body {ref.location}"):
         lake.read_raw(NIGHT, "player_summary", KEY)
-    assert path.exists()
+    assert ref.location.exists()
 
 
 @pytest.mark.parametrize("field", ["Password", "Username", "password", "appkey", "api_token"])
@@ -163,7 +263,10 @@ def test_partition_writer_replaces_atomically(tmp_path: Path) -> None:
     table = lake.read_table("t", NIGHT)
     assert sorted(table.column("k").to_pylist()) == ["c0", "c1", "c2", "c3"]
     assert table.column("snapshot_date").to_pylist() == [NIGHT] * 4
-    assert not any((tmp_path / "lake" / "_tmp").iterdir())
+    # each a Delta commit: created with the night's parts, the night replaced
+    delta = DeltaTable(lake.table_uri("t"))
+    assert delta.version() == 1 and [h["operation"] for h in delta.history()] == ["WRITE", "CREATE TABLE"]
+    assert delta.to_pyarrow_table().num_rows == 4
 
 
 def test_failed_writer_keeps_the_old_partition(tmp_path: Path) -> None:
@@ -176,7 +279,7 @@ def test_failed_writer_keeps_the_old_partition(tmp_path: Path) -> None:
             raise RuntimeError("boom")
     assert sorted(Path(p).read_bytes() for p in lake.partition_files("t", NIGHT)) == before
     assert lake.read_table("t", NIGHT).num_rows == 3
-    assert not any((tmp_path / "lake" / "_tmp").iterdir())
+    assert len(list(lake.partition_path("t", NIGHT).iterdir())) == 1  # the failed writer's parts are gone
 
 
 def test_part_schemas_must_agree(tmp_path: Path) -> None:
@@ -198,10 +301,9 @@ def test_snapshot_date_column_becomes_the_partition(tmp_path: Path) -> None:
     with pytest.raises(LakeError, match="another snapshot_date"):
         lake.write_table("t", NIGHT, wrong)
     lake.write_table("t", date(2019, 12, 11), _table(1, "z"))
-    rows = duckdb.sql(
-        "SELECT snapshot_date, count(*) FROM read_parquet($g, hive_partitioning = true) GROUP BY 1 ORDER BY 1",
-        params={"g": lake.table_glob("t")},
-    ).fetchall()
+    dataset = DeltaTable(lake.table_uri("t")).to_pyarrow_dataset()  # any engine reads the night back from the log
+    rows = duckdb.sql("SELECT snapshot_date, count(*) FROM dataset GROUP BY 1 ORDER BY 1").fetchall()
+    del dataset
     assert rows == [(NIGHT, 2), (date(2019, 12, 11), 1)]
 
 
@@ -223,11 +325,12 @@ def test_names_are_checked(tmp_path: Path) -> None:
         lake.write_raw(NIGHT, "a/b", {}, b"", "json", FETCHED)
 
 
-def test_a_body_settled_by_another_process_is_left_as_is(tmp_path: Path) -> None:
+def test_a_body_settled_by_another_process_is_settled_the_same(tmp_path: Path) -> None:
     lake = Lake(tmp_path).claim("sandbox")
-    path = lake.write_raw(NIGHT, "player_summary", KEY, b"{}", "json", FETCHED)
-    first = lake.settle_raw(path, "ok")  # say, the next run's settle_received
-    assert lake.settle_raw(path, "ok") == first and first.exists()  # the writer's own settle: no error
+    ref = lake.write_raw(NIGHT, "player_summary", KEY, b"{}", "json", FETCHED)
+    first = lake.settle_raw(ref, "ok")  # say, the next run's settle_received
+    assert lake.settle_raw(ref, "ok") == first  # the writer's own settle: no error
+    assert [r.status for r in lake.iter_raw(NIGHT, status=None)] == ["ok"]
 
 
 def test_the_lake_lock_makes_processes_take_turns(tmp_path: Path) -> None:
@@ -249,15 +352,20 @@ def test_the_lake_lock_makes_processes_take_turns(tmp_path: Path) -> None:
     assert holder.wait(timeout=30) == 0
 
 
-def test_a_local_lake_stays_a_directory_of_renamed_files(tmp_path: Path) -> None:
-    # Local paths (and file:// URLs) keep write-then-rename: no commit markers, no segments.
+def test_replaced_parts_stay_until_their_versions_expire(tmp_path: Path) -> None:
+    # A replaced night's parts are an older version's (time travel) until expire_versions.
     lake = Lake(str(tmp_path)).claim("sandbox")
     assert lake.local and lake.root == tmp_path / "lake" and lake.filesystem is None
     lake.write_table("t", "2026-11-20", pa.table({"n": [1, 2]}))
     lake.write_table("t", "2026-11-20", pa.table({"n": [3]}))
     folder = tmp_path / "lake" / "t" / "snapshot_date=2026-11-20"
-    assert sorted(p.name for p in folder.iterdir()) == ["part-00000.parquet"]
-    assert not list((tmp_path / "lake").rglob("_commit.json")) and not list((tmp_path / "lake" / "_tmp").iterdir())
+    assert len(list(folder.iterdir())) == 2
+    older = DeltaTable(lake.table_uri("t"))
+    older.load_as_version(0)
+    assert older.to_pyarrow_table().column("n").to_pylist() == [1, 2]
+    assert expire_versions(lake, keep_days=7) == 0  # young: kept for time travel
+    assert expire_versions(lake, keep_days=0) == 1
+    assert [p.name for p in folder.iterdir()] == [Path(lake.partition_files("t", "2026-11-20")[0]).name]
     assert Lake(f"file://{tmp_path}").read_partition("t", "2026-11-20").column("n").to_pylist() == [3]
 
 
@@ -275,8 +383,8 @@ def test_what_killed_processes_left_in_tmp_is_swept_once_a_day_old(tmp_path: Pat
 
 
 def test_a_parts_data_reaches_the_disk_before_its_name(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Every part is fsynced before it is renamed into place: after a power loss a partition
-    holds whole parts, not empty files in place of the night it replaced."""
+    """Every part is fsynced before the commit names it: after a power loss a version holds
+    whole parts, not empty files in place of the night it replaced."""
     import os
 
     lake = Lake(tmp_path).claim("sandbox")
@@ -293,4 +401,4 @@ def test_a_parts_data_reaches_the_disk_before_its_name(tmp_path: Path, monkeypat
         writer.write(_table(2, "b"))
     parts = [Path(p).name for p in lake.partition_files("t", NIGHT)]
     assert len(parts) == 2
-    assert all(any(s.endswith(f"/.{name}.tmp") for s in synced) for name in parts)
+    assert all(any(s.endswith(f"/{name}") for s in synced) for name in parts)

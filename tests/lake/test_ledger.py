@@ -82,16 +82,22 @@ def test_lines_are_written_in_the_order_asked_and_a_future_is_done_once_its_line
 ) -> None:
     """On a local disk the caller writes each line itself (one write to the page cache: a
     round trip through a thread cost each call more than the write), and its future is done as
-    it is returned; on an object store (a PUT a line) one thread of the writer's own writes
-    them. Either way in order, and a ``sent_soon`` future is done only once its line is in."""
+    it is returned; on an object store (a PUT for the lines that came together) one thread of
+    the writer's own writes them. Either way in order, and a ``sent_soon`` future is done only once its line is in."""
     writing_threads: set[str] = set()
-    write = LedgerWriter._write
+    write, write_segment = LedgerWriter._write, LedgerWriter._write_segment
 
     def spied(self: LedgerWriter, line: dict) -> None:
         writing_threads.add(threading.current_thread().name)
         write(self, line)
 
+    def spied_segment(self: LedgerWriter, lines: list[dict]) -> None:
+        if lines[0]["kind"] != "closed":  # the closing line is written by close() itself
+            writing_threads.add(threading.current_thread().name)
+        write_segment(self, lines)
+
     monkeypatch.setattr(LedgerWriter, "_write", spied)
+    monkeypatch.setattr(LedgerWriter, "_write_segment", spied_segment)
     local = where == "local"
     with LedgerWriter(lake if local else store_lake, NIGHT, "r1", remaining_before=100) as writer:
         for i in range(30):
@@ -297,18 +303,28 @@ def test_runs_carry_their_accounts_name_and_readings_filter_by_it(lake: Lake) ->
 
 
 def _held_writer(monkeypatch: pytest.MonkeyPatch, fail_at: str | None = None) -> threading.Event:
-    """The writer thread (an object-store lake's) held before its first line until the event
-    is set; the row of call ``fail_at`` fails (a full disk)."""
+    """The writer thread (an object-store lake's) held before each object it writes until the
+    event is set; the object holding the row of call ``fail_at`` fails (a full disk)."""
     release = threading.Event()
-    write = LedgerWriter._write
+    write, write_segment = LedgerWriter._write, LedgerWriter._write_segment
 
-    def held(self: LedgerWriter, line: dict) -> None:
+    def fails(lines: list[dict]) -> bool:
+        return any(line["kind"] == "entry" and line.get("call") == fail_at for line in lines)
+
+    def held(self: LedgerWriter, line: dict) -> None:  # a local disk's: a line at a time
         assert release.wait(10)
-        if line["kind"] == "entry" and line.get("call") == fail_at:
+        if fails([line]):
             raise OSError(errno.ENOSPC, "No space left on device")
         write(self, line)
 
+    def held_segment(self: LedgerWriter, lines: list[dict]) -> None:
+        assert release.wait(10)
+        if fails(lines):
+            raise OSError(errno.ENOSPC, "No space left on device")
+        write_segment(self, lines)
+
     monkeypatch.setattr(LedgerWriter, "_write", held)
+    monkeypatch.setattr(LedgerWriter, "_write_segment", held_segment)
     return release
 
 
@@ -351,19 +367,25 @@ def test_a_row_that_cannot_be_written_leaves_the_run_open_for_reconciliation(lak
 
 
 def test_a_call_whose_line_was_queued_before_a_failure_does_not_go_out(store_lake: Lake, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Lines written together share their object's fate: a write-ahead line in the object that
+    failed, or queued after it, keeps its call from going out."""
     lake = store_lake
     release = _held_writer(monkeypatch, fail_at="k1")
     writer = LedgerWriter(lake, NIGHT, "r1", remaining_before=100)
     sent_k1 = writer.sent_soon("player_summary", "k1", 1)
-    row_k1 = writer.record_soon("k1", **row(remaining_after=99))  # fails
-    sent_k2 = writer.sent_soon("player_summary", "k2", 1)  # queued before the failure
     release.set()
     assert sent_k1.result(10) is None
+    release.clear()
+    row_k1 = writer.record_soon("k1", **row(remaining_after=99))  # fails
+    sent_k2 = writer.sent_soon("player_summary", "k2", 1)  # in the same object
+    release.set()
     with pytest.raises(OSError, match="No space left"):
         row_k1.result(10)
-    with pytest.raises(LedgerError, match="could not be written"):
+    with pytest.raises(OSError, match="No space left"):
         sent_k2.result(10)  # k2 does not go out ...
-    assert writer.uncertain == {}  # ... so it cannot have been charged
+    with pytest.raises(LedgerError, match="could not be written"):
+        writer.sent_soon("player_summary", "k3", 1)  # nor does any later call
+    assert writer.uncertain == {}  # k1 is booked by its row (written or not: the next run reconciles), k2 never went out
     writer.close()
     (dead,) = Ledger(lake).dead_runs()
     with _run_bytes(dead.path) as handle:

@@ -1,33 +1,43 @@
 """The lake at a URL (``tourneylake.lake.storage``): ``memory://`` and ``file://`` in-process, and a
-real S3 API on loopback (``moto_server`` in a subprocess): two nights harvested into
+real S3 API on loopback (``moto_server``, one for the module): Delta tables committed there (two
+nights at once both land; a replaced night leaves no stale row in Delta's own reader), raw answers
+in segments with one listing a night whatever their number, two nights harvested into
 ``s3://bucket/prefix``, the warehouse rebuilt from there, a second process reading the same lake,
-a writer killed mid-partition leaving no partial partition, and one-line errors without secrets."""
+a writer killed before its commit leaving the previous night, and one-line errors without secrets."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import signal
 import socket
 import subprocess
 import sys
-import time
+import threading
 import uuid
-from collections.abc import Iterator
-from datetime import UTC, date, datetime
+from collections.abc import Callable, Iterator
+from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
 import fsspec
 import orjson
 import pyarrow as pa
 import pytest
+from deltalake import DeltaTable
 from typer.testing import CliRunner
 
+from tests.conftest import S3_SECRET as SECRET
 from tests.helpers import REPO, harvest_nights, player_line, sandbox_settings
+from tests.s3_proxy import running_proxy
+from tourneylake.api import ReceivedBody, calls
 from tourneylake.cli import app
 from tourneylake.config import load_settings
 from tourneylake.errors import ConfigError, LakeError
 from tourneylake.lake.lake import Lake
 from tourneylake.lake.ledger import Ledger, LedgerWriter
+from tourneylake.lake.partitions import expire_versions, storage_options
+from tourneylake.lake.raw_saver import RawSaver
+from tourneylake.lake.segments import forget_indexes, frames
 from tourneylake.lake.state import StateStore
 from tourneylake.lake.storage import StorePath
 from tourneylake.sandbox import running_sandbox
@@ -37,7 +47,6 @@ from tourneylake.tables.warehouse import Warehouse
 NIGHT = date(2026, 11, 20)
 NIGHTS = [date(2026, 11, 20), date(2026, 11, 21)]
 ROOT = REPO
-SECRET = "moto-secret-do-not-show-42"
 
 
 def small(n: int, tag: str = "a") -> pa.Table:
@@ -57,66 +66,25 @@ def memory_lake() -> Iterator[Lake]:
 
 
 # ---------------------------------------------------------------------- memory:// and file://
-def test_a_memory_lake_keeps_tables_raw_bodies_and_state(memory_lake: Lake) -> None:
+def test_a_memory_lake_keeps_raw_bodies_ledger_and_state_but_no_tables(memory_lake: Lake) -> None:
     lake = memory_lake
     assert isinstance(lake.root, StorePath) and not lake.local and str(lake.root).startswith("memory://")
     assert Lake(str(lake.data_dir)).source == "sandbox"
-    lake.write_table("t", NIGHT, small(3))
-    assert lake.partitions("t") == [NIGHT] and lake.read_partition("t", NIGHT).num_rows == 3
-    assert lake.read_table("t").column("snapshot_date").to_pylist() == [NIGHT] * 3
-    (part,) = lake.partition_files("t", NIGHT)
-    assert part.startswith("memory://") and "/t/snapshot_date=2026-11-20/part-" in part
-    lake.write_table("t", NIGHT, small(2, "b"))  # replaced: the old generation is gone
-    assert lake.read_partition("t", NIGHT).column("tag").to_pylist() == ["b", "b"]
-    assert sorted(p.name for p in lake.partition_path("t", NIGHT).iterdir())[0] == "_commit.json"
-    assert len(list(lake.partition_path("t", NIGHT).iterdir())) == 2
-    lake.drop_partition("t", NIGHT)
-    assert lake.partitions("t") == [] and lake.read_partition("t", NIGHT).num_rows == 0
 
-    path = lake.write_raw(NIGHT, "countries", {"q": "1"}, b'{"ok": true}', "json", 0)
-    assert lake.raw_paths(NIGHT, status="received") == [path]
-    settled = lake.settle_raw(path, "ok")
-    assert lake.has_raw(NIGHT, "countries", {"q": "1"}) and not path.exists()
+    ref = lake.write_raw(NIGHT, "countries", {"q": "1"}, b'{"ok": true}', "json", 0)
+    assert lake.raw_refs(NIGHT, status="received") == [ref]
+    settled = lake.settle_raw(ref, "ok")
+    assert lake.has_raw(NIGHT, "countries", {"q": "1"}) and settled.status == "ok"
     assert lake.read_raw(NIGHT, "countries", {"q": "1"}).body == b'{"ok": true}' and lake.raw_dates() == [NIGHT]
-    assert lake.settle_raw(path, "ok") == settled  # settled by another process meanwhile: left as is
+    (segment, _status) = sorted((lake.root / "_raw" / f"snapshot_date={NIGHT}").glob("w-*/*.seg"))
+    assert frames(segment.read_bytes())[0][0][2]["k"] == "index"  # an object store's segment: its index first
 
     StateStore(lake).write("cache", {"a": 1})
     assert StateStore(lake).read("cache") == {"a": 1} and StateStore(lake).read("nothing") == {}
     with lake.lock("harvest"), lake.lock("harvest"):  # no lock on an object store: one writer per night
         pass
-    with pytest.raises(LakeError, match="object store"):
-        lake.table_glob("t")
-
-
-def _fail_half_way(lake: Lake) -> None:
-    with lake.partition_writer("t", NIGHT) as writer:
-        writer.write(small(5, "new"))
-        raise RuntimeError("the run fails half-way")
-
-
-def test_uncommitted_parts_are_never_read(memory_lake: Lake) -> None:
-    lake = memory_lake
-    lake.write_table("t", NIGHT, small(3))
-    with pytest.raises(RuntimeError, match="half-way"):
-        _fail_half_way(lake)
-    assert lake.read_partition("t", NIGHT).num_rows == 3
-    # A writer killed before its commit leaves parts no marker lists: invisible, then cleaned up.
-    stray = lake.partition_path("t", NIGHT) / "part-deadbeef0000-00000.parquet"
-    stray.write_bytes(b"half a parquet file")
-    assert lake.read_partition("t", NIGHT).num_rows == 3 and len(lake.partition_files("t", NIGHT)) == 1
-    lake.write_table("t", NIGHT, small(4))
-    assert not stray.exists() and lake.read_partition("t", NIGHT).num_rows == 4
-    # A night whose only writer died before any commit has no partition at all.
-    (lake.partition_path("t", NIGHTS[1]) / "part-deadbeef0000-00000.parquet").write_bytes(b"x")
-    assert lake.partitions("t") == [NIGHT] and lake.partition_files("t", NIGHTS[1]) == []
-
-
-def test_the_warehouse_loads_a_memory_lake(memory_lake: Lake, tmp_path: Path) -> None:
-    lake = memory_lake
-    lake.write_table("countries", NIGHT, pa.table({"code": ["FR"], "name": ["France"]}))
-    with Warehouse(tmp_path / "w.duckdb") as db:
-        assert db.load_night(lake, NIGHT, ["countries"]) == {"countries": 1}
-        assert db.query("SELECT code, snapshot_date FROM countries").to_pylist() == [{"code": "FR", "snapshot_date": NIGHT}]
+    with pytest.raises(LakeError, match=r"Delta tables, which need a store delta-rs opens .* memory:// is not one"):
+        lake.write_table("t", NIGHT, small(3))
 
 
 def test_the_ledger_on_an_object_store_keeps_its_promises(memory_lake: Lake) -> None:
@@ -207,60 +175,100 @@ def test_a_url_lake_needs_a_local_warehouse_file(tmp_path: Path) -> None:
 
 
 # ---------------------------------------------------------------------- a real S3 API (moto)
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+def _options() -> dict[str, str]:
+    return storage_options(Lake("s3://x/y"))
 
 
-@pytest.fixture(scope="module")
-def moto() -> Iterator[str]:
-    """``moto_server`` on a loopback port; its endpoint URL. Killed by its pid at teardown."""
-    port = _free_port()
-    process = subprocess.Popen(
-        [str(Path(sys.executable).parent / "moto_server"), "-H", "127.0.0.1", "-p", str(port)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        deadline = time.monotonic() + 30
-        while True:
+def test_delta_tables_on_s3(s3: str) -> None:
+    lake = Lake(s3).claim("sandbox")
+    lake.write_table("t", NIGHT, small(3))
+    lake.write_table("t", NIGHTS[1], small(2, "n2"))
+    assert lake.partitions("t") == NIGHTS and lake.read_partition("t", NIGHT).num_rows == 3
+    (part,) = lake.partition_files("t", NIGHT)
+    assert part.startswith(s3 + "/lake/t/snapshot_date=2026-11-20/part-night-")
+    lake.write_table("t", NIGHT, small(2, "b"))  # the night replaced, by an overwrite on its date
+    delta = DeltaTable(lake.table_uri("t"), storage_options=_options())
+    rows = delta.to_pyarrow_table().to_pylist()  # Delta's own reader: no stale row of the replaced night
+    assert sorted((r["snapshot_date"], r["tag"]) for r in rows) == [
+        (NIGHT, "b"),
+        (NIGHT, "b"),
+        (NIGHTS[1], "n2"),
+        (NIGHTS[1], "n2"),
+    ]
+    assert len(list(lake.partition_path("t", NIGHT).iterdir())) == 2  # the replaced part: an older version's
+    assert expire_versions(lake, keep_days=0) == 1
+    assert len(list(lake.partition_path("t", NIGHT).iterdir())) == 1
+    lake.write_table("t", NIGHTS[1], small(1, "a"), shard="a")  # a shard's rows beside the night's others
+    assert sorted(lake.read_table("t", NIGHTS[1]).column("tag").to_pylist()) == ["a", "n2", "n2"]
+    lake.drop_partition("t", NIGHT)
+    assert lake.partitions("t") == [NIGHTS[1]] and lake.read_partition("t", NIGHT).num_rows == 0
+
+
+@pytest.mark.parametrize("where", ["local", "s3"])
+def test_two_nights_committed_at_once_both_land(where: str, tmp_path: Path, request: pytest.FixtureRequest) -> None:
+    """A backfill's nights (or shards) committed at the same moment: every commit lands (on S3 by
+    delta-rs's conditional PUT, ``If-None-Match``); two writers of one night leave one whole."""
+    url = str(tmp_path) if where == "local" else request.getfixturevalue("s3")
+    lake = Lake(url).claim("sandbox")
+    lake.write_table("t", NIGHT, small(1, "first"))  # the table exists: the writers race on commits only
+    nights = [NIGHT + timedelta(days=i) for i in range(1, 5)]
+    barrier = threading.Barrier(len(nights) + 2)
+
+    def commit(night: date, tag: str, shard: str | None = None) -> None:
+        with Lake(url).partition_writer("t", night, shard=shard) as writer:
+            writer.write(small(3, tag))
+            barrier.wait(30)  # every writer's parts are written: the commits start together
+
+    jobs = [(night, f"n{night.day}", None) for night in nights] + [(NIGHT, "x", None), (NIGHT, "y", None)]
+    threads = [threading.Thread(target=commit, args=job) for job in jobs]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(120)
+    assert lake.partitions("t") == [NIGHT, *nights]
+    for night in nights:
+        assert lake.read_table("t", night).column("tag").to_pylist() == [f"n{night.day}"] * 3
+    assert lake.read_table("t", NIGHT).column("tag").to_pylist() in (["x"] * 3, ["y"] * 3)  # one of them, whole
+
+
+def test_raw_segments_on_s3_are_read_with_one_listing_a_night(moto: str, s3_env: Callable[[str], None]) -> None:
+    """Many bodies to an object; a night read with one LIST whatever its answers' number; a
+    body saved by the saver process (a second process, on S3 too) reads back."""
+    import fsspec
+
+    with running_proxy(moto) as proxy:
+        s3_env(proxy.url)
+        bucket = f"lake-{uuid.uuid4().hex[:8]}"
+        fsspec.filesystem("s3", skip_instance_cache=True).mkdir(bucket)
+        lake = Lake(f"s3://{bucket}/prefix").claim("sandbox")
+        lists = []
+        for night, count in ((NIGHT, 10), (NIGHTS[1], 60)):
+            futures = [
+                lake.write_raw_soon(night, "player_summary", {"player": f"p{i}"}, b'{"x": %d}' % i, "json", 0)
+                for i in range(count)
+            ]
+            refs = [future.result(30) for future in futures]
+            for ref in refs:
+                lake.settle_raw(ref, "ok")
+            forget_indexes()  # another process's view: nothing known of the night
+            proxy.reset()
+            bodies = list(lake.iter_raw(night))
+            assert sorted(raw.body for raw in bodies) == sorted(b'{"x": %d}' % i for i in range(count))
+            lists.append(proxy.stats()["counts"].get("LIST", 0))
+            assert len({ref.location for ref in refs}) < count  # many bodies to a segment
+        assert lists == [1, 1]
+
+        async def saved_by_the_saver() -> None:
+            saver = RawSaver(lake, NIGHT)
             try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
-                break
-            except OSError:
-                if process.poll() is not None or time.monotonic() > deadline:
-                    pytest.fail("moto_server did not come up within 30 s")
-                time.sleep(0.1)
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        os.kill(process.pid, signal.SIGTERM)
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            os.kill(process.pid, signal.SIGKILL)
-            process.wait()
+                settle = await saver.save(ReceivedBody(calls.countries(), b"<Countries/>", "xml", datetime.now(UTC)))
+                await settle("ok")
+                assert saver.pid is not None
+            finally:
+                await saver.aclose()
 
-
-@pytest.fixture
-def s3(moto: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> str:
-    """A fresh bucket on moto with the usual AWS environment; its ``s3://bucket/prefix`` URL."""
-    for name in [n for n in os.environ if n.startswith("AWS_")]:
-        monkeypatch.delenv(name)
-    env = {
-        "AWS_ACCESS_KEY_ID": "testing",
-        "AWS_SECRET_ACCESS_KEY": SECRET,
-        "AWS_DEFAULT_REGION": "us-east-1",
-        "AWS_ENDPOINT_URL": moto,
-        "AWS_SHARED_CREDENTIALS_FILE": str(tmp_path / "none"),
-        "AWS_CONFIG_FILE": str(tmp_path / "none"),
-        "AWS_EC2_METADATA_DISABLED": "true",
-    }
-    for name, value in env.items():
-        monkeypatch.setenv(name, value)
-    bucket = f"lake-{uuid.uuid4().hex[:8]}"
-    fsspec.filesystem("s3", skip_instance_cache=True).mkdir(bucket)
-    return f"s3://{bucket}/prefix"
+        asyncio.run(saved_by_the_saver())
+        assert lake.read_raw(NIGHT, calls.COUNTRIES, calls.countries().key).body == b"<Countries/>"
 
 
 def _subprocess_env() -> dict[str, str]:
@@ -329,35 +337,34 @@ import os, signal, sys
 import pyarrow as pa
 from tourneylake.lake.lake import Lake, PartitionWriter
 lake = Lake(sys.argv[1])
-commit = PartitionWriter._commit
-def die(self, folder, *, failed):
-    if self.rows == 7:  # the second writer: its parts are written, its marker is not
-        print("parts written", flush=True)
-        os.kill(os.getpid(), signal.SIGKILL)
-    return commit(self, folder, failed=failed)
-PartitionWriter._commit = die
+def die(self):
+    print("parts written", flush=True)  # the second writer's parts are stored, its commit is not
+    os.kill(os.getpid(), signal.SIGKILL)
 lake.write_table("t", "2026-11-20", pa.table({"n": list(range(3))}))
+PartitionWriter._commit = die
 with lake.partition_writer("t", "2026-11-20") as w:
     w.write(pa.table({"n": list(range(4))}))
     w.write(pa.table({"n": list(range(3))}))
-with lake.partition_writer("t", "2026-11-21") as w:  # never reached
-    w.write(pa.table({"n": [1]}))
 """
 
 
 @pytest.mark.slow
-def test_a_writer_killed_mid_partition_leaves_the_previous_one(s3: str) -> None:
+def test_a_writer_killed_before_its_commit_leaves_the_previous_night(s3: str) -> None:
     killed = subprocess.run(
         [sys.executable, "-c", _KILLED_WRITER, s3], capture_output=True, env=_subprocess_env(), timeout=120, check=False
     )
     assert killed.returncode == -signal.SIGKILL and b"parts written" in killed.stdout, killed.stderr.decode()
     lake = Lake(s3)
     assert lake.partitions("t") == [NIGHT]
-    assert lake.read_partition("t", NIGHT).column("n").to_pylist() == [0, 1, 2]  # the previous partition, whole
+    assert lake.read_partition("t", NIGHT).column("n").to_pylist() == [0, 1, 2]  # the previous night, whole
     folder = lake.partition_path("t", NIGHT)
-    assert len([p for p in folder.iterdir() if p.name.startswith("part-")]) == 3  # 1 committed + 2 stray
-    lake.write_table("t", NIGHT, small(1))  # the next commit cleans the killed writer's parts up
-    assert [p.name.startswith("part-") for p in folder.iterdir()].count(True) == 1
+    assert len(list(folder.iterdir())) == 3  # 1 committed + 2 no version names
+    assert DeltaTable(lake.table_uri("t"), storage_options=_options()).to_pyarrow_table().num_rows == 3
+    lake.write_table("t", NIGHT, small(1))
+    assert expire_versions(lake, keep_days=0) == 1  # the replaced part, as the log names it
+    assert len(list(folder.iterdir())) == 3  # the killed writer's parts: no version ever named them
+    expire_versions(lake, keep_days=0, strays=True)  # a listing finds them
+    assert [p.name for p in folder.iterdir()] == [lake.partition_files("t", NIGHT)[0].rsplit("/", 1)[1]]
 
 
 @pytest.mark.slow
@@ -382,5 +389,5 @@ def test_rebuild_refuses_a_memory_lake_that_is_not_there(tmp_path: Path) -> None
 def test_the_readme_says_how_to_use_object_storage() -> None:
     readme = (ROOT / "README.md").read_text()
     section = readme.split("## The lake on object storage", 1)[1].split("\n## ", 1)[0]
-    for needle in ("TOURNEYLAKE_DATA_DIR", "TOURNEYLAKE_WAREHOUSE", "AWS_", "_commit.json", "One writer"):
+    for needle in ("TOURNEYLAKE_DATA_DIR", "TOURNEYLAKE_WAREHOUSE", "AWS_", "Delta", "If-None-Match", "segments", "One writer"):
         assert needle in section

@@ -1,9 +1,9 @@
 """The raw saver (:mod:`tourneylake.lake.raw_saver`): a harvest's paid bodies saved by a second process.
 
 Each test drives a real saver process over its real pipes, from a real event loop, into a real
-lake: the file it writes is the one the harvest would have written; a body is acknowledged only
-once it is on disk; a saver killed (or never answering) leaves nothing unsaved, the harvest saving
-the rest itself to the same names; a body the saver cannot write fails with the harvest's own
+lake: the record it writes holds the file the harvest would have written; a body is acknowledged
+only once it is on disk; a saver killed (or never answering) leaves nothing unsaved, the harvest
+saving the rest itself under the same tokens; a body the saver cannot write fails with the harvest's own
 error; a harvest that dies with bodies in the pipe leaves them saved; the saver's environment and
 command line hold no secret; and a whole sandbox night survives its saver being killed mid-way.
 """
@@ -22,12 +22,12 @@ from pathlib import Path
 import psutil
 import pytest
 
-from tests.helpers import player_line, remaining, sandbox_settings, write_watchlist
+from tests.helpers import body_payload, player_line, remaining, sandbox_settings, write_watchlist
 from tourneylake.api import ReceivedBody, calls
 from tourneylake.api.client import _PoolSaver
 from tourneylake.errors import LakeError
 from tourneylake.lake.lake import Lake
-from tourneylake.lake.raw import OK, RECEIVED, raw_file_bytes, read_raw_file
+from tourneylake.lake.raw import OK, RECEIVED, raw_file_bytes
 from tourneylake.lake.raw_saver import RAW_SAVER_ENV, SAVER_MIN_CALLS, RawSaver, saver_wanted
 from tourneylake.night.harvest import harvest_players, refresh_metadata
 from tourneylake.night.session import Session
@@ -56,26 +56,30 @@ def _files(lake: Lake) -> list[Path]:
     return sorted(p for p in (lake.root / "_raw").rglob("*") if p.is_file())
 
 
-def test_the_saver_writes_the_very_file_the_harvest_would_and_names_it_by_its_status(tmp_path: Path) -> None:
+def _kept(lake: Lake) -> list[str]:
+    """The players whose bodies the night holds, one each, whatever their status."""
+    return sorted(ref.key["player"] for ref in lake.raw_refs(NIGHT, status=None))
+
+
+def test_the_saver_keeps_the_very_file_the_harvest_would_and_names_it_by_its_status(tmp_path: Path) -> None:
     lake = Lake(tmp_path)
     bodies = {"alice": b'{"Response": {"success": true, "n": "\xc3\xa9"}}', "bob": b"\xff\xfe not UTF-8", "carol": b"<x/>"}
 
-    async def night() -> list[Path]:
+    async def night() -> None:
         saver = RawSaver(lake, NIGHT)
         try:
             settles = [await saver.save(_received(name, body)) for name, body in bodies.items()]
             assert saver.pid is not None and saver.pid != os.getpid()
-            received = _files(lake)  # acknowledged: on disk before any status
-            assert len(received) == 3 and all(p.name.endswith(f".{RECEIVED}.json.gz") for p in received)
-            for path in received:
-                raw = read_raw_file(path)
-                assert path.read_bytes() == raw_file_bytes(
+            received = list(lake.iter_raw(NIGHT, status=None))  # acknowledged: on disk before any status
+            assert len(received) == 3 and {raw.status for raw in received} == {RECEIVED}
+            assert len({raw.ref.location for raw in received}) == 1  # the saver's one segment
+            for raw in received:
+                assert body_payload(raw.ref) == raw_file_bytes(
                     raw.resource, raw.key, raw.fmt, FETCHED.isoformat(), "2026-11-20", raw.body
                 )
             await settles[0]("ok")
             await settles[1]("unusable")
             await settles[2]("refused-101024")
-            return received
         finally:
             await saver.aclose()
 
@@ -83,13 +87,13 @@ def test_the_saver_writes_the_very_file_the_harvest_would_and_names_it_by_its_st
     by_player = {raw.key["player"]: raw for raw in lake.iter_raw(NIGHT, status=None)}
     assert {k: v.status for k, v in by_player.items()} == {"alice": OK, "bob": "unusable", "carol": "refused-101024"}
     assert {k: v.body for k, v in by_player.items()} == bodies
-    assert by_player["alice"].fetched_at == FETCHED and len(_files(lake)) == 3
+    assert by_player["alice"].fetched_at == FETCHED and len(_files(lake)) == 1
     assert lake.read_raw(NIGHT, calls.PLAYER_SUMMARY, dict(_received("alice").call.key)).body == bodies["alice"]
     assert _no_saver_left()
 
 
 def test_a_killed_saver_leaves_nothing_unsaved_and_nothing_twice(tmp_path: Path) -> None:
-    """Bodies the saver held unanswered when it died are saved by the harvest, under the names
+    """Bodies the saver held unanswered when it died are saved by the harvest, under the tokens
     it chose; so is every later body and status."""
     lake = Lake(tmp_path)
 
@@ -110,10 +114,8 @@ def test_a_killed_saver_leaves_nothing_unsaved_and_nothing_twice(tmp_path: Path)
             await saver.aclose()
 
     asyncio.run(night())
-    files = _files(lake)
-    assert len(files) == 9 and all(p.name.count(".") == 2 for p in files), [p.name for p in files]  # all accepted
-    assert {read_raw_file(p).key["player"] for p in files} == {"p0", "p1", "p2", *(f"q{i}" for i in range(5)), "after"}
-    assert not list(tmp_path.rglob("*.tmp"))
+    players = ["after", "p0", "p1", "p2", *(f"q{i}" for i in range(5))]
+    assert _kept(lake) == players and sorted(raw.key["player"] for raw in lake.iter_raw(NIGHT)) == players  # all accepted
     assert _no_saver_left()
 
 
@@ -132,8 +134,7 @@ def _save_four(lake: Lake, saver: RawSaver) -> None:
 
 def _saved_once(lake: Lake) -> bool:
     """p0..p3 each saved, named ``ok``, once."""
-    files = _files(lake)
-    return sorted(raw.key["player"] for raw in lake.iter_raw(NIGHT)) == ["p0", "p1", "p2", "p3"] and len(files) == 4
+    return sorted(raw.key["player"] for raw in lake.iter_raw(NIGHT)) == ["p0", "p1", "p2", "p3"] == _kept(lake)
 
 
 @pytest.mark.parametrize("failure", [OSError(24, "Too many open files"), ValueError("bad file descriptor count")])
@@ -185,7 +186,7 @@ _STAND_IN = "import sys, time; sys.stdin.buffer.read(4); sys.stdout.buffer.write
 def test_a_saver_answering_garbage_is_stopped_and_the_harvest_saves_everything_itself(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, answer: bytes
 ) -> None:
-    monkeypatch.setattr("tourneylake.lake.raw_saver._command", lambda fsync: [sys.executable, "-c", _STAND_IN.format(answer)])
+    monkeypatch.setattr("tourneylake.lake.raw_saver._command", lambda *a: [sys.executable, "-c", _STAND_IN.format(answer)])
     lake = Lake(tmp_path)
     saver = RawSaver(lake, NIGHT)
     _save_four(lake, saver)
@@ -196,7 +197,7 @@ def test_a_saver_answering_garbage_is_stopped_and_the_harvest_saves_everything_i
 def test_a_silent_saver_is_stopped_at_close_and_the_harvest_saves_everything_itself(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("tourneylake.lake.raw_saver._command", lambda fsync: [sys.executable, "-c", _STAND_IN.format(b"")])
+    monkeypatch.setattr("tourneylake.lake.raw_saver._command", lambda *a: [sys.executable, "-c", _STAND_IN.format(b"")])
     monkeypatch.setattr("tourneylake.lake.raw_saver._CLOSE_TIMEOUT_S", 1.0)
     lake = Lake(tmp_path)
 
@@ -204,14 +205,14 @@ def test_a_silent_saver_is_stopped_at_close_and_the_harvest_saves_everything_its
         saver = RawSaver(lake, NIGHT)
         saves = [asyncio.ensure_future(saver.save(_received(f"p{i}"))) for i in range(4)]
         await asyncio.sleep(0.5)
-        assert not any(s.done() for s in saves) and not _files(lake)  # unanswered, so not yet the caller's
+        assert not any(s.done() for s in saves) and not _kept(lake)  # unanswered, so not yet the caller's
         await asyncio.wait_for(saver.aclose(), 60)  # its input closed, no end in 1 s: killed, then saved here
-        assert len(_files(lake)) == 4  # on disk once the saver is closed
+        assert len(_kept(lake)) == 4  # on disk once the saver is closed
         await asyncio.wait_for(asyncio.gather(*saves), 10)
         assert saver.pid is not None and not psutil.pid_exists(saver.pid)
 
     asyncio.run(night())
-    assert len(_files(lake)) == 4 and {read_raw_file(p).key["player"] for p in _files(lake)} == {"p0", "p1", "p2", "p3"}
+    assert _kept(lake) == ["p0", "p1", "p2", "p3"]
 
 
 @pytest.mark.parametrize("saver_kind", ["threads", "fallback"])
@@ -222,14 +223,14 @@ def test_a_body_is_saved_even_when_its_call_is_cancelled_while_it_waits_for_a_th
     the same, though it was still waiting for a thread when the call was cancelled."""
     lake = Lake(tmp_path)
     gate = threading.Event()
-    write = Lake.write_received
+    write = Lake.write_raw
 
-    def slow_first(self: Lake, path: Path, night: date, resource: str, key: dict, *args: object) -> None:
+    def slow_first(self: Lake, night: date, resource: str, key: dict, *args: object, **kwargs: object):
         if key["player"] == "first":
             assert gate.wait(10)
-        write(self, path, night, resource, key, *args)
+        return write(self, night, resource, key, *args, **kwargs)
 
-    monkeypatch.setattr(Lake, "write_received", slow_first)
+    monkeypatch.setattr(Lake, "write_raw", slow_first)
 
     def make() -> object:
         if saver_kind == "threads":  # the saves on the harvest's threads (TOURNEYLAKE_RAW_SAVER=thread)
@@ -265,7 +266,7 @@ def _no_process(*args: object, **kwargs: object) -> None:
 
 def test_a_body_the_saver_cannot_write_fails_with_the_harvests_own_error(tmp_path: Path) -> None:
     lake = Lake(tmp_path)
-    blocked = lake.root / "_raw" / "snapshot_date=2026-11-20" / calls.PLAYER_SUMMARY
+    blocked = lake.root / "_raw" / "snapshot_date=2026-11-20"
     blocked.parent.mkdir(parents=True)
     blocked.write_text("a file where the folder should be")
     with pytest.raises(OSError) as in_process:
@@ -293,22 +294,21 @@ def test_a_body_the_saver_cannot_write_fails_with_the_harvests_own_error(tmp_pat
 
 def test_a_harvest_gone_with_bodies_in_the_pipe_leaves_every_whole_one_saved(tmp_path: Path) -> None:
     lake = Lake(tmp_path)
-    paths = [lake.received_path(NIGHT, calls.PLAYER_SUMMARY, {"player": f"p{i}"}, "json") for i in range(4)]
     messages = b"".join(
-        frame(["save", i, str(p), calls.PLAYER_SUMMARY, {"player": f"p{i}"}, "json", FETCHED.isoformat(), "2026-11-20", b"{}"])
-        for i, p in enumerate(paths)
+        frame(["save", i, f"t{i}", calls.PLAYER_SUMMARY, {"player": f"p{i}"}, "json", FETCHED.isoformat(), "2026-11-20", b"{}"])
+        for i in range(4)
     )
-    torn = frame(["save", 9, str(paths[0]) + ".torn", calls.PLAYER_SUMMARY, {}, "json", "", "", b"{}"])[:-3]
+    torn = frame(["save", 9, "torn", calls.PLAYER_SUMMARY, {}, "json", "", "", b"{}"])[:-3]
     saver = subprocess.Popen(
-        [sys.executable, "-m", "tourneylake.lake.raw_saver", "1"],
+        [sys.executable, "-m", "tourneylake.lake.raw_saver", str(tmp_path), "2026-11-20", "1"],
         stdin=subprocess.PIPE,
         stdout=subprocess.DEVNULL,
         env=worker_env(),
     )
     saver.communicate(messages + torn, timeout=30)  # the harvest's end of the pipe closes mid-frame
     assert saver.returncode == 0
-    assert all(p.exists() and read_raw_file(p).key == {"player": f"p{i}"} for i, p in enumerate(paths))
-    assert len(_files(lake)) == 4
+    refs = lake.raw_refs(NIGHT, status=RECEIVED)  # each whole one kept, for the next run to name
+    assert [(r.token, r.key) for r in sorted(refs, key=lambda r: r.token)] == [(f"t{i}", {"player": f"p{i}"}) for i in range(4)]
 
 
 def test_the_saver_holds_no_secret(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -333,7 +333,7 @@ def test_where_the_saver_is_used(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     monkeypatch.delenv(RAW_SAVER_ENV, raising=False)
     assert saver_wanted(Lake(tmp_path)) and saver_wanted(Lake(tmp_path), SAVER_MIN_CALLS)
     assert not saver_wanted(Lake(tmp_path), SAVER_MIN_CALLS - 1)  # a small night: its own threads
-    assert not saver_wanted(Lake("memory://tourneylake-saver-test"))  # an object store: one PUT, in process
+    assert not saver_wanted(Lake("memory://tourneylake-saver-test"))  # a store in this process's memory
     monkeypatch.setenv(RAW_SAVER_ENV, "process")
     assert saver_wanted(Lake(tmp_path), 1)
     monkeypatch.setenv(RAW_SAVER_ENV, "thread")
@@ -368,7 +368,7 @@ def test_a_night_survives_its_saver_killed_midway_and_pays_for_nothing_twice(
         assert outcome.fetched == 40 and not outcome.failed
         assert before - remaining(settings) == 40  # each player paid once
         lake = Lake(settings.data_dir)
-        assert not lake.raw_paths(NIGHT, status=RECEIVED)  # every body named by its status
+        assert not lake.raw_refs(NIGHT, status=RECEIVED)  # every body named by its status
         answers = list(lake.iter_raw(NIGHT, calls.PLAYER_SUMMARY))
         assert sorted(raw.key["player"] for raw in answers) == sorted(p for _, p in players)
         again = harvest_players(

@@ -404,17 +404,17 @@ def test_a_body_our_side_cannot_save_stops_the_night_but_the_calls_in_flight_fin
     sandbox.app.plan = FaultPlan(Faults(), 0, 100.0)  # 100 ms a call: others are in flight when one fails
     roster = sandbox.world.roster(30)
     settings = _night(sandbox, tmp_path, roster, concurrency=4, tables_worker="off")
-    write = Lake.write_received
+    write = Lake.write_raw_soon
     saves: list[str] = []
 
-    def disk_full_at_the_8th(self: Lake, path: Path, night: date, resource: str, key: dict, *args: object) -> None:
+    def disk_full_at_the_8th(self: Lake, night: date, resource: str, key: dict, *args: object, **kwargs: object):
         if resource == calls.PLAYER_SUMMARY:
             saves.append(key["player"])
             if len(saves) == 8:
                 raise OSError(errno.ENOSPC, "No space left on device")
-        write(self, path, night, resource, key, *args)
+        return write(self, night, resource, key, *args, **kwargs)
 
-    monkeypatch.setattr(Lake, "write_received", disk_full_at_the_8th)
+    monkeypatch.setattr(Lake, "write_raw_soon", disk_full_at_the_8th)
     before = remaining(settings)
     with pytest.raises(OSError, match="No space left"):
         _harvest(settings)
@@ -481,21 +481,28 @@ def test_metadata_tables_cut_short_by_a_kill_are_all_written_by_the_re_run(
 ) -> None:
     """The night's `currencies` partition says its metadata tables are there, so a run killed
     after writing some of them must not leave it behind them."""
-    settings = _night(sandbox, tmp_path, sandbox.world.roster(1))
-    write = Lake.write_table
-    written: list[str] = []
+    import threading
 
-    def killed_after_two(self: Lake, name: str, *args: object) -> int:
-        if len(written) == 2:
-            raise KeyboardInterrupt  # the process ends here
-        written.append(name)
-        return write(self, name, *args)
+    from tourneylake.lake.partitions import PartitionWriter
+
+    settings = _night(sandbox, tmp_path, sandbox.world.roster(1))
+    commit = PartitionWriter._commit
+    written: list[str] = []
+    counting = threading.Lock()
+
+    def killed_after_two(self: PartitionWriter) -> None:
+        with counting:
+            if len(written) >= 2:
+                raise KeyboardInterrupt  # the process ends here
+            written.append(self.table)
+        commit(self)
 
     with monkeypatch.context() as m:
-        m.setattr(Lake, "write_table", killed_after_two)
+        m.setattr(PartitionWriter, "_commit", killed_after_two)
         with pytest.raises(KeyboardInterrupt):
             refresh_metadata(Session.open(settings, settings.base_url, NIGHT))
-    refresh_metadata(Session.open(settings, settings.base_url, NIGHT))  # the re-run
     lake = Lake(settings.data_dir)
+    assert "currencies" not in written and not lake.partitions("currencies")  # never ahead of the others
+    refresh_metadata(Session.open(settings, settings.base_url, NIGHT))  # the re-run
     for name in ("currencies", "networks", "statistic_definitions"):
         assert NIGHT in lake.partitions(name), name

@@ -49,6 +49,31 @@ def test_the_gate_writes_the_line_before_the_call_and_refuses_past_the_budget(sa
     assert (row["cost"], row["remaining_after"], row["outcome"]) == (1, 0, "ok")
 
 
+def test_a_call_whose_line_took_a_while_is_withdrawn_when_the_budget_stopped_meanwhile(sandbox, tmp_path) -> None:
+    """On an object store a write-ahead line waits for its group's PUT, and its call's HTTP slot
+    is another's meanwhile; a budget stop in that time withdraws the call before it goes out:
+    its claim given back, its line closed by a `withdrawn` one (not a row), nothing unanswered."""
+    from tourneylake.lake.ledger import Ledger
+
+    settings = sandbox_settings(sandbox, tmp_path)  # no call reaches it: the hooks alone are tried
+    meter = Meter(settings, Lake(tmp_path).claim("sandbox"), NIGHT, "run-3", None, lambda: 10)
+    budget = Budget(remaining=10, max_searches_per_run=None, reserve=0, costs=CostModel())
+    summary, other = calls.player_summary("PokerStars", "Borbas.Geri"), calls.player_summary("PokerStars", "x")
+    with meter.ledger(10) as ledger:
+        hooks = meter.hooks(budget, ledger)
+        hooks["before_attempt"](summary, 1).result(timeout=10)
+        hooks["before_attempt"](other, 1).result(timeout=10)
+        hooks["confirm_attempt"](other, 1)  # no stop: it goes
+        assert budget.in_flight == 2
+        budget.stop("quota: exhausted")
+        with pytest.raises(BudgetRefused, match="quota"):
+            hooks["confirm_attempt"](summary, 1)
+        assert budget.in_flight == 1 and dict(ledger.uncertain) == {calls.PLAYER_SUMMARY: 1}  # only the call that went
+        hooks["on_attempt"](_attempt(other, "ok", 9)).result(timeout=10)
+    (run,) = Ledger(Lake(tmp_path)).runs(NIGHT)
+    assert run.closed and run.unanswered == [] and len(run.entries) == 1
+
+
 def test_a_refused_or_lost_call_costs_nothing_in_its_row(sandbox, tmp_path) -> None:
     settings = sandbox_settings(sandbox, tmp_path)  # no call reaches it: the hooks alone are tried
     meter = Meter(settings, Lake(tmp_path).claim("sandbox"), NIGHT, "run-2", None, lambda: 10)

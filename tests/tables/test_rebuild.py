@@ -18,11 +18,11 @@ import pyarrow.parquet as pq
 import pytest
 from typer.testing import CliRunner
 
-from tests.helpers import harvest_nights, sandbox_settings
+from tests.helpers import body_payload, harvest_nights, raw_files, rewrite_body, sandbox_settings
 from tourneylake.cli import app
 from tourneylake.config import Settings
 from tourneylake.errors import LakeError
-from tourneylake.lake.lake import REBUILD_LOCK, Lake
+from tourneylake.lake.lake import REBUILD_LOCK, Lake, RawRef
 from tourneylake.lake.state import StateStore
 from tourneylake.night.harvest import last_harvested
 from tourneylake.sandbox import running_sandbox
@@ -108,19 +108,19 @@ def test_a_damaged_partition_is_one_line_and_rebuilding_its_night_makes_it_again
     lake = Lake(harvested.data_dir)
     (part,) = lake.partition_files("player_snapshots", NIGHTS[0])
     good = Path(part).read_bytes()
-    raw_before = sorted(p.name for p in (lake.root / "_raw").rglob("*.json.gz"))
+    raw_before = raw_files(lake)
     Path(part).write_bytes(good[:100])  # a disk that lost the file's end
     with pytest.raises(LakeError) as caught:
         last_harvested(lake, NIGHTS[1])  # what the next night's plan reads
     message, named = str(caught.value), "/".join(Path(part).parts[-3:])  # the part from its table's folder, once
     assert message.startswith(f"{named} is damaged") and "tourneylake rebuild --date 2026-11-20" in message
     assert "\n" not in message and message.count("part-") == 1 and len(message) < 200
-    with pytest.raises(LakeError) as caught, Warehouse(harvested.warehouse_path) as db:
-        db.load_night(lake, NIGHTS[0])  # what the night's warehouse load reads
+    with pytest.raises(LakeError) as caught, Warehouse(harvested.warehouse_path.with_name("fresh.duckdb")) as db:
+        db.load_night(lake, NIGHTS[0])  # what a load reads (a fresh warehouse: the night is new to it)
     assert str(caught.value).startswith(f"{named} is damaged (No magic bytes found at end of file): `tourneylake rebuild")
     assert invoke(harvested, "--date", "2026-11-20").exit_code == 0
     assert last_harvested(lake, NIGHTS[1]) == {("PokerStars", "Borbas.Geri", "sng"): NIGHTS[0]}
-    assert sorted(p.name for p in (lake.root / "_raw").rglob("*.json.gz")) == raw_before  # nothing paid touched
+    assert raw_files(lake) == raw_before  # nothing paid touched
 
 
 def test_a_damaged_state_file_is_one_line_naming_it(tmp_path: Path) -> None:
@@ -159,10 +159,11 @@ def _tables(settings: Settings) -> dict[tuple[str, date], list[dict]]:
     return out
 
 
-def _damage_summary(settings: Settings, night: date) -> Path:
-    (path,) = Lake(settings.data_dir).raw_paths(night, "player_summary")
-    path.write_bytes(b"\x1f\x8b not gzip at all")
-    return path
+def _damage_summary(settings: Settings, night: date) -> RawRef:
+    (ref,) = Lake(settings.data_dir).raw_refs(night, "player_summary")
+    rewrite_body(ref, b"\x1f\x8b not gzip at all")
+    (ref,) = Lake(settings.data_dir).raw_refs(night, "player_summary")
+    return ref
 
 
 def test_nights_rebuilt_side_by_side_are_the_nights_rebuilt_one_after_another(harvested, tmp_path, monkeypatch) -> None:
@@ -207,8 +208,8 @@ def test_a_fresh_warehouse_gets_the_nights_in_order_whatever_order_they_finish(h
 
 def test_a_failure_before_a_night_is_handed_out_is_the_error_once_the_nights_under_way_are_done(harvested, tmp_path) -> None:
     settings = _copy(harvested, tmp_path / "d", drop_tables=True, rebuild_workers=2)
-    (metadata,) = Lake(settings.data_dir).raw_paths(NIGHTS[1], "metadata")
-    metadata.write_bytes(b"\x1f\x8b not gzip at all")  # read by the night's reference step, here
+    (metadata,) = Lake(settings.data_dir).raw_refs(NIGHTS[1], "metadata")
+    rewrite_body(metadata, b"\x1f\x8b not gzip at all")  # read by the night's reference step, here
     with pytest.raises(LakeError, match="is damaged"):
         rebuild(settings)
     done = {night for table, night in _tables(settings) if table == "player_snapshots"}
@@ -231,7 +232,8 @@ def test_a_night_reads_the_earlier_nights_reference_tables_as_rebuilt(harvested,
     for name, workers in (("one", 1), ("two", 2)):
         settings = _copy(harvested, tmp_path / name, rebuild_workers=workers)
         lake = Lake(settings.data_dir)
-        shutil.rmtree(lake.root / "_raw" / f"snapshot_date={NIGHTS[1]}" / "metadata")
+        for ref in lake.raw_refs(NIGHTS[1], "metadata", status=None):  # the night's metadata answer is not there
+            lake.settle_raw(ref, "refused-0")
         for table in ("currencies", "statistic_definitions", "dataset_definitions"):
             lake.drop_partition(table, NIGHTS[1])
         prepared.append(settings)
@@ -261,7 +263,7 @@ def test_a_night_that_fails_stops_the_hand_out_and_is_one_line(harvested, tmp_pa
         list(pool.rebuild(NIGHTS))
     message = str(caught.value)
     assert message.startswith("night 2026-11-20 could not be rebuilt: LakeError: raw body") and "\n" not in message
-    assert "is damaged" in message and damaged.read_bytes() == b"\x1f\x8b not gzip at all"  # nothing paid touched
+    assert "is damaged" in message and body_payload(damaged) == b"\x1f\x8b not gzip at all"  # nothing paid touched
     assert not _tables(settings)  # the next night was never handed out
 
 
@@ -276,14 +278,14 @@ def test_a_failure_in_a_worker_reaches_the_command_in_one_line(harvested, tmp_pa
 def test_an_unreadable_answer_found_by_a_worker_is_reported_and_kept(harvested, tmp_path) -> None:
     settings = _copy(harvested, tmp_path / "d", rebuild_workers=2)
     lake = Lake(settings.data_dir)
-    (path,) = lake.raw_paths(NIGHTS[1], "player_summary")
-    header = json.loads(gzip.decompress(path.read_bytes()).split(b"\n", 1)[0])
-    del header["body_bytes"]  # and rewritten in the first layout (the body inside the JSON), which still reads
+    (ref,) = lake.raw_refs(NIGHTS[1], "player_summary")
+    header = json.loads(gzip.decompress(body_payload(ref)).split(b"\n", 1)[0])
+    del header["body_bytes"]  # and rewritten in the earliest layout (the body inside the JSON), which still reads
     header["body"] = '{"Response": {"@success": "true", "PlayerResponse": "garbage"'  # cut short... and kept
-    path.write_bytes(gzip.compress(json.dumps(header).encode()))
+    rewrite_body(ref, gzip.compress(json.dumps(header).encode()))
     outcome = rebuild(settings)
     assert len(outcome.unusable) == 1 and outcome.unusable[0].startswith("2026-11-21 PokerStars/Borbas.Geri")
-    assert lake.raw_paths(NIGHTS[1], "player_summary", status="unusable")  # kept, marked: a fixed normaliser reads it again
+    assert lake.raw_refs(NIGHTS[1], "player_summary", status="unusable")  # kept, marked: a fixed normaliser reads it again
     assert outcome.rows["player_snapshots"] == 1  # the other night's summary
 
 
@@ -319,13 +321,14 @@ def test_a_worker_stopped_while_writing_drops_its_staged_parts(tmp_path) -> None
     proc = subprocess.Popen([sys.executable, "-c", _WRITING, str(tmp_path)], stdout=subprocess.PIPE, text=True)
     try:
         assert proc.stdout.readline() == "writing\n"
-        assert list((lake.root / "_tmp").iterdir())  # a part is staged
+        folder = lake.partition_path("player_snapshots", date(2026, 11, 20))
+        assert list(folder.iterdir())  # a part is written, not committed
         proc.terminate()
         assert proc.wait(timeout=30) == 128 + signal.SIGTERM  # SystemExit, not death by the signal
     finally:
         proc.kill()
         proc.wait()
-    assert not list((lake.root / "_tmp").iterdir()) and not lake.partitions("player_snapshots")
+    assert not list(folder.iterdir()) and not lake.partitions("player_snapshots")
 
 
 @pytest.mark.parametrize(

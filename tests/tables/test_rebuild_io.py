@@ -1,5 +1,5 @@
 """The rebuild's reading of raw bodies: ``raw._gunzip`` is ``gzip.decompress`` (result and
-exception) on every input; ``raw_paths`` lists a night in pathlib's order; the GC pause of
+exception) on every input; ``raw_refs`` lists a night in name order; the GC pause of
 ``SummarySink.add_stored`` leaves the collector as it found it, and it reads a night's answers
 a batch at a time."""
 
@@ -50,17 +50,19 @@ def test_gunzip_is_gzip_decompress(data: bytes) -> None:
     assert _outcome(_gunzip, data) == _outcome(gzip.decompress, data)
 
 
-def test_raw_paths_in_pathlib_order(tmp_path: Path) -> None:
+def test_a_nights_bodies_in_name_order_first_layout_files_and_segments_alike(tmp_path: Path) -> None:
     lake = Lake(tmp_path)
     folder = lake.root / "_raw" / "snapshot_date=2026-03-01" / "player-summary"
     folder.mkdir(parents=True)
     names = ["b.json.gz", "a.json.gz", "B.json.gz", "a.tok.unusable.json.gz", "_.json.gz", "a.json.gz.tmp", "c.json"]
     for name in names:
         (folder / name).write_bytes(b"")
-    expected = sorted(folder.glob("*.json.gz"))
-    assert lake.raw_paths("2026-03-01", status=None) == expected
-    assert lake.raw_paths("2026-03-01") == [p for p in expected if _status_of(p.name) == OK]
-    assert [p.name for p in lake.raw_paths("2026-03-01", status="unusable")] == ["a.tok.unusable.json.gz"]
+    kept = lake.write_raw("2026-03-01", "player-summary", {"player": "x"}, b"{}", "json", 0)
+    expected = sorted([*(p.name for p in folder.glob("*.json.gz")), kept.name])
+    assert [ref.name for ref in lake.raw_refs("2026-03-01", status=None)] == expected
+    assert [ref.name for ref in lake.raw_refs("2026-03-01")] == [n for n in expected if _status_of(n) == OK]
+    assert [ref.name for ref in lake.raw_refs("2026-03-01", status="unusable")] == ["a.tok.unusable.json.gz"]
+    assert [ref.name for ref in lake.raw_refs("2026-03-01", status="received")] == [kept.name]
 
 
 def test_gc_pause_restores_the_collector() -> None:
@@ -90,8 +92,14 @@ def test_a_nights_stored_answers_are_read_a_batch_at_a_time(tmp_path: Path, monk
         key = {"network": "PokerStars", "player": f"player{i}"}
         lake.settle_raw(lake.write_raw(night, calls.PLAYER_SUMMARY, key, body, "json", datetime(2019, 12, 10, tzinfo=UTC)), OK)
     events: list[str] = []
-    read, add = from_raw.read_raw_file, from_raw.SummarySink.add
-    monkeypatch.setattr(from_raw, "read_raw_file", lambda path: (events.append("read"), read(path))[1])
+    read, add = from_raw.read_raws, from_raw.SummarySink.add
+
+    def reading(refs):
+        for raw in read(refs):
+            events.append("read")
+            yield raw
+
+    monkeypatch.setattr(from_raw, "read_raws", reading)
     monkeypatch.setattr(from_raw.SummarySink, "add", lambda self, *args: (events.append("add"), add(self, *args))[1])
     with ExitStack() as stack:
         sink = from_raw.SummarySink(lake, night, InForce(lake, night), stack, batch_size=3)

@@ -112,6 +112,39 @@ def test_load_is_idempotent(lake: Lake, db: Warehouse) -> None:
     assert _snapshot(db) == before
 
 
+def test_a_load_reads_only_what_the_night_changed_the_ledger_included(lake: Lake, db: Warehouse, monkeypatch) -> None:
+    read: list[tuple[str, date]] = []
+    load_table = Warehouse._load_table
+
+    def recorded(self: Warehouse, table: str, night: date, files: list[str]) -> int:
+        read.append((table, night))
+        return load_table(self, table, night, files)
+
+    monkeypatch.setattr(Warehouse, "_load_table", recorded)
+    first = db.load_night(lake, NIGHT1)
+    held = {t for t in LOAD_ORDER if lake.partitions(t)}
+    assert {t for t, _ in read} == held and {n for _, n in read} == {NIGHT1}
+    read.clear()
+    assert db.load_night(lake, NIGHT1) == first and read == []  # nothing changed: nothing read, the same counts
+    _write_night(lake, NIGHT2)
+    db.load_night(lake, NIGHT2)
+    assert {n for _, n in read} == {NIGHT2} and ("search_ledger", NIGHT2) in read  # not the first night's ledger again
+    read.clear()
+    # A reconciliation books a dead run's charges into the first night's ledger: the next load reads that night only.
+    booked = lake.read_table("search_ledger", NIGHT1).drop_columns(["snapshot_date"])
+    extra = booked.slice(0, 1).set_column(
+        booked.schema.get_field_index("outcome"), "outcome", pa.array(["reconciled_after_crash"])
+    )
+    lake.write_table("search_ledger", NIGHT1, pa.concat_tables([booked, extra]))
+    db.load_night(lake, NIGHT2)
+    assert read == [("search_ledger", NIGHT1)]
+    assert db.query("SELECT count(*) AS n FROM search_ledger").to_pylist() == [{"n": 5}]
+    read.clear()
+    lake.drop_partition("search_ledger", NIGHT1)  # a night gone from the lake is gone from the warehouse
+    db.load_night(lake, NIGHT2, ["search_ledger"])
+    assert read == [("search_ledger", NIGHT1)] and db.table_counts()["search_ledger"] == 2
+
+
 def test_types_in_duckdb(lake: Lake, db: Warehouse) -> None:
     db.load_night(lake, NIGHT1)
     row = db.query(
@@ -159,11 +192,11 @@ def test_a_key_twice_in_a_partition_is_loaded_once_with_a_warning(
         other = night.set_column(night.schema.get_field_index("currency"), "currency", pa.array(["XXX"] * night.num_rows))
         lake.write_table(table, NIGHT1, pa.concat_tables([night, other]))
     with Warehouse(tmp_path / "twice.duckdb") as db:
-        if loaded_before:
-            db.load_night(lake, NIGHT1)
         caplog.clear()
         with caplog.at_level("WARNING", logger="tourneylake.tables.warehouse"):
-            db.load_night(lake, NIGHT1)
+            if loaded_before:
+                db.load_night(lake, NIGHT1)
+            db.load_night(lake, NIGHT1)  # loaded before: unchanged, not read again
         assert _snapshot(db) == expected
         assert _duplicates(db, "tournaments") == 0 and _duplicates(db, "tournament_entries") == 0
     warnings = sorted(r.getMessage() for r in caplog.records)

@@ -214,7 +214,7 @@ def test_a_normaliser_failure_is_never_left_unsaid(tmp_path: Path, monkeypatch: 
         )
 
     monkeypatch.setattr(tables_worker, "_spawn", stand_in)
-    monkeypatch.setattr(tables_worker, "_take_started_ahead", lambda: None)
+    monkeypatch.setattr(tables_worker, "_take_started_ahead", lambda **_: None)
     key = {"network": "PokerStars", "player": "p", "filter": ""}
     with tables_worker.TablesWorker(Lake(tmp_path), NIGHT, 16) as worker:
         worker.add_stored()  # an empty night: nothing stored to read

@@ -7,7 +7,8 @@ for ``retryable`` errors only: transport failures, 5xx and 429 (waiting at least
 client's concurrency, :class:`AdaptiveLimit`); a complete answer that cannot be read is never
 retried. Hooks let a caller keep its promises: ``on_body`` gets every HTTP 200 body before it is
 parsed (and may return a callable told the body's status once its envelope is read);
-``before_attempt`` may refuse a try (the budget); ``on_answer`` hears an answer arrive;
+``before_attempt`` may refuse a try (the budget), and ``confirm_attempt`` withdraw one whose
+write-ahead line took a while (the budget stopped meanwhile); ``on_answer`` hears an answer arrive;
 ``on_attempt`` gets an :class:`Attempt` for the search ledger. The async client sends with
 aiohttp (:class:`_AiohttpLane`) behind httpx's responses and exceptions; httpx's own transport
 serves tests, proxies and ``TOURNEYLAKE_HTTP_BACKEND``.
@@ -29,11 +30,11 @@ import sys
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 import httpx
 import tenacity
@@ -58,6 +59,7 @@ from tourneylake.errors import ConfigError
 from tourneylake.runtime.threads import submit_to_finish
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 USER_AGENT = f"tourneylake/{__version__} (+httpx/{httpx.__version__})"
 ACCEPT = {"json": "application/json", "xml": "application/xml"}
@@ -211,6 +213,7 @@ class _Protocol:
         before_attempt: GateHook | None,
         retry_until: float | None = None,
         on_answer: AnswerHook | None = None,
+        confirm_attempt: AnswerHook | None = None,
     ) -> None:
         url = base_url or settings.base_url
         if url == "sandbox" or not url.startswith(("http://", "https://")):
@@ -223,6 +226,7 @@ class _Protocol:
         self.on_body = on_body
         self.on_attempt = on_attempt
         self.before_attempt = before_attempt
+        self.confirm_attempt = confirm_attempt
         self.on_answer = on_answer
         self.retry_until = retry_until  # a time.monotonic() deadline after which nothing is retried
         self._remaining: int | None = None
@@ -329,6 +333,12 @@ class _Protocol:
         if call.metered:  # the count is about to change: no reading from before it stands
             _forget_reading(self.account)
         return self.request_parts(call), written
+
+    def confirm(self, call: Call, number: int) -> None:
+        """A try whose write-ahead line took a while is about to go out: the gate may withdraw it
+        (raising, the budget's refusal) when the budget stopped meanwhile."""
+        if self.confirm_attempt is not None:
+            self.confirm_attempt(call, number)
 
     def answered(self, call: Call, number: int) -> None:
         """An answer to this try arrived (any status), before anything reads it."""
@@ -539,8 +549,11 @@ class Client(_Resources):
         on_answer: AnswerHook | None = None,
         retry_until: float | None = None,
         transport: httpx.BaseTransport | None = None,
+        confirm_attempt: AnswerHook | None = None,
     ) -> None:
-        self.protocol = _Protocol(settings, base_url, on_body, on_attempt, before_attempt, retry_until, on_answer)
+        self.protocol = _Protocol(
+            settings, base_url, on_body, on_attempt, before_attempt, retry_until, on_answer, confirm_attempt
+        )
         self._http = httpx.Client(**self.protocol.http_options(settings.concurrency), transport=transport)
 
     @property
@@ -608,7 +621,10 @@ class AdaptiveLimit:
 
     async def __aenter__(self) -> None:
         async with self._wakeup:
+            before = self.limit
             self._probe()
+            if self.limit > before:
+                self._wakeup.notify(self.limit - before)  # the places the limit gained
             await self._wakeup.wait_for(lambda: self.in_flight < self.limit)
             self.in_flight += 1
             self.admitted[self.limit] += 1
@@ -616,7 +632,26 @@ class AdaptiveLimit:
     async def __aexit__(self, *exc: object) -> None:
         async with self._wakeup:
             self.in_flight -= 1
-            self._wakeup.notify_all()
+            self._wakeup.notify()  # one place freed: one waiter (every waiter waits for the same thing)
+
+    async def lend(self, waiting: Awaitable[T]) -> T:
+        """Give a held place up while ``waiting`` runs, then take one again (within the limit):
+        the place is another request's meanwhile. A failure (or cancellation) of ``waiting``
+        takes the place back at once, for the caller's exit to give up."""
+        async with self._wakeup:
+            self.in_flight -= 1
+            self._wakeup.notify()
+        try:
+            result = await waiting
+        except BaseException:
+            self.in_flight += 1
+            raise
+        async with self._wakeup:
+            try:
+                await self._wakeup.wait_for(lambda: self.in_flight < self.limit)
+            finally:
+                self.in_flight += 1
+        return result
 
     def refused(self, at_limit: int) -> None:
         """The service refused a request sent while the limit was ``at_limit`` (101024)."""
@@ -847,8 +882,11 @@ class AsyncClient(_Resources):
         retry_until: float | None = None,
         transport: httpx.AsyncBaseTransport | None = None,
         body_saver: BodySaver | None = None,
+        confirm_attempt: AnswerHook | None = None,
     ) -> None:
-        self.protocol = _Protocol(settings, base_url, on_body, on_attempt, before_attempt, retry_until, on_answer)
+        self.protocol = _Protocol(
+            settings, base_url, on_body, on_attempt, before_attempt, retry_until, on_answer, confirm_attempt
+        )
         self._slots = AdaptiveLimit(settings.concurrency, settings.concurrency_probe_s)
         self._saver = body_saver
         if body_saver is None and on_body is not None:
@@ -909,8 +947,14 @@ class AsyncClient(_Resources):
                     # The gate is asked once a slot is free, right before sending: a budget stop
                     # reaches every call still waiting for a slot.
                     (method, url, params, headers), written = protocol.prepare(call, number)
-                    if written is not None:  # the ledger's write-ahead line, before the call goes out
-                        await _finished(written)
+                    if written is not None and not written.done():
+                        # The ledger's write-ahead line is being stored (an object store's group
+                        # commit): the slot is another call's meanwhile, taken again once the line
+                        # is kept; a budget stop since the gate withdraws the call then.
+                        await self._slots.lend(_finished(written))
+                        protocol.confirm(call, number)
+                    elif written is not None:  # the ledger's write-ahead line, written by its caller
+                        written.result()
                     started, t0 = datetime.now(UTC), time.perf_counter()
                     try:
                         response: httpx.Response | httpx.HTTPError = await self._request(

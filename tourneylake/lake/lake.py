@@ -2,28 +2,30 @@
 
 Layout: ``_source.json`` (where its data comes from), ``_raw/snapshot_date=D/<resource>/`` (paid
 bodies: :mod:`~tourneylake.lake.raw`), ``_ledger/snapshot_date=D/`` (the search ledger:
-:mod:`~tourneylake.lake.ledger`), ``_state/`` (small documents and lock files), ``<table>/
-snapshot_date=D/part-*.parquet`` (tables: :mod:`~tourneylake.lake.partitions`), ``_tmp/``
-(partitions in flight, never read). Opening reads and writes nothing (an absent lake reads as
+:mod:`~tourneylake.lake.ledger`), ``_state/`` (small documents and lock files), ``<table>/``
+(a Delta table partitioned by ``snapshot_date``: :mod:`~tourneylake.lake.partitions`), ``_tmp/``
+(what a killed process left, swept once a day old). Opening reads and writes nothing (an absent lake reads as
 empty); :meth:`Lake.claim` records the source the first time and then refuses another
 (:class:`~tourneylake.errors.LakeSourceMismatch`): synthetic and live data never mix.
 
 ``data_dir`` may be an fsspec URL (:mod:`~tourneylake.lake.storage`). A local lake writes then
 renames, fsyncs and locks with ``flock``; an object store has atomic PUTs but no rename and no
-lock, so its partitions are committed by markers, a settled body is a copy then a delete (a kill
-in between leaves both, settled again next run), and one writer per account and night is the
-rule (Dagster's pools serialise runs).
+lock, so a settled body is a copy then a delete (a kill in between leaves both, settled again
+next run), and one writer per account and night is the rule (Dagster's pools serialise runs).
+The tables are Delta tables on both, committed by delta-rs's conditional writes.
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
 import os
 import re
 import shutil
 import uuid
 from collections.abc import Iterable, Iterator, Mapping
+from concurrent.futures import Future
 from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any
@@ -34,43 +36,50 @@ import pyarrow.parquet as pq
 
 from tourneylake.errors import LakeError, LakeSourceMismatch
 from tourneylake.lake.partitions import (
-    COMMIT_FILE,
+    DELTA_LOG,
     PARTITION,
     TMP_DIR,
     PartitionWriter,
+    active_files,
     check_name,
-    committed_dates,
     damaged_part,
+    finish_together,
+    legacy_tables,
+    night_parts,
     partition_dates,
-    read_commit,
+    table_uri,
 )
 from tourneylake.lake.raw import (
     OK,
-    RECEIVED,
     STATUS,
     RawResponse,
     as_date,
     key_digest,
     raw_file_bytes,
     raw_stamps,
-    read_raw_file,
-    rename_settled,
-    status_of,
+    read_raws,
 )
-from tourneylake.lake.storage import AnyPath, StorePath, atomic_write, fsync_dir, location
+from tourneylake.lake.segments import RawRef, SegmentWriter, night_index, writer_for
+from tourneylake.lake.storage import AnyPath, StorePath, atomic_write, fsync_dir, location, remove_tree
 
 __all__ = [
     "Lake",
     "LakeError",
     "LakeSourceMismatch",
     "PartitionWriter",
+    "RawRef",
     "RawResponse",
+    "check_raw_request",
+    "new_token",
 ]
 
 log = logging.getLogger(__name__)
 
 RAW_DIR = "_raw"
 SOURCE_FILE = "_source.json"
+#: The lake's layout, recorded in ``_source.json``: 1, tables as hive folders of Parquet parts
+#: (none recorded); 2, Delta tables.
+LAYOUT = 2
 # Key fields that look like credentials: refused so a secret can never reach the lake.
 _CREDENTIAL_KEY = re.compile(r"pass|pwd|user.?name|secret|token|app.?key|api.?key|credential|auth", re.IGNORECASE)
 
@@ -81,6 +90,22 @@ _CREDENTIAL_KEY = re.compile(r"pass|pwd|user.?name|secret|token|app.?key|api.?ke
 # first) sees that and waits for it (`Lake.lock_for_harvest`).
 HARVEST_LOCK = "harvest"
 REBUILD_LOCK = "rebuild"
+
+
+def new_token() -> str:
+    """A new stored body's name among the answers to its request."""
+    return uuid.uuid4().hex[:12]
+
+
+def check_raw_request(resource: str, key: Mapping[str, str], fmt: str) -> None:
+    """What a body is kept under is checked first: a known format, and a key that holds no
+    credential (a secret can never reach the lake)."""
+    check_name("resource", resource)
+    bad = [k for k in key if _CREDENTIAL_KEY.search(str(k))]
+    if bad:
+        raise LakeError(f"raw response key must not hold credentials (fields {bad}); key by what was asked, not who asked")
+    if fmt not in ("json", "xml"):
+        raise LakeError(f"unknown format {fmt!r}: expected 'json' or 'xml'")
 
 
 class Lake:
@@ -107,46 +132,99 @@ class Lake:
         return self.root
 
     @property
+    def reachable_from_other_processes(self) -> bool:
+        """Whether a worker process can open this lake too (not a ``memory://`` store, which lives
+        in this process alone)."""
+        fs = self.filesystem
+        return fs is None or "memory" not in ((fs.protocol,) if isinstance(fs.protocol, str) else tuple(fs.protocol))
+
+    @property
     def exists(self) -> bool:
         return (self.root / SOURCE_FILE).is_file()
 
     # ------------------------------------------------------------------ source guard
-    @property
-    def source(self) -> str | None:
-        """The source this lake holds data of, or ``None`` before any was claimed."""
+    def _source_document(self) -> dict[str, Any] | None:
         marker = self.root / SOURCE_FILE
         if not marker.is_file():
             return None
         try:
-            return orjson.loads(marker.read_bytes()).get("source")
-        except (orjson.JSONDecodeError, AttributeError) as exc:
+            content = orjson.loads(marker.read_bytes())
+        except orjson.JSONDecodeError as exc:
             raise LakeError(f'{marker} is damaged ({exc}): restore it or write {{"source": ...}} by hand') from None
+        if not isinstance(content, dict):
+            raise LakeError(f'{marker} is damaged (not a JSON object): restore it or write {{"source": ...}} by hand')
+        return content
+
+    @property
+    def source(self) -> str | None:
+        """The source this lake holds data of, or ``None`` before any was claimed."""
+        content = self._source_document()
+        return None if content is None else content.get("source")
 
     def claim(self, source: str) -> Lake:
-        """Record ``source`` as this lake's (first time) or check it is the recorded one."""
+        """Record ``source`` as this lake's (first time) or check it is the recorded one. A lake
+        whose tables are of the first layout is refused until ``tourneylake rebuild --all``
+        converts them (one of that layout without tables is simply marked current)."""
         if not source:
             raise LakeError("a lake needs a source ('sandbox' or 'live:<host>')")
-        recorded = self.source
-        if recorded is not None:
+        content = self._source_document()
+        if content is not None:
+            recorded = content.get("source")
             if recorded != source:
                 raise LakeSourceMismatch(
                     f"the data directory {self.data_dir} holds data from source {recorded!r}, not "
                     f"{source!r}; synthetic and live data never mix: use another data directory"
                 )
+            if content.get("layout", 1) < LAYOUT:
+                if legacy_tables(self):
+                    raise LakeError(
+                        f"the lake in {self.data_dir} holds tables of its first layout: run `tourneylake rebuild --all` "
+                        "once to convert them to Delta tables from its raw answers (no search)"
+                    )
+                self.mark_current_layout()
             return self
         self.root.mkdir(parents=True, exist_ok=True)
-        content = {"source": source, "created_at": datetime.now(UTC).isoformat(timespec="seconds")}
+        content = {"source": source, "created_at": datetime.now(UTC).isoformat(timespec="seconds"), "layout": LAYOUT}
         atomic_write(self.root / SOURCE_FILE, orjson.dumps(content, option=orjson.OPT_INDENT_2), fsync=self.fsync)
         return self
 
-    # ------------------------------------------------------------------ raw responses
-    def _raw_folder(self, snapshot_date: date | str, resource: str) -> AnyPath:
-        day = as_date(snapshot_date)
-        return self.root / RAW_DIR / f"{PARTITION}={day.isoformat()}" / check_name("resource", resource)
+    def mark_current_layout(self) -> None:
+        """Record that the lake's tables are of the current layout (Delta tables)."""
+        content = self._source_document() or {}
+        content["layout"] = LAYOUT
+        atomic_write(self.root / SOURCE_FILE, orjson.dumps(content, option=orjson.OPT_INDENT_2), fsync=self.fsync)
 
-    def raw_path(self, snapshot_date: date | str, resource: str, key: Mapping[str, str]) -> AnyPath:
-        """Where the accepted answer to this request is (or would be)."""
-        return self._raw_folder(snapshot_date, resource) / f"{key_digest(key)}.json.gz"
+    def set_legacy_tables_aside(self) -> list[AnyPath]:
+        """Move the tables of the first layout out of the way of the Delta tables that replace
+        them (a rebuild of every night): on a disk into ``_tmp/`` (deleted by
+        :meth:`drop_set_aside` once the rebuild is done, or by the sweep), on an object store
+        deleted at once (nothing moves there: the raw answers remake them). Returns what was set aside."""
+        aside: list[AnyPath] = []
+        for table in legacy_tables(self):
+            folder = self.table_dir(table)
+            if isinstance(folder, Path):
+                target = self.local_root / TMP_DIR / f"{uuid.uuid4().hex}.legacy-{table}"
+                target.parent.mkdir(parents=True, exist_ok=True)
+                os.replace(folder, target)
+                aside.append(target)
+            else:
+                remove_tree(folder)
+            log.info("%s: the first layout's table set aside, to be made again as a Delta table", table)
+        return aside
+
+    @staticmethod
+    def drop_set_aside(aside: list[AnyPath]) -> None:
+        for folder in aside:
+            remove_tree(folder)
+
+    # ------------------------------------------------------------------ raw responses
+    @property
+    def raw_root(self) -> AnyPath:
+        return self.root / RAW_DIR
+
+    def raw_writer(self, snapshot_date: date | str) -> SegmentWriter:
+        """This process's segment writer of the night (:mod:`~tourneylake.lake.segments`)."""
+        return writer_for(self.raw_root, as_date(snapshot_date), fsync=self.fsync)
 
     def write_raw(
         self,
@@ -156,56 +234,43 @@ class Lake:
         body: bytes,
         fmt: str,
         fetched_at: datetime | int | float,
-    ) -> AnyPath:
-        """Store one body, as received, before anything else touches it; returns its path, to
-        be :meth:`settle_raw`-d once its envelope has been read."""
-        path = self.received_path(snapshot_date, resource, key, fmt)
-        self.write_received(path, snapshot_date, resource, key, body, fmt, fetched_at)
-        return path
+        *,
+        token: str | None = None,
+    ) -> RawRef:
+        """Keep one body, as received (``received``), before anything else touches it; returns
+        once it is kept (fsynced, or stored), with its reference, to be :meth:`settle_raw`-d
+        once its envelope has been read. ``token`` names the body (a new one by default)."""
+        return self.write_raw_soon(snapshot_date, resource, key, body, fmt, fetched_at, token=token).result()
 
-    def received_path(self, snapshot_date: date | str, resource: str, key: Mapping[str, str], fmt: str) -> AnyPath:
-        """A new name for a body of this request as received (``<digest>.<token>.received.json.gz``),
-        after the checks :meth:`write_raw` makes: the key holds no credential, the format is known."""
-        bad = [k for k in key if _CREDENTIAL_KEY.search(str(k))]
-        if bad:
-            raise LakeError(f"raw response key must not hold credentials (fields {bad}); key by what was asked, not who asked")
-        if fmt not in ("json", "xml"):
-            raise LakeError(f"unknown format {fmt!r}: expected 'json' or 'xml'")
-        return self._raw_folder(snapshot_date, resource) / f"{key_digest(key)}.{uuid.uuid4().hex[:12]}.{RECEIVED}.json.gz"
-
-    def write_received(
+    def write_raw_soon(
         self,
-        path: AnyPath,
         snapshot_date: date | str,
         resource: str,
         key: Mapping[str, str],
         body: bytes,
         fmt: str,
         fetched_at: datetime | int | float,
-    ) -> None:
-        """Write a body to the :meth:`received_path` given (the same file whoever writes it:
-        :mod:`tourneylake.lake.raw_saver` writes it in another process)."""
-        data = raw_file_bytes(resource, key, fmt, *raw_stamps(fetched_at, snapshot_date), body)
-        atomic_write(path, data, fsync=self.fsync)
+        *,
+        token: str | None = None,
+    ) -> Future[RawRef]:
+        """:meth:`write_raw`, returning the future of the body's reference."""
+        check_raw_request(resource, key, fmt)
+        night = as_date(snapshot_date)
+        payload = raw_file_bytes(resource, key, fmt, *raw_stamps(fetched_at, night), body)
+        stamp, _ = raw_stamps(fetched_at, night)
+        return self.raw_writer(night).add_body(
+            token or new_token(), key_digest(key), resource, {str(k): str(v) for k, v in key.items()}, fmt, stamp, payload
+        )
 
-    def settle_raw(self, path: AnyPath, status: str) -> AnyPath:
-        """Name a received body by its status (see the module docstring); returns the new path.
-        The rename needs no fsync: if it is lost, the body stays ``received`` and is read again.
-        A body another process already settled (the same bytes, so the same status) is left as is."""
-        target = self.settled_path(path, status)
-        if target != path:
-            rename_settled(path, target)
-        return target
-
-    @staticmethod
-    def settled_path(path: AnyPath, status: str) -> AnyPath:
-        """The name :meth:`settle_raw` gives a body of ``status``."""
+    def settle_raw(self, ref: RawRef, status: str, *, at: int | None = None) -> RawRef:
+        """Name a body by its status (see :mod:`~tourneylake.lake.raw`; ``at``: when that was
+        decided, if not now); returns its reference so named. A body already of that status is
+        left as is."""
         if status != OK and not STATUS.match(status):
             raise LakeError(f"unknown raw status {status!r}")
-        digest, token = path.name.split(".")[:2]
-        if token == "json":  # an accepted answer (``<digest>.json.gz``) being demoted
-            token = uuid.uuid4().hex[:12]
-        return path.with_name(f"{digest}.json.gz" if status == OK else f"{digest}.{token}.{status}.json.gz")
+        if ref.status != status:
+            self.raw_writer(ref.night).add_status(ref, status, at=at).result()
+        return dataclasses.replace(ref, status=status)
 
     @contextlib.contextmanager
     def lock(self, name: str, *, wait: bool = True) -> Iterator[bool]:
@@ -265,45 +330,38 @@ class Lake:
             return []
         return sorted(p.name.removesuffix(".lock") for p in folder.glob(f"{prefix}*.lock"))
 
-    def request_paths(self, snapshot_date: date | str, resource: str, key: Mapping[str, str], status: str) -> list[AnyPath]:
-        """The stored bodies of one request (``key``) with ``status``, as :meth:`raw_paths` lists them."""
-        digest = key_digest(key) + "."
-        return [path for path in self.raw_paths(snapshot_date, resource, status=status) if path.name.startswith(digest)]
+    def raw_refs(self, snapshot_date: date | str, resource: str | None = None, *, status: str | None = OK) -> list[RawRef]:
+        """The night's stored bodies (one resource or all) with ``status`` (``None``: every body),
+        in a stable order (resource, then name); one accepted answer per request, its latest."""
+        if resource is not None:
+            check_name("resource", resource)
+        return night_index(self.raw_root, as_date(snapshot_date)).refresh().refs(resource, status)
+
+    def request_refs(self, snapshot_date: date | str, resource: str, key: Mapping[str, str], status: str) -> list[RawRef]:
+        """The stored bodies of one request (``key``) with ``status``."""
+        index = night_index(self.raw_root, as_date(snapshot_date)).refresh()
+        return index.refs(check_name("resource", resource), status, key_digest(key))
+
+    def raw_ref(self, snapshot_date: date | str, resource: str, key: Mapping[str, str]) -> RawRef | None:
+        """The accepted answer to this request, or ``None``."""
+        found = self.request_refs(snapshot_date, resource, key, OK)
+        return found[0] if found else None
 
     def has_raw(self, snapshot_date: date | str, resource: str, key: Mapping[str, str]) -> bool:
         """Whether an accepted answer to this request is stored."""
-        return self.raw_path(snapshot_date, resource, key).exists()
+        return self.raw_ref(snapshot_date, resource, key) is not None
 
     def read_raw(self, snapshot_date: date | str, resource: str, key: Mapping[str, str]) -> RawResponse | None:
         """The accepted answer to this request, or ``None``."""
-        path = self.raw_path(snapshot_date, resource, key)
-        return read_raw_file(path) if path.exists() else None
+        ref = self.raw_ref(snapshot_date, resource, key)
+        return None if ref is None else next(read_raws([ref]))
 
     def iter_raw(
         self, snapshot_date: date | str, resource: str | None = None, *, status: str | None = OK
     ) -> Iterator[RawResponse]:
         """Stored bodies of a night (one resource or all) with ``status`` (``None``: every
-        body), one at a time, in a stable order (resource, then file name)."""
-        for path in self.raw_paths(snapshot_date, resource, status=status):
-            yield read_raw_file(path)
-
-    def raw_paths(self, snapshot_date: date | str, resource: str | None = None, *, status: str | None = OK) -> list[AnyPath]:
-        night = self.root / RAW_DIR / f"{PARTITION}={as_date(snapshot_date).isoformat()}"
-        if not night.is_dir():
-            return []
-        folders = [night / check_name("resource", resource)] if resource else sorted(p for p in night.iterdir() if p.is_dir())
-        out: list[AnyPath] = []
-        for folder in folders:
-            if not folder.is_dir():
-                continue
-            if isinstance(folder, Path):
-                # A night holds thousands of bodies: their names listed, picked and sorted as strings
-                # (in one folder the order pathlib's comparison gives), a Path made only for those kept.
-                names = (n for n in os.listdir(folder) if n.endswith(".json.gz"))
-                out.extend(folder / n for n in sorted(names) if status is None or status_of(n) == status)
-            else:
-                out.extend(p for p in sorted(folder.glob("*.json.gz")) if status is None or status_of(p.name) == status)
-        return out
+        body), one at a time, in :meth:`raw_refs`'s order."""
+        yield from read_raws(self.raw_refs(snapshot_date, resource, status=status))
 
     def raw_dates(self) -> list[date]:
         return partition_dates(self.root / RAW_DIR)
@@ -312,17 +370,42 @@ class Lake:
     def table_dir(self, table: str) -> AnyPath:
         return self.root / check_name("table", table)
 
+    def table_uri(self, table: str) -> str:
+        """Where the Delta table is, as any engine's reader opens it (a path or a URL)."""
+        return table_uri(self, table)
+
     def partition_path(self, table: str, snapshot_date: date | str) -> AnyPath:
+        """The folder of a night's parts (a Delta table's partition folder: it may also hold
+        parts no version names any more, until they are expired)."""
         return self.table_dir(table) / f"{PARTITION}={as_date(snapshot_date).isoformat()}"
 
-    def partition_writer(self, table: str, snapshot_date: date | str) -> PartitionWriter:
-        return PartitionWriter(self, table, as_date(snapshot_date))
+    def partition_writer(self, table: str, snapshot_date: date | str, *, shard: str | None = None) -> PartitionWriter:
+        return PartitionWriter(self, table, as_date(snapshot_date), shard=shard)
 
-    def write_table(self, table: str, snapshot_date: date | str, data: pa.Table) -> int:
-        """Replace one night's partition of ``table`` with ``data``; returns rows written."""
-        with self.partition_writer(table, snapshot_date) as writer:
+    def write_table(self, table: str, snapshot_date: date | str, data: pa.Table, *, shard: str | None = None) -> int:
+        """Replace one night of ``table`` (or one shard's part of it) with ``data``, in one
+        commit; returns rows written."""
+        with self.partition_writer(table, snapshot_date, shard=shard) as writer:
             writer.write(data)
         return writer.rows
+
+    def write_tables(
+        self, snapshot_date: date | str, tables: Mapping[str, pa.Table], *, last: str | None = None
+    ) -> dict[str, int]:
+        """Replace one night of several tables, a commit each, side by side (each waits on its
+        own store round trips); ``last``, when given, is committed once the others are (a table
+        whose night says the others' are there). Returns rows written per table."""
+        writers = {name: self.partition_writer(name, snapshot_date).__enter__() for name in tables}
+        try:
+            for name, writer in writers.items():
+                writer.write(tables[name])
+        except BaseException as exc:
+            finish_together(list(writers.values()), type(exc))
+            raise
+        finish_together([writer for name, writer in writers.items() if name != last])
+        if last in writers:
+            finish_together([writers[last]])
+        return {name: writer.rows for name, writer in writers.items()}
 
     def drop_partition(self, table: str, snapshot_date: date | str) -> None:
         """Remove one night of ``table`` (a writer that writes nothing does exactly that)."""
@@ -330,28 +413,43 @@ class Lake:
             pass
 
     def tables(self) -> list[str]:
+        """The lake's Delta tables."""
         if not self.root.is_dir():
             return []
-        return sorted(p.name for p in self.root.iterdir() if p.is_dir() and not p.name.startswith(("_", ".")))
+        return sorted(
+            p.name for p in self.root.iterdir() if p.is_dir() and not p.name.startswith(("_", ".")) and (p / DELTA_LOG).is_dir()
+        )
 
     def partitions(self, table: str) -> list[date]:
-        """The nights ``table`` has a (committed) partition of."""
-        if not self.local:
-            return committed_dates(self.table_dir(table))
-        return partition_dates(self.table_dir(table))
+        """The nights the table's current version holds rows of."""
+        return list(active_files(self, table))
 
     def all_partition_files(self, table: str) -> list[str]:
-        """Every night's parts of ``table``, oldest night first."""
-        return [f for day in self.partitions(table) for f in self.partition_files(table, day)]
+        """Every night's parts of ``table`` in its current version, oldest night first."""
+        return [self._file(table, path) for paths in active_files(self, table).values() for path in paths]
 
     def partition_files(self, table: str, snapshot_date: date | str) -> list[str]:
-        """The night's parts of ``table`` (full URLs on an object store: the parts its commit
-        marker lists, never an uncommitted writer's)."""
-        folder = self.partition_path(table, snapshot_date)
-        if not self.local:
-            committed = read_commit(folder / COMMIT_FILE)
-            return [str(folder / name) for name in committed] if committed is not None else []
-        return [str(p) for p in sorted(folder.glob("part-*.parquet"))] if folder.is_dir() else []
+        """The night's parts of ``table`` in its current version (full URLs on an object store),
+        never a part being written or one a later commit replaced."""
+        day = as_date(snapshot_date)
+        return [self._file(table, path) for path in active_files(self, table, day).get(day, [])]
+
+    def night_parts(self, table: str, snapshot_date: date | str | None = None) -> dict[date, list[tuple[str, int | None]]]:
+        """The table's parts in its current version by night (full paths or URLs), each with its
+        rows when its commit says them (``None`` otherwise)."""
+        day = None if snapshot_date is None else as_date(snapshot_date)
+        return {
+            night: [(self._file(table, path), rows) for path, rows in parts]
+            for night, parts in night_parts(self, table, day).items()
+        }
+
+    def _file(self, table: str, path: str) -> str:
+        """A part's full path or URL from its path in the Delta log (relative, URL-encoded)."""
+        from urllib.parse import unquote
+
+        if "://" in path or path.startswith("/"):
+            return path
+        return f"{self.table_uri(table).rstrip('/')}/{unquote(path)}"
 
     @property
     def filesystem(self) -> Any:
@@ -362,37 +460,30 @@ class Lake:
         """A part's path as pyarrow wants it with :attr:`filesystem` (no protocol)."""
         return str(self.filesystem._strip_protocol(file)) if self.filesystem is not None else file
 
-    def table_glob(self, table: str) -> str:
-        """A glob over every night of ``table`` (for DuckDB/pyarrow with hive partitioning).
-        Local lakes only: on an object store a glob would see uncommitted parts."""
-        if not self.local:
-            raise LakeError(
-                f"{self!r} is on an object store: read its tables through partition_files (a glob sees uncommitted parts)"
-            )
-        return str(self.table_dir(table) / f"{PARTITION}=*" / "*.parquet")
-
     def read_partition(self, table: str, snapshot_date: date | str, columns: list[str] | None = None) -> pa.Table:
         """One night of ``table`` (without ``snapshot_date``). A part that cannot be read is a
         :class:`LakeError` naming the file and the rebuild that makes it again."""
         day = as_date(snapshot_date)
+        return self.read_parts(day, self.partition_files(table, day), columns)
+
+    def read_parts(self, snapshot_date: date, files: list[str], columns: list[str] | None = None) -> pa.Table:
+        """A night's parts (as :meth:`night_parts` names them), read into one table."""
         parts = []
-        for path in self.partition_files(table, day):
+        for path in files:
             try:
                 parts.append(pq.read_table(self._fs_path(path), columns=columns, filesystem=self.filesystem))
             except (pa.ArrowException, OSError) as exc:
-                raise damaged_part(path, day, exc) from None
-        return pa.concat_tables(parts) if parts else pa.table({})
+                raise damaged_part(path, snapshot_date, exc) from None
+        return pa.concat_tables(parts, promote_options="default") if parts else pa.table({})
 
     def read_table(self, table: str, snapshot_date: date | str | None = None) -> pa.Table:
         """A table (one night or all) with ``snapshot_date`` restored: for tests and notebooks."""
         import pyarrow.dataset as ds
 
-        nights = [as_date(snapshot_date)] if snapshot_date is not None else self.partitions(table)
+        wanted = None if snapshot_date is None else as_date(snapshot_date)
         parts = []
-        for day in nights:
-            files = self.partition_files(table, day)
-            if not files:
-                continue
+        for day, paths in active_files(self, table, wanted).items():
+            files = [self._file(table, path) for path in paths]
             try:
                 t = ds.dataset([self._fs_path(f) for f in files], format="parquet", filesystem=self.filesystem).to_table()
             except (pa.ArrowException, OSError) as exc:

@@ -5,8 +5,8 @@ One writer (:class:`LedgerWriter`), one reader (:class:`Ledger`), one schema (th
 ``_ledger/snapshot_date=D/``, each line flushed as written, so a killed process keeps its
 record of what it paid for; the ``search_ledger`` partition is its export for the warehouse.
 Lines: ``run`` (the header: searches left before the run, the account's name, a digest of the
-login), ``sent`` (before a metered attempt goes out: write-ahead), ``entry`` (a row: an
-attempt's outcome or a reconciliation), ``closed``. A run is ``run-<id>.open.jsonl`` while it
+login), ``sent`` (before a metered attempt goes out: write-ahead), ``withdrawn`` (announced, then
+not sent after all), ``entry`` (a row: an attempt's outcome or a reconciliation), ``closed``. A run is ``run-<id>.open.jsonl`` while it
 writes (``flock``-ed) and ``run-<id>.jsonl`` once closed; one that ends with calls announced but
 never answered stays ``.open``, for the next run to reconcile (:meth:`Ledger.dead_runs`,
 :func:`unexplained_charges`). On an object store a run is a folder of one-PUT segments instead.
@@ -22,10 +22,11 @@ import logging
 import os
 import socket
 import threading
+import time
 import uuid
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from pathlib import Path
@@ -38,7 +39,6 @@ from tourneylake.errors import TourneylakeError
 from tourneylake.lake.lake import Lake
 from tourneylake.lake.partitions import PARTITION
 from tourneylake.lake.storage import AnyPath, StorePath, atomic_write, remove_tree
-from tourneylake.runtime.threads import submit_to_finish
 from tourneylake.schemas import TABLES
 
 __all__ = [
@@ -84,6 +84,9 @@ class LedgerError(TourneylakeError, ValueError):
 _LIVE: set[str] = set()
 _LIVE_LOCK = threading.Lock()
 OPEN_SUFFIX = ".open"  # object store: ``run-<id>.open/`` holds an open run's segments
+#: Object store: the writer starts at most one PUT in this long (a write-ahead line does not hold
+#: its call's HTTP slot while it waits, see ``AsyncClient.send``).
+LINGER_S = 0.025
 
 
 def _night_dir(lake: Lake, night: date) -> AnyPath:
@@ -109,11 +112,12 @@ class LedgerWriter:
     the lock when the process dies; a run that ends (normally, on an exception, a Ctrl-C) with
     calls announced but never answered is not closed but left ``.open``, like a killed one.
 
-    On an object store nothing can be appended to, renamed atomically or locked: every write
-    (the header with the first line, then each line) is its own small object
-    ``run-<id>.open/<seq>.jsonl`` (one PUT, whole or absent), written by one thread of the
-    writer's own, in order, even if whoever waits for it is cancelled; closing writes the whole
-    run as ``run-<id>.jsonl`` and deletes the folder. Such a run is held while a writer of this
+    On an object store nothing can be appended to, renamed atomically or locked: the lines are
+    written by one thread of the writer's own, in order, even if whoever waits for one is
+    cancelled, as a group commit: every line that came while the previous write was under way
+    goes in the next one, one small object ``run-<id>.open/<seq>.jsonl`` (one PUT, whole or
+    absent; the header with the first), and each waiter hears of its line once that object is
+    stored; closing writes the whole run as ``run-<id>.jsonl`` and deletes the folder. Such a run is held while a writer of this
     process has it open or the process its header names is alive on this host: the one-writer
     rule (one writer per account and night) makes an open run of another host a dead one. After a write fails, every later one raises :class:`LedgerError` at once, and so
     does every write-ahead line already queued: a night whose ledger cannot be written stops
@@ -149,13 +153,20 @@ class LedgerWriter:
         self.lowest_remaining: int | None = None  # the fewest searches left any answer of the run reported
         self._unanswered: dict[tuple[str | None, Any], str] = {}  # (call, attempt) → resource, while in flight
         self._transport_failures: Counter[str] = Counter()  # resources of attempts with no answer read
-        self._writer: ThreadPoolExecutor | None = None  # object store: the thread that writes the lines
+        self._writer: threading.Thread | None = None  # object store: the thread that writes the lines
+        self._batch: list[tuple[Mapping[str, Any], Future[None]]] = []  # object store: lines queued for it
+        self._wake = threading.Condition(self._lock)
         self._failed: BaseException | None = None  # the write that failed: no line is written after it
         self._closing = False  # close() has begun: no line is taken after it
 
     @property
     def path(self) -> AnyPath | None:
         return self._path
+
+    @property
+    def remote(self) -> bool:
+        """Whether the run is on an object store (its lines are PUT in groups by a thread)."""
+        return self._remote
 
     @property
     def uncertain(self) -> Counter[str]:
@@ -178,9 +189,9 @@ class LedgerWriter:
             header["host"] = socket.gethostname()
         return header
 
-    def _write_segment(self, line: Mapping[str, Any]) -> None:
-        """Object store: one object per write (see the module docstring)."""
-        data = _dumps(line)
+    def _write_segment(self, lines: list[Mapping[str, Any]]) -> None:
+        """Object store: one object for the lines written together (see the class docstring)."""
+        data = b"".join(_dumps(line) for line in lines)
         if self._path is None:
             self._path = self.directory / f"run-{self.run_id}{OPEN_SUFFIX}"
             with _LIVE_LOCK:
@@ -191,9 +202,6 @@ class LedgerWriter:
         self._written.append(data)
 
     def _write(self, line: Mapping[str, Any]) -> None:
-        if self._remote:
-            self._write_segment(line)
-            return
         if self._file is None:
             directory = self.directory
             assert isinstance(directory, Path)  # a local ledger (an object store's writes segments)
@@ -223,9 +231,14 @@ class LedgerWriter:
             raise LedgerError(f"run {self.run_id}: its ledger is closed; no line is written after it")
         if not self._remote:
             return self._write_here(line)
+        written: Future[None] = Future()
+        written.set_running_or_notify_cancel()  # written whether or not its waiter is still there
+        self._batch.append((line, written))
         if self._writer is None:
-            self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tourneylake-ledger")
-        return submit_to_finish(self._writer, self._write_or_fail, line)
+            self._writer = threading.Thread(target=self._write_batches, name="tourneylake-ledger", daemon=True)
+            self._writer.start()
+        self._wake.notify()
+        return written
 
     def _write_here(self, line: Mapping[str, Any]) -> Future[None]:
         """``line`` written by the caller: a done future, with the write's error if it failed.
@@ -242,18 +255,48 @@ class LedgerWriter:
             written.set_result(None)
         return written
 
-    def _write_or_fail(self, line: Mapping[str, Any]) -> None:
-        if self._failed is not None and line["kind"] == "sent":
-            # Queued before a write failed: its call does not go out (nor counts as unanswered).
-            # A row is still tried: it books a call that was paid for.
+    def _write_batches(self) -> None:
+        """Object store: the writer's thread, writing what is queued as one object at a time, at
+        most one a :data:`LINGER_S` (the lines that come meanwhile share the next PUT)."""
+        last = 0.0
+        while True:
             with self._lock:
-                self._unanswered.pop((line["call"], line["attempt"]), None)
-            raise self._refusal()
+                while not self._batch and not self._closing:
+                    self._wake.wait()
+                if not self._batch:
+                    return
+                while not self._closing and (left := last + LINGER_S - time.monotonic()) > 0:
+                    self._wake.wait(left)
+                last = time.monotonic()
+                batch, self._batch = self._batch, []
+            self._write_batch(batch)
+
+    def _write_batch(self, batch: list[tuple[Mapping[str, Any], Future[None]]]) -> None:
+        lines = []
+        for line, written in batch:
+            if self._failed is not None and line["kind"] == "sent":
+                # Queued after a write failed: its call does not go out (nor counts as unanswered).
+                # A row is still tried: it books a call that was paid for.
+                with self._lock:
+                    self._unanswered.pop((line["call"], line["attempt"]), None)
+                written.set_exception(self._refusal())
+            else:
+                lines.append((line, written))
+        if not lines:
+            return
         try:
-            self._write(line)
-        except BaseException as exc:
+            self._write_segment([line for line, _ in lines])
+        except BaseException as exc:  # noqa: BLE001 - every waiter hears of it
             self._failed = self._failed or exc
-            raise
+            with self._lock:  # the calls whose write-ahead line is lost do not go out
+                for line, _ in lines:
+                    if line["kind"] == "sent":
+                        self._unanswered.pop((line["call"], line["attempt"]), None)
+            for _, written in lines:
+                written.set_exception(exc)
+            return
+        for _, written in lines:
+            written.set_result(None)
 
     def sent_soon(self, resource: str, call_key: str, attempt: int) -> Future[None]:
         """A metered attempt is about to go out (write-ahead, see the module docstring): it may
@@ -262,6 +305,15 @@ class LedgerWriter:
             written = self._queue({"kind": "sent", "resource": resource, "call": call_key, "attempt": attempt})
             self._unanswered[(call_key, attempt)] = resource
             return written
+
+    def withdrawn(self, resource: str, call_key: str, attempt: int) -> None:
+        """A call announced by :meth:`sent_soon` does not go out after all (the budget stopped
+        while its line was stored): it is no longer in flight. Not waited for: if the line is
+        lost, the call only looks unanswered, and a reconciliation books no more than the
+        service's count says was spent."""
+        with self._lock:
+            if self._failed is None and not self._closing and self._unanswered.pop((call_key, attempt), None) is not None:
+                self._queue({"kind": "withdrawn", "resource": resource, "call": call_key, "attempt": attempt})
 
     def sent(self, resource: str, call_key: str, attempt: int) -> None:
         """:meth:`sent_soon`, returning once the line is written."""
@@ -300,8 +352,9 @@ class LedgerWriter:
         so refused keeps its call from going out."""
         with self._lock:
             self._closing = True
+            self._wake.notify()
         if self._writer is not None:
-            self._writer.shutdown(wait=True)  # every line asked for is written first
+            self._writer.join()  # every line asked for is written first
             self._writer = None
         with self._lock:
             if self._failed is not None:
@@ -360,7 +413,7 @@ class LedgerWriter:
                 len(self._unanswered),
             )
             return
-        self._write_segment({"kind": "closed", "at": datetime.now(UTC), "spent": self.spent})
+        self._write_segment([{"kind": "closed", "at": datetime.now(UTC), "spent": self.spent}])
         self._path = _compact(self._path, b"".join(self._written))
 
     def __enter__(self) -> LedgerWriter:
@@ -455,6 +508,8 @@ def _read_run(path: AnyPath, night: date) -> RunLog:
                 log.host = line.get("host")
             elif kind == "sent":
                 pending[(line.get("call"), line.get("attempt"))] = line
+            elif kind == "withdrawn":  # announced, then not sent after all
+                pending.pop((line.get("call"), line.get("attempt")), None)
             elif kind == "entry":
                 pending.pop((line.get("call"), line.get("attempt")), None)
                 entry = {name: line.get(name) for name in COLUMNS}

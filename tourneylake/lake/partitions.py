@@ -1,43 +1,72 @@
-"""The lake's tables: a night a partition, replaced whole.
+"""The lake's tables: Delta tables (delta-rs), partitioned by night, one commit per table per
+night (or per shard of a night).
 
-:class:`PartitionWriter` writes one night of one table as Parquet parts (zstd). On a local lake
-the parts go to ``_tmp/`` and, on success, replace the night's folder with two renames (the old
-one moved aside first, deleted last), so a failed run never loses the previous night. On an
-object store the parts go straight into the night's folder under a fresh generation, and a
-marker, ``_commit.json`` (one PUT), lists the generation's parts: readers see only what a marker
-lists, so a writer killed at any point leaves the previous partition visible.
-``snapshot_date`` is the hive partition column: it is not stored inside the files.
+:class:`PartitionWriter` writes one night of one table as Parquet parts (zstd) straight into the
+table's ``snapshot_date=D/`` folder, then commits them in one Delta transaction that replaces
+the night (an overwrite on its date) — or, for a shard, that shard's parts of the night only.
+Until the commit no reader sees a part; a writer that fails deletes its parts, a killed one
+leaves them for :func:`expire_versions` (Delta's vacuum). Commits of other nights, or of other
+shards, may run at the same moment: delta-rs commits with a conditional write (a local file
+created only if absent; on S3 a PUT with ``If-None-Match: *``) and checks a loser against the
+winner, and a conflict or a store's transient failure is tried again here, after checking
+whether the commit had in fact landed. The same code serves a local folder and an object store.
 """
 
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
+import random
 import re
-import shutil
+import threading
+import time
 import uuid
-from datetime import UTC, date, datetime
+from collections.abc import Iterator
+from datetime import date
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import orjson
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from tourneylake.errors import LakeError
-from tourneylake.lake.storage import AnyPath, StorePath, fsync_dir, fsync_file, remove_tree
+from tourneylake.errors import LakeError, one_line
+from tourneylake.lake.storage import AnyPath, StorePath, fsync_dir, fsync_file
 
 if TYPE_CHECKING:
+    from deltalake import DeltaTable
+
     from tourneylake.lake.lake import Lake
 
-__all__ = ["COMMIT_FILE", "PARTITION", "TMP_DIR", "PartitionWriter", "check_name", "damaged_part"]
+__all__ = [
+    "DELTA_LOG",
+    "PARTITION",
+    "TMP_DIR",
+    "PartitionWriter",
+    "check_name",
+    "damaged_part",
+    "expire_versions",
+    "finish_together",
+    "partition_dates",
+]
+
+log = logging.getLogger(__name__)
 
 PARTITION = "snapshot_date"
 TMP_DIR = "_tmp"
-#: On an object store, the marker that commits a partition (lists its parts).
-COMMIT_FILE = "_commit.json"
+DELTA_LOG = "_delta_log"
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+#: Every table's properties: a checkpoint every 5 commits (a reader replays at most 5 JSON
+#: commits: a GET each on an object store), the log's entries older than 30 days dropped at a checkpoint.
+TABLE_CONFIGURATION = {
+    "delta.checkpointInterval": "5",
+    "delta.logRetentionDuration": "interval 30 days",
+    "delta.enableExpiredLogCleanup": "true",
+}
+#: Tries of one commit (a conflict with another writer, a store's transient failure).
+_COMMIT_TRIES = 8
 
 
 def check_name(kind: str, name: str) -> str:
@@ -46,38 +75,158 @@ def check_name(kind: str, name: str) -> str:
     return name
 
 
+# ---------------------------------------------------------------------- where a table is
+def table_uri(lake: Lake, table: str) -> str:
+    """The table's location as delta-rs opens it: a local path, or the store's URL."""
+    folder = lake.table_dir(table)
+    if isinstance(folder, StorePath):
+        protocol = folder.fs.protocol if isinstance(folder.fs.protocol, str) else folder.fs.protocol[0]
+        if protocol not in ("s3", "s3a", "gs", "gcs", "az", "abfs", "abfss"):
+            raise LakeError(
+                f"the lake's tables are Delta tables, which need a store delta-rs opens (a local folder, s3://, gs://, "
+                f"az://); {protocol}:// is not one"
+            )
+    return str(folder)
+
+
+def storage_options(lake: Lake) -> dict[str, str]:
+    """delta-rs's options for the lake's store, from the store's usual environment (delta-rs reads
+    the credentials themselves from it: ``AWS_ACCESS_KEY_ID``, a profile, a role…)."""
+    if lake.local:
+        return {}
+    options = {}
+    endpoint = os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL")
+    if endpoint:
+        options["AWS_ENDPOINT_URL"] = endpoint
+        if endpoint.startswith("http://"):
+            options["AWS_ALLOW_HTTP"] = "true"
+    region = os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION")
+    if region:
+        options["AWS_REGION"] = region
+    return options
+
+
+#: The tables this process opened, each lent to one user at a time (:func:`opened`) and brought up
+#: to date with the commits made since when lent again, rather than read anew from its last checkpoint.
+_IDLE: dict[str, list[DeltaTable]] = {}
+_IDLE_LOCK = threading.Lock()
+
+
+@contextlib.contextmanager
+def opened(lake: Lake, table: str) -> Iterator[DeltaTable | None]:
+    """The table at its latest version, for the block (``None``: no such table yet)."""
+    from deltalake import DeltaTable
+    from deltalake.exceptions import TableNotFoundError
+
+    uri = table_uri(lake, table)
+    with _IDLE_LOCK:
+        idle = _IDLE.get(uri)
+        delta = idle.pop() if idle else None
+    for attempt in range(_COMMIT_TRIES):
+        try:
+            if delta is not None:
+                delta.update_incremental()
+            else:
+                delta = DeltaTable(uri, storage_options=storage_options(lake))
+            break
+        except TableNotFoundError:
+            delta = None
+            break
+        except Exception as exc:  # noqa: BLE001 - a store's failure (a lost answer, a 5xx): tried again, then one line
+            delta = None
+            _transient(exc, attempt, f"cannot read the table {uri}")
+    yield delta
+    if delta is not None:  # not after a failure inside the block: the next user opens it anew
+        with _IDLE_LOCK:
+            _IDLE.setdefault(uri, []).append(delta)
+
+
+def _transient(exc: BaseException, attempt: int, what: str) -> None:
+    """Wait before the next try of something that failed for a reason outside our code, or say
+    it on one line once the tries are spent."""
+    from deltalake.exceptions import DeltaError
+
+    if not isinstance(exc, DeltaError | OSError) or attempt + 1 >= _COMMIT_TRIES:
+        raise LakeError(f"{what}: {one_line(exc)}") from None
+    log.info("%s (%s): trying again", what, one_line(exc)[:200])
+    time.sleep(min(2.0, 0.05 * 2**attempt) * (0.5 + random.random()))
+
+
+def active_files(lake: Lake, table: str, night: date | None = None) -> dict[date, list[str]]:
+    """The files of the table's current version, by night (one night's only, with ``night``),
+    each as a path relative to the table's folder, sorted."""
+    return {day: [path for path, _ in parts] for day, parts in night_parts(lake, table, night).items()}
+
+
+def night_parts(lake: Lake, table: str, night: date | None = None) -> dict[date, list[tuple[str, int | None]]]:
+    """:func:`active_files` with each file's rows (``None`` when its commit did not say)."""
+    with opened(lake, table) as delta:
+        if delta is None:
+            return {}
+        actions = pa.table(delta.get_add_actions(flatten=True)).select(["path", "num_records", f"partition.{PARTITION}"])
+    out: dict[date, list[tuple[str, int | None]]] = {}
+    for path, rows, day in zip(*(column.to_pylist() for column in actions.columns), strict=True):
+        if night is None or day == night:
+            out.setdefault(day, []).append((path, rows))
+    return {day: sorted(parts) for day, parts in sorted(out.items())}
+
+
+#: The parts of the first layout (before the lake's tables were Delta tables): ``part-00000.parquet``
+#: on a disk, ``part-<generation>-00000.parquet`` and ``_commit.json`` markers on an object store.
+_LEGACY_PART = re.compile(r"^(part-([0-9a-f]{12}-)?[0-9]{5}\.parquet|_commit\.json)$")
+
+
+def is_legacy(lake: Lake, table: str) -> bool:
+    """Whether the table's folder holds the lake's first layout (hive folders of Parquet parts
+    and no Delta log), which ``tourneylake rebuild --all`` converts."""
+    folder = lake.table_dir(table)
+    if not folder.is_dir() or (folder / DELTA_LOG).is_dir():
+        return False
+    nights = [p for p in folder.iterdir() if p.name.startswith(PARTITION + "=") and p.is_dir()]
+    return any(_LEGACY_PART.match(part.name) for night in nights for part in night.iterdir())
+
+
+def legacy_tables(lake: Lake) -> list[str]:
+    """The tables of the lake's first layout (see :func:`is_legacy`)."""
+    if not lake.root.is_dir():
+        return []
+    folders = [p.name for p in lake.root.iterdir() if p.is_dir() and not p.name.startswith(("_", "."))]
+    return sorted(name for name in folders if is_legacy(lake, name))
+
+
+# ---------------------------------------------------------------------- the writer
 class PartitionWriter:
-    """Writes one night of one table as parts; replaces the partition on successful exit.
+    """Writes one night of one table as parts, committed as one Delta transaction on a
+    successful exit (see the module docstring).
 
     ``write`` may be called any number of times (one part each: write every N players and
     memory stays flat). All parts must share a schema. An exception inside the ``with`` block
-    discards the new parts and leaves the previous partition untouched. A writer that wrote
-    nothing at all removes the night's partition (the night has no rows for this table).
-    On an object store the parts go straight into the night's folder under a new generation and
-    the commit marker makes them the partition (see the module docstring).
+    deletes the new parts and leaves the night as it was. A writer that wrote nothing removes
+    the night (the night has no rows for this table). With ``shard``, the commit replaces only
+    the parts that shard committed before for this night (``part-<shard>-…``) and leaves every
+    other shard's: several shards make one night's table side by side.
     """
 
-    def __init__(self, lake: Lake, table: str, snapshot_date: date) -> None:
+    def __init__(self, lake: Lake, table: str, snapshot_date: date, *, shard: str | None = None) -> None:
         self.lake = lake
         self.table = check_name("table", table)
         self.snapshot_date = snapshot_date
+        self.shard = None if shard is None else check_name("shard", shard)
         self.rows = 0
         self.parts = 0
         self._schema: pa.Schema | None = None
-        self._staged: AnyPath | None = None
-        self._names: list[str] = []  # object store: this generation's parts
-        self._generation = ""
+        self._folder: AnyPath | None = None
+        self._written: list[tuple[str, int, int]] = []  # (path in the table, bytes, rows)
+        self._prefix = f"part-{self.shard or 'night'}-"
+        self._name = f"{self._prefix}{uuid.uuid4().hex[:16]}"
 
     def __enter__(self) -> PartitionWriter:
-        if self.lake.local:
-            self._staged = self.lake._tmp_dir()
-        else:
-            self._staged = self.lake.partition_path(self.table, self.snapshot_date)
-            self._generation = uuid.uuid4().hex[:12]
+        table_uri(self.lake, self.table)  # refuses a store delta-rs cannot open, before any part
+        self._folder = self.lake.table_dir(self.table) / f"{PARTITION}={self.snapshot_date.isoformat()}"
         return self
 
     def write(self, data: pa.Table | pa.RecordBatch) -> None:
-        if self._staged is None:
+        if self._folder is None:
             raise LakeError("PartitionWriter.write outside its with-block")
         if isinstance(data, pa.RecordBatch):
             data = pa.Table.from_batches([data])
@@ -90,27 +239,8 @@ class PartitionWriter:
                 data = data.cast(self._schema)
             except (pa.ArrowInvalid, ValueError) as exc:
                 raise LakeError(f"{self.table}: part schema differs from the first part's: {exc}") from None
-        if not self.lake.local:
-            name = f"part-{self._generation}-{self.parts:05d}.parquet"
-            sink = pa.BufferOutputStream()
-            pq.write_table(data, sink, compression="zstd", write_statistics=True)
-            (self._staged / name).write_bytes(sink.getvalue().to_pybytes())  # one PUT: whole or absent
-            self._names.append(name)
-            self.parts += 1
-            self.rows += data.num_rows
-            return
-        assert isinstance(self._staged, Path)  # a local lake's staging folder
-        path = self._staged / f"part-{self.parts:05d}.parquet"
-        # A part is whole or absent: a write that fails half-way leaves no file to commit.
-        partial = path.with_name(f".{path.name}.tmp")
-        try:
-            pq.write_table(data, partial, compression="zstd", write_statistics=True)
-            if self.lake.fsync:  # its data on the disk before its name: a power loss leaves no empty part
-                fsync_file(partial)
-        except BaseException:
-            partial.unlink(missing_ok=True)
-            raise
-        os.replace(partial, path)
+        name = f"{self._name}-{self.parts:05d}.zstd.parquet"
+        self._written.append((f"{self._folder.name}/{name}", _write_part(self.lake, self._folder / name, data), data.num_rows))
         self.parts += 1
         self.rows += data.num_rows
 
@@ -121,54 +251,224 @@ class PartitionWriter:
         return data.drop_columns([PARTITION])
 
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
-        staged, self._staged = self._staged, None
-        assert staged is not None
-        if isinstance(staged, StorePath):
-            self._commit(staged, failed=exc_type is not None)
+        folder, self._folder = self._folder, None
+        if folder is None:
             return
-        if exc_type is not None:
-            shutil.rmtree(staged, ignore_errors=True)
-            return
-        target = self.lake.partition_path(self.table, self.snapshot_date)
-        assert isinstance(target, Path)  # the local lake's partition folder
         try:
-            if self.parts == 0:
-                shutil.rmtree(staged, ignore_errors=True)
-                if target.exists():
-                    aside = self.lake.local_root / TMP_DIR / f"{uuid.uuid4().hex}.old"
-                    os.replace(target, aside)
-                    shutil.rmtree(aside, ignore_errors=True)
+            if exc_type is None:
+                if self.lake.fsync and isinstance(folder, Path) and self._written:
+                    fsync_dir(folder)  # the parts' names on disk before the commit that names them
+                self._commit()
                 return
-            if self.lake.fsync:
-                fsync_dir(staged)
-            self.lake._swap_in(staged, target)
         except BaseException:
-            shutil.rmtree(staged, ignore_errors=True)
+            self._discard(folder)
             raise
+        self._discard(folder)
 
-    def _commit(self, folder: StorePath, *, failed: bool) -> None:
-        """Object store: the marker (one PUT) makes this generation the partition; then every
-        other object of the folder (the replaced generation, a killed writer's) is deleted."""
-        marker = folder / COMMIT_FILE
-        if failed:
-            for name in self._names:
-                (folder / name).unlink(missing_ok=True)
-            return
-        if self.parts == 0:
-            marker.unlink(missing_ok=True)  # the night is gone for readers from here on
-            remove_tree(folder)
-            return
-        content = {
-            "parts": self._names,
-            "rows": self.rows,
-            "generation": self._generation,
-            "committed_at": datetime.now(UTC).isoformat(timespec="seconds"),
-        }
-        marker.write_bytes(orjson.dumps(content, option=orjson.OPT_INDENT_2))
-        keep = {*self._names, COMMIT_FILE}
-        for stale in folder.iterdir():
-            if stale.name not in keep:
-                remove_tree(stale) if stale.is_dir() else stale.unlink(missing_ok=True)
+    def _discard(self, folder: AnyPath) -> None:
+        """Delete this writer's parts (best effort: one left over goes at the next vacuum)."""
+        for path, _, _ in self._written:
+            with contextlib.suppress(OSError, LakeError):
+                (folder / path.rsplit("/", 1)[-1]).unlink(missing_ok=True)
+
+    # ------------------------------------------------------------------ the commit
+    def _commit(self) -> None:
+        from deltalake.exceptions import CommitFailedError
+
+        uri = table_uri(self.lake, self.table)
+        what = f"{uri}: night {self.snapshot_date} could not be committed"
+        for attempt in range(_COMMIT_TRIES):
+            try:
+                with opened(self.lake, self.table) as delta:
+                    if self._commit_to(delta):
+                        return
+            except CommitFailedError as exc:  # another writer's commit touched what this one replaces
+                if attempt + 1 >= _COMMIT_TRIES:
+                    raise LakeError(f"{what} ({one_line(exc)})") from None
+                time.sleep(0.02 * (attempt + 1) * (0.5 + random.random()))
+            except LakeError:
+                raise
+            except Exception as exc:  # noqa: BLE001 - a store's failure: tried again, then one line
+                _transient(exc, attempt, what)
+        raise LakeError(f"{what} (the table kept appearing and disappearing)")
+
+    def _commit_to(self, delta: DeltaTable | None) -> bool:
+        """One try of the commit, on the table as it is now; ``False``: try again (another
+        writer created the table meanwhile)."""
+        if delta is None:
+            if not self._written:
+                return True  # no table, and nothing to write: the night has no rows
+            if is_legacy(self.lake, self.table):
+                raise LakeError(
+                    f"{table_uri(self.lake, self.table)} holds the lake's first table layout: run `tourneylake rebuild "
+                    "--all` to convert the lake's tables from its raw answers (no search)"
+                )
+            return self._create()
+        if self._landed(delta):
+            return True
+        schema = _merged_schema(delta, self._file_schema())
+        if self.shard is None:
+            day = self.snapshot_date.isoformat()
+            partition_filters = [(PARTITION, "=", day)]
+            delta.create_write_transaction(
+                self._adds(), "overwrite", schema, partition_by=[PARTITION], partition_filters=partition_filters
+            )
+        else:
+            delta.create_write_transaction([*self._removes(delta), *self._adds()], "append", schema, partition_by=[PARTITION])
+        return True
+
+    def _create(self) -> bool:
+        """The table created with this writer's parts as its first version (one commit);
+        ``False`` when another writer created it at the same moment (this one then commits to it)."""
+        from deltalake import Schema
+        from deltalake.transaction import create_table_with_add_actions
+
+        try:
+            create_table_with_add_actions(
+                table_uri(self.lake, self.table),
+                Schema.from_arrow(_with_partition(self._file_schema())),
+                self._adds(),
+                mode="error",
+                partition_by=[PARTITION],
+                configuration=TABLE_CONFIGURATION,
+                storage_options=storage_options(self.lake),
+            )
+        except Exception as exc:  # noqa: BLE001 - lost to another creator, or a store's failure: opened again
+            log.info("%s: creating the table failed (%s): opening it again", self.table, one_line(exc)[:200])
+            return False
+        return True
+
+    def _landed(self, delta: DeltaTable) -> bool:
+        """Whether this writer's commit is already the table's (a try whose answer was lost):
+        the night's (or the shard's) parts are exactly this writer's."""
+        mine = {path for path, _, _ in self._written}
+        current = set(active_files_of(delta, self.snapshot_date))
+        if self.shard is not None:
+            current = {p for p in current if p.rsplit("/", 1)[-1].startswith(self._prefix)}
+        return current == mine
+
+    def _file_schema(self) -> pa.Schema:
+        return _delta_schema(self._schema) if self._schema is not None else pa.schema([])
+
+    def _adds(self) -> list[Any]:
+        from deltalake.transaction import AddAction
+
+        now = int(time.time() * 1000)
+        values = {PARTITION: self.snapshot_date.isoformat()}
+        return [
+            AddAction(path, size, values, now, True, orjson.dumps({"numRecords": rows}).decode())
+            for path, size, rows in self._written
+        ]
+
+    def _removes(self, delta: DeltaTable) -> list[Any]:
+        """The parts this shard committed before for this night."""
+        from deltalake.transaction import RemoveAction
+
+        now = int(time.time() * 1000)
+        actions = pa.table(delta.get_add_actions(flatten=True)).select(["path", "size_bytes", f"partition.{PARTITION}"])
+        return [
+            RemoveAction(path, True, now, size=size, partition_values={PARTITION: self.snapshot_date.isoformat()})
+            for path, size, day in zip(*(c.to_pylist() for c in actions.columns), strict=True)
+            if day == self.snapshot_date and path.rsplit("/", 1)[-1].startswith(self._prefix)
+        ]
+
+
+def active_files_of(delta: DeltaTable, night: date) -> list[str]:
+    actions = pa.table(delta.get_add_actions(flatten=True)).select(["path", f"partition.{PARTITION}"])
+    paths, days = (column.to_pylist() for column in actions.columns)
+    return sorted(path for path, day in zip(paths, days, strict=True) if day == night)
+
+
+def _write_part(lake: Lake, path: AnyPath, data: pa.Table) -> int:
+    """One Parquet part (zstd, timestamps in microseconds as Delta keeps them); its size."""
+    options: dict[str, Any] = {"compression": "zstd", "write_statistics": True, "coerce_timestamps": "us"}
+    if isinstance(path, StorePath):
+        sink = pa.BufferOutputStream()
+        pq.write_table(data, sink, **options)
+        payload = sink.getvalue().to_pybytes()
+        path.write_bytes(payload)  # one PUT: whole or absent
+        return len(payload)
+    try:
+        pq.write_table(data, path, **options)
+    except FileNotFoundError:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        pq.write_table(data, path, **options)
+    except BaseException:
+        path.unlink(missing_ok=True)  # a part written half-way is never committed: not left either
+        raise
+    if lake.fsync:  # its data on the disk before the commit names it
+        fsync_file(path)
+    return path.stat().st_size
+
+
+def _delta_schema(schema: pa.Schema) -> pa.Schema:
+    """A part's columns as the Delta table declares them (dictionary strings are strings,
+    timestamps are microseconds)."""
+    fields = []
+    for field in schema:
+        kind = field.type
+        if pa.types.is_dictionary(kind):
+            kind = kind.value_type
+        if pa.types.is_timestamp(kind):
+            kind = pa.timestamp("us", tz=kind.tz)
+        fields.append(field.with_type(kind))
+    return pa.schema(fields)
+
+
+def _with_partition(schema: pa.Schema) -> pa.Schema:
+    return schema.append(pa.field(PARTITION, pa.date32()))
+
+
+def _merged_schema(delta: DeltaTable, parts: pa.Schema) -> pa.Schema:
+    """The table's columns, then any new ones of the parts: a commit never drops a column (the
+    parts of another night may hold it), and a new one is added for every night (NULL before)."""
+    current = pa.schema(delta.schema().to_arrow())
+    known = set(current.names)
+    fields = [f for f in current if f.name != PARTITION] + [f for f in parts if f.name not in known]
+    return _with_partition(pa.schema(fields))
+
+
+def finish_together(writers: list[PartitionWriter], exc_type: type[BaseException] | None = None) -> None:
+    """Leave several writers' with-blocks at once (``exc_type``: the block failed): their
+    commits, one table each, side by side (each waits on the store; a thread each)."""
+    if exc_type is not None or len(writers) < 2:
+        for writer in writers:
+            writer.__exit__(exc_type, None, None)
+        return
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(len(writers), thread_name_prefix="tourneylake-commit") as pool:
+        done = [pool.submit(writer.__exit__, None, None, None) for writer in writers]
+    failed = next((f.exception() for f in done if f.exception() is not None), None)
+    if failed is not None:
+        raise failed
+
+
+# ---------------------------------------------------------------------- upkeep
+def expire_versions(lake: Lake, keep_days: float, *, strays: bool = False) -> int:
+    """Delete the files no version of the last ``keep_days`` days needs (Delta's vacuum: the
+    parts of replaced nights, as the log names them), in every table; returns how many.
+    ``strays``: also the parts no version ever named (a killed writer's), which takes a listing
+    of every table's folder (a rebuild does it; a night does not)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    hours = max(0, round(keep_days * 24))
+
+    def expire(table: str) -> int:
+        with opened(lake, table) as delta:
+            if delta is None:
+                return 0
+            try:
+                return len(delta.vacuum(retention_hours=hours, dry_run=False, enforce_retention_duration=False, full=strays))
+            except Exception as exc:  # noqa: BLE001 - the next night's upkeep tries again
+                log.warning("%s: old versions could not be expired (%s)", table, one_line(exc))
+                return 0
+
+    with ThreadPoolExecutor(8, thread_name_prefix="tourneylake-expire") as pool:  # each table waits on its own round trips
+        removed = sum(pool.map(expire, lake.tables()))
+    if removed:
+        log.info("expired %d file(s) no version of the last %g day(s) needs", removed, keep_days)
+    return removed
 
 
 def damaged_part(path: str | Path, night: date, exc: BaseException) -> LakeError:
@@ -181,30 +481,8 @@ def damaged_part(path: str | Path, night: date, exc: BaseException) -> LakeError
     return LakeError(f"{part} is damaged ({why}): `tourneylake rebuild --date {night}` makes it again from raw (no search)")
 
 
-def read_commit(marker: AnyPath) -> list[str] | None:
-    """The parts an object-store partition's commit marker lists (``None``: no partition)."""
-    try:
-        content = orjson.loads(marker.read_bytes())
-    except FileNotFoundError:
-        return None
-    except orjson.JSONDecodeError as exc:
-        raise LakeError(f"commit marker {marker} is damaged ({exc}): run `tourneylake rebuild` for that night") from None
-    parts = content.get("parts") if isinstance(content, dict) else None
-    if not isinstance(parts, list) or not all(isinstance(p, str) and p.startswith("part-") and "/" not in p for p in parts):
-        raise LakeError(f"commit marker {marker} lists no parts: run `tourneylake rebuild` for that night")
-    return parts
-
-
-def committed_dates(folder: AnyPath) -> list[date]:
-    """Object store: the nights of a table folder that have a commit marker."""
-    out = []
-    for marker in folder.glob(f"{PARTITION}=*/{COMMIT_FILE}"):
-        with contextlib.suppress(ValueError):
-            out.append(date.fromisoformat(marker.parent.name.split("=", 1)[1]))
-    return sorted(out)
-
-
 def partition_dates(folder: AnyPath) -> list[date]:
+    """The nights of a folder of ``snapshot_date=D`` folders (the raw store's, the ledger's)."""
     if not folder.is_dir():
         return []
     out = []

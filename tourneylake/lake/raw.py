@@ -1,12 +1,13 @@
-"""A paid body at rest: its file, its name and its status.
+"""A paid body at rest: its bytes, its name and its status.
 
-A body is first written as ``<digest>.<token>.received.json.gz`` and, once its envelope has been
-read, renamed by its status: an accepted answer becomes ``<digest>.json.gz``, any other keeps its
-token and says its status (``refused-<code>``, ``malformed``, ``unusable``), so a refusal never
-hides an accepted answer and a reader learns a body's status from its name. The file is gzipped:
-a JSON header line (resource, key, format, fetched_at, snapshot_date, sha256, body_bytes), then
-the body exactly as received (``zcat`` shows it). Files of the first layout (one JSON document,
-the body inside it) still read, told apart by their first line. The digest is of the sorted key,
+A body is first kept as ``received`` and, once its envelope has been read, named by its status:
+``ok`` (an accepted answer: one per request, its latest), ``refused-<code>``, ``malformed`` (cut
+short) or ``unusable`` (complete, unreadable), so a refusal never hides an accepted answer and a
+reader learns a body's status without parsing it. Bodies live in segments (many to a file or
+object: :mod:`~tourneylake.lake.segments`); each is kept as the file the first layout held, one
+per body: gzipped, a JSON header line (resource, key, format, fetched_at, snapshot_date, sha256,
+body_bytes), then the body exactly as received. Files of that layout (``<digest>.json.gz``, and the
+earliest, one JSON document with the body inside) still read. The digest is of the sorted key,
 which never holds credentials. This module keeps to the standard library, orjson and isal: the
 raw saver's process imports it before its first body.
 """
@@ -17,9 +18,12 @@ import base64
 import contextlib
 import gzip
 import hashlib
+import os
 import re
+import struct
 import zlib
-from collections.abc import Mapping
+from collections import OrderedDict
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from typing import Any
@@ -28,7 +32,8 @@ import orjson
 from isal import isal_zlib
 
 from tourneylake.errors import LakeError
-from tourneylake.lake.storage import AnyPath, replace
+from tourneylake.lake.segments import RawRef, payload_of
+from tourneylake.lake.storage import StorePath
 
 __all__ = [
     "MALFORMED",
@@ -40,8 +45,7 @@ __all__ = [
     "key_digest",
     "raw_file_bytes",
     "raw_stamps",
-    "read_raw_file",
-    "rename_settled",
+    "read_raws",
     "status_of",
 ]
 
@@ -65,7 +69,7 @@ class RawResponse:
     body: bytes
     status: str
     snapshot_date: date
-    path: AnyPath
+    ref: RawRef
 
 
 def as_date(value: date | str) -> date:
@@ -117,19 +121,52 @@ def raw_file_bytes(resource: str, key: Mapping[str, str], fmt: str, fetched_at: 
     return isal_zlib.compress(orjson.dumps(header) + b"\n" + body, 1, 31)
 
 
-def rename_settled(path: AnyPath, target: AnyPath) -> None:
-    """Rename a body to its settled name; one another process already settled is left as is."""
-    with contextlib.suppress(FileNotFoundError):
-        replace(path, target)
+def read_raws(refs: list[RawRef]) -> Iterator[RawResponse]:
+    """The stored bodies ``refs`` name, in their order. A segment on an object store is fetched
+    whole once while its bodies are read (a few recent ones kept: a night's order visits a
+    segment many times); a damaged body is a :class:`LakeError` naming it (nothing is deleted)."""
+    held: OrderedDict[str, bytes] = OrderedDict()
+    held_bytes = 0
+    for ref in refs:
+        try:
+            if ref.offset is None:  # a file of the first layout
+                data = ref.location.read_bytes()
+            elif isinstance(ref.location, StorePath):
+                whole = held.get(ref.location.path)
+                if whole is None:
+                    whole = ref.location.read_bytes()
+                    held[ref.location.path] = whole
+                    held_bytes += len(whole)
+                    while held_bytes > _HELD_BYTES and len(held) > 1:
+                        held_bytes -= len(held.popitem(last=False)[1])
+                held.move_to_end(ref.location.path)
+                data = payload_of(memoryview(whole)[ref.offset : ref.offset + int(ref.length or 0)])
+            else:
+                with open(ref.location, "rb") as handle:
+                    data = payload_of(os.pread(handle.fileno(), int(ref.length or 0), ref.offset))
+        except (OSError, struct.error) as exc:
+            raise _damaged(ref, exc) from None
+        yield raw_from_bytes(data, ref)
 
 
-def read_raw_file(path: AnyPath) -> RawResponse:
-    """One stored body, in either layout (see the module docstring); a damaged file is a
-    :class:`LakeError` naming it (nothing is deleted)."""
+#: Bytes of object-store segments :func:`read_raws` keeps while it reads (the night's order
+#: goes back and forth between them).
+_HELD_BYTES = 256 << 20
+
+
+def _damaged(ref: RawRef, exc: BaseException) -> LakeError:
+    where = str(ref.location) if ref.offset is None else f"{ref.location} (at byte {ref.offset})"
+    return LakeError(
+        f"raw body {where} is damaged ({type(exc).__name__}: {exc}); it is kept as is: move it aside to fetch that answer again"
+    )
+
+
+def raw_from_bytes(data: bytes, ref: RawRef) -> RawResponse:
+    """One stored body from its file's bytes, in either layout (see the module docstring)."""
     try:
-        data = _gunzip(path.read_bytes())
+        data = _gunzip(data)
         header = _header_line(data)
-        if header is None:  # the first layout: one JSON document, the body inside it as text
+        if header is None:  # the earliest layout: one JSON document, the body inside it as text
             header = orjson.loads(data)
             text = header["body"]
             body = base64.b64decode(text) if header.get("body_encoding") == "base64" else text.encode("utf-8")
@@ -143,14 +180,12 @@ def read_raw_file(path: AnyPath) -> RawResponse:
             fmt=header["format"],
             fetched_at=datetime.fromisoformat(header["fetched_at"]),
             body=body,
-            status=status_of(path.name),
+            status=ref.status,
             snapshot_date=date.fromisoformat(header["snapshot_date"]),
-            path=path,
+            ref=ref,
         )
     except (OSError, EOFError, zlib.error, ValueError, KeyError, TypeError) as exc:  # JSONDecodeError is a ValueError
-        raise LakeError(
-            f"raw body {path} is damaged ({type(exc).__name__}: {exc}); it is kept as is: move it aside to fetch that answer again"
-        ) from None
+        raise _damaged(ref, exc) from None
 
 
 def _header_line(data: bytes) -> dict[str, Any] | None:

@@ -1,18 +1,19 @@
 """A harvest's paid bodies saved by a second process while it fetches.
 
-Saving a body (write, fsync, rename, fsync the folder, rename by status) in the harvest's own
-process made every system call give up the GIL and wait for the event loop; so on a local lake
-the harvest hands each body to this saver (``python -m tourneylake.lake.raw_saver``) through a
-pipe its event loop writes and reads, and the saver works on threads of its own. The promises
-hold: a call's caller hears of its answer, and its ledger row is written, only once the saver
-says the body is on disk under its status; a saver that dies, cannot start or cannot be trusted
-leaves the harvest to save every body it has not acknowledged itself, to the same file name;
-a body it cannot write is written again by the harvest, so the call fails with the harvest's own
-error; a harvest killed with bodies in the pipe leaves each whole one ``received``, settled next
-run. Its environment holds no credentials. An object-store lake and
-``TOURNEYLAKE_RAW_SAVER=thread`` keep the saves on the harvest's threads. Messages:
-``["save", id, path, resource, key, fmt, fetched_at, snapshot_date, body]``, ``["rename", id,
-path, target]``; answers ``[id, None]`` or ``[id, "<what failed>"]``.
+Saving a body in the harvest's own process made every system call (or PUT) give up the GIL and
+wait for the event loop; so the harvest hands each body to this saver (``python -m
+tourneylake.lake.raw_saver``) through a pipe its event loop writes and reads, and the saver keeps
+them in segments of its own (:mod:`~tourneylake.lake.segments`: group commits on a disk, one PUT
+per few milliseconds on an object store). The promises hold: a call's caller hears of its answer,
+and its ledger row is written, only once the saver says the body is kept under its status; a
+saver that dies, cannot start or cannot be trusted leaves the harvest to save every body it has
+not acknowledged itself, under the same token (a body kept twice reads once); a body it cannot
+write is written again by the harvest, so the call fails with the harvest's own error; a harvest
+killed with bodies in the pipe leaves each whole one ``received``, settled next run. Its
+environment holds no service credentials (an object store's own, when the lake is on one).
+``TOURNEYLAKE_RAW_SAVER=thread`` keeps the saves on the harvest's threads. Messages: ``["save",
+id, token, resource, key, fmt, fetched_at, snapshot_date, body]``, ``["settle", id, token,
+digest, resource, status, at]``; answers ``[id, None]`` or ``[id, "<what failed>"]``.
 """
 
 from __future__ import annotations
@@ -26,19 +27,20 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
+from datetime import date
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tourneylake.lake.raw import raw_file_bytes, raw_stamps, rename_settled
-from tourneylake.lake.storage import AnyPath, atomic_write
+from tourneylake.lake.raw import RECEIVED, key_digest, raw_file_bytes, raw_stamps
+from tourneylake.lake.segments import RawRef, SegmentWriter
+from tourneylake.lake.storage import AnyPath
 from tourneylake.runtime.pipes import frame, receive, split_frames, worker_env
 from tourneylake.runtime.threads import submit_to_finish
 
 if TYPE_CHECKING:
-    from datetime import date
-
     from tourneylake.api import ReceivedBody
     from tourneylake.lake.lake import Lake
 
@@ -47,8 +49,8 @@ __all__ = ["RAW_SAVER_ENV", "RawSaver", "saver_wanted"]
 log = logging.getLogger(__name__)
 
 RAW_SAVER_ENV = "TOURNEYLAKE_RAW_SAVER"
-# Threads that save at once, in the saver (or in the harvest once the saver is gone): an fsync
-# waits for the disk, and ext4 commits the fsyncs that wait together in one journal commit.
+# Threads that save at once in the harvest once the saver is gone (each waits for the group
+# commit of its body: several wait together).
 _THREADS = 4
 # A pipe holds 64 KiB unless asked: 16 calls' bodies in flight (~14-28 KB each) fit in 1 MiB,
 # so the event loop's write of a body is one system call.
@@ -63,22 +65,23 @@ _ANSWER_BYTES = 1 << 16
 
 
 #: Fewer metered calls than this are saved on the harvest's threads (``auto``): starting the
-#: saver's interpreter (~0.1 s) costs a small night more than the saves it takes off the loop.
+#: saver's interpreter costs a small night more than the saves it takes off the loop.
 SAVER_MIN_CALLS = 16
 
 
 def saver_wanted(lake: Lake, calls: int | None = None) -> bool:
     """Whether a harvest on ``lake`` making ``calls`` metered calls (``None``: many) saves its
-    bodies through the saver process: ``TOURNEYLAKE_RAW_SAVER`` ``process``, ``thread``, or
-    unset (``auto``: a local lake and at least :data:`SAVER_MIN_CALLS` calls)."""
+    bodies through the saver process: ``TOURNEYLAKE_RAW_SAVER`` ``process``, ``thread``, or unset
+    (``auto``: at least :data:`SAVER_MIN_CALLS` calls), never on a store that lives in this
+    process's memory (``memory://``, which another process cannot reach)."""
     mode = os.environ.get(RAW_SAVER_ENV, "auto")
-    if not lake.local or mode == "thread":
+    if not lake.reachable_from_other_processes or mode == "thread":
         return False
     return mode == "process" or calls is None or calls >= SAVER_MIN_CALLS
 
 
-def _command(fsync: bool) -> list[str]:
-    return [sys.executable, "-m", "tourneylake.lake.raw_saver", "1" if fsync else "0"]
+def _command(lake: Lake, night: date) -> list[str]:
+    return [sys.executable, "-m", "tourneylake.lake.raw_saver", str(lake.data_dir), night.isoformat(), "1" if lake.fsync else "0"]
 
 
 # ------------------------------------------------------------------------------ the harvest's side
@@ -141,7 +144,11 @@ class RawSaver:
     def _spawn(self) -> subprocess.Popen[bytes] | None:
         try:
             proc = subprocess.Popen(
-                _command(self.lake.fsync), stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=worker_env(), close_fds=True
+                _command(self.lake, self.night),
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                env=worker_env(store=not self.lake.local),
+                close_fds=True,
             )
         except Exception as exc:  # noqa: BLE001 - whatever it is, the harvest saves its bodies itself
             log.warning("the raw saver process could not start (%s): the harvest saves its bodies itself", exc)
@@ -155,25 +162,39 @@ class RawSaver:
         return proc
 
     async def save(self, received: ReceivedBody) -> Callable[[str], asyncio.Future[None]]:
+        from tourneylake.lake.lake import check_raw_request, new_token
 
-        call, lake = received.call, self.lake
-        path = lake.received_path(self.night, call.resource, call.key, received.format)
-        fetched_at, night = raw_stamps(received.fetched_at, self.night)
+        call, lake, night = received.call, self.lake, self.night
+        check_raw_request(call.resource, call.key, received.format)
+        token = new_token()
+        fetched_at, night_iso = raw_stamps(received.fetched_at, night)
 
         def here() -> None:
-            lake.write_received(path, self.night, call.resource, call.key, received.body, received.format, received.fetched_at)
+            lake.write_raw(night, call.resource, call.key, received.body, received.format, received.fetched_at, token=token)
 
-        message = ["save", str(path), call.resource, dict(call.key), received.format, fetched_at, night, received.body]
+        message = ["save", token, call.resource, dict(call.key), received.format, fetched_at, night_iso, received.body]
         await self._send(message, here)
-        return lambda status: self._settle(path, status)
+        ref = RawRef(night, call.resource, key_digest(call.key), token, RECEIVED, lake.raw_root)
+        return lambda status: self._settle(ref, status)
 
-    def _settle(self, path: AnyPath, status: str) -> asyncio.Future[None]:
-        target = self.lake.settled_path(path, status)
-        if target == path:
-            done = asyncio.get_running_loop().create_future()
+    def _settle(self, ref: RawRef, status: str) -> asyncio.Future[None]:
+        """Name a body by its status (stamped now: the latest decision wins, whoever writes it
+        down first). On an object store its caller does not wait for the status to be stored (a
+        PUT shared with the next bodies): the body is kept, and one whose status is lost stays
+        ``received``, for the next run to read again."""
+        done = asyncio.get_running_loop().create_future()
+        if status == ref.status:
             done.set_result(None)
             return done
-        return self._send(["rename", str(path), str(target)], lambda: rename_settled(path, target))
+        at = time.time_ns()
+        named = self._send(
+            ["settle", ref.token, ref.digest, ref.resource, status, at], lambda: self.lake.settle_raw(ref, status, at=at)
+        )
+        if self.lake.local:
+            return named
+        named.add_done_callback(_told_if_failed)
+        done.set_result(None)
+        return done
 
     def _send(self, message: list[Any], here: Callable[[], object]) -> asyncio.Future[None]:
         loop = asyncio.get_running_loop()
@@ -312,28 +333,49 @@ class RawSaver:
                 self._pool.shutdown(wait=True)
 
 
+def _told_if_failed(named: asyncio.Future[None]) -> None:
+    failed = None if named.cancelled() else named.exception()
+    if failed is not None:
+        log.warning("a body's status could not be stored (%s): it stays `received`, read again next run", failed)
+
+
 # ------------------------------------------------------------------------------ the saver's side
 
 
-def _serve(fsync: bool) -> int:
+def _raw_root(data_dir: str) -> AnyPath:
+    """The lake's raw store, without the settings' checks (the harvest made them)."""
+    from tourneylake.lake.storage import is_store_url, store_path
+
+    root = store_path(data_dir) if is_store_url(data_dir) else Path(data_dir)
+    return root / "lake" / "_raw"
+
+
+def _serve(data_dir: str, night: date, fsync: bool) -> int:
     inp, out = sys.stdin.buffer, sys.stdout.buffer
     answering = threading.Lock()
+    writer = SegmentWriter(_raw_root(data_dir), night, fsync=fsync)
 
-    def answer(number: int, done: Future[None]) -> None:
+    def answer(number: int, done: Future[Any]) -> None:
         exc = done.exception()
         failed = None if exc is None else f"{type(exc).__name__}: {exc}"
         with answering, contextlib.suppress(OSError):  # the harvest is gone: nobody to answer
             out.write(frame([number, failed]))
             out.flush()
 
-    def save(path: str, resource: str, key: dict[str, str], fmt: str, fetched_at: str, night: str, body: bytes) -> None:
-        atomic_write(Path(path), raw_file_bytes(resource, key, fmt, fetched_at, night, body), fsync=fsync)
-
-    with ThreadPoolExecutor(max_workers=_THREADS, thread_name_prefix="raw-saver") as pool:
+    try:
         while (message := receive(inp)) is not None:
             op, number, *args = message
-            work = pool.submit(save, *args) if op == "save" else pool.submit(rename_settled, Path(args[0]), Path(args[1]))
+            work: Future[Any]
+            if op == "save":
+                token, resource, key, fmt, fetched_at, night_iso, body = args
+                payload = raw_file_bytes(resource, key, fmt, fetched_at, night_iso, body)
+                work = writer.add_body(token, key_digest(key), resource, key, fmt, fetched_at, payload)
+            else:
+                token, digest, resource, status, at = args
+                work = writer.add_status(RawRef(night, resource, digest, token, RECEIVED, writer.folder), status, at=at)
             work.add_done_callback(functools.partial(answer, number))
+    finally:
+        writer.close()  # every record received is kept (and answered) before the saver ends
     return 0
 
 
@@ -341,7 +383,8 @@ def main() -> int:
     # A Ctrl-C reaches the whole process group: the harvest decides when the saver ends (its
     # input closed), so every body it was handed is saved first.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    return _serve(fsync=sys.argv[1:2] != ["0"])
+    data_dir, night, fsync = sys.argv[1:4]
+    return _serve(data_dir, date.fromisoformat(night), fsync=fsync != "0")
 
 
 if __name__ == "__main__":

@@ -63,6 +63,18 @@ def location(data_dir: str | os.PathLike[str]) -> Path | StorePath:
     return StorePath(fs, path)
 
 
+def is_store_url(data_dir: str) -> bool:
+    """Whether a data directory (as a worker process is given it) is an object store's URL."""
+    return "://" in data_dir and not data_dir.lower().startswith("file://")
+
+
+def store_path(url: str) -> StorePath:
+    """An object store's URL as a :class:`StorePath`, without the settings' checks (for a worker
+    process, handed a URL its parent checked)."""
+    fs, path = _filesystem(url)
+    return StorePath(fs, path)
+
+
 _FILESYSTEMS: dict[tuple[str, str], tuple[Any, str]] = {}
 _FILESYSTEMS_LOCK = threading.Lock()
 

@@ -582,6 +582,19 @@ class Budget:
             self._in_flight += cost
             return reservation
 
+    def withdraw(self, reservation: Reservation) -> None:
+        """A reserved call that does not go out after all (the budget stopped while its
+        write-ahead line was being stored): its claim is given back, nothing read or charged."""
+        with self._lock:
+            queue = next((q for q in self._reservations.values() if reservation in q), None)
+            if not reservation.amount or queue is None:
+                return
+            queue.remove(reservation)
+            self._all_in_flight.remove(reservation)
+            self._in_flight -= reservation.amount
+            if reservation.reflected:
+                self._reflected -= reservation.amount
+
     def answered(self, reservation: Reservation) -> None:
         """The call's answer has arrived (before its body is saved and read): whatever it was
         charged is in every answer to a call reserved from now on."""

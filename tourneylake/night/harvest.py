@@ -100,7 +100,7 @@ def refresh_metadata(session: Session) -> MetadataOutcome:
         return MetadataOutcome(in_force.metadata_hash, False, False, {}, in_force.currencies_without_rate)
     settle_received(lake, night)
     called = False
-    if not lake.raw_paths(night, calls.METADATA):
+    if not lake.raw_refs(night, calls.METADATA):
         with session.client() as client:
             client.metadata(hash=session.in_force().metadata_hash)
         called = True
@@ -113,9 +113,8 @@ def refresh_metadata(session: Session) -> MetadataOutcome:
     if result is None:
         raise LakeError(f"night {night}: the service's metadata answer could not be kept as tables")
     # `currencies` says the night's metadata tables are written (see above): it is written last,
-    # so a run killed part-way writes them all again.
-    for name, table in sorted(result.tables.items(), key=lambda item: item[0] == "currencies"):
-        lake.write_table(name, night, table)
+    # so a run killed part-way writes them all again (the others side by side).
+    lake.write_tables(night, result.tables, last="currencies")
     in_force = session.in_force()
     return MetadataOutcome(
         result.metadata_hash,
@@ -148,9 +147,9 @@ def refresh_free_resource(session: Session, resource: str) -> ReferenceOutcome:
         found = free_table(lake, night, resource)
     except UNREADABLE as exc:
         # Free, and not worth a night: keep it raw (marked), keep the table in force, say why.
-        path = lake.raw_path(night, resource, call.key)
-        if path.exists():
-            lake.settle_raw(path, UNUSABLE)
+        ref = lake.raw_ref(night, resource, call.key)
+        if ref is not None:
+            lake.settle_raw(ref, UNUSABLE)
         why = f"the {resource} answer cannot be read and is kept raw ({exc}); the last one read stays in force"
         log.warning("night %s: %s", night, why)
         return ReferenceOutcome(table_name, 0, [why], remaining, called)
@@ -684,10 +683,12 @@ class _Fetcher:
                 if self.crashed:
                     queue.clear()
 
-        # Twice as many workers as HTTP slots: while one worker saves, parses and normalises a
-        # body, another already holds the freed slot, so the service always has `concurrency`
-        # requests in flight (never more: the client's slots bound them).
-        await asyncio.gather(*(worker() for _ in range(2 * self.session.settings.concurrency)))
+        # More workers than HTTP slots: while one worker saves, parses and normalises a body,
+        # another already holds the freed slot, so the service always has `concurrency` requests
+        # in flight (never more: the client's slots bound them). Twice as many on a disk; on an
+        # object store a body is kept by a PUT shared with others (a few milliseconds' wait), so more.
+        per_slot = 2 if self.session.lake.local else 8
+        await asyncio.gather(*(worker() for _ in range(per_slot * self.session.settings.concurrency)))
         return transient
 
     async def fetch(self, target: Target) -> str | None:

@@ -256,9 +256,11 @@ class Meter:
 
     def hooks(self, budget: Budget | None, ledger: LedgerWriter) -> dict[str, Callable[..., Future[None] | None]]:
         """``before_attempt``: the budget's permission, then the write-ahead line;
+        ``confirm_attempt``: a call whose line took a while withdrawn when the budget stopped meanwhile;
         ``on_answer``: the budget hears the answer arrived; ``on_attempt``: settle the budget
         and write the attempt's row. The first and the last return the future of their line's
-        write (see :class:`LedgerWriter`), which the client waits for."""
+        write (see :class:`LedgerWriter`), which the client waits for (a row on an object store:
+        not waited for, see ``record``)."""
         # (id of the call, attempt) → the call (kept, so its id is never another's) and its claim
         reservations: dict[tuple[int, int], tuple[calls.Call, Reservation]] = {}
 
@@ -273,6 +275,18 @@ class Meter:
                     )
                 reservations[id(call), number] = (call, reservation)
             return ledger.sent_soon(call.resource, key_digest(call.key), number)
+
+        def confirm(call: calls.Call, number: int) -> None:
+            # Its write-ahead line took a while (an object store): a budget stop since the gate
+            # withdraws the call before it goes out (a free call goes even after a stop).
+            reason = budget.stopped_reason if budget is not None and call.metered else None
+            if reason is None or not self.costs.cost(call.resource):
+                return
+            held = reservations.pop((id(call), number), None)
+            if budget is not None and held is not None:
+                budget.withdraw(held[1])
+            ledger.withdrawn(call.resource, key_digest(call.key), number)
+            raise BudgetRefused(reason)
 
         def answered(call: calls.Call, number: int) -> None:
             held = reservations.get((id(call), number))
@@ -296,7 +310,7 @@ class Meter:
                 )
             cost = self.costs.cost(kind) if kind is not None else 0
             self._tally(ledger, attempt, kind, cost)
-            return ledger.record_soon(
+            written = ledger.record_soon(
                 key_digest(call.key),
                 called_at=attempt.started_at,
                 run_id=self.run_id,
@@ -315,8 +329,13 @@ class Meter:
                 duration_ms=round(attempt.duration_s * 1000, 3),
                 quota_day=self.quota_day(),
             )
+            # On an object store the row rides the ledger's next PUT and the call's caller does
+            # not wait for it: a row lost with its process leaves the call unanswered, and the
+            # next run books what the service's count says it cost; a row that cannot be written
+            # refuses every later write-ahead line, so the night stops paying.
+            return None if ledger.remote else written
 
-        return {"before_attempt": gate, "on_answer": answered, "on_attempt": record}
+        return {"before_attempt": gate, "confirm_attempt": confirm, "on_answer": answered, "on_attempt": record}
 
     def _tally(self, ledger: LedgerWriter, attempt: Attempt, kind: str | None, cost: int) -> None:
         """Count an answer without data that the service may or may not have charged."""

@@ -104,10 +104,10 @@ class Session:
     # ------------------------------------------------------------------ clients
     def save_body(self, received: ReceivedBody) -> Callable[[str], object]:
         """The client's ``on_body`` hook: the body kept as received, and how to name it by its status."""
-        path = self.lake.write_raw(
+        ref = self.lake.write_raw(
             self.night, received.call.resource, received.call.key, received.body, received.format, received.fetched_at
         )
-        return lambda status: self.lake.settle_raw(path, status)
+        return lambda status: self.lake.settle_raw(ref, status)
 
     def _hooks(self, hooks: dict[str, Any]) -> dict[str, Any]:
         return {"on_body": self.save_body, **hooks} if self.writable else hooks
@@ -191,7 +191,7 @@ class Session:
                 (r for d in reversed(self.lake.raw_dates()) if (r := self.lake.read_raw(d, call.resource, call.key))),
                 None,
             )
-        if raw is None and self.lake.request_paths(self.night, call.resource, call.key, UNUSABLE):
+        if raw is None and self.lake.request_refs(self.night, call.resource, call.key, UNUSABLE):
             # Complete, charged, and unreadable: the service would answer the same again.
             raise UnusableResponse(
                 f"{call.describe()}: its answer tonight was paid for and could not be read (kept raw, "

@@ -3,7 +3,8 @@
 Two workers speak this way: the tables worker (:mod:`tourneylake.tables.worker`) and the raw
 saver (:mod:`tourneylake.lake.raw_saver`). A message is a 4-byte little-endian length, then a
 msgpack array (``msgspec``). A worker is started with :func:`worker_env`: only what Python needs
-to start, never the service's credentials (nor any other secret).
+to start (and, for a lake on an object store, that store's environment), never the service's
+credentials.
 
 Kept light (the standard library and msgspec): the raw saver imports it before its first body.
 """
@@ -63,8 +64,15 @@ def split_frames(buffer: bytearray, limit: int | None = None) -> list[list[Any]]
     return messages
 
 
-def worker_env() -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k in _ENV_KEPT or k.startswith("LC_")}
+#: An object store's own environment (its endpoint, region and credentials), which a worker writing
+#: to a lake on that store needs; never the service's.
+_STORE_ENV = ("AWS_", "GOOGLE_", "GCS", "AZURE_", "FSSPEC_")
+
+
+def worker_env(*, store: bool = False) -> dict[str, str]:
+    """What a worker process starts with: what Python needs, and (``store``: the lake is on an
+    object store) that store's environment."""
+    env = {k: v for k, v in os.environ.items() if k in _ENV_KEPT or k.startswith("LC_") or (store and k.startswith(_STORE_ENV))}
     # The worker imports this very tree (a checkout run with `python -m` need not be installed).
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(Path(__file__).resolve().parents[2]), os.environ.get("PYTHONPATH")) if p)
     return env

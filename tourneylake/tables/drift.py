@@ -21,7 +21,7 @@ from typing import Any
 from tourneylake.api import calls
 from tourneylake.api.tree import MalformedPayload, parse
 from tourneylake.lake.lake import Lake
-from tourneylake.lake.raw import read_raw_file
+from tourneylake.lake.raw import read_raws
 from tourneylake.tables.normalize._fast import TOURNAMENT_ATTRS
 from tourneylake.tables.normalize.summary import _EVENT_COLUMNS
 
@@ -92,12 +92,11 @@ def unmapped(raw: dict[str, Any]) -> dict[str, str]:
 def night_drift(lake: Lake, night: date, *, sample: int = 50) -> dict[str, str]:
     """What up to ``sample`` of the night's accepted player summaries (spread over the night)
     carry that the normaliser does not map: ``Element@name`` → where it is kept."""
-    paths = sorted(lake.raw_paths(night, calls.PLAYER_SUMMARY), key=str)
-    if len(paths) > sample:
-        paths = [paths[i * len(paths) // sample] for i in range(sample)]
+    refs = lake.raw_refs(night, calls.PLAYER_SUMMARY)
+    if len(refs) > sample:
+        refs = [refs[i * len(refs) // sample] for i in range(sample)]
     found: dict[str, str] = {}
-    for path in paths:
-        raw = read_raw_file(path)
+    for raw in read_raws(refs):
         try:
             tree = parse(raw.body, raw.fmt).raw
         except MalformedPayload:  # an unreadable answer is the normaliser's to report, not drift

@@ -32,8 +32,8 @@ from tourneylake.api.errors import NOT_FOUND_CODES, MalformedResponse, UnusableR
 from tourneylake.api.tree import MalformedPayload, Node, parse
 from tourneylake.lake.lake import Lake
 from tourneylake.lake.ledger import Ledger
-from tourneylake.lake.partitions import PartitionWriter
-from tourneylake.lake.raw import MALFORMED, OK, RECEIVED, UNUSABLE, RawResponse, read_raw_file
+from tourneylake.lake.partitions import PartitionWriter, finish_together
+from tourneylake.lake.raw import MALFORMED, OK, RECEIVED, UNUSABLE, RawResponse, read_raws
 from tourneylake.tables.normalize import normalize_countries, normalize_metadata, normalize_news
 from tourneylake.tables.normalize.summary import SUMMARY_TABLES, SummaryNormalizer
 from tourneylake.tables.reference import InForce
@@ -94,13 +94,13 @@ def settle_received(lake: Lake, night: date, resource: str | None = None, key: M
     it) its real status, or only those of ``resource`` (and of the request ``key``); returns how
     many were settled."""
     if key is None:
-        paths = lake.raw_paths(night, resource, status=RECEIVED)
+        refs = lake.raw_refs(night, resource, status=RECEIVED)
     else:
         assert resource is not None, "a request's key goes with its resource"
-        paths = lake.request_paths(night, resource, key, RECEIVED)
-    for path in paths:
-        lake.settle_raw(path, body_status(read_raw_file(path)))
-    return len(paths)
+        refs = lake.request_refs(night, resource, key, RECEIVED)
+    for raw in read_raws(refs):
+        lake.settle_raw(raw.ref, body_status(raw))
+    return len(refs)
 
 
 # ---------------------------------------------------------------------------------- metadata
@@ -247,6 +247,8 @@ class SummarySink:
             night, in_force.rates, in_force.statistic_types, in_force.series_types, in_force.axis_types
         )
         self.writers: dict[str, PartitionWriter] = {}
+        # The tables are committed together when the stack closes (side by side: one table each).
+        stack.push(lambda exc_type, exc, tb: finish_together(list(self.writers.values()), exc_type))
         self.pending = 0
         self.rows: dict[str, int] = {}
         self.rejected: list[tuple[TargetKey, str]] = []  # refused later: never here (see `reject`)
@@ -269,9 +271,16 @@ class SummarySink:
     def reject(self, key: dict[str, str], reason: str) -> None:
         """Mark tonight's accepted answer for ``key`` unusable in the raw store (it stays there:
         a rebuild with a fixed normaliser reads it again)."""
-        path = self.lake.raw_path(self.night, calls.PLAYER_SUMMARY, key)
-        if path.exists():
-            self.lake.settle_raw(path, UNUSABLE)
+        # Its status may not be stored yet (on an object store a harvest does not wait for it):
+        # then it is still `received`, its latest one of them.
+        refs = (
+            self.lake.request_refs(self.night, calls.PLAYER_SUMMARY, key, OK)
+            or sorted(self.lake.request_refs(self.night, calls.PLAYER_SUMMARY, key, RECEIVED), key=lambda ref: ref.fetched_at)[
+                -1:
+            ]
+        )
+        for ref in refs:
+            self.lake.settle_raw(ref, UNUSABLE)
         log.warning("night %s: the answer for %s cannot be read and is kept raw: %s", self.night, summary_name(key), reason)
 
     def add_stored(self) -> StoredSummaries:
@@ -282,15 +291,16 @@ class SummarySink:
 
     def _add_stored(self) -> StoredSummaries:
         stored = StoredSummaries()
-        # Named first (the loop renames some), then read a batch at a time: a night's bodies are
-        # never all in memory at once, and reading a batch before parsing it is faster than
-        # alternating file by file.
-        paths = [
-            *self.lake.raw_paths(self.night, calls.PLAYER_SUMMARY),
-            *self.lake.raw_paths(self.night, calls.PLAYER_SUMMARY, status=UNUSABLE),
+        # Listed first (the loop names some anew), then read a batch at a time: a night's bodies
+        # are never all in memory at once, and reading a batch before parsing it is faster than
+        # alternating body by body.
+        refs = [
+            *self.lake.raw_refs(self.night, calls.PLAYER_SUMMARY),
+            *self.lake.raw_refs(self.night, calls.PLAYER_SUMMARY, status=UNUSABLE),
         ]
-        for start in range(0, len(paths), self.batch_size):
-            for raw in [read_raw_file(path) for path in paths[start : start + self.batch_size]]:
+        bodies = read_raws(refs)
+        for start in range(0, len(refs), self.batch_size):
+            for raw in [next(bodies) for _ in refs[start : start + self.batch_size]]:
                 self._add_stored_one(raw, stored)
         return stored
 
@@ -305,11 +315,11 @@ class SummarySink:
             self.add(root, raw.key, raw.fetched_at)
         except UNREADABLE as exc:
             if raw.status == OK:
-                self.lake.settle_raw(raw.path, UNUSABLE)
+                self.lake.settle_raw(raw.ref, UNUSABLE)
             stored.unusable[target] = str(exc)
             return
         if raw.status == UNUSABLE:
-            self.lake.settle_raw(raw.path, OK)
+            self.lake.settle_raw(raw.ref, OK)
             log.info("night %s: the answer for %s, unusable before, is read now", self.night, summary_name(raw.key))
         stored.unusable.pop(target, None)
         stored.done.add(target)
@@ -321,7 +331,7 @@ class SummarySink:
                 continue
             writer = self.writers.get(name)
             if writer is None:
-                writer = self.writers[name] = self.stack.enter_context(self.lake.partition_writer(name, self.night))
+                writer = self.writers[name] = self.lake.partition_writer(name, self.night).__enter__()
             writer.write(table)
             self.rows[name] = self.rows.get(name, 0) + table.num_rows
 
@@ -346,14 +356,12 @@ def reference_tables(lake: Lake, night: date) -> dict[str, int]:
     settle_received(lake, night)
     rows: dict[str, int] = {}
     metadata = metadata_tables(lake, night)
-    if metadata is not None:
-        for name, table in metadata.tables.items():
-            rows[name] = lake.write_table(name, night, table)
+    tables = dict(metadata.tables) if metadata is not None else {}
     for resource in FREE_RESOURCES:
         found = free_table(lake, night, resource)
         if found is not None:
-            table_name = FREE_RESOURCES[resource][0]
-            rows[table_name] = lake.write_table(table_name, night, found[0])
+            tables[FREE_RESOURCES[resource][0]] = found[0]
+    rows.update(lake.write_tables(night, tables, last="currencies"))
     return rows
 
 

@@ -12,7 +12,9 @@ nights are rebuilt side by side, one worker process per core
 (:class:`~tourneylake.tables.worker.RebuildWorkers`); this process makes their reference tables
 first, in order, and loads the finished ones.
 
-This is how a normaliser fix reaches years of history.
+This is how a normaliser fix reaches years of history, and how a lake whose tables are of the
+first layout (hive folders of Parquet parts) is converted: ``--all`` sets those tables aside and
+makes every night's Delta tables from the raw answers.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from tourneylake.config import Settings
 from tourneylake.errors import TourneylakeError
 from tourneylake.lake.lake import HARVEST_LOCK, REBUILD_LOCK, Lake
 from tourneylake.lake.ledger import Ledger
+from tourneylake.lake.partitions import expire_versions, legacy_tables
 from tourneylake.schemas import TABLES
 from tourneylake.tables.coverage import write_coverage_changes
 from tourneylake.tables.models import build_models, target_dir
@@ -52,6 +55,7 @@ class RebuildOutcome:
     warehouse_rows: dict[str, int] = field(default_factory=dict)
     fresh_warehouse: bool = False
     unusable: list[str] = field(default_factory=list)  # answers that still cannot be read, with why
+    expired: int = 0  # files of the lake's tables only versions older than the setting's days needed, deleted
 
 
 def nights_in_lake(lake: Lake) -> list[date]:
@@ -72,12 +76,23 @@ def rebuild(settings: Settings, nights: Iterable[date] | None = None, *, warehou
     missing = sorted(set(wanted) - set(held))
     if missing:
         raise NothingToRebuild(f"the lake holds no raw answers for {', '.join(d.isoformat() for d in missing)}")
+    if not every and legacy_tables(lake):
+        raise NothingToRebuild(
+            f"the lake in {settings.data_dir} holds tables of its first layout: run `tourneylake rebuild --all` once to "
+            "convert them (no search); a rebuild of some nights would leave the others behind"
+        )
     # A harvest of the lake (which writes tonight's answers and tables) and a rebuild take turns:
     # a rebuild that read a night half-harvested could swap its partial tables in last. Every
     # account's harvest: several accounts' harvests make one night's tables together; one that
     # starts after the locks were listed sees REBUILD_LOCK and waits (`Lake.lock_for_harvest`).
     with lake.lock(REBUILD_LOCK), lake.lock_every(HARVEST_LOCK, also=[HARVEST_LOCK]):
-        return _rebuild(settings, lake, wanted, every=every, warehouse=warehouse)
+        if not every:
+            return _rebuild(settings, lake, wanted, every=every, warehouse=warehouse)
+        aside = lake.set_legacy_tables_aside()  # the first layout's tables: made again as Delta tables
+        outcome = _rebuild(settings, lake, wanted, every=every, warehouse=warehouse)
+        lake.mark_current_layout()
+        lake.drop_set_aside(aside)
+        return outcome
 
 
 def _rebuild(settings: Settings, lake: Lake, wanted: list[date], *, every: bool, warehouse: bool) -> RebuildOutcome:
@@ -106,6 +121,7 @@ def _rebuild(settings: Settings, lake: Lake, wanted: list[date], *, every: bool,
                 db.load_night(lake, night)
             outcome.warehouse_rows = db.table_counts()
     outcome.unusable.sort(key=lambda line: line[:10])  # night by night (each line starts with its night)
+    outcome.expired = expire_versions(lake, settings.table_history_days, strays=True)
     return outcome
 
 
@@ -155,7 +171,7 @@ class _NightLoads:
 def _rebuild_nights(lake: Lake, nights: list[date], workers: int) -> Iterator[tuple[date, dict[str, int], list[str]]]:
     """Each night's rows per table and answers still unusable, as it is done: nights side by
     side in worker processes (a local lake, several nights, more than one worker), else here."""
-    count = rebuild_workers(workers, len(nights)) if lake.local else 1
+    count = rebuild_workers(workers, len(nights)) if lake.reachable_from_other_processes else 1
     if count == 1:
         for night in nights:
             unusable: list[str] = []
@@ -169,7 +185,7 @@ def _rebuild_nights(lake: Lake, nights: list[date], workers: int) -> Iterator[tu
             references[night] = reference_tables(lake, night)
             yield night
 
-    with RebuildWorkers(Path(lake.local_root.parent), count) as pool:
+    with RebuildWorkers(str(lake.data_dir), count, store=not lake.local) as pool:
         for night, rows, unusable in pool.rebuild(prepared()):
             yield night, {**references.pop(night), **rows}, unusable
 

@@ -34,8 +34,12 @@ class InForce:
         return dates[-1] if dates else None
 
     def table(self, name: str) -> pa.Table | None:
-        when = self.partition(name)
-        return self.lake.read_partition(name, when) if when is not None else None
+        """The snapshot of ``name`` in force (the table's log read once)."""
+        nights = self.lake.night_parts(name)
+        dates = [d for d in nights if d <= self.night]
+        if not dates:
+            return None
+        return self.lake.read_parts(dates[-1], [path for path, _ in nights[dates[-1]]])
 
     @cached_property
     def currencies(self) -> pa.Table | None:

@@ -6,13 +6,15 @@ DDL and its idempotent load are rendered here from the catalogue and the stateme
 then quoted); every value is a bound parameter. The views over the tables are the dbt models of
 ``sql/`` (:mod:`tourneylake.tables.models` builds them).
 
-Loading (:meth:`Warehouse.load_night`) reads each table's Parquet parts for the night with
-``read_parquet(..., hive_partitioning = true)`` straight into the target, inside one
-transaction, so a failure leaves the warehouse as it was:
+Loading (:meth:`Warehouse.load_night`) reads each table's Parquet parts for the night, as its
+Delta table's current version names them, with ``read_parquet(..., hive_partitioning = true)``
+straight into the target, inside one transaction, so a failure leaves the warehouse as it was.
+It reads only what changed: the parts each table and night were loaded from are kept
+(``tourneylake_meta.lake_loads``), and a night whose parts are the same is not read again:
 
 * snapshot tables (``player_*``): the night's rows are deleted, then inserted;
-* the ledger (``search_ledger``, "whole"): small, and a reconciliation may add rows to an earlier
-  night, so every night's partition is reloaded each time;
+* the ledger (``search_ledger``, "whole"): a reconciliation may change an earlier night, so every
+  night whose parts changed is replaced (deleted, inserted), and only those;
 * reference tables (metadata, countries, news): replaced by the latest snapshot; an older night
   never replaces a newer one;
 * deduplicated tables (``tournaments``, ``tournament_entries``): ``MERGE`` on the key, the latest
@@ -25,18 +27,22 @@ older version adds the columns the catalogue has gained (``ALTER TABLE ... ADD C
 
 A lake on an object store (``s3://…``, see ``lake.py``) is read by the same statements: the
 lake's fsspec filesystem is registered with DuckDB (``register_filesystem``; the httpfs
-extension is not needed) and ``$files`` holds the parts' URLs its commit markers list. The file
+extension is not needed) and ``$files`` holds the parts' URLs the Delta log names. The file
 itself is always local.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
+import hashlib
 import logging
 import os
 import re
 import string
-from collections.abc import Mapping, Sequence
+import tempfile
+from collections.abc import Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from datetime import date
 from functools import cache
 from pathlib import Path
@@ -48,6 +54,7 @@ import pyarrow as pa
 from tourneylake.errors import TourneylakeError
 from tourneylake.lake.lake import Lake
 from tourneylake.lake.partitions import damaged_part
+from tourneylake.lake.storage import StorePath
 from tourneylake.schemas import TABLES, TableSpec, duckdb_type
 from tourneylake.tables.normalize.summary import SUMMARY_TABLES
 
@@ -145,7 +152,7 @@ def _loads(table: str) -> dict[str, str]:
     """The statements of ``table``'s load, by their role in ``Warehouse._load_table``."""
     spec = TABLES[table]
     templates = {
-        "whole": {"delete": "delete_all", "insert": "insert"},
+        "whole": {"delete": "snapshot_delete", "insert": "insert"},
         "snapshot": {"delete": "snapshot_delete", "insert": "insert"},
         "reference": {"is_latest": "reference_is_latest", "delete": "delete_all", "insert": "insert"},
         "dedup": {
@@ -192,6 +199,8 @@ class Warehouse:
             ) from None
         self.connection.execute("SET TimeZone = 'UTC'")
         self._registered: set[str] = set()
+        #: The nights the last :meth:`load_night` read from the lake, by table (the others were unchanged).
+        self.reloaded: dict[str, list[date]] = {}
         if not read_only:
             self.apply_schema()
 
@@ -219,11 +228,13 @@ class Warehouse:
             for column, dtype, _ in spec.columns:
                 if column not in existing[name]:
                     con.execute(_render("add_column", spec, column=_column_ddl(column, dtype).replace(" NOT NULL", "")))
+        con.execute(_templates()["loads_create"].template)
 
     # ------------------------------------------------------------------ loading
     def load_night(self, lake: Lake, snapshot_date: date | str, tables: Sequence[str] | None = None) -> dict[str, int]:
-        """Load one night of every table (or of ``tables``) from ``lake``; returns rows read
-        from the lake per table. One transaction: all or nothing."""
+        """Load what changed of one night of every table (or of ``tables``) from ``lake`` (see the
+        module docstring); returns the rows each table's night holds in the lake. One
+        transaction: all or nothing. :attr:`reloaded` says which nights were read, by table."""
         day = snapshot_date if isinstance(snapshot_date, date) else date.fromisoformat(snapshot_date)
         unknown = set(tables or ()) - set(LOAD_ORDER)
         if unknown:
@@ -231,16 +242,24 @@ class Warehouse:
         wanted = [t for t in LOAD_ORDER if tables is None or t in tables]
         con = self.connection
         self._register(lake)
+        # Every table's parts first, side by side (each a read of its log: a round trip or more on a store).
+        with ThreadPoolExecutor(8, thread_name_prefix="tourneylake-parts") as pool:
+            parts = dict(
+                zip(
+                    wanted,
+                    pool.map(lambda t: lake.night_parts(t, None if TABLES[t].load == "whole" else day), wanted),
+                    strict=True,
+                )
+            )
         loaded: dict[str, int] = {}
+        self.reloaded = {}
         for setting in _LOAD_SETTINGS:
             con.execute(setting)
         con.execute("BEGIN TRANSACTION")
         try:
             for table in wanted:
-                whole = TABLES[table].load == "whole"
-                files = lake.all_partition_files(table) if whole else lake.partition_files(table, day)
                 try:
-                    loaded[table] = self._load_table(table, day, files)
+                    loaded[table] = self._load_changed(lake, table, day, parts[table])
                 except (duckdb.IOException, duckdb.InvalidInputException) as exc:  # a lake part DuckDB cannot read
                     raise _damaged_lake_part(table, day, exc) from None
             con.execute("COMMIT")
@@ -258,11 +277,44 @@ class Warehouse:
                 con.execute(reset)
         return loaded
 
+    def _load_changed(self, lake: Lake, table: str, day: date, nights: dict[date, list[tuple[str, int | None]]]) -> int:
+        """Load the nights of ``table`` whose parts changed since they were loaded: ``day``, or
+        (a whole table) every night the lake or the last loads know; the rows ``day`` holds."""
+        con = self.connection
+        templates = _templates()
+        recorded = dict(con.execute(templates["loads_of_table"].template, {"table_name": table}).fetchall())
+        targets = {day} if TABLES[table].load != "whole" else {day, *nights, *recorded}
+        for night in sorted(targets):
+            files = [path for path, _ in nights.get(night, [])]
+            parts = _parts_digest(files)
+            if recorded.get(night, "") == parts:
+                continue  # the same parts as last time (or none, and none loaded): nothing changed
+            with _fetched(lake, files) as (local, named):
+                try:
+                    self._load_table(table, night, local)
+                except (duckdb.IOException, duckdb.InvalidInputException) as exc:  # named as the lake names the part
+                    raise type(exc)(functools.reduce(lambda text, pair: text.replace(*pair), named.items(), str(exc))) from None
+            self.reloaded.setdefault(table, []).append(night)
+            key = {"table_name": table, "snapshot_date": night}
+            if files:
+                con.execute(templates["loads_record"].template, {**key, "parts": parts})
+            else:
+                con.execute(templates["loads_forget"].template, key)
+        return self._rows_in_lake(nights.get(day, []))
+
+    def _rows_in_lake(self, parts: list[tuple[str, int | None]]) -> int:
+        """A night's rows, as its Delta commits say (or, when one did not, as its parts' footers do)."""
+        if all(rows is not None for _, rows in parts):
+            return sum(rows or 0 for _, rows in parts)
+        return _rows(self.connection.execute(_templates()["count_parts"].template, {"files": [path for path, _ in parts]}))
+
     def _register(self, lake: Lake) -> None:
-        """Let DuckDB read the lake's URLs through its fsspec filesystem (object stores only)."""
+        """Let DuckDB read the lake's URLs through its fsspec filesystem (object stores only),
+        its listings forgotten (another process may have written the parts since)."""
         fs = lake.filesystem
         if fs is None:
             return
+        fs.invalidate_cache()
         protocols = {fs.protocol} if isinstance(fs.protocol, str) else set(fs.protocol)
         if protocols & self._registered:
             return
@@ -277,10 +329,7 @@ class Warehouse:
         statements = _loads(table)
         kind = TABLES[table].load
         params = {"files": files}
-        if kind == "whole":
-            con.execute(statements["delete"])
-            return _rows(con.execute(statements["insert"], params)) if files else 0
-        if kind == "snapshot":
+        if kind in ("whole", "snapshot"):  # a night's rows replaced
             con.execute(statements["delete"], {"snapshot_date": day})
             return _rows(con.execute(statements["insert"], params)) if files else 0
         if not files:
@@ -330,6 +379,36 @@ class Warehouse:
         if relation is None:  # a statement without a result
             return None
         return relation.df() if output == "pandas" else relation.to_arrow_table()
+
+
+@contextlib.contextmanager
+def _fetched(lake: Lake, files: list[str]) -> Iterator[tuple[list[str], dict[str, str]]]:
+    """The parts as DuckDB reads them best: where they are on a disk; from an object store, each
+    fetched whole (one GET each, side by side) into a temporary folder (DuckDB's reads through
+    fsspec ask for each file's size and ranges again and again: hundreds of requests a night).
+    Yields the local paths and, for messages, each one's URL."""
+    fs = lake.filesystem
+    if fs is None or not files:
+        yield files, {}
+        return
+    paths = [StorePath(fs, fs._strip_protocol(file)) for file in files]
+    found = lake.root.cat_many(paths) if isinstance(lake.root, StorePath) else {}
+    with tempfile.TemporaryDirectory(prefix="tourneylake-parts-") as folder:
+        local: list[str] = []
+        for path in paths:
+            target = Path(folder, *path.path.rsplit("/", 3)[-3:])  # <table>/snapshot_date=D/<part>: the night in the path
+            target.parent.mkdir(parents=True, exist_ok=True)
+            if path in found:
+                target.write_bytes(found[path])
+            local.append(str(target))  # one not fetched: DuckDB says it is missing, by its URL
+        yield local, dict(zip(local, files, strict=True))
+
+
+def _parts_digest(files: list[str]) -> str:
+    """What a night's parts were, in a few characters ("" for none)."""
+    if not files:
+        return ""
+    return hashlib.sha256("\n".join(sorted(files)).encode()).hexdigest()[:32]
 
 
 def _rows(result: duckdb.DuckDBPyConnection) -> int:

@@ -64,13 +64,14 @@ class TablesWorkerError(TourneylakeError):
     is in the raw store: the next run or ``tourneylake rebuild`` makes the tables from them."""
 
 
-def _spawn(*, own_session: bool = False) -> subprocess.Popen[bytes]:
-    """A worker process, frames on its standard input and output."""
+def _spawn(*, store: bool, own_session: bool = False) -> subprocess.Popen[bytes]:
+    """A worker process, frames on its standard input and output (``store``: the lake is on an
+    object store, whose environment the worker needs)."""
     return subprocess.Popen(
         [sys.executable, "-m", "tourneylake.tables.worker"],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
-        env=worker_env(),
+        env=worker_env(store=store),
         close_fds=True,
         start_new_session=own_session,
     )
@@ -84,31 +85,35 @@ WORKER_MIN_PAIRS = 200
 
 def worker_wanted(settings: Settings, watchlist: Watchlist) -> bool:
     """Whether a harvest of ``watchlist`` makes its tables in a worker process."""
-    if settings.tables_worker == "off" or settings.lake_is_remote:
-        return False  # the worker writes local parts only (it gets no store credentials)
+    if settings.tables_worker == "off" or str(settings.data_dir).startswith("memory://"):
+        return False  # a memory:// store lives in this process alone
     if settings.tables_worker == "on":
         return True
     return (os.cpu_count() or 1) >= 2 and len(watchlist.targets()) >= WORKER_MIN_PAIRS
 
 
 _started_ahead: subprocess.Popen[bytes] | None = None
+_started_ahead_store = False
 
 
-def prestart() -> None:
+def prestart(*, store: bool = False) -> None:
     """Start the next harvest's worker now: its start-up (its imports) then
     overlaps what this process does before the harvest (``tourneylake run`` imports Dagster on
     one core) instead of the harvest's first calls, when both cores are busy. The next
     :class:`TablesWorker` takes it; one never taken is told so at exit (its input closed:
     it ends at once, as when a harvest ends before it starts one)."""
-    global _started_ahead
+    global _started_ahead, _started_ahead_store
     if _started_ahead is None:
-        _started_ahead = _spawn()
+        _started_ahead, _started_ahead_store = _spawn(store=store), store
         atexit.unregister(_dismiss_started_ahead)  # once, however many times a worker is started ahead
         atexit.register(_dismiss_started_ahead)
 
 
-def _take_started_ahead() -> subprocess.Popen[bytes] | None:
+def _take_started_ahead(*, store: bool = False) -> subprocess.Popen[bytes] | None:
+    """The worker started ahead, when there is one whose environment suits the lake."""
     global _started_ahead
+    if _started_ahead is not None and _started_ahead_store != store:
+        return None
     proc, _started_ahead = _started_ahead, None
     if proc is not None and proc.poll() is not None:  # it died waiting: start another
         _reap(proc)
@@ -170,7 +175,8 @@ class TablesWorker:
 
     # ------------------------------------------------------------------ life cycle
     def __enter__(self) -> TablesWorker:
-        self._proc = _take_started_ahead() or _spawn()
+        store = not self.lake.local
+        self._proc = _take_started_ahead(store=store) or _spawn(store=store)
         self._reader = threading.Thread(target=self._read, name="tourneylake-tables-reader", daemon=True)
         self._reader.start()
         self._feeder = threading.Thread(target=self._feed, name="tourneylake-tables-feeder", daemon=True)
@@ -200,7 +206,7 @@ class TablesWorker:
         """Start the worker's night. When the night already holds summaries (a re-run), the
         worker normalises them first and reports (waited for); otherwise nothing is read and
         the harvest goes on at once while the worker is still starting."""
-        has_stored = bool(self.lake.raw_paths(self.night, calls.PLAYER_SUMMARY, status=None))
+        has_stored = bool(self.lake.raw_refs(self.night, calls.PLAYER_SUMMARY, status=None))
         self._write(["start", *self._start, has_stored])
         if not has_stored:
             return StoredSummaries()
@@ -365,9 +371,10 @@ class RebuildWorkers:
     this process only (two signals would cut that clean-up short). A worker whose parent
     died finishes its night and ends: its input is closed."""
 
-    def __init__(self, data_dir: Path, count: int) -> None:
+    def __init__(self, data_dir: str | Path, count: int, *, store: bool = False) -> None:
         self.data_dir = data_dir
         self.count = count
+        self.store = store  # the lake is on an object store: its workers get that store's environment
         self._procs: list[subprocess.Popen[bytes]] = []
         self._readers: list[threading.Thread] = []
         self._events: queue.Queue[tuple[int, list[Any] | None]] = queue.Queue()
@@ -377,7 +384,7 @@ class RebuildWorkers:
     def __enter__(self) -> RebuildWorkers:
         try:
             for index in range(self.count):
-                proc = _spawn(own_session=True)
+                proc = _spawn(store=self.store, own_session=True)
                 self._procs.append(proc)
                 reader = threading.Thread(target=self._read, args=(index, proc), name=f"tourneylake-rebuild-{index}", daemon=True)
                 reader.start()
@@ -508,7 +515,7 @@ def _serve(inp: IO[bytes], out: IO[bytes]) -> int:
     if start[0] == "rebuild":
         return _serve_rebuilds(start, inp, out)
     _, root, night_iso, batch_size, has_stored = start
-    lake, night = Lake(Path(root)), date.fromisoformat(night_iso)
+    lake, night = Lake(root), date.fromisoformat(night_iso)
     try:
         with ExitStack() as stack:
             sink = SummarySink(lake, night, InForce(lake, night), stack, batch_size)
@@ -562,7 +569,7 @@ def _serve_rebuilds(first: list[Any], inp: IO[bytes], out: IO[bytes]) -> int:
         _, data_dir, night_iso = message
         unusable: list[str] = []
         try:
-            rows = player_tables(Lake(Path(data_dir)), date.fromisoformat(night_iso), unusable)
+            rows = player_tables(Lake(data_dir), date.fromisoformat(night_iso), unusable)
         except Exception as exc:  # noqa: BLE001 - handed back: the rebuild stops handing out nights
             send(out, ["night_failed", f"{type(exc).__name__}: {exc}", traceback.format_exc()])
         else:
