@@ -1,88 +1,15 @@
-"""The service's filter language: parse, format, and check against metadata.
+"""The service's filter language: parse, format, check against metadata, and anchor to a night.
 
-A filter (service-reference §2.4, service-notes §4) is a string of constraints::
-
-    Type:O,OHL,T;Type!:SAT;Stake:USD2~*
-
-Why we parse at all: every search is paid for, so a filter the service would reject must be caught
-here, before it costs anything; and a filter the service accepts must never be refused here, or a
-watchlist filter can never be harvested.
-
-**Syntax** (:func:`parse_filter`, the same for every constraint):
-
-- constraints are separated by ``;``; each is ``Name:value[,value...]``; ``Name!:values`` inverts
-  it (NOT); a name may repeat (``PlayerClass:Fish,3~4;PlayerClass:Shark,0~0``);
-- a constraint name is ``[A-Za-z][A-Za-z0-9_]*`` (case-sensitive); nothing, not even a space, sits
-  between the name, the optional ``!`` and the ``:``;
-- a value is any text but ``,``, ``;`` and control characters, never empty; it may contain ``:``
-  (``TournamentName:Date:1Y`` is one Text value) and white space, kept as written;
-- **a trailing ``;`` is accepted and dropped**: live clients send ``...;Class:SCHEDULED,SNG;``
-  (service-notes §4), so an empty *last* constraint is absent, not an error. Any other empty
-  constraint (``;Class:SNG``, ``Class:SNG;;``, ``;``) is an error.
-
-**Values by constraint type**, as metadata declares it (:class:`FilterCatalog`; the forms are those
-of the service's manual quoted in service-notes §4):
-
-- ``Multiselect``: option ids from metadata (``Type:H,NL,T``). ``DayOfWeek`` and ``HourOfDay`` may
-  start with a time zone, ``TZ,<IANA zone>,...`` (``DayOfWeek:TZ,Europe/London,Mo,Tu``).
-- ``Date``: exactly one value, ``nY|nM|nW|nD|nH|nS`` (the last n units; a negative n means the
-  next n), a year after 2006, or ``start~end`` in epoch seconds (:func:`parse_date`).
-- ``Range``: a single value or ``low~high``, ``*`` for an open end (``Entrants:5~*``).
-  ``Duration`` bounds may carry a unit ``s``, ``m`` or ``h``, none meaning minutes
-  (``Duration:30s~50m``; :func:`parse_duration`); ``HourOfDay`` takes whole hours 0–23 after an
-  optional time zone (``HourOfDay:TZ,Europe/London,18~23``); ``Position`` takes positions counted
-  from 1, or ``FT`` (final table). Any other Range takes plain numbers.
-- ``CashRange``: comma-separated ranges (:func:`parse_range`); a bound may carry an ISO currency
-  that metadata lists, an open one included (``Stake:USD2~10,GBP*~5R``), and a range may end in
-  ``R`` (average buy-in including rebuys).
-- ``Number``, ``Percentage``, ``Integer``: numbers or ranges of them (``Rebuys:2.5``,
-  ``Rakeback:25``; ``Integer`` whole numbers only).
-- ``Context,Range`` (``Limit:Last,1~8``): a context, then one range of positions counted from 1;
-  ``PlayerClass,Range``, ``Statistic,Range`` (``PlayerClass:Fish,3~4``, ``Stat:AvROI,10~*``): a
-  name, then at most one range of numbers.
-- ``Text``, ``PlayerList``, ``Flag``, ``Special`` and types we do not know: any value. ``Saved``
-  (``Saved:MyFilter``) can never be inverted.
-
-**Decisions where the documentation is silent or ambiguous.** The rule: refuse what the
-documentation rules out or what cannot be read at all; accept what it is silent on. A valid
-filter refused here can never be harvested, while an invalid one accepted costs one search and
-comes back as error 101012, which the harvest reports.
-
-- Values of typed constraints (numbers, options, currencies, dates, contexts, time zones) are
-  ASCII: a digit of another script (``Stake:USD٣~*``) is refused, as the service refuses it;
-  Text and player names may be written in any script.
-- A cash bound may carry its currency on the low bound, the high bound or both (they must agree),
-  or none: the manual's examples always write one, but nothing says it is required (the sandbox
-  reads a range without one in USD).
-- ``R`` ends a range after a number or ``*`` (``USD2~*R`` too) and is accepted on every
-  ``CashRange`` constraint, as the manual states it for the type, not for ``Stake`` alone.
-- Several comma-separated ranges are accepted on every range constraint, meaning any of them (so
-  hours across midnight are ``HourOfDay:22~23,0~2``); a low bound above the high one is refused
-  (no wrap-around), comparing Duration bounds in seconds.
-- A time zone may only open ``DayOfWeek`` and ``HourOfDay`` (the only constraints documented with
-  one), and must be a zone of the IANA database (``zoneinfo``).
-- ``Limit``'s contexts are not published in metadata: any context is accepted (the manual shows
-  ``Best``, ``Worst`` and ``Last``), only its range is checked.
-- ``PlayerClass:Fish`` without a range is accepted (a class and no count), as is ``Saved`` with
-  any name: their values cannot be checked against metadata.
-
-**Round trip.** Values are kept exactly as written (:attr:`Constraint.values` are raw strings), so
-``format_filter(parse_filter(s)) == s`` for every accepted ``s`` that does not end in ``;``; for one
-that does, the result is ``s`` without that ``;``. :func:`canonical_filter` gives this form. A filter
-is an identity in the lake (snapshots are keyed by it), so it is never otherwise rewritten, and it
-is the canonical form that is sent and keyed: :func:`filter_for_night` sends it in every mode (with
-``anchor=False`` too, noting the dropped ``;``). :func:`parse_range`, :func:`parse_duration` and
-:func:`parse_date` give the typed reading of a value when one is needed.
-
-Filters for a night: a summary harvested for night N (a UTC date) must describe the tournaments
-started up to the end of N, whether it is fetched on day N or days later in a backfill.
-:func:`filter_for_night` (a pure function) gives the filter to send for N: each positive ``Date``
-becomes an absolute ``Date:<start>~<end>`` range of epoch seconds ending no later than N's last
-second (a relative one anchored there, months and years by the calendar with the day of the month
-clamped; a year or a range clipped), a filter without one gets ``Date:<2007-01-01>~<end of N>``,
-and ``window="day"`` sends N's own UTC day instead. Its :class:`NightFilter` says what is sent,
-whether that is anchored (an inverted or upcoming Date, or ``anchor=False``, is sent as written),
-whether it selects nothing (spend no search), and why, in notes.
+Every search is paid for, so a filter the service would reject must be caught here, before it
+costs anything; and one it accepts must never be refused here, or it can never be harvested. The
+rule where the documentation is silent: refuse what it rules out or what cannot be read at all,
+accept what it is silent on. :func:`parse_filter` reads the syntax (``Name[!]:value,...;...``, a
+trailing ``;`` dropped); :class:`FilterCatalog` checks each value by its constraint's type in
+the metadata (digits are ASCII digits, a typed value is ASCII); :func:`filter_for_night` gives
+the filter to send for a night, its Dates anchored to the night's last second, so a night means
+the same whenever it is fetched. Values are kept exactly as written: ``format_filter`` round
+trips, and the canonical form is what is sent and keyed. Every rule, form and decision is in
+``docs/filters.md``.
 """
 
 from __future__ import annotations

@@ -118,7 +118,7 @@ class Lake:
         #: A local directory (renames, fsync, flock), else an object store (see the docstring).
         self.local = isinstance(self.root, Path)
         # fsync makes a paid response survive a power loss, not only a crash of this process;
-        # it costs ~1 ms per raw file on local SSD, nothing next to a network call.
+        # it costs little next to a network call.
         self.fsync = fsync
 
     def __repr__(self) -> str:

@@ -2,18 +2,16 @@
 
 Saving a body in the harvest's own process made every system call (or PUT) give up the GIL and
 wait for the event loop; so the harvest hands each body to this saver (``python -m
-tourneylake.lake.raw_saver``) through a pipe its event loop writes and reads, and the saver keeps
-them in segments of its own (:mod:`~tourneylake.lake.segments`: group commits on a disk, one PUT
-per few milliseconds on an object store). The promises hold: a call's caller hears of its answer,
-and its ledger row is written, only once the saver says the body is kept under its status; a
-saver that dies, cannot start or cannot be trusted leaves the harvest to save every body it has
-not acknowledged itself, under the same token (a body kept twice reads once); a body it cannot
-write is written again by the harvest, so the call fails with the harvest's own error; a harvest
-killed with bodies in the pipe leaves each whole one ``received``, settled next run. Its
-environment holds no service credentials (an object store's own, when the lake is on one).
-``TOURNEYLAKE_RAW_SAVER=thread`` keeps the saves on the harvest's threads. Messages: ``["save",
-id, token, resource, key, fmt, fetched_at, snapshot_date, body]``, ``["settle", id, token,
-digest, resource, status, at]``; answers ``[id, None]`` or ``[id, "<what failed>"]``.
+tourneylake.lake.raw_saver``) through a pipe, and the saver keeps them in segments of its own
+(:mod:`~tourneylake.lake.segments`). A call's caller hears of its answer, and its ledger row is
+written, only once the saver says the body is kept under its status; a saver that dies, cannot
+start or cannot be trusted leaves the harvest to save every body it has not acknowledged, under
+the same token; a body it cannot write is written again by the harvest, so the call fails with
+the harvest's own error; a harvest killed with bodies in the pipe leaves each whole one
+``received``. Its environment holds no service credentials. ``TOURNEYLAKE_RAW_SAVER=thread``
+keeps the saves on the harvest's threads. Messages: ``["save", id, token, resource, key, fmt,
+fetched_at, snapshot_date, body]``, ``["settle", id, token, digest, resource, status, at]``;
+answers ``[id, None]`` or ``[id, "<what failed>"]``.
 """
 
 from __future__ import annotations

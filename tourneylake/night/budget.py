@@ -1,23 +1,17 @@
-"""Searches are money: plan a night within the budget, and guard it while fetching.
+"""Searches are money: plan a night within the budget, and guard it while fetching. Pure logic, no
+HTTP (design §5).
 
-Pure logic, no HTTP (design §5):
-
-- :class:`CostModel` knows what each resource costs: a documented prior, corrected by what the
-  service's ``UserInfo/RemainingSearches`` shows before and after a call made in isolation.
-- :func:`plan_night` orders the watchlist's targets (never fetched first, then stalest, then by
-  priority, then watchlist order), skips what is known locally to fail or is already done, and
-  plans as many calls as the budget affords; the rest is deferred with the reason.
-- :class:`Budget` is the run-time guard shared by concurrent fetchers: a call is made only after
-  :meth:`Budget.try_reserve` succeeds, so neither the run cap nor the reserve can be crossed,
-  counting calls still in flight; a refusal those calls make ambiguous says to wait for them
-  (:meth:`Budget.wait_mark`) rather than defer. It knows the account's quota day (the next
-  reset, when the searches left expire) and, for a drain, stops at the reset.
-
-The budget has two bounds, each optional (``None`` = unknown or unlimited):
-
-- the run cap, ``max_searches_per_run``: what this run may spend;
-- the reserve: the account never goes below ``reserve`` searches, so affordable is
-  ``remaining - reserve`` when ``remaining`` is known.
+:class:`CostModel` knows what each resource costs: a documented prior, corrected by what the
+service's ``UserInfo/RemainingSearches`` shows around a call made in isolation.
+:func:`plan_night` is :func:`triage` (why a pair costs no search tonight: known locally to fail,
+or already done; the rest ordered never fetched first, then stalest, then priority) then
+:func:`fit` (as many calls as the budget affords, the rest deferred with why). :class:`Budget`
+is the run-time guard shared by concurrent fetchers: a call goes out only once
+:meth:`Budget.try_reserve` succeeds, so neither the run cap nor the reserve is crossed, counting
+calls in flight; a refusal those calls make ambiguous waits for them rather than defer. It
+knows the quota day (when the searches left expire) and, for a drain, stops at the reset. Both
+bounds are optional: the run cap (what this run may spend) and the reserve (the account never
+goes below it: affordable is ``remaining - reserve`` when ``remaining`` is known).
 """
 
 from __future__ import annotations

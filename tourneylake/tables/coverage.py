@@ -1,21 +1,15 @@
 """What the service stopped (or started) showing, night by night: the ``coverage_changes`` table.
 
-Coverage changes after the fact (service-notes §6): a whole network's history can be removed at
-the network's request, and a player can opt out (answers then mark statistics not authorized).
-What the lake paid for stays — earlier nights keep their partitions, and nothing here deletes a
-row — and the change is news to the analyst. A night's changes compare it with what the lake
-held before it, from the lake's own tables and raw answers (no request), so a rebuild makes
-them again:
-
-- ``network_removed`` / ``network_added``: the night's metadata lists a network the previous
-  metadata did not, or no longer lists one it did (a watched pair on a removed network is
-  skipped, free: "not in metadata");
-- ``player_not_found``: the service answered "not found" for a pair the lake has a snapshot of;
-- ``statistics_withheld`` / ``statistics_restored``: statistics authorized in the pair's last
-  earlier snapshot and not authorized now (every one: the player opted out), or the reverse.
-
-A pair's earlier snapshot is looked for over the :data:`LOOKBACK` previous nights that hold
-summaries. Nights go through this in order (a rebuild computes them once every night is made).
+Coverage changes after the fact (service-notes §6): a network's history can be removed at the
+network's request, and a player can opt out. What the lake paid for stays (earlier nights keep
+their partitions; nothing here deletes a row) and the change is news to the analyst. A night's
+changes compare it with what the lake held before it, from the lake's own tables and raw answers
+(no request), so a rebuild makes them again: ``network_removed`` / ``network_added`` (the
+night's metadata against the previous one's; a watched pair on a removed network is skipped,
+free), ``player_not_found`` (a "not found" for a pair the lake has a snapshot of),
+``statistics_withheld`` / ``statistics_restored`` (every statistic not authorized now and
+authorized in the pair's last earlier snapshot, or the reverse). A pair's earlier snapshot is
+looked for over the :data:`LOOKBACK` previous nights that hold summaries; nights go in order.
 """
 
 from __future__ import annotations

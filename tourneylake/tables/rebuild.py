@@ -1,20 +1,14 @@
 """Rebuild nights from the lake's raw answers alone: no network call, no search.
 
 ``tourneylake rebuild --date D | --from D --to D | --all`` (and the Dagster ``rebuild`` job) make
-every table of each night again — metadata tables, countries, news, the six summary tables and
-the ``search_ledger`` export — through :mod:`tourneylake.tables.night_tables`, the same code the harvest
-uses, with the night's own raw answers and the night's own rates (a night whose metadata was
-unchanged resolves it to the earlier full answer it confirmed, in the raw store). Then the
-warehouse: for ``--all`` a fresh file, filled while the nights are rebuilt (in night order, as
-they complete) and swapped in once every night is in (nothing stale survives, and a damaged
-warehouse is replaced); otherwise the live file, night by night after the last one. Several
+every table of each night again through :mod:`tourneylake.tables.night_tables`, the code the
+harvest uses, with the night's own raw answers and rates. Then the warehouse: for ``--all`` a
+fresh file, filled while the nights are rebuilt (in night order) and swapped in once every night
+is in, with its models built first; otherwise the live file, after the last night. Several
 nights are rebuilt side by side, one worker process per core
 (:class:`~tourneylake.tables.worker.RebuildWorkers`); this process makes their reference tables
-first, in order, and loads the finished ones.
-
-This is how a normaliser fix reaches years of history, and how a lake whose tables are of the
-first layout (hive folders of Parquet parts) is converted: ``--all`` sets those tables aside and
-makes every night's Delta tables from the raw answers.
+first, in order. This is how a normaliser fix reaches years of history, and how a lake whose
+tables are of the first layout (hive folders of Parquet parts) becomes Delta tables.
 """
 
 from __future__ import annotations

@@ -1,34 +1,16 @@
 """The DuckDB warehouse (``<data_dir>/warehouse.duckdb``), loaded night by night from the lake.
 
-Each table is declared once, in the table catalogue (``tourneylake/schemas.py``): its
-DDL and its idempotent load are rendered here from the catalogue and the statement templates of
-``sql/tables.sql``. Only identifiers from the catalogue are substituted into templates (checked,
-then quoted); every value is a bound parameter. The views over the tables are the dbt models of
-``sql/`` (:mod:`tourneylake.tables.models` builds them).
-
-Loading (:meth:`Warehouse.load_night`) reads each table's Parquet parts for the night, as its
-Delta table's current version names them, with ``read_parquet(..., hive_partitioning = true)``
-straight into the target, inside one transaction, so a failure leaves the warehouse as it was.
-It reads only what changed: the parts each table and night were loaded from are kept
-(``tourneylake_meta.lake_loads``), and a night whose parts are the same is not read again:
-
-* snapshot tables (``player_*``): the night's rows are deleted, then inserted;
-* the ledger (``search_ledger``, "whole"): a reconciliation may change an earlier night, so every
-  night whose parts changed is replaced (deleted, inserted), and only those;
-* reference tables (metadata, countries, news): replaced by the latest snapshot; an older night
-  never replaces a newer one;
-* deduplicated tables (``tournaments``, ``tournament_entries``): ``MERGE`` on the key, the latest
-  snapshot wins, across nights. A night's partition holds each key once (checked on the key
-  columns first; a partition that does not is merged keeping the first row of each key, in the
-  parts' order, with a warning).
-
-Loading the same night twice leaves every table identical. Opening a warehouse written by an
-older version adds the columns the catalogue has gained (``ALTER TABLE ... ADD COLUMN``).
-
-A lake on an object store (``s3://…``, see ``lake.py``) is read by the same statements: the
-lake's fsspec filesystem is registered with DuckDB (``register_filesystem``; the httpfs
-extension is not needed) and ``$files`` holds the parts' URLs the Delta log names. The file
-itself is always local.
+Each table's DDL and idempotent load are rendered from the catalogue (``tourneylake/schemas.py``)
+and the templates of ``sql/tables.sql`` (only the catalogue's identifiers are substituted,
+checked and quoted; every value is a bound parameter); the views over the tables are the dbt
+models of ``sql/``. :meth:`Warehouse.load_night` reads each table's parts for the night, as its
+Delta table's current version names them, with ``read_parquet`` straight into the target, in
+one transaction, and only what changed (the parts each night was loaded from are kept in
+``tourneylake_meta.lake_loads``). Snapshot tables: the night's rows replaced; the ledger: every
+night whose parts changed replaced; reference tables: the latest snapshot; deduplicated tables
+(``tournaments``, ``tournament_entries``): ``MERGE`` on the key, the latest night wins. Loading a
+night twice leaves every table identical; an older file gains the catalogue's new columns. A
+lake on an object store is read through its fsspec filesystem registered with DuckDB.
 """
 
 from __future__ import annotations
