@@ -453,7 +453,30 @@ def _player_page(data: _Data, player: Row, back: str) -> str:
     periods = data.results.get(key, {})
     headline = ["entries", "buy-ins", "ABI", "profit", "total ROI", "avg ROI", "avg ROI 95 % interval", "ITM", "active days"]  # fmt: skip
     chosen = [(label, r) for label, r in ((data.night.strftime("%B %Y"), periods.get("month")), ("every night held", periods.get("all"))) if r]  # fmt: skip
-    rows = [
+    name = f"{player['player']} ({player['network']})"
+    body = (
+        f'<p><a href="{esc(back)}">← the night of {esc(data.night.isoformat())}</a></p>'
+        f"<h1>{esc(name)}</h1>"
+        + _table("player-results", ["period", *headline], _result_rows(chosen), "No entries harvested for this player.")
+        + "<h2>How the entries finished</h2>"
+        + _table(
+            "player-finishes",
+            ["period", "won", "final table", "top 10 % of the field", "cashed lower", "out"],
+            _finish_rows(chosen),
+            "No entries.",
+        )
+        + profit_chart(data.profits.get(key, []), f"{name} — cumulative profit (USD)")
+        + "<h2>Moved since the previous night</h2>"
+        + _table("player-movers", ["filter", "statistic", "previous", "now", "change"], _mover_rows(data, key), "Nothing moved.")
+        + "<h2>Latest results</h2>"
+        + _table("player-latest", ["start (UTC)", "tournament", "position", "finish", "buy-in", "profit"], _latest_rows(data, key), "No results.")
+    )  # fmt: skip
+    return _page(f"{name} — {data.night.isoformat()}", body)
+
+
+def _result_rows(chosen: list[tuple[str, Row]]) -> list[list[str]]:
+    """A player's results per period: volume, money, ROI (with its interval), ITM."""
+    return [
         [
             td(label, numeric=False),
             td(number(r["entries"])),
@@ -468,14 +491,22 @@ def _player_page(data: _Data, player: Row, back: str) -> str:
         ]
         for label, r in chosen
     ]
-    finishes = [
+
+
+def _finish_rows(chosen: list[tuple[str, Row]]) -> list[list[str]]:
+    """How a player's entries finished per period, each with its share."""
+    return [
         [
             td(label, numeric=False),
             *(td(f"{number(r[f'finish_{k}'])} ({pct(100 * r[f'finish_{k}'] / r['entries'])})") for k in FINISHES),
         ]
         for label, r in chosen
     ]
-    moved = [
+
+
+def _mover_rows(data: _Data, key: tuple[str, str]) -> list[list[str]]:
+    """The player's statistics that moved since the previous night."""
+    return [
         [
             td(m["filter_name"] or "unfiltered", numeric=False),
             td(m["statistic"], numeric=False),
@@ -486,7 +517,11 @@ def _player_page(data: _Data, player: Row, back: str) -> str:
         for m in data.movers
         if (m["network"], m["player"]) == key
     ]
-    latest = [
+
+
+def _latest_rows(data: _Data, key: tuple[str, str]) -> list[list[str]]:
+    """The player's latest results up to the night."""
+    return [
         [
             td(str(e["started_at"])[:16], numeric=False),
             td(e["tournament_name"], numeric=False),
@@ -497,25 +532,6 @@ def _player_page(data: _Data, player: Row, back: str) -> str:
         ]
         for e in data.latest.get(key, [])
     ]
-    name = f"{player['player']} ({player['network']})"
-    body = (
-        f'<p><a href="{esc(back)}">← the night of {esc(data.night.isoformat())}</a></p>'
-        f"<h1>{esc(name)}</h1>"
-        + _table("player-results", ["period", *headline], rows, "No entries harvested for this player.")
-        + "<h2>How the entries finished</h2>"
-        + _table(
-            "player-finishes",
-            ["period", "won", "final table", "top 10 % of the field", "cashed lower", "out"],
-            finishes,
-            "No entries.",
-        )
-        + profit_chart(data.profits.get(key, []), f"{name} — cumulative profit (USD)")
-        + "<h2>Moved since the previous night</h2>"
-        + _table("player-movers", ["filter", "statistic", "previous", "now", "change"], moved, "Nothing moved.")
-        + "<h2>Latest results</h2>"
-        + _table("player-latest", ["start (UTC)", "tournament", "position", "finish", "buy-in", "profit"], latest, "No results.")
-    )
-    return _page(f"{name} — {data.night.isoformat()}", body)
 
 
 def _preview(data: _Data, path: Path) -> str:
