@@ -38,12 +38,17 @@ def _differences(con: duckdb.DuckDBPyConnection, left: str, right: str) -> int:
     return int(count)
 
 
-def _the_same(con: duckdb.DuckDBPyConnection, left: str, right: str) -> bool:
-    return _differences(con, left, right) == 0 == _differences(con, right, left)
+def _the_same(con: duckdb.DuckDBPyConnection, old: str, new: str) -> bool:
+    """The same rows in the old table's columns (a column added since, e.g. the ledger's
+    ``quota_day``, is left out)."""
+    columns = ", ".join(f'"{name}"' for name in con.sql(f"SELECT * FROM {old}").columns)
+    new = f"(SELECT {columns} FROM {new})"
+    return _differences(con, old, new) == 0 == _differences(con, new, old)
 
 
 def test_rebuild_all_converts_a_lake_of_the_first_layout_at_no_cost(legacy: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    assert len(legacy_tables(Lake(legacy))) == len(TABLES)
+    first_layout = legacy_tables(Lake(legacy))
+    assert set(TABLES) - set(first_layout) == {"coverage_changes"}  # the one table that came after that layout
     ledger_before = ledger_rows(Settings(data_dir=legacy))
     assert ledger_before and sum(row["cost"] for row in ledger_before) == 10
     with pytest.raises(NothingToRebuild, match="rebuild --all"):
@@ -60,12 +65,12 @@ def test_rebuild_all_converts_a_lake_of_the_first_layout_at_no_cost(legacy: Path
     assert ledger_rows(Settings(data_dir=legacy)) == ledger_before  # nothing was paid for
     con = duckdb.connect()
     try:
-        for table in TABLES:
+        for table in first_layout:
             old = f"read_parquet('{LEGACY / 'lake' / table}/*/*.parquet', hive_partitioning = true)"
             con.register("converted", DeltaTable(lake.table_uri(table)).to_pyarrow_dataset())
             assert _the_same(con, old, "converted"), table
         con.execute(f"ATTACH '{legacy / 'warehouse.duckdb'}' AS new (READ_ONLY)")
-        for table in TABLES:
+        for table in first_layout:
             assert _the_same(con, f"read_parquet('{LEGACY / 'warehouse' / table}.parquet')", f"new.{table}"), table
     finally:
         con.close()
