@@ -49,7 +49,9 @@ def _config_type(annotation: Any) -> type:
 
 
 SETTING_FIELDS: dict[str, type] = {name: _config_type(field.annotation) for name, field in Settings.model_fields.items()}
-SECRET_FIELDS = frozenset(name for name, field in Settings.model_fields.items() if field.annotation is SecretStr)
+SECRET_FIELDS = frozenset(
+    name for name, field in Settings.model_fields.items() if SecretStr in (field.annotation, *typing.get_args(field.annotation))
+)
 
 # Settings handed over in-process by `tourneylake run`: the run finds them by a key, so Dagster's
 # run config — which a persistent instance stores and its UI shows — never holds a secret.
@@ -126,7 +128,7 @@ class _ServiceResource(ConfigurableResource):
         return Session.open(settings, self._base_url(night), night, account=account)
 
     def lake(self) -> Lake:
-        return Lake(self.settings().data_dir)
+        return Lake.of(self.settings())
 
     def load_watchlist(self) -> Watchlist:
         return load_watchlist(self.settings().watchlist)

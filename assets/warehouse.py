@@ -94,7 +94,7 @@ def _table_spec(name: str) -> AssetSpec:
 def warehouse(context: AssetExecutionContext, tourneylake: TourneylakeResource):
     night = night_of(context)
     with tourneylake.open_warehouse() as db:
-        loaded = db.load_night(Lake(tourneylake.settings().data_dir), night)
+        loaded = db.load_night(Lake.of(tourneylake.settings()), night)
         counts = db.table_counts()
         in_warehouse = {name: db.night_rows(table, night) for name, table in ROW_COUNTS.items()}
     yield MaterializeResult(

@@ -129,6 +129,13 @@ class Settings(BaseSettings):
         "(`s3://bucket/prefix`, `gs://…`, `memory://…`) whose credentials come from that store's usual environment "
         "(`AWS_*` for s3); with a URL the warehouse file and the hands stay local: set `TOURNEYLAKE_WAREHOUSE`",
     )
+    state_url: SecretStr | None = Field(
+        None,
+        description="a PostgreSQL URL (`postgresql://user:password@host:5432/db`) for the state that workers on several "
+        "machines share: the search ledger, the lake's locks, cost votes, the question cache, the backlog of pairs owed "
+        "and the night's player split; unset: files in the lake (`lake/_ledger/`, `lake/_state/`), for one machine. "
+        "It bears a password: never logged or stored",
+    )
     watchlist: Path = Field(Path("watchlist.yaml"), description="the watchlist: players and named filters to harvest")
     warehouse: Path | None = Field(
         None,
@@ -191,6 +198,13 @@ class Settings(BaseSettings):
         description="the drain schedule (off by default) fires this many minutes before the quota reset, to spend "
         "the searches that would expire on the backlog of pairs owed",
     )
+
+    @field_validator("state_url")
+    @classmethod
+    def _postgres_url(cls, value: SecretStr | None) -> SecretStr | None:
+        if value is not None and not value.get_secret_value().startswith(("postgresql://", "postgres://")):
+            raise ValueError("must be a postgresql:// URL")
+        return value
 
     @field_validator("appkey")
     @classmethod
@@ -289,6 +303,6 @@ def _one_line(exc: ValidationError) -> str:
         value = error.get("input")
         if field == "data_dir" and isinstance(value, str):
             value = shown(value)  # never a user:password@ part
-        got = "" if field in ("appkey", "password") else f" (got {value!r})"
+        got = "" if field in ("appkey", "password", "state_url") else f" (got {value!r})"
         problems.append(f"{ENV_PREFIX}{field.upper()}: {message}{got}")
     return "; ".join(problems)

@@ -26,7 +26,7 @@ import uuid
 from collections.abc import Iterable, Iterator, Mapping
 from datetime import UTC, date, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 import pyarrow as pa
@@ -59,6 +59,10 @@ from tourneylake.lake.raw import (
 )
 from tourneylake.lake.storage import AnyPath, StorePath, atomic_write, fsync_dir, location
 
+if TYPE_CHECKING:
+    from tourneylake.config import Settings
+    from tourneylake.lake.postgres import SharedState
+
 __all__ = [
     "Lake",
     "LakeError",
@@ -87,17 +91,36 @@ class Lake:
     """The lake under ``<data_dir>/lake``. Opening reads nothing and writes nothing; call
     :meth:`claim` before writing data of a source."""
 
-    def __init__(self, data_dir: str | os.PathLike[str], *, fsync: bool = True) -> None:
+    def __init__(self, data_dir: str | os.PathLike[str], *, fsync: bool = True, state_url: str | None = None) -> None:
         self.data_dir: AnyPath = location(data_dir)  # a Path, or a StorePath for a URL
         self.root: AnyPath = self.data_dir / "lake"
         #: A local directory (renames, fsync, flock), else an object store (see the docstring).
         self.local = isinstance(self.root, Path)
+        #: The state shared in PostgreSQL (``TOURNEYLAKE_STATE_URL``: ledger, locks, documents),
+        #: or ``None``: files in the lake (:mod:`tourneylake.lake.postgres`).
+        self.shared: SharedState | None = None
+        if state_url:
+            from tourneylake.lake.postgres import shared_state
+
+            name = os.path.abspath(self.data_dir) if isinstance(self.data_dir, Path) else str(self.data_dir)
+            self.shared = shared_state(state_url, name)
         # fsync makes a paid response survive a power loss, not only a crash of this process;
         # it costs ~1 ms per raw file on local SSD, nothing next to a network call.
         self.fsync = fsync
 
     def __repr__(self) -> str:
         return f"Lake({str(self.data_dir)!r})"
+
+    @classmethod
+    def of(cls, settings: Settings) -> Lake:
+        """The lake of ``settings``: its data directory, and its shared state when set."""
+        url = settings.state_url.get_secret_value() if settings.state_url is not None else None
+        return cls(settings.data_dir, state_url=url)
+
+    @property
+    def lockable(self) -> bool:
+        """Whether :meth:`lock` excludes other processes: a local lake (``flock``) or shared state."""
+        return self.local or self.shared is not None
 
     @property
     def local_root(self) -> Path:
@@ -212,10 +235,16 @@ class Lake:
         """An exclusive lock on this lake, between processes (``_state/<name>.lock``, ``flock``:
         the kernel drops it when its holder dies). Waits for the holder to finish; with
         ``wait=False`` the block runs at once and is told ``False`` when another holds it. Yields
-        whether the lock is held. On an object store there is no lock: it does nothing and
-        yields ``False`` (one writer per lake per night, see the module docstring)."""
+        whether the lock is held. With shared state it is a PostgreSQL advisory lock (the server
+        drops it when its holder's connection dies), on any lake. Otherwise, on an object store
+        there is no lock: it does nothing and yields ``False`` (one writer per lake per night,
+        see the module docstring)."""
         from tourneylake.lake.storage import lock
 
+        if self.shared is not None:  # PostgreSQL's advisory locks, on any lake
+            with self.shared.lock(check_name("lock", name), wait=wait) as held:
+                yield held
+            return
         with lock(self.root / "_state" / f"{check_name('lock', name)}.lock", wait=wait) as held:
             yield held
 
@@ -231,7 +260,7 @@ class Lake:
             with self.lock(name) as held:
                 with self.lock(REBUILD_LOCK, wait=False) as no_rebuild:
                     pass
-                if no_rebuild or not self.local:
+                if no_rebuild or not self.lockable:
                     yield held
                     return
             with self.lock(REBUILD_LOCK):
@@ -247,9 +276,9 @@ class Lake:
         with contextlib.ExitStack() as held:
             taken: set[str] = set()
             for _ in range(3):
-                names = ({*also, *self.lock_names(prefix)} if self.local else set()) - taken
+                names = ({*also, *self.lock_names(prefix)} if self.lockable else set()) - taken
                 if not names:
-                    yield frozenset(taken) if self.local or wait else None
+                    yield frozenset(taken) if self.lockable or wait else None
                     return
                 for name in sorted(names):
                     if not held.enter_context(self.lock(name, wait=wait)) and not wait:
@@ -260,6 +289,8 @@ class Lake:
 
     def lock_names(self, prefix: str) -> list[str]:
         """The names of this lake's locks starting with ``prefix`` (any process ever took them)."""
+        if self.shared is not None:
+            return self.shared.lock_names(prefix)
         folder = self.root / "_state"
         if not self.local or not folder.is_dir():
             return []

@@ -10,6 +10,9 @@ attempt's outcome or a reconciliation), ``closed``. A run is ``run-<id>.open.jso
 writes (``flock``-ed) and ``run-<id>.jsonl`` once closed; one that ends with calls announced but
 never answered stays ``.open``, for the next run to reconcile (:meth:`Ledger.dead_runs`,
 :func:`unexplained_charges`). On an object store a run is a folder of one-PUT segments instead.
+With shared state (``TOURNEYLAKE_STATE_URL``) the same lines are rows of the state database, a
+run held by its writer's connection (:mod:`tourneylake.lake.postgres`); the reader gives the
+same rows either way.
 """
 
 from __future__ import annotations
@@ -37,6 +40,7 @@ import pyarrow as pa
 from tourneylake.errors import TourneylakeError
 from tourneylake.lake.lake import Lake
 from tourneylake.lake.partitions import PARTITION
+from tourneylake.lake.postgres import RunLease
 from tourneylake.lake.storage import AnyPath, StorePath, atomic_write, remove_tree
 from tourneylake.runtime.threads import submit_to_finish
 from tourneylake.schemas import TABLES
@@ -137,6 +141,8 @@ class LedgerWriter:
         self.account = account  # the account's name (never its secret), or None
         self.login = login  # a digest of the username the service counts against (see `login_digest`)
         self._remote = not lake.local
+        self._shared = lake.shared  # the state database, when set: lines are its rows
+        self._lease: RunLease | None = None  # shared state: the run's connection, holding it
         self._segments = 0  # object store: segments written
         self._done = False  # object store: closed (or left open for the next run)
         self._written: list[bytes] = []  # object store: the run's lines, for the closed object
@@ -174,7 +180,7 @@ class LedgerWriter:
             header["account"] = self.account
         if self.login is not None:
             header["login"] = self.login
-        if self._remote:  # no flock there: the host and pid tell a live writer from a dead one
+        if self._remote and self._shared is None:  # no flock there: the host and pid tell a live writer from a dead one
             header["host"] = socket.gethostname()
         return header
 
@@ -191,6 +197,11 @@ class LedgerWriter:
         self._written.append(data)
 
     def _write(self, line: Mapping[str, Any]) -> None:
+        if self._shared is not None:
+            if self._lease is None:
+                self._lease = RunLease(self._shared, self.run_id, self.night, self._header())
+            self._lease.append(line)
+            return
         if self._remote:
             self._write_segment(line)
             return
@@ -221,7 +232,7 @@ class LedgerWriter:
             raise self._refusal()
         if self._closing:
             raise LedgerError(f"run {self.run_id}: its ledger is closed; no line is written after it")
-        if not self._remote:
+        if not self._remote and self._shared is None:
             return self._write_here(line)
         if self._writer is None:
             self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tourneylake-ledger")
@@ -307,6 +318,9 @@ class LedgerWriter:
             if self._failed is not None:
                 self._keep_open()
                 return
+            if self._shared is not None:
+                self._close_shared()
+                return
             if self._remote:
                 self._close_segments()
                 return
@@ -338,7 +352,9 @@ class LedgerWriter:
             self.run_id,
             self._failed,
         )
-        if self._remote:
+        if self._lease is not None:
+            self._lease.release()
+        elif self._remote:
             self._done = True
             with _LIVE_LOCK:
                 _LIVE.discard(str(self._path))
@@ -346,6 +362,23 @@ class LedgerWriter:
             with contextlib.suppress(OSError):
                 self._file.close()  # releases the flock; the file keeps its .open name
             self._file = None
+
+    def _close_shared(self) -> None:
+        """Shared state: the closing line, and the run marked closed, in its database."""
+        lease, self._lease = self._lease, None
+        if lease is None:
+            return  # nothing written
+        try:
+            if self._unanswered:
+                log.warning(
+                    "run %s ends with %d call(s) sent and never answered: the next run reconciles them",
+                    self.run_id,
+                    len(self._unanswered),
+                )
+                return
+            lease.append({"kind": "closed", "at": datetime.now(UTC), "spent": self.spent}, closing=True)
+        finally:
+            lease.release()
 
     def _close_segments(self) -> None:
         if not isinstance(self._path, StorePath) or self._done:
@@ -374,7 +407,7 @@ class LedgerWriter:
 class RunLog:
     """One run's lines, as read back."""
 
-    path: AnyPath
+    path: AnyPath | None  # None: a run of the shared state database
     night: date
     run_id: str
     started_at: datetime | None = None
@@ -430,7 +463,7 @@ def _run_bytes(path: AnyPath) -> IO[bytes]:
 def _read_run(path: AnyPath, night: date) -> RunLog:
     run_id = path.name.removeprefix("run-").split(".")[0]
     log = RunLog(path, night, run_id)
-    pending: dict[tuple[Any, Any], dict[str, Any]] = {}
+    pending: dict[tuple[Any, Any], Mapping[str, Any]] = {}
     damaged: list[tuple[int, str]] = []
     torn: set[int] = set()  # lines a killed process cut short (the rest still counts)
     with _run_bytes(path) as handle:
@@ -445,26 +478,9 @@ def _read_run(path: AnyPath, night: date) -> RunLog:
                 else:
                     damaged.append((number, str(exc)))
                 continue
-            kind = line.get("kind")
-            if kind == "run":
-                log.started_at = _time(line.get("started_at"))
-                log.remaining_before = line.get("remaining_before")
-                log.account = line.get("account")
-                log.login = line.get("login") if isinstance(line.get("login"), str) else None
-                log.pid = line.get("pid") if isinstance(line.get("pid"), int) else None
-                log.host = line.get("host")
-            elif kind == "sent":
-                pending[(line.get("call"), line.get("attempt"))] = line
-            elif kind == "entry":
-                pending.pop((line.get("call"), line.get("attempt")), None)
-                entry = {name: line.get(name) for name in COLUMNS}
-                if entry.get("account") is None:
-                    entry["account"] = log.account
-                log.entries.append(entry)
-            elif kind == "closed":
-                log.closed = True
-                if isinstance(line.get("torn_line"), int):
-                    torn.add(line["torn_line"])
+            _take_line(log, line, pending)
+            if line.get("kind") == "closed" and isinstance(line.get("torn_line"), int):
+                torn.add(line["torn_line"])
     real = [(number, why) for number, why in damaged if number not in torn]
     if real:
         number, why = real[0]
@@ -472,7 +488,39 @@ def _read_run(path: AnyPath, night: date) -> RunLog:
             f"ledger file {path} line {number} is damaged ({why}): restore the file from a backup, or delete "
             "that line if you accept that the ledger misses one row (the raw answers are untouched)"
         )
-    log.unanswered = list(pending.values())
+    log.unanswered = [dict(line) for line in pending.values()]
+    return log
+
+
+def _take_line(log: RunLog, line: Mapping[str, Any], pending: dict[tuple[Any, Any], Mapping[str, Any]]) -> None:
+    """One line of a run, read into ``log`` (``pending``: the ``sent`` lines not answered yet)."""
+    kind = line.get("kind")
+    if kind == "run":
+        log.started_at = _time(line.get("started_at"))
+        log.remaining_before = line.get("remaining_before")
+        log.account = line.get("account")
+        log.login = line.get("login") if isinstance(line.get("login"), str) else None
+        log.pid = line.get("pid") if isinstance(line.get("pid"), int) else None
+        log.host = line.get("host")
+    elif kind == "sent":
+        pending[(line.get("call"), line.get("attempt"))] = line
+    elif kind == "entry":
+        pending.pop((line.get("call"), line.get("attempt")), None)
+        entry = {name: line.get(name) for name in COLUMNS}
+        if entry.get("account") is None:
+            entry["account"] = log.account
+        log.entries.append(entry)
+    elif kind == "closed":
+        log.closed = True
+
+
+def _shared_run(run_id: str, night: date, header: Mapping[str, Any], lines: Iterable[Mapping[str, Any]]) -> RunLog:
+    """A run of the shared state database, read as a file's (its header, then its lines)."""
+    log = RunLog(None, night, run_id)
+    pending: dict[tuple[Any, Any], Mapping[str, Any]] = {}
+    for line in (header, *lines):
+        _take_line(log, line, pending)
+    log.unanswered = [dict(line) for line in pending.values()]
     return log
 
 
@@ -528,8 +576,11 @@ class Ledger:
     def __init__(self, lake: Lake) -> None:
         self.lake = lake
         self.base = lake.root / LEDGER_DIR
+        self.shared = lake.shared
 
     def nights(self) -> list[date]:
+        if self.shared is not None:
+            return self.shared.nights()
         if not self.base.is_dir():
             return []
         prefix = PARTITION + "="
@@ -569,7 +620,11 @@ class Ledger:
         return sorted([*closed.values(), *live])
 
     def runs(self, night: date, *, account: str | None = None) -> list[RunLog]:
-        runs = [_read_run(path, night) for path in self._run_paths(_night_dir(self.lake, night))]
+        if self.shared is not None:
+            found = self.shared.run_lines(night=night)
+            runs = [_shared_run(run_id, night, header, lines) for run_id, _, header, _, lines in found]
+        else:
+            runs = [_read_run(path, night) for path in self._run_paths(_night_dir(self.lake, night))]
         return [run for run in runs if account is None or run.account == account]
 
     def entries(self, night: date, *, account: str | None = None) -> Iterator[dict[str, Any]]:
@@ -622,7 +677,16 @@ class Ledger:
         return [p for p in self._all_remote_runs() if p.name.endswith(OPEN_SUFFIX)]
 
     def dead_runs(self, *, account: str | None = None) -> list[RunLog]:
-        """Runs whose file is still open but held by no process: they died mid-run."""
+        """Runs whose file is still open but held by no process: they died mid-run (shared
+        state: open runs whose writer's connection no longer holds them)."""
+        if self.shared is not None:
+            shared = self.shared
+            open_runs = [
+                _shared_run(run_id, night, header, lines)
+                for run_id, night, header, _, lines in shared.run_lines(open_only=True)
+                if not shared.is_held(run_id)
+            ]
+            return [run for run in open_runs if account is None or run.account == account]
         if not self.base.is_dir():
             return []
         dead = []
@@ -644,6 +708,14 @@ class Ledger:
         credentials'): another account's spending comes off another account's count. With
         ``login``, a run that names its login counts when the login is the same, whatever its
         account's name (two names for one username spend from one count)."""
+        if self.shared is not None:
+            total = 0
+            for header, line in self.shared.entries_since(moment, except_run):
+                run = RunLog(None, moment.date(), str(header.get("run_id")), account=header.get("account"))
+                run.login = header.get("login") if isinstance(header.get("login"), str) else None
+                if run.same_credentials(account, login):
+                    total += int(line.get("cost") or 0)
+            return total
         if not self.base.is_dir():
             return 0
         total = 0
@@ -665,13 +737,25 @@ class Ledger:
                     total += int(row.get("cost") or 0)
         return total
 
-    def close_dead_run(self, run: RunLog, row: Mapping[str, Any] | None) -> None:
-        """Append the reconciliation ``row`` (if any) to a dead run's file and close it."""
+    def still_open(self, run: RunLog) -> bool:
+        """Whether a run read as dead is still open (not closed by another reconciler since)."""
+        if self.shared is not None:
+            return self.shared.is_open(run.run_id)
+        return run.path is not None and run.path.exists()
+
+    def close_dead_run(self, run: RunLog, row: Mapping[str, Any] | None) -> bool:
+        """Append the reconciliation ``row`` (if any) to a dead run's file and close it. Returns
+        whether it was closed here (shared state: ``False`` when its writer holds it again, or
+        another reconciler closed it first)."""
         entry = None
         if row is not None:
             entry = {"kind": "entry", "call": None, **{name: row.get(name) for name in COLUMNS}}
             if entry.get("account") is None:
                 entry["account"] = run.account
+        if self.shared is not None:
+            closing = {"kind": "closed", "at": datetime.now(UTC), "reconciled": True, "torn_line": None}
+            return self.shared.close_dead(run.run_id, [*([entry] if entry is not None else []), closing])
+        assert run.path is not None  # a run read from a file
         if isinstance(run.path, StorePath):  # segments: never torn; one more, then the closed object
             with _run_bytes(run.path) as handle:
                 data = handle.read()
@@ -680,7 +764,7 @@ class Ledger:
             )
             atomic_write(run.path / f"{len(_segments(run.path)):08d}.jsonl", tail, fsync=True)
             _compact(run.path, data + tail)
-            return
+            return True
         with open(run.path, "rb") as existing:
             lines = existing.read().splitlines(keepends=True)
         torn = len(lines) if lines and not lines[-1].endswith(b"\n") else None
@@ -691,6 +775,7 @@ class Ledger:
                 handle.write(_dumps(entry))
             handle.write(_dumps({"kind": "closed", "at": datetime.now(UTC), "reconciled": True, "torn_line": torn}))
         os.replace(run.path, run.path.with_name(f"run-{run.run_id}.jsonl"))
+        return True
 
 
 def _untouched_since(path: AnyPath, moment: datetime) -> bool:
