@@ -66,15 +66,15 @@ def assets_for(accounts: list[str] | None = None) -> list[Any]:
 IN_PROCESS: dict[str, Any] = {"execution": {"config": {"in_process": {}}}}
 
 
-def nightly(executor: ExecutorDefinition | None = None) -> Any:
+def nightly(executor: ExecutorDefinition | None = None, config: dict[str, Any] | None = None) -> Any:
     """The nightly job: in-process by default (multiprocess on request), or on ``executor``
     (a deployment's: ``celery_executor``, ``docker_executor``, ``k8s_job_executor``), configured
-    by the deployment's own run config."""
+    by the deployment's own run config (``config``: its default, e.g. ``deploy/*/run_config.yaml``)."""
     return define_asset_job(
         "nightly",
         selection=AssetSelection.groups("reference", "players", "warehouse") - MODEL_CHECKS,
         executor_def=executor or multi_or_in_process_executor,
-        config=None if executor else IN_PROCESS,
+        config=config if executor else IN_PROCESS,
         description="One night: metadata, countries and news, player summaries within budget, then the warehouse.",
     )
 
@@ -175,12 +175,14 @@ def build_definitions(
     accounts: list[str] | None = None,
     *,
     executor: ExecutorDefinition | None = None,
+    executor_config: dict[str, Any] | None = None,
     drain_at: str | None = None,
 ) -> Definitions:
     """Everything Dagster loads. ``accounts``: the watchlist's (see :func:`assets_for`);
-    ``executor``: the nightly job's, for a deployment beyond one machine (README); ``drain_at``:
-    the drain schedule's cron (the settings' defaults' when not given: no variable is read here)."""
-    job = nightly(executor) if executor else nightly_job
+    ``executor``: the nightly job's, for a deployment beyond one machine (``deploy/``), with
+    ``executor_config``, its default run config; ``drain_at``: the drain schedule's cron (the
+    settings' defaults' when not given: no variable is read here)."""
+    job = nightly(executor, executor_config) if executor else nightly_job
     return Definitions(
         assets=assets_for(accounts),
         jobs=[job, models_job, hands_job, rebuild, drain],

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack
 from typing import Any
@@ -39,8 +40,10 @@ def postgres_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     workers) share it: the last one to finish stops it and deletes its data."""
     import pgserver
 
-    folder = tmp_path_factory.getbasetemp().parent / "postgres"
-    server = pgserver.get_server(folder, cleanup_mode="delete")
+    root = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        root = root.parent  # the run's own folder, which its workers share (never another run's)
+    server = pgserver.get_server(root / "postgres", cleanup_mode="delete")
     try:
         yield server
     finally:
