@@ -183,6 +183,14 @@ class Settings(BaseSettings):
         description="processes that rebuild several nights side by side (`tourneylake rebuild --all` or a range; "
         "a local lake): 0 = one per core, at most 8; 1 = one night after another in the rebuilding process",
     )
+    account_workers: int = Field(
+        0,
+        ge=0,
+        le=64,
+        description="with several watchlist accounts, how many `tourneylake run` harvests side by side, each in a process "
+        "of its own (Dagster's multiprocess executor; the service polices sessions per account, so accounts are what "
+        "runs in parallel): 0 = all of them (at most 16), 1 = one after another in one process (in-process executor)",
+    )
     schedule_cron: str = Field("0 3 * * *", description="the nightly schedule: a daily cron `M H * * *`, UTC")
     # The service's FAQ: "All daily search quotas are reset at 12 Midnight PST (GMT -8)"; its client
     # documentation: "midnight Pacific Time (UTC -8)" (service-notes §6). GMT-8 all year: 08:00 UTC.
