@@ -76,7 +76,7 @@ def _table(settings, name: str):
 
 
 # When each answer was made and arrived: the two harvests fetched at different times.
-_PER_FETCH = {"fetched_at", "server_time"}
+_PER_FETCH = {"fetched_at", "server_time", "listed_at"}
 
 
 def _workers() -> list[psutil.Process]:

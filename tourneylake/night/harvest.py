@@ -48,6 +48,7 @@ from tourneylake.tables.night_tables import (
     SummarySink,
     TargetKey,
     free_table,
+    keep_one_row_per_key,
     metadata_tables,
     not_found_targets,
     settle_received,
@@ -319,8 +320,20 @@ def harvest_account(session: Session, watchlist: Watchlist) -> HarvestOutcome:
 
     assert session.account is not None, "harvest_account needs a session opened for an account"
     share = share_of(watchlist, session.account)
-    with session.lake.lock_for_harvest(session.meter.harvest_lock):
+    with session.lake.lock_for_harvest(session.meter.harvest_lock), _one_login(session):
         return _harvest(session, share, batch_size=0, keep_tables=False)  # no batches: nothing is normalised here
+
+
+@contextmanager
+def _one_login(session: Session) -> Iterator[None]:
+    """Two account names with one username spend from one count: their harvests, side by side
+    otherwise, take turns, so each plans with what the other has spent."""
+    login = session.meter.login
+    if login is None:
+        yield
+        return
+    with session.lake.lock(f"login-{login}"):
+        yield
 
 
 @dataclass(frozen=True)
@@ -472,6 +485,8 @@ def _harvest_night(
         outcome.stopped_reason = budget.stopped_reason
         fatal = next((reason for _, reason in outcome.failed if reason.startswith("credentials:")), None)
         night_failed.append(failure is not None or (fatal is not None and keep_tables))
+    if keep_tables:  # the night's tables are committed: one row per key, by content
+        outcome.rows.update(keep_one_row_per_key(lake, night))
     if keep_tables and failure is None and fatal is None:  # the night's tables are in: what changed since earlier nights
         outcome.coverage_changes = change_lines(write_coverage_changes(lake, night))
     if fatal and keep_tables:  # one account among several fails its pairs only

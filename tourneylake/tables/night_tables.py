@@ -9,8 +9,9 @@ confirmed, normalised again under this night, so every night holds its own rates
 tables, a batch at a time; an answer the normaliser refuses is marked ``unusable`` in the raw
 store and read again by every later pass), :func:`settle_received` (bodies a killed process saved
 but never read), and the whole night: :func:`reference_tables`, :func:`player_tables`.
-Known limit: a tournament listed by several summaries of one night is kept as the first summary
-processed lists it (arrival order in a harvest, file order in a rebuild).
+A tournament listed differently by several summaries of one night keeps one row chosen by
+content (:func:`keep_one_row_per_key`: the latest listing, then the row's values), never by the
+order the answers were read in, so a harvest, a rebuild and shards side by side agree.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from tourneylake.lake.lake import Lake
 from tourneylake.lake.ledger import Ledger
 from tourneylake.lake.partitions import PartitionWriter
 from tourneylake.lake.raw import MALFORMED, OK, RECEIVED, UNUSABLE, RawResponse, read_raw_file
+from tourneylake.schemas import TABLES
 from tourneylake.tables.normalize import normalize_countries, normalize_metadata, normalize_news
 from tourneylake.tables.normalize.summary import SUMMARY_TABLES, SummaryNormalizer
 from tourneylake.tables.reference import InForce
@@ -52,6 +54,7 @@ __all__ = [
     "SummarySink",
     "TargetKey",
     "free_table",
+    "keep_one_row_per_key",
     "metadata_tables",
     "not_found_targets",
     "player_tables",
@@ -357,6 +360,20 @@ def reference_tables(lake: Lake, night: date) -> dict[str, int]:
     return rows
 
 
+def keep_one_row_per_key(lake: Lake, night: date) -> dict[str, int]:
+    """The night's deduplicated tables (tournaments, entries) with one row per key, chosen by
+    content (:func:`~tourneylake.tables.warehouse.one_row_per_key`): each partition that lists a
+    key twice (answers that disagree, shards that each kept theirs) replaced whole; returns the
+    rows of those replaced."""
+    from tourneylake.tables.warehouse import one_row_per_key
+
+    rows: dict[str, int] = {}
+    for name in SUMMARY_TABLES:
+        if TABLES[name].load == "dedup" and (kept := one_row_per_key(lake, name, night)) is not None:
+            rows[name] = lake.write_table(name, night, kept)
+    return rows
+
+
 def player_tables(lake: Lake, night: date, unusable: list[str] | None = None) -> dict[str, int]:
     """The night's six summary tables and its ``search_ledger`` export from the raw answers and
     the ledger (what several accounts' harvests make together, and part of every rebuild);
@@ -374,6 +391,7 @@ def player_tables(lake: Lake, night: date, unusable: list[str] | None = None) ->
                 if name not in sink.rows:
                     lake.drop_partition(name, night)
         rows.update(sink.rows)
+    rows.update(keep_one_row_per_key(lake, night))
     if published := Ledger(lake).publish(night, when_empty=False):
         rows["search_ledger"] = published
     return rows

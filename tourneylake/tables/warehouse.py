@@ -17,8 +17,8 @@ transaction, so a failure leaves the warehouse as it was:
   never replaces a newer one;
 * deduplicated tables (``tournaments``, ``tournament_entries``): ``MERGE`` on the key, the latest
   snapshot wins, across nights. A night's partition holds each key once (checked on the key
-  columns first; a partition that does not is merged keeping the first row of each key, in the
-  parts' order, with a warning).
+  columns first; a partition that does not is merged keeping one row of each key chosen by
+  content, as the lake does: :func:`one_row_per_key`, with a warning).
 
 Loading the same night twice leaves every table identical. Opening a warehouse written by an
 older version adds the columns the catalogue has gained (``ALTER TABLE ... ADD COLUMN``).
@@ -51,7 +51,7 @@ from tourneylake.lake.partitions import damaged_part
 from tourneylake.schemas import TABLES, TableSpec, duckdb_type
 from tourneylake.tables.normalize.summary import SUMMARY_TABLES
 
-__all__ = ["LOAD_ORDER", "Warehouse", "WarehouseError", "sql_dir", "table_ddl"]
+__all__ = ["LOAD_ORDER", "Warehouse", "WarehouseError", "one_row_per_key", "sql_dir", "table_ddl"]
 
 # Reference data first (the models read them), then facts.
 LOAD_ORDER: tuple[str, ...] = (
@@ -141,7 +141,12 @@ def _damaged_lake_part(table: str, day: date, exc: duckdb.Error) -> Exception:
     )
 
 
-def _loads(table: str) -> dict[str, str]:
+#: How a night's rows of one key are ranked (see ``night_one_per_key`` in ``sql/tables.sql``):
+#: the latest listing first, when the parts have the column (parts of an older version do not).
+RANK_BY_LISTING = "s.listed_at DESC NULLS LAST,"
+
+
+def _loads(table: str, rank: str = RANK_BY_LISTING) -> dict[str, str]:
     """The statements of ``table``'s load, by their role in ``Warehouse._load_table``."""
     spec = TABLES[table]
     templates = {
@@ -156,7 +161,32 @@ def _loads(table: str) -> dict[str, str]:
             "merge_first": "dedup_merge_first",
         },
     }
-    return {role: _render(template, spec) for role, template in templates[spec.load].items()}
+    return {role: _render(template, spec, rank=rank) for role, template in templates[spec.load].items()}
+
+
+def parts_rank(con: duckdb.DuckDBPyConnection, files: list[str]) -> str:
+    """The rank of ``night_one_per_key`` for these parts: by listing when they have ``listed_at``."""
+    described = con.execute("DESCRIBE SELECT * FROM read_parquet($files, union_by_name = true)", {"files": files}).fetchall()
+    return RANK_BY_LISTING if any(row[0] == "listed_at" for row in described) else ""
+
+
+def one_row_per_key(lake: Lake, table: str, night: date) -> pa.Table | None:
+    """The night's rows of a deduplicated ``table`` with one row per key, chosen by content
+    (``night_one_per_key``); ``None`` when its partition already holds each key once."""
+    spec = TABLES[table]
+    files = lake.partition_files(table, night)
+    if not files:
+        return None
+    with contextlib.closing(duckdb.connect()) as con:
+        con.execute("SET TimeZone = 'UTC'")  # the rows' text, which breaks ties, in UTC
+        if lake.filesystem is not None:
+            con.register_filesystem(lake.filesystem)
+        params = {"files": files}
+        if not _rows(con.execute(_render("dedup_repeated_keys", spec), params)):
+            return None
+        table_rows = con.sql(_render("night_one_per_key", spec, rank=parts_rank(con, files)), params=params).to_arrow_table()
+    schema = pa.schema([field for field in spec.schema if field.name in table_rows.column_names])
+    return table_rows.select(schema.names).cast(schema)
 
 
 # A night's load keeps its memory flat as the watchlist grows: DuckDB spills what passes the limit
@@ -293,12 +323,12 @@ class Warehouse:
         repeated = _rows(con.execute(statements["repeated_keys"], params))
         if repeated:
             log.warning(
-                "%s, night %s: %d key(s) more than once in the lake's partition; the first row of each is loaded",
+                "%s, night %s: %d key(s) more than once in the lake's partition; one row of each is loaded, by content",
                 table,
                 day,
                 repeated,
             )
-            return _rows(con.execute(statements["merge_first"], params))
+            return _rows(con.execute(_loads(table, parts_rank(con, files))["merge_first"], params))
         if _rows(con.execute(statements["is_empty"])):
             return _rows(con.execute(statements["insert"], params))
         return _rows(con.execute(statements["merge"], params))
