@@ -479,7 +479,10 @@ class SummaryNormalizer:
     ``series_types`` maps (data set, series) to types (``metadata.series_types``) so Currency
     series get a USD value too. Tournaments and entries are deduplicated across every flush of
     this normaliser (several watched players share tournaments; a player may be harvested with
-    several filters), so the parts of one night never repeat a key.
+    several filters) as they are listed: a key listed again at the same server time with the
+    same values is dropped; listed otherwise, it is kept again, each row with its answer's
+    ``listed_at``, and the night keeps one of them by content once every answer is in
+    (``night_tables.keep_one_row_per_key``).
 
     Two ways to read a summary, with the same result: the fast path (``fast=True``, the
     default) converts the tree to typed structs in compiled code (:mod:`._fast`) and reads
