@@ -1,11 +1,12 @@
 """Player summaries: the metered harvest, planned within the night's budget.
 
 With one account (the settings'), ``player_summaries`` fetches and normalises the night in one
-step. With several ``accounts:`` in the watchlist, :func:`account_assets` makes one
-``player_summaries/<account>`` asset per account — its share of the players, its budget, its
-ledger rows and its own pool, so one account's night can be re-run or backfilled alone and the
-accounts fetch side by side under a multiprocess executor — and ``player_summaries`` makes the
-night's tables once from every account's raw answers (free).
+step. With several ``accounts:`` in the watchlist, :func:`account_assets` makes
+``player_shares`` (the night's player split, computed once) and one ``player_summaries/<account>``
+asset per account — its share of the players, its budget, its ledger rows, its own tables (a
+shard) and its own pool, so one account's night can be re-run or backfilled alone and the
+accounts fetch side by side (`tourneylake run`, or a deployment's executor) — and
+``player_summaries`` joins the shards' tables into the night's once all are in (free).
 """
 
 from collections.abc import Sequence
@@ -25,9 +26,10 @@ from assets.partitions import SERVICE_POOL, account_pool, nightly_partitions
 from assets.report import fails_cleanly, listing, night_of
 from assets.resource import TourneylakeResource
 from tourneylake.config import Settings
+from tourneylake.night.accounts import save_shares, shares_digest
 from tourneylake.night.harvest import HarvestOutcome, harvest_account, harvest_players, target_lines
 from tourneylake.tables.coverage import change_lines, write_coverage_changes
-from tourneylake.tables.night_tables import player_tables
+from tourneylake.tables.night_tables import join_shards
 
 
 def _checks(asset_key: str | AssetKey) -> list[AssetCheckSpec]:
@@ -111,17 +113,32 @@ def account_assets(accounts: Sequence[str]) -> list[AssetsDefinition]:
     harvests = [_account_harvest(name) for name in accounts]
 
     @asset(
+        name="player_shares",
+        group_name="players",
+        kinds={"python"},
+        partitions_def=nightly_partitions,
+        description="The watchlist's players split between its accounts (rendezvous hashing), once a night: each "
+        "account's harvest reads its own share.",
+    )
+    @fails_cleanly
+    def player_shares(context: AssetExecutionContext, tourneylake: TourneylakeResource) -> MaterializeResult:
+        shares = save_shares(tourneylake.lake(), tourneylake.load_watchlist())
+        return MaterializeResult(metadata={"players": sum(shares.values()), "per_account": MetadataValue.json(shares)})
+
+    @asset(
         name="player_summaries",
         group_name="players",
         kinds={"python", "parquet"},
         partitions_def=nightly_partitions,
         deps=[harvest.key for harvest in harvests],
-        description="The night's player_* and tournament tables, made once from every account's raw answers (no search).",
+        description="The night's player_* and tournament tables, joined from every account's own tables once all are in "
+        "(no search; from the raw answers when an account's are missing).",
     )
     @fails_cleanly
     def player_summaries_of_accounts(context: AssetExecutionContext, tourneylake: TourneylakeResource) -> MaterializeResult:
         unusable: list[str] = []
-        rows = player_tables(tourneylake.lake(), night_of(context), unusable)
+        watchlist = tourneylake.load_watchlist()
+        rows = join_shards(tourneylake.lake(), night_of(context), shares_digest(watchlist), list(accounts), unusable)
         changes = change_lines(write_coverage_changes(tourneylake.lake(), night_of(context)))
         return MaterializeResult(
             metadata={
@@ -133,7 +150,7 @@ def account_assets(accounts: Sequence[str]) -> list[AssetsDefinition]:
             }
         )
 
-    return [*harvests, player_summaries_of_accounts]
+    return [player_shares, *harvests, player_summaries_of_accounts]
 
 
 def _account_harvest(account: str) -> AssetsDefinition:
@@ -142,13 +159,13 @@ def _account_harvest(account: str) -> AssetsDefinition:
     @asset(
         key=key,
         group_name="players",
-        kinds={"python"},
+        kinds={"python", "parquet"},
         partitions_def=nightly_partitions,
         pool=account_pool(account),
-        deps=["metadata"],
+        deps=["metadata", "player_shares"],
         check_specs=_checks(key),
         description=f"The players assigned to account `{account}`, fetched within its own budget and pool into the raw "
-        "store and the ledger.",
+        "store, the ledger and the account's own tables of the night.",
     )
     @fails_cleanly
     def harvest(context: AssetExecutionContext, tourneylake: TourneylakeResource) -> MaterializeResult:

@@ -75,6 +75,9 @@ log = logging.getLogger(__name__)
 
 RAW_DIR = "_raw"
 SOURCE_FILE = "_source.json"
+#: Shards' own tables of a night (``_shards/snapshot_date=D/<shard>/<table>/``), made side by
+#: side and joined into the night's tables once all are in (``tables.night_tables.join_shards``).
+SHARDS_DIR = "_shards"
 # Key fields that look like credentials: refused so a secret can never reach the lake.
 _CREDENTIAL_KEY = re.compile(r"pass|pwd|user.?name|secret|token|app.?key|api.?key|credential|auth", re.IGNORECASE)
 
@@ -349,6 +352,27 @@ class Lake:
     def partition_writer(self, table: str, snapshot_date: date | str) -> PartitionWriter:
         return PartitionWriter(self, table, as_date(snapshot_date))
 
+    def shard_dir(self, snapshot_date: date | str, shard: str) -> AnyPath:
+        """Where one shard (an account) keeps its tables of the night."""
+        return self.root / SHARDS_DIR / f"{PARTITION}={as_date(snapshot_date).isoformat()}" / check_name("shard", shard)
+
+    def shard_writer(self, shard: str, table: str, snapshot_date: date | str) -> PartitionWriter:
+        """A writer of one shard's part of a night's ``table``: replaces that shard's alone."""
+        night = as_date(snapshot_date)
+        return PartitionWriter(self, table, night, folder=self.shard_dir(night, shard) / check_name("table", table))
+
+    def shard_files(self, shard: str, table: str, snapshot_date: date | str) -> list[str]:
+        """One shard's committed parts of a night's ``table``."""
+        return self._parts_in(self.shard_dir(snapshot_date, shard) / check_name("table", table))
+
+    def drop_shards(self, snapshot_date: date | str) -> None:
+        """Forget the shards' tables of a night (its tables were made from every raw answer)."""
+        from tourneylake.lake.storage import remove_tree
+
+        folder = self.root / SHARDS_DIR / f"{PARTITION}={as_date(snapshot_date).isoformat()}"
+        if folder.is_dir():
+            remove_tree(folder)
+
     def write_table(self, table: str, snapshot_date: date | str, data: pa.Table) -> int:
         """Replace one night's partition of ``table`` with ``data``; returns rows written."""
         with self.partition_writer(table, snapshot_date) as writer:
@@ -378,7 +402,9 @@ class Lake:
     def partition_files(self, table: str, snapshot_date: date | str) -> list[str]:
         """The night's parts of ``table`` (full URLs on an object store: the parts its commit
         marker lists, never an uncommitted writer's)."""
-        folder = self.partition_path(table, snapshot_date)
+        return self._parts_in(self.partition_path(table, snapshot_date))
+
+    def _parts_in(self, folder: AnyPath) -> list[str]:
         if not self.local:
             committed = read_commit(folder / COMMIT_FILE)
             return [str(folder / name) for name in committed] if committed is not None else []

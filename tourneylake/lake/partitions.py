@@ -57,10 +57,13 @@ class PartitionWriter:
     the commit marker makes them the partition (see the module docstring).
     """
 
-    def __init__(self, lake: Lake, table: str, snapshot_date: date) -> None:
+    def __init__(self, lake: Lake, table: str, snapshot_date: date, *, folder: AnyPath | None = None) -> None:
         self.lake = lake
         self.table = check_name("table", table)
         self.snapshot_date = snapshot_date
+        #: The folder the parts replace: the night's partition, or (``folder``) another, e.g. a
+        #: shard's own (:meth:`Lake.shard_writer`).
+        self.target = folder if folder is not None else lake.partition_path(self.table, snapshot_date)
         self.rows = 0
         self.parts = 0
         self._schema: pa.Schema | None = None
@@ -72,7 +75,7 @@ class PartitionWriter:
         if self.lake.local:
             self._staged = self.lake._tmp_dir()
         else:
-            self._staged = self.lake.partition_path(self.table, self.snapshot_date)
+            self._staged = self.target
             self._generation = uuid.uuid4().hex[:12]
         return self
 
@@ -129,7 +132,7 @@ class PartitionWriter:
         if exc_type is not None:
             shutil.rmtree(staged, ignore_errors=True)
             return
-        target = self.lake.partition_path(self.table, self.snapshot_date)
+        target = self.target
         assert isinstance(target, Path)  # the local lake's partition folder
         try:
             if self.parts == 0:

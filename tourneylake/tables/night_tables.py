@@ -18,13 +18,15 @@ from __future__ import annotations
 
 import gc
 import logging
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
-from datetime import date, datetime
+from datetime import UTC, date, datetime
 from typing import TYPE_CHECKING, Any
 
+import orjson
 import pyarrow as pa
+import pyarrow.parquet as pq
 
 from tourneylake.api import calls
 from tourneylake.api.answers import metadata_is_cached, read_answer
@@ -34,7 +36,8 @@ from tourneylake.api.tree import MalformedPayload, Node, parse
 from tourneylake.lake.lake import Lake
 from tourneylake.lake.ledger import Ledger
 from tourneylake.lake.partitions import PartitionWriter
-from tourneylake.lake.raw import MALFORMED, OK, RECEIVED, UNUSABLE, RawResponse, read_raw_file
+from tourneylake.lake.raw import MALFORMED, OK, RECEIVED, UNUSABLE, RawResponse, key_digest, read_raw_file, status_of
+from tourneylake.lake.storage import atomic_write
 from tourneylake.schemas import TABLES
 from tourneylake.tables.normalize import normalize_countries, normalize_metadata, normalize_news
 from tourneylake.tables.normalize.summary import SUMMARY_TABLES, SummaryNormalizer
@@ -50,11 +53,14 @@ __all__ = [
     "FREE_RESOURCES",
     "UNREADABLE",
     "MetadataTables",
+    "ShardSink",
     "StoredSummaries",
     "SummarySink",
     "TargetKey",
     "free_table",
+    "join_shards",
     "keep_one_row_per_key",
+    "mark_shard",
     "metadata_tables",
     "not_found_targets",
     "player_tables",
@@ -65,6 +71,7 @@ __all__ = [
     "summary_labels",
     "target_key",
     "target_name",
+    "unmark_shard",
 ]
 
 log = logging.getLogger(__name__)
@@ -199,10 +206,12 @@ def not_found_targets(lake: Lake, night: date) -> set[TargetKey]:
 @dataclass
 class StoredSummaries:
     """What a night's stored summaries gave: the targets normalised, and those whose answer
-    cannot be read (target → why)."""
+    cannot be read (target → why); ``not_found``: those the service answered "not found", when
+    the sink knows them (a shard, from its own answers' names), else ``None``."""
 
     done: set[TargetKey] = field(default_factory=set)
     unusable: dict[TargetKey, str] = field(default_factory=dict)
+    not_found: set[TargetKey] | None = None
 
 
 def target_name(target: TargetKey) -> str:
@@ -241,8 +250,18 @@ class SummarySink:
     #: A harvest hands this sink each answer's tree (parsed once, by the client).
     needs_tree = True
 
-    def __init__(self, lake: Lake, night: date, in_force: InForce, stack: ExitStack, batch_size: int = 500) -> None:
+    def __init__(
+        self,
+        lake: Lake,
+        night: date,
+        in_force: InForce,
+        stack: ExitStack,
+        batch_size: int = 500,
+        open_writer: Callable[[str], PartitionWriter] | None = None,
+    ) -> None:
         self.lake = lake
+        #: A table's writer: the night's partition, or (``open_writer``) a shard's own.
+        self.open_writer = open_writer or (lambda name: lake.partition_writer(name, night))
         self.night = night
         self.stack = stack
         self.batch_size = batch_size
@@ -260,6 +279,9 @@ class SummarySink:
 
     def expect(self, answers: int) -> None:
         """Nothing to prepare: answers are normalised as they come."""
+
+    def own(self, requests: list[dict[str, str]]) -> None:
+        """Every stored answer of the night is this sink's: nothing to note."""
 
     def add(self, root: Node, key: dict[str, str], fetched_at: datetime) -> None:
         """Normalise one accepted answer. An answer the normaliser cannot read raises
@@ -292,6 +314,9 @@ class SummarySink:
             *self.lake.raw_paths(self.night, calls.PLAYER_SUMMARY),
             *self.lake.raw_paths(self.night, calls.PLAYER_SUMMARY, status=UNUSABLE),
         ]
+        return self._add_paths(paths, stored)
+
+    def _add_paths(self, paths: list[Any], stored: StoredSummaries) -> StoredSummaries:
         for start in range(0, len(paths), self.batch_size):
             for raw in [read_raw_file(path) for path in paths[start : start + self.batch_size]]:
                 self._add_stored_one(raw, stored)
@@ -324,9 +349,88 @@ class SummarySink:
                 continue
             writer = self.writers.get(name)
             if writer is None:
-                writer = self.writers[name] = self.stack.enter_context(self.lake.partition_writer(name, self.night))
+                writer = self.writers[name] = self.stack.enter_context(self.open_writer(name))
             writer.write(table)
             self.rows[name] = self.rows.get(name, 0) + table.num_rows
+
+
+class ShardSink(SummarySink):
+    """One shard's summaries (an account's, beside the others) → its own tables of the night
+    (:meth:`Lake.shard_writer`), joined into the night's once every shard is in
+    (:func:`join_shards`). Of the answers stored tonight it reads only its own requests'
+    (:meth:`own`), found by their files' names: never another shard's bodies."""
+
+    def __init__(self, lake: Lake, night: date, in_force: InForce, stack: ExitStack, shard: str, batch_size: int = 500) -> None:
+        super().__init__(lake, night, in_force, stack, batch_size, lambda name: lake.shard_writer(shard, name, night))
+        self.shard = shard
+        self._mine: dict[str, TargetKey] = {}  # key digest → target, of tonight's requests
+
+    def own(self, requests: list[dict[str, str]]) -> None:
+        self._mine = {key_digest(key): target_key(key) for key in requests}
+
+    def _add_stored(self) -> StoredSummaries:
+        stored = StoredSummaries(not_found=set())
+        paths, not_found = [], {f"refused-{code}" for code in NOT_FOUND_CODES}
+        for path in self.lake.raw_paths(self.night, calls.PLAYER_SUMMARY, status=None):
+            target = self._mine.get(path.name.split(".", 1)[0])
+            status = status_of(path.name)
+            if target is None:
+                continue  # another shard's (or a request not asked tonight)
+            if status in (OK, UNUSABLE):
+                paths.append(path)
+            elif status in not_found:
+                stored.not_found.add(target)  # type: ignore[union-attr]
+        paths.sort(key=lambda path: status_of(path.name) != OK)  # accepted answers first, as the night's sink reads them
+        return self._add_paths(paths, stored)
+
+
+SHARD_MARKER = "_shard.json"
+
+
+def mark_shard(lake: Lake, night: date, shard: str, shares: str, rows: Mapping[str, int]) -> None:
+    """Say a shard's tables of the night are in (written after them), made from the player
+    split ``shares`` (a digest: :func:`tourneylake.night.accounts.shares_digest`)."""
+    content = {"shares": shares, "rows": dict(rows), "at": datetime.now(UTC).isoformat(timespec="seconds")}
+    atomic_write(lake.shard_dir(night, shard) / SHARD_MARKER, orjson.dumps(content), fsync=lake.fsync)
+
+
+def unmark_shard(lake: Lake, night: date, shard: str) -> None:
+    """A shard's harvest begins: its tables of the night are not in until it marks them again
+    (a harvest that fails leaves the night to be made from the raw answers)."""
+    marker = lake.shard_dir(night, shard) / SHARD_MARKER
+    if marker.exists():
+        marker.unlink()
+
+
+def join_shards(lake: Lake, night: date, shares: str, shards: list[str], unusable: list[str] | None = None) -> dict[str, int]:
+    """The night's summary tables made once all shards are in: every shard's parts (made from
+    the same player split ``shares``) joined into the night's partitions, one row per key
+    (:func:`keep_one_row_per_key`), and the ledger published; no raw answer is read. When a
+    shard's tables are missing or of another split (it failed, or the night was rebuilt since),
+    the night is made from every raw answer instead (:func:`player_tables`)."""
+    for shard in shards:
+        marker = lake.shard_dir(night, shard) / SHARD_MARKER
+        try:
+            made_from = orjson.loads(marker.read_bytes()).get("shares")
+        except (FileNotFoundError, orjson.JSONDecodeError, AttributeError):
+            made_from = None
+        if made_from != shares:
+            log.info(
+                "night %s: shard %s has no tables of this player split: the night is made from its raw answers", night, shard
+            )
+            return player_tables(lake, night, unusable)
+    rows: dict[str, int] = {}
+    for name in SUMMARY_TABLES:
+        parts = [part for shard in sorted(shards) for part in lake.shard_files(shard, name, night)]
+        with lake.partition_writer(name, night) as writer:  # no part: the night has no such rows
+            for part in parts:
+                writer.write(pq.read_table(lake._fs_path(part), filesystem=lake.filesystem))
+        if writer.rows:
+            rows[name] = writer.rows
+    rows.update(keep_one_row_per_key(lake, night))
+    if published := Ledger(lake).publish(night, when_empty=False):
+        rows["search_ledger"] = published
+    return rows
 
 
 # ------------------------------------------------------------------------------ a whole night
@@ -392,6 +496,7 @@ def player_tables(lake: Lake, night: date, unusable: list[str] | None = None) ->
                     lake.drop_partition(name, night)
         rows.update(sink.rows)
     rows.update(keep_one_row_per_key(lake, night))
+    lake.drop_shards(night)  # made from every answer: the shards' own tables are of another making
     if published := Ledger(lake).publish(night, when_empty=False):
         rows["search_ledger"] = published
     return rows
