@@ -17,11 +17,8 @@ from typing import Any
 import yaml
 from dagster import Definitions, ExecutorDefinition, multiprocess_executor
 
-from assets.resource import TourneylakeResource
-from pipelines.definitions import build_definitions, watchlist_accounts
-from tourneylake.config import load_settings
+from pipelines.definitions import definitions_from_env
 from tourneylake.errors import ConfigError
-from tourneylake.night.drain import drain_cron
 
 HERE = Path(__file__).resolve().parent
 EXECUTOR_ENV = "DEPLOY_EXECUTOR"
@@ -54,15 +51,7 @@ def deployment(name: str | None = None) -> Definitions:
     """The Definitions of a deployment on executor ``name`` (default: ``$DEPLOY_EXECUTOR``, else
     multiprocess)."""
     name = name or os.environ.get(EXECUTOR_ENV) or "multiprocess"
-    settings = load_settings()
-    return build_definitions(
-        TourneylakeResource.from_env(),
-        settings.schedule_cron,
-        watchlist_accounts(settings),
-        executor=executor_named(name),
-        executor_config=run_config(name),
-        drain_at=drain_cron(settings),
-    )
+    return definitions_from_env(executor_named(name), run_config(name))
 
 
 def __getattr__(name: str) -> Definitions:

@@ -196,14 +196,24 @@ def __getattr__(name: str) -> Definitions:
     """``defs`` (what ``dagster dev`` loads, see workspace.yaml), built on first use from the
     environment: importing this module reads no setting, so ``tourneylake run``'s flags win."""
     if name == "defs":
-        settings = load_settings()
-        return build_definitions(
-            TourneylakeResource.from_env(),
-            settings.schedule_cron,
-            watchlist_accounts(settings),
-            drain_at=drain_cron(settings),
-        )
+        return definitions_from_env()
     raise AttributeError(name)
+
+
+def definitions_from_env(
+    executor: ExecutorDefinition | None = None, executor_config: dict[str, Any] | None = None
+) -> Definitions:
+    """The Definitions of the settings in the environment (``TOURNEYLAKE_*``, `.env`), the
+    nightly job on ``executor`` when given (a deployment's, see :func:`build_definitions`)."""
+    settings = load_settings()
+    return build_definitions(
+        TourneylakeResource.from_env(),
+        settings.schedule_cron,
+        watchlist_accounts(settings),
+        executor=executor,
+        executor_config=executor_config,
+        drain_at=drain_cron(settings),
+    )
 
 
 def watchlist_accounts(settings: Settings) -> list[str]:

@@ -18,6 +18,7 @@ import psycopg
 import pytest
 
 from tests.helpers import REPO
+from tests.lake.test_ledger import row
 from tourneylake.config import Settings, load_settings
 from tourneylake.errors import ConfigError, LakeError
 from tourneylake.lake.lake import Lake
@@ -28,18 +29,6 @@ from tourneylake.lake.state import StateStore
 # One worker runs every test of the suite's PostgreSQL server: one of them restarts it.
 pytestmark = pytest.mark.xdist_group("postgres")
 NIGHT = date(2026, 11, 20)
-
-
-def row(**values) -> dict:
-    base = {
-        "called_at": datetime(2026, 11, 20, 3, tzinfo=UTC),
-        "run_id": "r1",
-        "resource": "player_summary",
-        "cost": 1,
-        "outcome": "ok",
-        "attempt": 1,
-    }
-    return {**base, **values}
 
 
 def _write_run(lake: Lake, run_id: str, *, answered: int, unanswered: int = 0, account: str | None = None) -> None:

@@ -363,6 +363,13 @@ class LedgerWriter:
                 self._file.close()  # releases the flock; the file keeps its .open name
             self._file = None
 
+    def _warn_unanswered(self) -> None:
+        log.warning(
+            "run %s ends with %d call(s) sent and never answered: the next run reconciles them",
+            self.run_id,
+            len(self._unanswered),
+        )
+
     def _close_shared(self) -> None:
         """Shared state: the closing line, and the run marked closed, in its database."""
         lease, self._lease = self._lease, None
@@ -370,11 +377,7 @@ class LedgerWriter:
             return  # nothing written
         try:
             if self._unanswered:
-                log.warning(
-                    "run %s ends with %d call(s) sent and never answered: the next run reconciles them",
-                    self.run_id,
-                    len(self._unanswered),
-                )
+                self._warn_unanswered()
                 return
             lease.append({"kind": "closed", "at": datetime.now(UTC), "spent": self.spent}, closing=True)
         finally:
@@ -387,11 +390,7 @@ class LedgerWriter:
         with _LIVE_LOCK:
             _LIVE.discard(str(self._path))
         if self._unanswered:
-            log.warning(
-                "run %s ends with %d call(s) sent and never answered: the next run reconciles them",
-                self.run_id,
-                len(self._unanswered),
-            )
+            self._warn_unanswered()
             return
         self._write_segment({"kind": "closed", "at": datetime.now(UTC), "spent": self.spent})
         self._path = _compact(self._path, b"".join(self._written))
