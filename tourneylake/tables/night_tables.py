@@ -7,8 +7,10 @@ night by construction and a normaliser fix reaches years of history at no cost:
 confirmed, normalised again under this night, so every night holds its own rates),
 :func:`free_table` (countries, news), :class:`SummarySink` (player summaries into the six summary
 tables, a batch at a time; an answer the normaliser refuses is marked ``unusable`` in the raw
-store and read again by every later pass), :func:`settle_received` (bodies a killed process saved
-but never read), and the whole night: :func:`reference_tables`, :func:`player_tables`.
+store and read again by every later pass; :class:`ShardSink`, one account's among several, into
+its own tables, which :func:`join_shards` joins once all are in), :func:`settle_received` (bodies
+a killed process saved but never read), and the whole night: :func:`reference_tables`,
+:func:`player_tables`.
 A tournament listed differently by several summaries of one night keeps one row chosen by
 content (:func:`keep_one_row_per_key`: the latest listing, then the row's values), never by the
 order the answers were read in, so a harvest, a rebuild and shards side by side agree.
