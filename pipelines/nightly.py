@@ -157,7 +157,7 @@ def _execute_side_by_side(settings: Settings, night: date, accounts: list[str], 
     tree's environment, never in run config or the event log). The built-in sandbox, when
     asked for, is started here once and every step calls it by its URL."""
     from dagster import execute_job
-    from dagster._core.definitions.reconstruct import ReconstructableRepository
+    from dagster._core.definitions.reconstruct import ReconstructableJob, ReconstructableRepository
 
     workers = min(len(accounts), settings.account_workers or 16)
     started = time.perf_counter()
@@ -173,6 +173,10 @@ def _execute_side_by_side(settings: Settings, night: date, accounts: list[str], 
             instance = stack.enter_context(DagsterInstance.local_temp(folder, overrides=overrides))
         for run_id in release_dead_runs(instance):
             log.warning("freed the pool slots of run %s: its process died", run_id)
+        # Dagster keeps the last job it loaded from a code pointer, whatever the environment was
+        # then: this run's settings (another watchlist, other accounts) load it again.
+        ReconstructableJob.get_definition.cache_clear()
+        ReconstructableJob.get_repository_definition.cache_clear()
         job = ReconstructableRepository.for_module("pipelines.definitions", "defs", os.getcwd()).get_reconstructable_job(
             "nightly"
         )

@@ -142,3 +142,10 @@ def test_tourneylake_run_harvests_the_accounts_side_by_side(sandbox, tmp_path: P
     monkeypatch.delenv("DAGSTER_HOME")
     assert run_night(one_by_one, NIGHT).success
     assert _tables(side_by_side) == _tables(one_by_one)
+    # Another night side by side in this process, with other accounts: its own job, not the last one's.
+    renamed = _night(sandbox, tmp_path / "renamed")
+    text = renamed.watchlist.read_text().replace("name: left,", "name: east,").replace("name: right,", "name: west,")
+    renamed.watchlist.write_text(text)
+    again = run_night(renamed, NIGHT)
+    assert again.success, again.failure
+    assert {"player_summaries/east", "player_summaries/west"} <= set(again.assets) and "player_summaries/left" not in again.assets
