@@ -1,11 +1,13 @@
 """Player summaries: the metered harvest, planned within the night's budget.
 
 With one account (the settings'), ``player_summaries`` fetches and normalises the night in one
-step. With several ``accounts:`` in the watchlist, :func:`account_assets` makes one
-``player_summaries/<account>`` asset per account — its share of the players, its budget, its
-ledger rows and its own pool, so one account's night can be re-run or backfilled alone and the
-accounts fetch side by side under a multiprocess executor — and ``player_summaries`` makes the
-night's tables once from every account's raw answers (free).
+step. With several ``accounts:`` in the watchlist, :func:`account_assets` makes
+``player_shares`` (the night's player split, computed once) and one ``player_summaries/<account>``
+asset per account — its share of the players, its budget, its ledger rows, its own parts of the
+night's tables (a shard's commits) and its own pool, so one account's night can be re-run or
+backfilled alone and the accounts fetch side by side (`tourneylake run`, or a deployment's
+executor) — and ``player_summaries`` makes the night's tables of the shards' parts once all
+are in (free).
 """
 
 from collections.abc import Sequence
@@ -27,12 +29,12 @@ from assets.partitions import SERVICE_POOL, account_pool, nightly_partitions
 from assets.report import fails_cleanly, listing, night_of
 from assets.resource import TourneylakeResource
 from tourneylake.config import Settings
-from tourneylake.night.accounts import share_of
+from tourneylake.night.accounts import load_share, save_shares, shares_digest
 from tourneylake.night.harvest import HarvestOutcome, harvest_account, harvest_players, target_lines
 from tourneylake.night.status import record_harvest, record_harvest_start
 from tourneylake.tables.coverage import change_lines, write_coverage_changes
 from tourneylake.tables.drift import night_drift
-from tourneylake.tables.night_tables import player_tables
+from tourneylake.tables.night_tables import join_shards
 
 
 def _checks(asset_key: str | AssetKey) -> list[AssetCheckSpec]:
@@ -158,17 +160,32 @@ def account_assets(accounts: Sequence[str]) -> list[AssetsDefinition]:
     harvests = [_account_harvest(name) for name in accounts]
 
     @asset(
+        name="player_shares",
+        group_name="players",
+        kinds={"python"},
+        partitions_def=nightly_partitions,
+        description="The watchlist's players split between its accounts (rendezvous hashing), once a night: each "
+        "account's harvest reads its own share.",
+    )
+    @fails_cleanly
+    def player_shares(context: AssetExecutionContext, tourneylake: TourneylakeResource) -> MaterializeResult:
+        shares = save_shares(tourneylake.lake(), tourneylake.load_watchlist())
+        return MaterializeResult(metadata={"players": sum(shares.values()), "per_account": MetadataValue.json(shares)})
+
+    @asset(
         name="player_summaries",
         group_name="players",
         kinds={"python", "parquet"},
         partitions_def=nightly_partitions,
         deps=[harvest.key for harvest in harvests],
-        description="The night's player_* and tournament tables, made once from every account's raw answers (no search).",
+        description="The night's player_* and tournament tables, made of every account's parts once all are in "
+        "(no search; from the raw answers when an account's are missing).",
     )
     @fails_cleanly
     def player_summaries_of_accounts(context: AssetExecutionContext, tourneylake: TourneylakeResource) -> MaterializeResult:
         unusable: list[str] = []
-        rows = player_tables(tourneylake.lake(), night_of(context), unusable)
+        watchlist = tourneylake.load_watchlist()
+        rows = join_shards(tourneylake.lake(), night_of(context), shares_digest(watchlist), list(accounts), unusable)
         changes = change_lines(write_coverage_changes(tourneylake.lake(), night_of(context)))
         return MaterializeResult(
             metadata={
@@ -180,7 +197,7 @@ def account_assets(accounts: Sequence[str]) -> list[AssetsDefinition]:
             }
         )
 
-    return [*harvests, player_summaries_of_accounts]
+    return [player_shares, *harvests, player_summaries_of_accounts]
 
 
 def _account_harvest(account: str) -> AssetsDefinition:
@@ -189,22 +206,22 @@ def _account_harvest(account: str) -> AssetsDefinition:
     @asset(
         key=key,
         group_name="players",
-        kinds={"python"},
+        kinds={"python", "parquet"},
         partitions_def=nightly_partitions,
         pool=account_pool(account),
-        deps=["metadata"],
+        deps=["metadata", "player_shares"],
         check_specs=_checks(key),
         description=f"The players assigned to account `{account}`, fetched within its own budget and pool into the raw "
-        "store and the ledger.",
+        "store, the ledger and the account's own parts of the night's tables.",
     )
     @fails_cleanly
     def harvest(context: AssetExecutionContext, tourneylake: TourneylakeResource) -> MaterializeResult:
         night = night_of(context)
         session = tourneylake.account_session(night, account)
-        share = share_of(tourneylake.load_watchlist(), account)
-        refuse_oversized_backfill(context, session, share)
+        watchlist = tourneylake.load_watchlist()
+        refuse_oversized_backfill(context, session, load_share(session.lake, watchlist, account)[0])
         record_harvest_start(session.lake, night, context.run.run_id)
-        outcome = harvest_account(session, tourneylake.load_watchlist())
+        outcome = harvest_account(session, watchlist)
         record_harvest(session.lake, night, context.run.run_id, account, outcome)
         return _harvest_result(session.settings, outcome, drift_check(night_drift(session.lake, night)))
 

@@ -128,7 +128,7 @@ class _ServiceResource(ConfigurableResource):
         return Session.open(settings, self._base_url(night), night, account=account)
 
     def lake(self) -> Lake:
-        return Lake(self.settings().data_dir)
+        return Lake.of(self.settings())
 
     def load_watchlist(self) -> Watchlist:
         return load_watchlist(self.settings().watchlist)

@@ -17,7 +17,8 @@ What it answers (JSON only, ``Accept: application/json``; anything else is a pla
   ``RemainingSearches`` of every ``UserInfo`` counts down from ``--quota``;
 - credentials: the ``Username`` and ``Password`` headers compared, as bytes, to the precomputed
   demo account's (else error 101001/101002, success="false", free); no ``User-Agent``: 101011;
-  an unknown player: 103001.
+  an unknown player: 103001. ``--accounts N`` adds ``bench1@example.com`` … ``benchN@…`` with
+  the demo password, each with a quota of its own (several accounts side by side).
 
 Shape (``--shape issue``, the default): the issue's "realistic" summary, ~14 KB: 37 statistics,
 30 recent tournaments, each data set and the timeline cut to one point. ``--shape sandbox``
@@ -186,16 +187,22 @@ def render(seed: int, players: int, today: date, distinct: int, shape: str) -> t
 # ---------------------------------------------------------------------------------------- serve
 
 
+def bench_username(index: int) -> str:
+    """The user name of the ``--accounts`` account ``index`` (from 1)."""
+    return f"bench{index}@example.com"
+
+
 class State:
-    def __init__(self, bodies: Bodies, quota: int, latency_ms: float) -> None:
+    def __init__(self, bodies: Bodies, quota: int, latency_ms: float, accounts: int = 0) -> None:
         self.bodies = bodies
         self.quota = quota
+        self.users = {bodies.username, *(bench_username(i).encode() for i in range(1, accounts + 1))}
         self.latency = latency_ms / 1000
         self.prefix = f"/api/{bodies.appname}/".encode()
         self.reset()
 
     def reset(self) -> None:
-        self.remaining = self.quota
+        self.remaining_of = dict.fromkeys(self.users, self.quota)
         self.counts: dict[str, int] = {}
         self.filter_mismatches = 0
         self.first_at: float | None = None  # time.time() of the first request since the reset
@@ -209,7 +216,8 @@ class State:
         return orjson.dumps(
             {
                 "counts": self.counts,
-                "remaining": self.remaining,
+                "remaining": self.remaining_of[self.bodies.username],
+                "remaining_by_user": {user.decode(): left for user, left in self.remaining_of.items()},
                 "filter_mismatches": self.filter_mismatches,
                 "first_at": self.first_at,
                 "last_at": self.last_at,
@@ -314,11 +322,12 @@ class Connection(asyncio.Protocol):
                 if template is None and not (resource.startswith(b"networks/") and resource.endswith(b"/summary")):
                     state.count("not_found")
                     return _NOT_FOUND
-        remaining = str(state.remaining).encode()
+        left = state.remaining_of.get(self.user or b"", state.quota)
+        remaining = str(left).encode()
         if not self.agent:
             state.count("error_101011")
             return _ok(remaining.join(bodies.errors[101011]))
-        if self.user != bodies.username:
+        if self.user not in state.users:
             state.count("error_101001")
             return _ok(remaining.join(bodies.errors[101001]))
         if self.password != bodies.password:
@@ -327,8 +336,8 @@ class Connection(asyncio.Protocol):
         if free:
             state.count(resource.decode())
             return _ok(remaining.join(template))
-        state.remaining -= 1
-        remaining = str(state.remaining).encode()
+        state.remaining_of[self.user] = left - 1
+        remaining = str(left - 1).encode()
         if template is None:
             state.count("error_103001")
             return _ok(remaining.join(bodies.errors[103001]))
@@ -371,9 +380,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--latency-ms", type=float, default=20.0)
     parser.add_argument("--quota", type=int, default=1_000_000)
     parser.add_argument("--shape", choices=["issue", "sandbox"], default="issue")
+    parser.add_argument("--accounts", type=int, default=0, help="accounts bench1@example.com … besides the demo's")
     args = parser.parse_args(argv)
     bodies, _ = render(args.seed, args.players, date.fromisoformat(args.today), min(args.distinct, args.players), args.shape)
-    state = State(bodies, args.quota, args.latency_ms)
+    state = State(bodies, args.quota, args.latency_ms, args.accounts)
     gc.collect()
     gc.freeze()  # the rendered bodies never change: keep the collector off them
 

@@ -282,8 +282,11 @@ class BenchServer:
     Renders ``players`` summaries (``distinct`` of them through the sandbox) before it listens;
     ``latency_ms`` can be changed between runs with :meth:`set_latency`."""
 
-    def __init__(self, players: int, latency_ms: float, *, distinct: int = 2000, log: Path | None = None) -> None:
+    def __init__(
+        self, players: int, latency_ms: float, *, distinct: int = 2000, log: Path | None = None, accounts: int = 0
+    ) -> None:
         self.players = players
+        self.accounts = accounts
         self.distinct = min(distinct, players)
         self.latency_ms = latency_ms
         self.proc: subprocess.Popen[bytes] | None = None
@@ -306,6 +309,8 @@ class BenchServer:
             TODAY.isoformat(),
             "--seed",
             str(SEED),
+            "--accounts",
+            str(self.accounts),
         ]
         err = open(self._log, "ab") if self._log else subprocess.DEVNULL  # noqa: SIM115
         self.proc = subprocess.Popen(

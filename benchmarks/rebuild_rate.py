@@ -44,7 +44,7 @@ def steps(lake: Any, night: date) -> dict[str, float]:
     from tourneylake.tables.normalize.summary import SummaryNormalizer
     from tourneylake.tables.reference import InForce
 
-    n = len(lake.raw_paths(night, calls.PLAYER_SUMMARY))
+    n = len(lake.raw_refs(night, calls.PLAYER_SUMMARY))
     out: dict[str, float] = {}
     out["read_us"], raws = _cpu_us(lambda: list(lake.iter_raw(night, calls.PLAYER_SUMMARY)), n)
 
@@ -96,7 +96,7 @@ def main(argv: list[str] | None = None) -> int:
 
     skip_pandas_sniffing()  # as `tourneylake rebuild` does
     lake = Lake(args.data_dir)
-    summaries = len(lake.raw_paths(args.night, calls.PLAYER_SUMMARY))
+    summaries = len(lake.raw_refs(args.night, calls.PLAYER_SUMMARY))
     wall, cpu = time.perf_counter(), time.process_time()
     rows = rebuild_night(lake, args.night)
     wall, cpu = time.perf_counter() - wall, time.process_time() - cpu

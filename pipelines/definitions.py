@@ -120,15 +120,21 @@ def freshness_sensor(checks: Sequence[AssetChecksDefinition]) -> Any:
         return build_sensor_for_freshness_checks(freshness_checks=checks, default_status=DefaultSensorStatus.RUNNING)
 
 
-def nightly(executor: ExecutorDefinition | None = None, without: Sequence[AssetChecksDefinition] = ()) -> Any:
+def nightly(
+    executor: ExecutorDefinition | None = None,
+    without: Sequence[AssetChecksDefinition] = (),
+    config: dict[str, Any] | None = None,
+) -> Any:
     """The nightly job, on the Definitions' executor (:func:`nightly_executor`), or on
     ``executor`` (a deployment's: ``celery_executor``, ``docker_executor``,
-    ``k8s_job_executor``), configured by the deployment's own run config. ``without``: checks
-    its run leaves to their own sensor (freshness: a night just made is fresh)."""
+    ``k8s_job_executor``), configured by the deployment's own run config (``config``: its
+    default, e.g. ``deploy/*/run_config.yaml``). ``without``: checks its run leaves to their
+    own sensor (freshness: a night just made is fresh)."""
     return define_asset_job(
         "nightly",
         selection=AssetSelection.groups("reference", "players", "warehouse") - AssetSelection.checks(*without) - MODEL_CHECKS,
         executor_def=executor,
+        config=config if executor else None,
         description="One night: metadata, countries and news, player summaries within budget, then the warehouse.",
     )
 
@@ -234,18 +240,20 @@ def build_definitions(
     accounts: list[str] | None = None,
     *,
     executor: ExecutorDefinition | None = None,
+    executor_config: dict[str, Any] | None = None,
     first: date | None = None,
     drain_at: str | None = None,
 ) -> Definitions:
     """Everything Dagster loads. ``accounts``: the watchlist's (see :func:`assets_for`);
-    ``executor``: the nightly job's, for a deployment beyond one machine (README); ``first``:
-    the first night of the partitions (default: :func:`assets.partitions.first_night` of the
-    resource's settings); ``drain_at``: the drain schedule's cron (default: the settings')."""
+    ``executor``: the nightly job's, for a deployment beyond one machine (``deploy/``), with
+    ``executor_config``, its default run config; ``first``: the first night of the partitions
+    (default: :func:`assets.partitions.first_night` of the resource's settings); ``drain_at``:
+    the drain schedule's cron (default: the settings')."""
     settings = _settings_when_loaded(resource)
     first = first or first_night(settings)
     assets, partitions = user_nights(assets_for(accounts), first)
     fresh = freshness_checks(settings.landed_by_hour_utc)
-    job = nightly(executor, fresh)
+    job = nightly(executor, fresh, executor_config)
     return Definitions(
         assets=assets,
         asset_checks=fresh,
@@ -273,9 +281,22 @@ def defs() -> Definitions:
     """What ``dagster dev`` loads (workspace.yaml), and ``dagster … -m pipelines.definitions``:
     built from the environment when the code location loads, not when this module is imported,
     so importing it reads no setting and ``tourneylake run``'s flags win."""
+    return definitions_from_env()
+
+
+def definitions_from_env(
+    executor: ExecutorDefinition | None = None, executor_config: dict[str, Any] | None = None
+) -> Definitions:
+    """The Definitions of the settings in the environment (``TOURNEYLAKE_*``, `.env`), the
+    nightly job on ``executor`` when given (a deployment's, see :func:`build_definitions`)."""
     settings = load_settings()
     return build_definitions(
-        TourneylakeResource.from_env(), settings.schedule_cron, watchlist_accounts(settings), drain_at=drain_cron(settings)
+        TourneylakeResource.from_env(),
+        settings.schedule_cron,
+        watchlist_accounts(settings),
+        executor=executor,
+        executor_config=executor_config,
+        drain_at=drain_cron(settings),
     )
 
 

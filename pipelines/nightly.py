@@ -13,20 +13,25 @@ import io
 import logging
 import os
 import socket
+import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from datetime import date
 from typing import Any
 
 from dagster import DagsterInstance
+from pydantic import SecretStr
 
 from assets.partitions import SERVICE_POOL, WAREHOUSE_POOL, first_night
 from assets.resource import TourneylakeResource
 from pipelines.definitions import BUILT_BY_RUN, IN_PROCESS, MODELS_TAG, build_definitions, watchlist_accounts
 from pipelines.failures import HOST_TAG, PID_TAG, interrupted, root_message
-from tourneylake.config import Settings
+from tourneylake.config import ENV_PREFIX, Settings
 from tourneylake.night.alerts import night_failed
 from tourneylake.night.drain import drain_cron
+from tourneylake.night.endpoint import connect
 
 log = logging.getLogger(__name__)
 
@@ -98,16 +103,19 @@ def run_models(settings: Settings) -> RunReport:
 
 
 def _execute(settings: Settings, job_name: str, night: date | None, *, sandbox_seed: int = 7) -> RunReport:
+    accounts = watchlist_accounts(settings)
+    first = min(first_night(settings), night) if night else first_night(settings)  # any night the service has data for
+    if job_name == "nightly" and night is not None and side_by_side(settings, accounts):
+        return _execute_side_by_side(settings, night, accounts, first, sandbox_seed=sandbox_seed)
     definitions = build_definitions(
         TourneylakeResource.from_settings(settings, sandbox_seed=sandbox_seed),
         settings.schedule_cron,
-        watchlist_accounts(settings),
+        accounts,
         drain_at=drain_cron(settings),
-        first=min(first_night(settings), night) if night else first_night(settings),  # any night the service has data for
+        first=first,
     )
     job = definitions.resolve_job_def(job_name)
     started = time.perf_counter()
-    tags = {HOST_TAG: socket.gethostname(), PID_TAG: str(os.getpid()), MODELS_TAG: BUILT_BY_RUN}
     # The persistent instance when DAGSTER_HOME is set (`make run`: the runs show in `dagster dev`
     # and its pools serialise overlapping runs on one account), else a throwaway one.
     with DagsterInstance.get() if os.environ.get("DAGSTER_HOME") else DagsterInstance.ephemeral() as instance:
@@ -118,23 +126,126 @@ def _execute(settings: Settings, job_name: str, night: date | None, *, sandbox_s
             instance=instance,
             raise_on_error=False,
             run_config={**QUIET_LOGS, **IN_PROCESS},
-            tags=tags,
+            tags=_tags(),
         )
-        report = RunReport(night, result.success, None, 0.0, run_id=result.run_id)
-        for event in result.all_events:
-            if event.is_step_materialization:
-                materialization = event.step_materialization_data.materialization
-                report.assets[materialization.asset_key.to_user_string()] = {
-                    key: value.value for key, value in materialization.metadata.items()
-                }
-            elif event.event_type_value == "ASSET_CHECK_EVALUATION":
-                evaluation = event.asset_check_evaluation_data
-                report.checks[f"{evaluation.asset_key.to_user_string()}:{evaluation.check_name}"] = evaluation.passed
-        if not result.success:
-            failures = [e for e in result.all_events if e.is_step_failure]
-            report.failure = root_message(failures[0].step_failure_data.error) if failures else "the run did not complete"
-            report.interrupted = any(interrupted(e.step_failure_data.error) for e in failures)
-            if night is not None:  # a night's failure is recorded and posted; the models' is the command's line
-                night_failed(settings, night, job_name, result.run_id, report.failure, interrupted=report.interrupted)
+        report = _report(settings, job_name, night, result)
     report.duration_s = time.perf_counter() - started
+    return report
+
+
+def _tags() -> dict[str, str]:
+    return {HOST_TAG: socket.gethostname(), PID_TAG: str(os.getpid()), MODELS_TAG: BUILT_BY_RUN}
+
+
+def side_by_side(settings: Settings, accounts: list[str]) -> bool:
+    """Whether ``tourneylake run`` harvests the accounts side by side (see ``account_workers``)."""
+    return len(accounts) > 1 and settings.account_workers != 1
+
+
+def _execute_side_by_side(settings: Settings, night: date, accounts: list[str], first: date, *, sandbox_seed: int) -> RunReport:
+    """The nightly job on Dagster's multiprocess executor: every step in a process of its own,
+    the accounts' harvests side by side (each in its own pool). The steps load the code
+    location (``pipelines.definitions:defs``) and read their settings from ``TOURNEYLAKE_*``
+    variables, set here for the run's processes (secrets included: they stay in this process
+    tree's environment, never in run config or the event log); ``first``, the partitions' first
+    night, is one of them. The built-in sandbox, when asked for, is started here once and every
+    step calls it by its URL."""
+    from dagster import execute_job
+    from dagster._core.definitions.reconstruct import ReconstructableJob, ReconstructableRepository
+
+    workers = min(len(accounts), settings.account_workers or 16)
+    started = time.perf_counter()
+    with ExitStack() as stack:
+        endpoint = stack.enter_context(connect(settings, today=night, seed=sandbox_seed))
+        with_first = settings.model_copy(update={"first_night": first})
+        stack.enter_context(_environment(settings_environment(with_first, base_url=endpoint.base_url)))
+        if os.environ.get("DAGSTER_HOME"):
+            instance = stack.enter_context(DagsterInstance.get())
+        else:  # a throwaway instance on disk: the steps' processes share it
+            folder = stack.enter_context(tempfile.TemporaryDirectory(prefix="tourneylake-dagster-"))
+            storage = {**_OPEN_EVENT_LOG, "config": {"base_dir": os.path.join(folder, "history", "runs")}}
+            overrides = {"telemetry": {"enabled": False}, "event_log_storage": storage}
+            instance = stack.enter_context(DagsterInstance.local_temp(folder, overrides=overrides))
+        for run_id in release_dead_runs(instance):
+            log.warning("freed the pool slots of run %s: its process died", run_id)
+        # Dagster keeps the last job it loaded from a code pointer, whatever the environment was
+        # then: this run's settings (another watchlist, other accounts) load it again.
+        ReconstructableJob.get_definition.cache_clear()
+        ReconstructableJob.get_repository_definition.cache_clear()
+        job = ReconstructableRepository.for_module("pipelines.definitions", "defs", os.getcwd()).get_reconstructable_job(
+            "nightly"
+        )
+        # Forked from one server that imported the code location once (not a fresh interpreter
+        # per step: ~2.5 s of CPU each); it is stopped after the run, so the next run's steps
+        # see that run's environment.
+        forkserver = {"forkserver": {"preload_modules": ["pipelines.definitions"]}}
+        multiprocess = {"max_concurrent": workers + 1, "start_method": forkserver}
+        run_config = {"execution": {"config": {"multiprocess": multiprocess}}, **QUIET_LOGS}
+        tags = {**_tags(), "dagster/partition": night.isoformat()}
+        stack.callback(_stop_forkserver)
+        with execute_job(job, instance, run_config=run_config, tags=tags, raise_on_error=False) as result:
+            report = _report(settings, "nightly", night, result)
+    report.duration_s = time.perf_counter() - started
+    return report
+
+
+# A throwaway instance's event log: the shipped instance's (its connections kept open).
+_OPEN_EVENT_LOG = {"module": "pipelines.dagster_storage", "class": "OpenSqliteEventLogStorage"}
+
+
+def _stop_forkserver() -> None:
+    """Stop the processes' fork server (it keeps the environment it started with)."""
+    from multiprocessing import forkserver
+
+    forkserver._forkserver._stop()  # type: ignore[attr-defined]
+
+
+def settings_environment(settings: Settings, *, base_url: str) -> dict[str, str]:
+    """``settings`` as the ``TOURNEYLAKE_*`` variables a step's process reads them from."""
+    env = {}
+    for name in Settings.model_fields:
+        value = getattr(settings, name)
+        if value is None:
+            continue
+        if isinstance(value, SecretStr):
+            value = value.get_secret_value()
+        env[ENV_PREFIX + name.upper()] = str(value)
+    env[ENV_PREFIX + "BASE_URL"] = base_url
+    return env
+
+
+@contextlib.contextmanager
+def _environment(values: dict[str, str]) -> Iterator[None]:
+    """``values`` in this process's environment for the block (the processes it starts inherit it)."""
+    before = {name: os.environ.get(name) for name in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for name, value in before.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
+def _report(settings: Settings, job_name: str, night: date | None, result: Any) -> RunReport:
+    """What a run did, from its events (in-process or multiprocess alike); a night's failure is
+    recorded and posted (the models' is the command's line)."""
+    report = RunReport(night, result.success, None, 0.0, run_id=result.run_id)
+    for event in result.all_events:
+        if event.is_step_materialization:
+            materialization = event.step_materialization_data.materialization
+            report.assets[materialization.asset_key.to_user_string()] = {
+                key: value.value for key, value in materialization.metadata.items()
+            }
+        elif event.event_type_value == "ASSET_CHECK_EVALUATION":
+            evaluation = event.asset_check_evaluation_data
+            report.checks[f"{evaluation.asset_key.to_user_string()}:{evaluation.check_name}"] = evaluation.passed
+    if not result.success:
+        failures = [e for e in result.all_events if e.is_step_failure]
+        report.failure = root_message(failures[0].step_failure_data.error) if failures else "the run did not complete"
+        report.interrupted = any(interrupted(e.step_failure_data.error) for e in failures)
+        if night is not None:
+            night_failed(settings, night, job_name, result.run_id, report.failure, interrupted=report.interrupted)
     return report

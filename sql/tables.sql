@@ -36,7 +36,7 @@ DELETE FROM @table;
 
 -- Deduplicated tables keep one row per key across nights: the latest snapshot wins, an older
 -- night never overwrites a newer row, and loading a night twice changes nothing. A night's
--- partition holds each key once (one normaliser made it, deduplicating as it read), which the
+-- partition holds each key once (the lake keeps one row per key: night_one_per_key), which the
 -- key columns alone confirm, cheaply; only a partition that breaks that is merged through
 -- dedup_merge_first (a window over the whole rows costs ~3x the check).
 -- name: dedup_repeated_keys
@@ -60,21 +60,42 @@ ON @key_match
 WHEN MATCHED AND s.snapshot_date >= t.snapshot_date THEN UPDATE BY NAME
 WHEN NOT MATCHED THEN INSERT BY NAME;
 
--- The first row of each key, in the parts' order (as the normaliser keeps the first answer), so
--- such a partition, too, loads the same every time.
+-- Of the rows a night's parts hold for one key (answers of the night that listed a tournament
+-- differently, or shards that each wrote theirs), the one kept is chosen by content: @rank
+-- (the latest listing: `listed_at`, the server time of the answer it was read from), then the
+-- row's own values as text (in UTC): never the order in which processes read the answers, so a
+-- harvest, a rebuild and any interleaving of shards keep the same row.
 -- name: dedup_merge_first
 MERGE INTO @table AS t
 USING (
-    SELECT * EXCLUDE (filename, file_row_number)
-    FROM read_parquet(
-        $files, hive_partitioning = true, hive_types = {'snapshot_date': DATE}, union_by_name = true,
-        filename = true, file_row_number = true
-    )
-    QUALIFY row_number() OVER (PARTITION BY @key ORDER BY snapshot_date DESC, filename, file_row_number) = 1
+    SELECT *
+    FROM read_parquet($files, hive_partitioning = true, hive_types = {'snapshot_date': DATE}, union_by_name = true) AS s
+    QUALIFY row_number() OVER (PARTITION BY @key ORDER BY @rank CAST(s AS VARCHAR)) = 1
 ) AS s
 ON @key_match
 WHEN MATCHED AND s.snapshot_date >= t.snapshot_date THEN UPDATE BY NAME
 WHEN NOT MATCHED THEN INSERT BY NAME;
+
+-- The same choice in the lake: a night's rows, one per key (what the lake's partition keeps).
+-- name: night_one_per_key
+SELECT *
+FROM read_parquet($files, hive_partitioning = true, hive_types = {'snapshot_date': DATE}, union_by_name = true) AS s
+QUALIFY row_number() OVER (PARTITION BY @key ORDER BY @rank CAST(s AS VARCHAR)) = 1;
+
+-- The same choice over a night's parts made by shards: the rows it does not keep, as (part, row
+-- number), so each shard's parts lose only those. A row's text leaves out where it was read
+-- (the same text as above); of identical rows, the one in the first part is kept.
+-- name: night_rows_not_kept
+SELECT part_, row_
+FROM (
+    SELECT r.filename AS part_, r.file_row_number AS row_, CAST(c AS VARCHAR) AS text_, c.*
+    FROM read_parquet(
+        $files, hive_partitioning = true, hive_types = {'snapshot_date': DATE}, union_by_name = true,
+        filename = true, file_row_number = true
+    ) AS r,
+    LATERAL (SELECT r.* EXCLUDE (filename, file_row_number)) AS c
+) AS s
+QUALIFY row_number() OVER (PARTITION BY @key ORDER BY @rank text_, part_, row_) > 1;
 
 -- A relation (a view, say) as the catalog shows it: its rows and its columns. Bound by name.
 -- name: relation_rows

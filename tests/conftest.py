@@ -1,12 +1,16 @@
 """Fixtures every room's tests share: the sandbox, started once per module as the module asks, and
-a real S3 API (moto) with the store's environment pointing at it."""
+a real S3 API (moto) with the store's environment pointing at it, and a real PostgreSQL (pgserver)
+for shared state."""
 
 from __future__ import annotations
 
+import contextlib
 import os
+import tempfile
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -79,3 +83,42 @@ def s3(moto: str, s3_env: Callable[[str], None]) -> str:
     bucket = f"lake-{uuid.uuid4().hex[:8]}"
     fsspec.filesystem("s3", skip_instance_cache=True).mkdir(bucket)
     return f"s3://{bucket}/prefix"
+
+
+# ------------------------------------------------------------------ PostgreSQL (shared state)
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[Any]:
+    """One PostgreSQL 16 server for the suite (PyPI's ``pgserver``: a wheel, started from Python,
+    as root too), on a Unix socket, no TCP port. Test processes of one run (pytest-xdist's
+    workers) share it: the last one to finish stops it and deletes its data. Its folder is the
+    run's own, outside pytest's: run as root, the server runs as another user, which must
+    traverse the folders above it, and every pytest session as root makes its own 0700 again."""
+    import pgserver
+
+    run = os.environ.get("PYTEST_XDIST_TESTRUNUID") or f"{os.getpid()}-{uuid.uuid4().hex[:8]}"
+    root = Path(tempfile.gettempdir()) / f"tourneylake-postgres-{run}"
+    root.mkdir(exist_ok=True)
+    server = pgserver.get_server(root / "data", cleanup_mode="delete")
+    try:
+        yield server
+    finally:
+        server.cleanup()
+        with contextlib.suppress(OSError):
+            root.rmdir()  # the last one out (its data deleted)
+
+
+@pytest.fixture(scope="module")
+def state_url(postgres_server: Any, request: pytest.FixtureRequest) -> Iterator[str]:
+    """A fresh database of the suite's server for this test module: its URL, for
+    ``TOURNEYLAKE_STATE_URL`` / ``Lake(state_url=…)``; dropped when the module ends."""
+    import psycopg
+
+    name = f"tl_{uuid.uuid4().hex[:12]}"
+    admin = postgres_server.get_uri()
+    with psycopg.connect(admin, autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}"')
+    try:
+        yield postgres_server.get_uri(name)
+    finally:
+        with psycopg.connect(admin, autocommit=True) as conn:
+            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')

@@ -572,7 +572,7 @@ def rebuild(
         from tourneylake.lake.lake import Lake
         from tourneylake.tables.rebuild import nights_in_lake
 
-        held = set(nights_in_lake(Lake(settings.data_dir)))
+        held = set(nights_in_lake(Lake.of(settings)))
         asked, nights = nights, [d for d in nights if d in held]  # a range may span nights that never ran
         if not nights:
             raise fail(f"the lake in {settings.data_dir} holds no night from {asked[0]} to {asked[-1]}")

@@ -130,6 +130,13 @@ class Settings(BaseSettings):
         "(`s3://bucket/prefix`, `gs://…`; `memory://…` for tests, without tables) whose credentials come from that store's usual environment "
         "(`AWS_*` for s3); with a URL the warehouse file and the hands stay local: set `TOURNEYLAKE_WAREHOUSE`",
     )
+    state_url: SecretStr | None = Field(
+        None,
+        description="a PostgreSQL URL (`postgresql://user:password@host:5432/db`) for the state that workers on several "
+        "machines share: the search ledger, the lake's locks, cost votes, the question cache, the backlog of pairs owed "
+        "and the night's player split; unset: files in the lake (`lake/_ledger/`, `lake/_state/`), for one machine. "
+        "It bears a password: never logged or stored",
+    )
     watchlist: Path = Field(Path("watchlist.yaml"), description="the watchlist: players and named filters to harvest")
     warehouse: Path | None = Field(
         None,
@@ -185,6 +192,14 @@ class Settings(BaseSettings):
         "any Delta reader's time travel); after each night's load and each rebuild, the files only older versions "
         "need are deleted (Delta's vacuum); 0 keeps only the current version",
     )
+    account_workers: int = Field(
+        0,
+        ge=0,
+        le=64,
+        description="with several watchlist accounts, how many `tourneylake run` harvests side by side, each in a process "
+        "of its own (Dagster's multiprocess executor; the service polices sessions per account, so accounts are what "
+        "runs in parallel): 0 = all of them (at most 16), 1 = one after another in one process (in-process executor)",
+    )
     schedule_cron: str = Field("0 3 * * *", description="the nightly schedule: a daily cron `M H * * *`, UTC")
     # The service's FAQ: "All daily search quotas are reset at 12 Midnight PST (GMT -8)"; its client
     # documentation: "midnight Pacific Time (UTC -8)" (service-notes §6). GMT-8 all year: 08:00 UTC.
@@ -224,6 +239,13 @@ class Settings(BaseSettings):
         description="a URL that receives a JSON post (night, job, reason, searches spent; never a secret) when a "
         "nightly run fails, in Dagster or from `tourneylake run`; kept secret (chat webhooks hold a token)",
     )
+
+    @field_validator("state_url")
+    @classmethod
+    def _postgres_url(cls, value: SecretStr | None) -> SecretStr | None:
+        if value is not None and not value.get_secret_value().startswith(("postgresql://", "postgres://")):
+            raise ValueError("must be a postgresql:// URL")
+        return value
 
     @field_validator("appkey")
     @classmethod
@@ -322,6 +344,6 @@ def _one_line(exc: ValidationError) -> str:
         value = error.get("input")
         if field == "data_dir" and isinstance(value, str):
             value = shown(value)  # never a user:password@ part
-        got = "" if field in ("appkey", "password", "alert_webhook_url") else f" (got {value!r})"
+        got = "" if field in ("appkey", "password", "alert_webhook_url", "state_url") else f" (got {value!r})"
         problems.append(f"{ENV_PREFIX}{field.upper()}: {message}{got}")
     return "; ".join(problems)

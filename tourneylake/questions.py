@@ -46,7 +46,7 @@ def _service_catalog(settings: Settings, base_url: str) -> FilterCatalog | None:
 
 
 def _lake_catalog(settings: Settings) -> FilterCatalog | None:
-    lake = Lake(settings.data_dir)
+    lake = Lake.of(settings)
     return InForce(lake, today()).filter_catalog if lake.exists else None
 
 

@@ -61,6 +61,15 @@ class TableSpec:
 
 
 _SNAP = ("snapshot_date", DATE, "night of the harvest (hive partition in the lake)")
+#: The deduplicated tables' row comes from one answer: when answers of a night list a key
+#: differently, the latest listing is kept, then the row's own values decide (never the order
+#: the answers were read in): `sql/tables.sql`, `night_one_per_key`.
+_LISTED_AT = (
+    "listed_at",
+    TS,
+    "server time (`Response/@timestamp`) of the answer this row was read from: of a night's answers that list the key "
+    "differently, the latest one's row is kept (then the row's values decide, never the order the answers were read in)",
+)
 _USD_MISSING = (
     "usd_rate_missing",
     BOOL,
@@ -352,6 +361,7 @@ _SPECS: list[TableSpec] = [
             ("usd_rate", F64, "rate used (units of `currency` per USD)"),
             _USD_MISSING,
             ("extra", STR_MAP, "any other attributes, as served"),
+            _LISTED_AT,
         ),
     ),
     TableSpec(
@@ -377,6 +387,7 @@ _SPECS: list[TableSpec] = [
             ("profit_usd", F64, "profit in USD"),
             ("usd_rate", F64, "rate used"),
             _USD_MISSING,
+            _LISTED_AT,
         ),
     ),
     # ------------------------------------------------------------------ the budget ledger

@@ -35,7 +35,7 @@ ACCOUNTS = """accounts:
 """
 
 
-SANDBOX = dict(seed=5, today=NIGHT, players=100)
+SANDBOX = dict(seed=5, today=NIGHT, players=100, latency_ms=30)
 SANDBOX_USERS = [
     ("left@example.com", "left-pw", "subscriber", 10_000),
     ("right@example.com", "right-pw", "subscriber", 10_000),
@@ -74,7 +74,7 @@ def test_the_nightly_job_defaults_to_in_process_and_offers_multiprocess() -> Non
 def test_the_nightly_job_under_the_multiprocess_executor_matches_in_process(sandbox, tmp_path: Path, monkeypatch) -> None:
     monkeypatch.setenv("TL_LEFT_PW", "left-pw")
     monkeypatch.setenv("TL_RIGHT_PW", "right-pw")
-    in_process = _night(sandbox, tmp_path / "in_process")
+    in_process = _night(sandbox, tmp_path / "in_process").with_overrides(account_workers=1)  # one after another
     assert run_night(in_process, NIGHT).success
 
     multi = _night(sandbox, tmp_path / "multi")
@@ -114,3 +114,42 @@ def test_the_nightly_job_under_the_multiprocess_executor_matches_in_process(sand
     assert _tables(multi) == _tables(in_process)
     assert Path(multi.warehouse_path).is_file()
     assert Lake(multi.data_dir).read_table("player_snapshots", NIGHT).num_rows == 40
+
+
+@pytest.mark.slow
+def test_tourneylake_run_harvests_the_accounts_side_by_side(sandbox, tmp_path: Path, monkeypatch) -> None:
+    """``tourneylake run`` (``run_night``) with several accounts: the nightly job on the
+    multiprocess executor, each account's harvest in a process of its own, at the same time;
+    the same tables as one account after another in one process."""
+    monkeypatch.setenv("TL_LEFT_PW", "left-pw")
+    monkeypatch.setenv("TL_RIGHT_PW", "right-pw")
+    home = tmp_path / "dagster_home"
+    home.mkdir()
+    shutil.copy(REPO / "dagster_home" / "dagster.yaml", home / "dagster.yaml")
+    monkeypatch.setenv("DAGSTER_HOME", str(home))
+    side_by_side = _night(sandbox, tmp_path / "side_by_side")
+    report = run_night(side_by_side, NIGHT)
+    assert report.success, report.failure
+    with DagsterInstance.get() as instance:
+        (run,) = instance.get_runs()
+        spans: dict[str, list[float]] = {}
+        pids: dict[str, int] = {}
+        for event in instance.all_logs(run.run_id):
+            if event.step_key and event.dagster_event and event.dagster_event.event_type_value in ("STEP_START", "STEP_SUCCESS"):
+                spans.setdefault(event.step_key, []).append(event.timestamp)
+                pids[event.step_key] = event.dagster_event.pid
+    (left_start, left_end), (right_start, right_end) = spans["player_summaries__left"], spans["player_summaries__right"]
+    assert left_start < right_end and right_start < left_end  # at the same time
+    assert pids["player_summaries__left"] != pids["player_summaries__right"] != os.getpid()
+    assert {"player_summaries/left", "player_summaries/right", "warehouse"} <= set(report.assets)
+    one_by_one = _night(sandbox, tmp_path / "one_by_one").with_overrides(account_workers=1)
+    monkeypatch.delenv("DAGSTER_HOME")
+    assert run_night(one_by_one, NIGHT).success
+    assert _tables(side_by_side) == _tables(one_by_one)
+    # Another night side by side in this process, with other accounts: its own job, not the last one's.
+    renamed = _night(sandbox, tmp_path / "renamed")
+    text = renamed.watchlist.read_text().replace("name: left,", "name: east,").replace("name: right,", "name: west,")
+    renamed.watchlist.write_text(text)
+    again = run_night(renamed, NIGHT)
+    assert again.success, again.failure
+    assert {"player_summaries/east", "player_summaries/west"} <= set(again.assets) and "player_summaries/left" not in again.assets

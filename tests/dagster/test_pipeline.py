@@ -39,7 +39,7 @@ players:
 TARGETS = 7  # (player, filter) pairs above
 
 # Columns that legitimately differ between two harvests of the same data.
-VOLATILE = {"fetched_at", "loaded_at", "run_id", "called_at", "duration_ms", "server_time"}
+VOLATILE = {"fetched_at", "loaded_at", "run_id", "called_at", "duration_ms", "server_time", "listed_at"}
 
 
 SANDBOX = dict(seed=SEED, today=NIGHT1)

@@ -317,6 +317,29 @@ def test_an_empty_writer_empties_the_night(tmp_path: Path) -> None:
     assert lake.partitions("t") == [NIGHT] and lake.read_table("t", NIGHT).num_rows == 0
 
 
+def test_a_shard_replaces_its_own_parts_and_a_night_of_shards_keeps_theirs_alone(tmp_path: Path) -> None:
+    """Shard commits: ``a`` replaces its own parts, never those of ``a-b`` (a name it prefixes);
+    the commit of a night made of shards keeps the shards it names as they are, drops every
+    other part of the night (one written whole, a shard not named) and writes a shard anew."""
+    lake = Lake(tmp_path).claim("sandbox")
+    lake.write_table("t", NIGHT, _table(1, "whole"))
+    for shard, tag in (("a", "a"), ("a-b", "ab"), ("gone", "g"), ("a", "a2")):
+        lake.write_table("t", NIGHT, _table(2, tag), shard=shard)
+    assert sorted(lake.read_table("t", NIGHT).column("k").to_pylist()) == ["a20", "a21", "ab0", "ab1", "g0", "g1", "whole0"]
+    assert set(lake.shard_parts("t", NIGHT)) == {None, "a", "a-b", "gone"}
+    with pytest.raises(LakeError, match="names a shard it replaces"):
+        with lake.partition_writer("t", NIGHT, keep_shards=["a"]) as writer:
+            writer.write(_table(1, "x"), shard="a")
+    with lake.partition_writer("t", NIGHT, keep_shards=["a"]) as writer:
+        writer.write(_table(1, "ab"), shard="a-b")  # a-b written anew, with one row
+    assert sorted(lake.read_table("t", NIGHT).column("k").to_pylist()) == ["a20", "a21", "ab0"]
+    assert set(lake.shard_parts("t", NIGHT)) == {"a", "a-b"}
+    version = DeltaTable(lake.table_uri("t")).version()
+    with lake.partition_writer("t", NIGHT, keep_shards=["a", "a-b"]):
+        pass  # nothing to replace: no commit
+    assert DeltaTable(lake.table_uri("t")).version() == version
+
+
 def test_names_are_checked(tmp_path: Path) -> None:
     lake = Lake(tmp_path).claim("sandbox")
     with pytest.raises(LakeError):

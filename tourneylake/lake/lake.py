@@ -28,7 +28,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from concurrent.futures import Future
 from datetime import UTC, date, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 import pyarrow as pa
@@ -46,6 +46,7 @@ from tourneylake.lake.partitions import (
     finish_together,
     legacy_tables,
     night_parts,
+    part_shard,
     partition_dates,
     table_uri,
 )
@@ -62,6 +63,10 @@ from tourneylake.lake.raw import (
 from tourneylake.lake.segments import RawRef, SegmentWriter, night_index, writer_for
 from tourneylake.lake.storage import AnyPath, StorePath, atomic_write, fsync_dir, location, remove_tree
 
+if TYPE_CHECKING:
+    from tourneylake.config import Settings
+    from tourneylake.lake.postgres import SharedState
+
 __all__ = [
     "Lake",
     "LakeError",
@@ -77,6 +82,9 @@ log = logging.getLogger(__name__)
 
 RAW_DIR = "_raw"
 SOURCE_FILE = "_source.json"
+#: Which shards' parts of a night are in (``_shards/snapshot_date=D/<shard>.json``), for the step
+#: that makes the night's tables once all are in (``tables.night_tables.join_shards``).
+SHARDS_DIR = "_shards"
 #: The lake's layout, recorded in ``_source.json``: 1, tables as hive folders of Parquet parts
 #: (none recorded); 2, Delta tables.
 LAYOUT = 2
@@ -112,17 +120,36 @@ class Lake:
     """The lake under ``<data_dir>/lake``. Opening reads nothing and writes nothing; call
     :meth:`claim` before writing data of a source."""
 
-    def __init__(self, data_dir: str | os.PathLike[str], *, fsync: bool = True) -> None:
+    def __init__(self, data_dir: str | os.PathLike[str], *, fsync: bool = True, state_url: str | None = None) -> None:
         self.data_dir: AnyPath = location(data_dir)  # a Path, or a StorePath for a URL
         self.root: AnyPath = self.data_dir / "lake"
         #: A local directory (renames, fsync, flock), else an object store (see the docstring).
         self.local = isinstance(self.root, Path)
+        #: The state shared in PostgreSQL (``TOURNEYLAKE_STATE_URL``: ledger, locks, documents),
+        #: or ``None``: files in the lake (:mod:`tourneylake.lake.postgres`).
+        self.shared: SharedState | None = None
+        if state_url:
+            from tourneylake.lake.postgres import shared_state
+
+            name = os.path.abspath(self.data_dir) if isinstance(self.data_dir, Path) else str(self.data_dir)
+            self.shared = shared_state(state_url, name)
         # fsync makes a paid response survive a power loss, not only a crash of this process;
         # it costs little next to a network call.
         self.fsync = fsync
 
     def __repr__(self) -> str:
         return f"Lake({str(self.data_dir)!r})"
+
+    @classmethod
+    def of(cls, settings: Settings) -> Lake:
+        """The lake of ``settings``: its data directory, and its shared state when set."""
+        url = settings.state_url.get_secret_value() if settings.state_url is not None else None
+        return cls(settings.data_dir, state_url=url)
+
+    @property
+    def lockable(self) -> bool:
+        """Whether :meth:`lock` excludes other processes: a local lake (``flock``) or shared state."""
+        return self.local or self.shared is not None
 
     @property
     def local_root(self) -> Path:
@@ -277,10 +304,16 @@ class Lake:
         """An exclusive lock on this lake, between processes (``_state/<name>.lock``, ``flock``:
         the kernel drops it when its holder dies). Waits for the holder to finish; with
         ``wait=False`` the block runs at once and is told ``False`` when another holds it. Yields
-        whether the lock is held. On an object store there is no lock: it does nothing and
-        yields ``False`` (one writer per lake per night, see the module docstring)."""
+        whether the lock is held. With shared state it is a PostgreSQL advisory lock (the server
+        drops it when its holder's connection dies), on any lake. Otherwise, on an object store
+        there is no lock: it does nothing and yields ``False`` (one writer per lake per night,
+        see the module docstring)."""
         from tourneylake.lake.storage import lock
 
+        if self.shared is not None:  # PostgreSQL's advisory locks, on any lake
+            with self.shared.lock(check_name("lock", name), wait=wait) as held:
+                yield held
+            return
         with lock(self.root / "_state" / f"{check_name('lock', name)}.lock", wait=wait) as held:
             yield held
 
@@ -296,7 +329,7 @@ class Lake:
             with self.lock(name) as held:
                 with self.lock(REBUILD_LOCK, wait=False) as no_rebuild:
                     pass
-                if no_rebuild or not self.local:
+                if no_rebuild or not self.lockable:
                     yield held
                     return
             with self.lock(REBUILD_LOCK):
@@ -312,9 +345,9 @@ class Lake:
         with contextlib.ExitStack() as held:
             taken: set[str] = set()
             for _ in range(3):
-                names = ({*also, *self.lock_names(prefix)} if self.local else set()) - taken
+                names = ({*also, *self.lock_names(prefix)} if self.lockable else set()) - taken
                 if not names:
-                    yield frozenset(taken) if self.local or wait else None
+                    yield frozenset(taken) if self.lockable or wait else None
                     return
                 for name in sorted(names):
                     if not held.enter_context(self.lock(name, wait=wait)) and not wait:
@@ -325,6 +358,8 @@ class Lake:
 
     def lock_names(self, prefix: str) -> list[str]:
         """The names of this lake's locks starting with ``prefix`` (any process ever took them)."""
+        if self.shared is not None:
+            return self.shared.lock_names(prefix)
         folder = self.root / "_state"
         if not self.local or not folder.is_dir():
             return []
@@ -379,8 +414,30 @@ class Lake:
         parts no version names any more, until they are expired)."""
         return self.table_dir(table) / f"{PARTITION}={as_date(snapshot_date).isoformat()}"
 
-    def partition_writer(self, table: str, snapshot_date: date | str, *, shard: str | None = None) -> PartitionWriter:
-        return PartitionWriter(self, table, as_date(snapshot_date), shard=shard)
+    def partition_writer(
+        self, table: str, snapshot_date: date | str, *, shard: str | None = None, keep_shards: Iterable[str] | None = None
+    ) -> PartitionWriter:
+        return PartitionWriter(self, table, as_date(snapshot_date), shard=shard, keep_shards=keep_shards)
+
+    def shard_parts(self, table: str, snapshot_date: date | str) -> dict[str | None, list[tuple[str, int | None]]]:
+        """The night's parts of ``table`` (as :meth:`night_parts`) by the shard that committed
+        each; ``None``: parts of the night written whole."""
+        out: dict[str | None, list[tuple[str, int | None]]] = {}
+        for parts in self.night_parts(table, snapshot_date).values():
+            for path, rows in parts:
+                out.setdefault(part_shard(path), []).append((path, rows))
+        return out
+
+    def shard_mark(self, snapshot_date: date | str, shard: str) -> AnyPath:
+        """The document saying a shard's parts of the night are in (see :data:`SHARDS_DIR`)."""
+        night = as_date(snapshot_date).isoformat()
+        return self.root / SHARDS_DIR / f"{PARTITION}={night}" / f"{check_name('shard', shard)}.json"
+
+    def drop_shard_marks(self, snapshot_date: date | str) -> None:
+        """Forget which shards' parts of a night are in (the night was written whole since)."""
+        folder = self.root / SHARDS_DIR / f"{PARTITION}={as_date(snapshot_date).isoformat()}"
+        if folder.is_dir():
+            remove_tree(folder)
 
     def write_table(self, table: str, snapshot_date: date | str, data: pa.Table, *, shard: str | None = None) -> int:
         """Replace one night of ``table`` (or one shard's part of it) with ``data``, in one

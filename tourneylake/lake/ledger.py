@@ -10,6 +10,9 @@ not sent after all), ``entry`` (a row: an attempt's outcome or a reconciliation)
 writes (``flock``-ed) and ``run-<id>.jsonl`` once closed; one that ends with calls announced but
 never answered stays ``.open``, for the next run to reconcile (:meth:`Ledger.dead_runs`,
 :func:`unexplained_charges`). On an object store a run is a folder of one-PUT segments instead.
+With shared state (``TOURNEYLAKE_STATE_URL``) the same lines are rows of the state database, a
+run held by its writer's connection (:mod:`tourneylake.lake.postgres`); the reader gives the
+same rows either way.
 """
 
 from __future__ import annotations
@@ -38,6 +41,7 @@ import pyarrow as pa
 from tourneylake.errors import TourneylakeError
 from tourneylake.lake.lake import Lake
 from tourneylake.lake.partitions import PARTITION
+from tourneylake.lake.postgres import RunLease
 from tourneylake.lake.storage import AnyPath, StorePath, atomic_write, remove_tree
 from tourneylake.schemas import TABLES
 
@@ -141,6 +145,8 @@ class LedgerWriter:
         self.account = account  # the account's name (never its secret), or None
         self.login = login  # a digest of the username the service counts against (see `login_digest`)
         self._remote = not lake.local
+        self._shared = lake.shared  # the state database, when set: lines are its rows
+        self._lease: RunLease | None = None  # shared state: the run's connection, holding it
         self._segments = 0  # object store: segments written
         self._done = False  # object store: closed (or left open for the next run)
         self._written: list[bytes] = []  # object store: the run's lines, for the closed object
@@ -156,6 +162,9 @@ class LedgerWriter:
         self._writer: threading.Thread | None = None  # object store: the thread that writes the lines
         self._batch: list[tuple[Mapping[str, Any], Future[None]]] = []  # object store: lines queued for it
         self._wake = threading.Condition(self._lock)
+        # The writer thread's pause between writes: an object store's PUTs are spaced (lines that
+        # come meanwhile share one); a database's transactions are not (each takes what came).
+        self._linger = LINGER_S if self._shared is None else 0.0
         self._failed: BaseException | None = None  # the write that failed: no line is written after it
         self._closing = False  # close() has begun: no line is taken after it
 
@@ -185,7 +194,7 @@ class LedgerWriter:
             header["account"] = self.account
         if self.login is not None:
             header["login"] = self.login
-        if self._remote:  # no flock there: the host and pid tell a live writer from a dead one
+        if self._remote and self._shared is None:  # no flock there: the host and pid tell a live writer from a dead one
             header["host"] = socket.gethostname()
         return header
 
@@ -200,6 +209,16 @@ class LedgerWriter:
         atomic_write(self._path / f"{self._segments:08d}.jsonl", data, fsync=True)
         self._segments += 1
         self._written.append(data)
+
+    def _write_lines(self, lines: list[Mapping[str, Any]]) -> None:
+        """The writer thread's group of lines: one object on a store, one transaction of the
+        shared state database (its run held by the lease's connection)."""
+        if self._shared is None:
+            self._write_segment(lines)
+            return
+        if self._lease is None:
+            self._lease = RunLease(self._shared, self.run_id, self.night, self._header())
+        self._lease.append(lines)
 
     def _write(self, line: Mapping[str, Any]) -> None:
         if self._file is None:
@@ -229,7 +248,7 @@ class LedgerWriter:
             raise self._refusal()
         if self._closing:
             raise LedgerError(f"run {self.run_id}: its ledger is closed; no line is written after it")
-        if not self._remote:
+        if not self._remote and self._shared is None:
             return self._write_here(line)
         written: Future[None] = Future()
         written.set_running_or_notify_cancel()  # written whether or not its waiter is still there
@@ -265,7 +284,7 @@ class LedgerWriter:
                     self._wake.wait()
                 if not self._batch:
                     return
-                while not self._closing and (left := last + LINGER_S - time.monotonic()) > 0:
+                while not self._closing and (left := last + self._linger - time.monotonic()) > 0:
                     self._wake.wait(left)
                 last = time.monotonic()
                 batch, self._batch = self._batch, []
@@ -285,7 +304,7 @@ class LedgerWriter:
         if not lines:
             return
         try:
-            self._write_segment([line for line, _ in lines])
+            self._write_lines([line for line, _ in lines])
         except BaseException as exc:  # noqa: BLE001 - every waiter hears of it
             self._failed = self._failed or exc
             with self._lock:  # the calls whose write-ahead line is lost do not go out
@@ -360,6 +379,9 @@ class LedgerWriter:
             if self._failed is not None:
                 self._keep_open()
                 return
+            if self._shared is not None:
+                self._close_shared()
+                return
             if self._remote:
                 self._close_segments()
                 return
@@ -391,7 +413,9 @@ class LedgerWriter:
             self.run_id,
             self._failed,
         )
-        if self._remote:
+        if self._lease is not None:
+            self._lease.release()
+        elif self._remote:
             self._done = True
             with _LIVE_LOCK:
                 _LIVE.discard(str(self._path))
@@ -400,6 +424,26 @@ class LedgerWriter:
                 self._file.close()  # releases the flock; the file keeps its .open name
             self._file = None
 
+    def _warn_unanswered(self) -> None:
+        log.warning(
+            "run %s ends with %d call(s) sent and never answered: the next run reconciles them",
+            self.run_id,
+            len(self._unanswered),
+        )
+
+    def _close_shared(self) -> None:
+        """Shared state: the closing line, and the run marked closed, in its database."""
+        lease, self._lease = self._lease, None
+        if lease is None:
+            return  # nothing written
+        try:
+            if self._unanswered:
+                self._warn_unanswered()
+                return
+            lease.append([{"kind": "closed", "at": datetime.now(UTC), "spent": self.spent}], closing=True)
+        finally:
+            lease.release()
+
     def _close_segments(self) -> None:
         if not isinstance(self._path, StorePath) or self._done:
             return  # nothing written, or already closed
@@ -407,11 +451,7 @@ class LedgerWriter:
         with _LIVE_LOCK:
             _LIVE.discard(str(self._path))
         if self._unanswered:
-            log.warning(
-                "run %s ends with %d call(s) sent and never answered: the next run reconciles them",
-                self.run_id,
-                len(self._unanswered),
-            )
+            self._warn_unanswered()
             return
         self._write_segment([{"kind": "closed", "at": datetime.now(UTC), "spent": self.spent}])
         self._path = _compact(self._path, b"".join(self._written))
@@ -427,7 +467,7 @@ class LedgerWriter:
 class RunLog:
     """One run's lines, as read back."""
 
-    path: AnyPath
+    path: AnyPath | None  # None: a run of the shared state database
     night: date
     run_id: str
     started_at: datetime | None = None
@@ -483,7 +523,7 @@ def _run_bytes(path: AnyPath) -> IO[bytes]:
 def _read_run(path: AnyPath, night: date) -> RunLog:
     run_id = path.name.removeprefix("run-").split(".")[0]
     log = RunLog(path, night, run_id)
-    pending: dict[tuple[Any, Any], dict[str, Any]] = {}
+    pending: dict[tuple[Any, Any], Mapping[str, Any]] = {}
     damaged: list[tuple[int, str]] = []
     torn: set[int] = set()  # lines a killed process cut short (the rest still counts)
     with _run_bytes(path) as handle:
@@ -498,28 +538,9 @@ def _read_run(path: AnyPath, night: date) -> RunLog:
                 else:
                     damaged.append((number, str(exc)))
                 continue
-            kind = line.get("kind")
-            if kind == "run":
-                log.started_at = _time(line.get("started_at"))
-                log.remaining_before = line.get("remaining_before")
-                log.account = line.get("account")
-                log.login = line.get("login") if isinstance(line.get("login"), str) else None
-                log.pid = line.get("pid") if isinstance(line.get("pid"), int) else None
-                log.host = line.get("host")
-            elif kind == "sent":
-                pending[(line.get("call"), line.get("attempt"))] = line
-            elif kind == "withdrawn":  # announced, then not sent after all
-                pending.pop((line.get("call"), line.get("attempt")), None)
-            elif kind == "entry":
-                pending.pop((line.get("call"), line.get("attempt")), None)
-                entry = {name: line.get(name) for name in COLUMNS}
-                if entry.get("account") is None:
-                    entry["account"] = log.account
-                log.entries.append(entry)
-            elif kind == "closed":
-                log.closed = True
-                if isinstance(line.get("torn_line"), int):
-                    torn.add(line["torn_line"])
+            _take_line(log, line, pending)
+            if line.get("kind") == "closed" and isinstance(line.get("torn_line"), int):
+                torn.add(line["torn_line"])
     real = [(number, why) for number, why in damaged if number not in torn]
     if real:
         number, why = real[0]
@@ -527,7 +548,41 @@ def _read_run(path: AnyPath, night: date) -> RunLog:
             f"ledger file {path} line {number} is damaged ({why}): restore the file from a backup, or delete "
             "that line if you accept that the ledger misses one row (the raw answers are untouched)"
         )
-    log.unanswered = list(pending.values())
+    log.unanswered = [dict(line) for line in pending.values()]
+    return log
+
+
+def _take_line(log: RunLog, line: Mapping[str, Any], pending: dict[tuple[Any, Any], Mapping[str, Any]]) -> None:
+    """One line of a run, read into ``log`` (``pending``: the ``sent`` lines not answered yet)."""
+    kind = line.get("kind")
+    if kind == "run":
+        log.started_at = _time(line.get("started_at"))
+        log.remaining_before = line.get("remaining_before")
+        log.account = line.get("account")
+        log.login = line.get("login") if isinstance(line.get("login"), str) else None
+        log.pid = line.get("pid") if isinstance(line.get("pid"), int) else None
+        log.host = line.get("host")
+    elif kind == "sent":
+        pending[(line.get("call"), line.get("attempt"))] = line
+    elif kind == "withdrawn":  # announced, then not sent after all
+        pending.pop((line.get("call"), line.get("attempt")), None)
+    elif kind == "entry":
+        pending.pop((line.get("call"), line.get("attempt")), None)
+        entry = {name: line.get(name) for name in COLUMNS}
+        if entry.get("account") is None:
+            entry["account"] = log.account
+        log.entries.append(entry)
+    elif kind == "closed":
+        log.closed = True
+
+
+def _shared_run(run_id: str, night: date, header: Mapping[str, Any], lines: Iterable[Mapping[str, Any]]) -> RunLog:
+    """A run of the shared state database, read as a file's (its header, then its lines)."""
+    log = RunLog(None, night, run_id)
+    pending: dict[tuple[Any, Any], Mapping[str, Any]] = {}
+    for line in (header, *lines):
+        _take_line(log, line, pending)
+    log.unanswered = [dict(line) for line in pending.values()]
     return log
 
 
@@ -583,8 +638,11 @@ class Ledger:
     def __init__(self, lake: Lake) -> None:
         self.lake = lake
         self.base = lake.root / LEDGER_DIR
+        self.shared = lake.shared
 
     def nights(self) -> list[date]:
+        if self.shared is not None:
+            return self.shared.nights()
         if not self.base.is_dir():
             return []
         prefix = PARTITION + "="
@@ -624,7 +682,11 @@ class Ledger:
         return sorted([*closed.values(), *live])
 
     def runs(self, night: date, *, account: str | None = None) -> list[RunLog]:
-        runs = [_read_run(path, night) for path in self._run_paths(_night_dir(self.lake, night))]
+        if self.shared is not None:
+            found = self.shared.run_lines(night=night)
+            runs = [_shared_run(run_id, night, header, lines) for run_id, _, header, _, lines in found]
+        else:
+            runs = [_read_run(path, night) for path in self._run_paths(_night_dir(self.lake, night))]
         return [run for run in runs if account is None or run.account == account]
 
     def entries(self, night: date, *, account: str | None = None) -> Iterator[dict[str, Any]]:
@@ -677,7 +739,16 @@ class Ledger:
         return [p for p in self._all_remote_runs() if p.name.endswith(OPEN_SUFFIX)]
 
     def dead_runs(self, *, account: str | None = None) -> list[RunLog]:
-        """Runs whose file is still open but held by no process: they died mid-run."""
+        """Runs whose file is still open but held by no process: they died mid-run (shared
+        state: open runs whose writer's connection no longer holds them)."""
+        if self.shared is not None:
+            shared = self.shared
+            open_runs = [
+                _shared_run(run_id, night, header, lines)
+                for run_id, night, header, _, lines in shared.run_lines(open_only=True)
+                if not shared.is_held(run_id)
+            ]
+            return [run for run in open_runs if account is None or run.account == account]
         if not self.base.is_dir():
             return []
         dead = []
@@ -699,6 +770,14 @@ class Ledger:
         credentials'): another account's spending comes off another account's count. With
         ``login``, a run that names its login counts when the login is the same, whatever its
         account's name (two names for one username spend from one count)."""
+        if self.shared is not None:
+            total = 0
+            for header, line in self.shared.entries_since(moment, except_run):
+                run = RunLog(None, moment.date(), str(header.get("run_id")), account=header.get("account"))
+                run.login = header.get("login") if isinstance(header.get("login"), str) else None
+                if run.same_credentials(account, login):
+                    total += int(line.get("cost") or 0)
+            return total
         if not self.base.is_dir():
             return 0
         total = 0
@@ -720,13 +799,25 @@ class Ledger:
                     total += int(row.get("cost") or 0)
         return total
 
-    def close_dead_run(self, run: RunLog, row: Mapping[str, Any] | None) -> None:
-        """Append the reconciliation ``row`` (if any) to a dead run's file and close it."""
+    def still_open(self, run: RunLog) -> bool:
+        """Whether a run read as dead is still open (not closed by another reconciler since)."""
+        if self.shared is not None:
+            return self.shared.is_open(run.run_id)
+        return run.path is not None and run.path.exists()
+
+    def close_dead_run(self, run: RunLog, row: Mapping[str, Any] | None) -> bool:
+        """Append the reconciliation ``row`` (if any) to a dead run's file and close it. Returns
+        whether it was closed here (shared state: ``False`` when its writer holds it again, or
+        another reconciler closed it first)."""
         entry = None
         if row is not None:
             entry = {"kind": "entry", "call": None, **{name: row.get(name) for name in COLUMNS}}
             if entry.get("account") is None:
                 entry["account"] = run.account
+        if self.shared is not None:
+            closing = {"kind": "closed", "at": datetime.now(UTC), "reconciled": True, "torn_line": None}
+            return self.shared.close_dead(run.run_id, [*([entry] if entry is not None else []), closing])
+        assert run.path is not None  # a run read from a file
         if isinstance(run.path, StorePath):  # segments: never torn; one more, then the closed object
             with _run_bytes(run.path) as handle:
                 data = handle.read()
@@ -735,7 +826,7 @@ class Ledger:
             )
             atomic_write(run.path / f"{len(_segments(run.path)):08d}.jsonl", tail, fsync=True)
             _compact(run.path, data + tail)
-            return
+            return True
         with open(run.path, "rb") as existing:
             lines = existing.read().splitlines(keepends=True)
         torn = len(lines) if lines and not lines[-1].endswith(b"\n") else None
@@ -746,6 +837,7 @@ class Ledger:
                 handle.write(_dumps(entry))
             handle.write(_dumps({"kind": "closed", "at": datetime.now(UTC), "reconciled": True, "torn_line": torn}))
         os.replace(run.path, run.path.with_name(f"run-{run.run_id}.jsonl"))
+        return True
 
 
 def _untouched_since(path: AnyPath, moment: datetime) -> bool:

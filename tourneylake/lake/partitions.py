@@ -22,7 +22,7 @@ import re
 import threading
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from datetime import date
 from pathlib import Path
 from types import TracebackType
@@ -49,6 +49,7 @@ __all__ = [
     "damaged_part",
     "expire_versions",
     "finish_together",
+    "part_shard",
     "partition_dates",
 ]
 
@@ -67,12 +68,21 @@ TABLE_CONFIGURATION = {
 }
 #: Tries of one commit (a conflict with another writer, a store's transient failure).
 _COMMIT_TRIES = 8
+#: A part's name: ``part-night-<generation>-<n>`` when its night was written whole, else
+#: ``part-shard-<shard>-<generation>-<n>`` (a shard's part: see :class:`PartitionWriter`).
+_SHARD_PART = re.compile(r"^part-shard-(?P<shard>.+)-[0-9a-f]{16}-[0-9]{5}\.zstd\.parquet$")
 
 
 def check_name(kind: str, name: str) -> str:
     if not _NAME.match(name):
         raise LakeError(f"invalid {kind} name {name!r}: letters, digits, '_', '.', '-' only")
     return name
+
+
+def part_shard(path: str) -> str | None:
+    """The shard whose part ``path`` is (its name says), or ``None``: a part of a night written whole."""
+    found = _SHARD_PART.match(path.rsplit("/", 1)[-1])
+    return found.group("shard") if found else None
 
 
 # ---------------------------------------------------------------------- where a table is
@@ -203,31 +213,46 @@ class PartitionWriter:
     memory stays flat). All parts must share a schema. An exception inside the ``with`` block
     deletes the new parts and leaves the night as it was. A writer that wrote nothing removes
     the night (the night has no rows for this table). With ``shard``, the commit replaces only
-    the parts that shard committed before for this night (``part-<shard>-…``) and leaves every
-    other shard's: several shards make one night's table side by side.
+    the parts that shard committed before for this night (``part-shard-<shard>-…``) and leaves
+    every other shard's: several shards make one night's table side by side. With
+    ``keep_shards`` (a night made of shards, once all are in), it keeps those shards' parts as
+    they are and replaces every other part of the night; each ``write`` then names the shard
+    its part is of.
     """
 
-    def __init__(self, lake: Lake, table: str, snapshot_date: date, *, shard: str | None = None) -> None:
+    def __init__(
+        self,
+        lake: Lake,
+        table: str,
+        snapshot_date: date,
+        *,
+        shard: str | None = None,
+        keep_shards: Iterable[str] | None = None,
+    ) -> None:
         self.lake = lake
         self.table = check_name("table", table)
         self.snapshot_date = snapshot_date
         self.shard = None if shard is None else check_name("shard", shard)
+        self.keep_shards = None if keep_shards is None else frozenset(keep_shards)
         self.rows = 0
         self.parts = 0
         self._schema: pa.Schema | None = None
         self._folder: AnyPath | None = None
         self._written: list[tuple[str, int, int]] = []  # (path in the table, bytes, rows)
-        self._prefix = f"part-{self.shard or 'night'}-"
-        self._name = f"{self._prefix}{uuid.uuid4().hex[:16]}"
+        self._generation = uuid.uuid4().hex[:16]
 
     def __enter__(self) -> PartitionWriter:
         table_uri(self.lake, self.table)  # refuses a store delta-rs cannot open, before any part
         self._folder = self.lake.table_dir(self.table) / f"{PARTITION}={self.snapshot_date.isoformat()}"
         return self
 
-    def write(self, data: pa.Table | pa.RecordBatch) -> None:
+    def write(self, data: pa.Table | pa.RecordBatch, *, shard: str | None = None) -> None:
+        """One part of the night (with ``keep_shards``: of ``shard``)."""
         if self._folder is None:
             raise LakeError("PartitionWriter.write outside its with-block")
+        owner = self.shard if self.keep_shards is None else shard
+        if self.keep_shards is not None and (owner is None or owner in self.keep_shards):
+            raise LakeError(f"{self.table}: a part of a night made of shards names a shard it replaces, not {owner!r}")
         if isinstance(data, pa.RecordBatch):
             data = pa.Table.from_batches([data])
         if PARTITION in data.column_names:
@@ -239,7 +264,8 @@ class PartitionWriter:
                 data = data.cast(self._schema)
             except (pa.ArrowInvalid, ValueError) as exc:
                 raise LakeError(f"{self.table}: part schema differs from the first part's: {exc}") from None
-        name = f"{self._name}-{self.parts:05d}.zstd.parquet"
+        owned = "night" if owner is None else f"shard-{check_name('shard', owner)}"
+        name = f"part-{owned}-{self._generation}-{self.parts:05d}.zstd.parquet"
         self._written.append((f"{self._folder.name}/{name}", _write_part(self.lake, self._folder / name, data), data.num_rows))
         self.parts += 1
         self.rows += data.num_rows
@@ -307,15 +333,23 @@ class PartitionWriter:
         if self._landed(delta):
             return True
         schema = _merged_schema(delta, self._file_schema())
-        if self.shard is None:
+        if self.shard is None and self.keep_shards is None:
             day = self.snapshot_date.isoformat()
             partition_filters = [(PARTITION, "=", day)]
             delta.create_write_transaction(
                 self._adds(), "overwrite", schema, partition_by=[PARTITION], partition_filters=partition_filters
             )
-        else:
-            delta.create_write_transaction([*self._removes(delta), *self._adds()], "append", schema, partition_by=[PARTITION])
+            return True
+        actions = [*self._removes(delta), *self._adds()]
+        if actions:  # else nothing to replace: no commit
+            delta.create_write_transaction(actions, "append", schema, partition_by=[PARTITION])
         return True
+
+    def _replaces(self, path: str) -> bool:
+        """Whether the commit replaces this part of the night (see the class docstring)."""
+        if self.keep_shards is not None:
+            return part_shard(path) not in self.keep_shards
+        return self.shard is None or part_shard(path) == self.shard
 
     def _create(self) -> bool:
         """The table created with this writer's parts as its first version (one commit);
@@ -342,9 +376,7 @@ class PartitionWriter:
         """Whether this writer's commit is already the table's (a try whose answer was lost):
         the night's (or the shard's) parts are exactly this writer's."""
         mine = {path for path, _, _ in self._written}
-        current = set(active_files_of(delta, self.snapshot_date))
-        if self.shard is not None:
-            current = {p for p in current if p.rsplit("/", 1)[-1].startswith(self._prefix)}
+        current = {path for path in active_files_of(delta, self.snapshot_date) if self._replaces(path)}
         return current == mine
 
     def _file_schema(self) -> pa.Schema:
@@ -361,7 +393,7 @@ class PartitionWriter:
         ]
 
     def _removes(self, delta: DeltaTable) -> list[Any]:
-        """The parts this shard committed before for this night."""
+        """The parts of the night the commit replaces (a shard's own, before)."""
         from deltalake.transaction import RemoveAction
 
         now = int(time.time() * 1000)
@@ -369,7 +401,7 @@ class PartitionWriter:
         return [
             RemoveAction(path, True, now, size=size, partition_values={PARTITION: self.snapshot_date.isoformat()})
             for path, size, day in zip(*(c.to_pylist() for c in actions.columns), strict=True)
-            if day == self.snapshot_date and path.rsplit("/", 1)[-1].startswith(self._prefix)
+            if day == self.snapshot_date and self._replaces(path)
         ]
 
 

@@ -1,6 +1,7 @@
 """Small JSON documents beside the lake (``lake/_state/<name>.json``): the natural-language filter
 cache, for one. Written atomically (on an object store: one PUT); a damaged document is a
-one-line error naming the file."""
+one-line error naming the file. With shared state (``TOURNEYLAKE_STATE_URL``) they are rows of
+the state database instead, changed under its locks (:mod:`tourneylake.lake.postgres`)."""
 
 from __future__ import annotations
 
@@ -27,6 +28,8 @@ class StateStore:
         self.directory = lake.root / STATE_DIR  # a Path, or a StorePath on an object store
 
     def read(self, name: str) -> dict[str, Any]:
+        if self.lake.shared is not None:
+            return self.lake.shared.read_document(name) or {}
         path = self.directory / f"{name}.json"
         if not path.is_file():
             return {}
@@ -41,6 +44,9 @@ class StateStore:
         return value
 
     def write(self, name: str, value: dict[str, Any]) -> None:
+        if self.lake.shared is not None:
+            self.lake.shared.write_document(name, value)
+            return
         data = orjson.dumps(value, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS)
         atomic_write(self.directory / f"{name}.json", data, fsync=self.lake.fsync)
 

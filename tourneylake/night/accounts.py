@@ -8,7 +8,8 @@ with one account's ledger; adding an account moves only the players it now wins 
 n+1), removing one moves only its own; a player's filters all go to one account. Each account
 has its own settings (:func:`account_settings`), so its own budget, ledger rows (its *name*,
 never its secret), Dagster pool and reconciliation: one account's wrong password or exhausted
-quota stops that account only.
+quota stops that account only. A night's split is computed once (:func:`save_shares`, the
+``player_shares`` step) and each account's harvest reads its own share (:func:`load_share`).
 """
 
 from __future__ import annotations
@@ -18,10 +19,15 @@ import os
 from collections.abc import Iterable
 
 from tourneylake.config import ENV_PREFIX, Settings
-from tourneylake.errors import ConfigError
+from tourneylake.errors import ConfigError, LakeError
+from tourneylake.lake.lake import Lake
+from tourneylake.lake.state import StateStore
 from tourneylake.night.watchlist import AccountDef, WatchedPlayer, Watchlist, player_key
 
-__all__ = ["account_settings", "assign", "score", "share_of"]
+__all__ = ["account_settings", "assign", "load_share", "save_shares", "score", "share_of", "shares_digest"]
+
+#: The state document of one account's share (see :func:`save_shares`).
+SHARE_DOCUMENT = "shares-{account}"
 
 
 def score(account: str, player: WatchedPlayer) -> int:
@@ -51,6 +57,47 @@ def share_of(watchlist: Watchlist, account: str) -> Watchlist:
         raise ConfigError(f"account {account!r} is not in the watchlist's accounts ({', '.join(names) or 'none'})")
     players = assign(watchlist.players, names)[account]
     return Watchlist(filters=watchlist.filters, players=players, source=watchlist.source, accounts=watchlist.accounts)
+
+
+def shares_digest(watchlist: Watchlist) -> str:
+    """What a player split depends on (the accounts' names, the players in order), as a digest:
+    a share saved for another watchlist is never used."""
+    digest = hashlib.blake2b(digest_size=16)
+    for account in watchlist.accounts:
+        digest.update(f"a\x1f{account.name}\x1e".encode())
+    for player in watchlist.players:
+        digest.update("\x1f".join(("p", *player_key(player.network, player.name))).encode() + b"\x1e")
+    return digest.hexdigest()
+
+
+def save_shares(lake: Lake, watchlist: Watchlist) -> dict[str, int]:
+    """Split the watchlist's players between its accounts once (:func:`assign`) and keep each
+    account's share (the players' places in the watchlist) in the lake's state, for its harvest
+    to read (:func:`load_share`); returns the players per account."""
+    digest = shares_digest(watchlist)
+    names = [account.name for account in watchlist.accounts]
+    place = {id(player): index for index, player in enumerate(watchlist.players)}
+    shares = assign(watchlist.players, names)
+    store = StateStore(lake)
+    for name, players in shares.items():
+        store.write(SHARE_DOCUMENT.format(account=name), {"shares": digest, "players": [place[id(p)] for p in players]})
+    return {name: len(players) for name, players in shares.items()}
+
+
+def load_share(lake: Lake, watchlist: Watchlist, account: str) -> tuple[Watchlist, str]:
+    """``account``'s share of the watchlist as :func:`save_shares` kept it, and the split's
+    digest; computed here (:func:`share_of`) when none was kept for this watchlist (an account's
+    night re-run alone after the watchlist changed, say)."""
+    digest = shares_digest(watchlist)
+    try:
+        kept = StateStore(lake).read(SHARE_DOCUMENT.format(account=account))
+    except (LakeError, OSError):
+        kept = {}
+    places = kept.get("players")
+    if kept.get("shares") != digest or not isinstance(places, list):
+        return share_of(watchlist, account), digest
+    players = [watchlist.players[index] for index in places]
+    return Watchlist(filters=watchlist.filters, players=players, source=watchlist.source, accounts=watchlist.accounts), digest
 
 
 def _secret(variable: str, what: str, account: str) -> str:

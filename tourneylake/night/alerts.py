@@ -37,7 +37,7 @@ def night_failed(
     """Record in the night's record that run ``run_id`` of ``job`` failed (or was interrupted,
     which is the user's doing and posts nothing), then post the alert. ``record=False``: a run
     that does not harvest the night (a rebuild) leaves the record of its last harvest as it is."""
-    lake = Lake(settings.data_dir)
+    lake = Lake.of(settings)
     if record:
         record_end(lake, night, run_id, "interrupted" if interrupted else "failed", reason)
     if not interrupted:

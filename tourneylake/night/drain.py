@@ -215,7 +215,7 @@ def load_drained(settings: Settings, outcomes: list[DrainOutcome]) -> list[date]
 
     nights = sorted({night for outcome in outcomes for night, done in outcome.nights.items() if done.fetched})
     if nights:
-        lake = Lake(settings.data_dir)
+        lake = Lake.of(settings)
         with Warehouse(settings.warehouse_path) as db:
             for night in nights:
                 db.load_night(lake, night)

@@ -46,15 +46,17 @@ from tourneylake.tables.coverage import change_lines, write_coverage_changes
 from tourneylake.tables.night_tables import (
     FREE_RESOURCES,
     UNREADABLE,
+    ShardSink,
     StoredSummaries,
     SummarySink,
     TargetKey,
     free_table,
+    keep_one_row_per_key,
+    mark_shard,
     metadata_tables,
     not_found_targets,
     settle_received,
-    stored_targets,
-    unusable_targets,
+    unmark_shard,
 )
 from tourneylake.tables.reference import InForce
 from tourneylake.tables.worker import TablesWorker, worker_wanted
@@ -63,7 +65,6 @@ __all__ = [
     "HarvestOutcome",
     "MetadataOutcome",
     "Owed",
-    "RawOnly",
     "ReferenceOutcome",
     "Sink",
     "harvest_account",
@@ -321,18 +322,34 @@ def harvest_players(session: Session, watchlist: Watchlist, *, batch_size: int =
 
 def harvest_account(session: Session, watchlist: Watchlist) -> HarvestOutcome:
     """One account's share of a watchlist with several ``accounts:`` (``session.account``, its
-    settings from :func:`tourneylake.night.accounts.account_settings`): planned within that account's
-    budget and fetched into the raw store and the ledger, under the account's own lock, so the
-    accounts of a night run side by side. The night's tables are made once from every account's
-    answers by :func:`tourneylake.tables.night_tables.player_tables` (no account writes a partition another
-    is writing). Wrong credentials fail the account's pairs instead of raising: one account's bad
-    password or exhausted quota never stops the others."""
-    from tourneylake.night.accounts import share_of
+    settings from :func:`tourneylake.night.accounts.account_settings`): planned within that
+    account's budget, fetched into the raw store and the ledger and made into the account's own
+    tables of the night (a shard: :class:`~tourneylake.tables.night_tables.ShardSink`), under
+    the account's own lock, so the accounts of a night run side by side. Its players come from
+    the night's player split, computed once (:func:`tourneylake.night.accounts.load_share`). The
+    night's tables are joined from every shard's once all are in
+    (:func:`tourneylake.tables.night_tables.join_shards`). Wrong credentials fail the account's
+    pairs instead of raising: one account's bad password or exhausted quota never stops the others."""
+    from tourneylake.night.accounts import load_share
 
     assert session.account is not None, "harvest_account needs a session opened for an account"
-    share = share_of(watchlist, session.account)
-    with session.lake.lock_for_harvest(session.meter.harvest_lock):
-        return _harvest(session, share, batch_size=0, keep_tables=False)  # no batches: nothing is normalised here
+    share, shares = load_share(session.lake, watchlist, session.account)
+    with session.lake.lock_for_harvest(session.meter.harvest_lock), _one_login(session):
+        if session.writable:
+            unmark_shard(session.lake, session.night, session.account)
+        return _harvest(session, share, batch_size=500, keep_tables=False, shares=shares)
+
+
+@contextmanager
+def _one_login(session: Session) -> Iterator[None]:
+    """Two account names with one username spend from one count: their harvests, side by side
+    otherwise, take turns, so each plans with what the other has spent."""
+    login = session.meter.login
+    if login is None:
+        yield
+        return
+    with session.lake.lock(f"login-{login}"):
+        yield
 
 
 @dataclass(frozen=True)
@@ -358,8 +375,8 @@ def harvest_owed(session: Session, watchlist: Watchlist, owed: Owed) -> HarvestO
 class Sink(Protocol):
     """Where a night's summaries go as they arrive: made into the night's tables in process
     (:class:`~tourneylake.tables.night_tables.SummarySink`), by a second process
-    (:class:`~tourneylake.tables.worker.TablesWorker`), or kept raw for the tables one step
-    makes from every account's answers (:class:`RawOnly`)."""
+    (:class:`~tourneylake.tables.worker.TablesWorker`), or into one account's own tables among
+    several (:class:`~tourneylake.tables.night_tables.ShardSink`)."""
 
     needs_tree: bool  # whether :meth:`take` reads the answer's tree (parsed once by the client)
     rows: dict[str, int]  # rows written per table
@@ -381,41 +398,23 @@ class Sink(Protocol):
         """``answers`` more are planned tonight."""
         ...
 
+    def own(self, requests: list[dict[str, str]]) -> None:
+        """Tonight's requests, before :meth:`add_stored` (a shard reads only their answers)."""
+        ...
+
     def flush(self) -> None:
         """The night's last answers written (and, for a worker, committed)."""
         ...
 
 
-class RawOnly:
-    """The sink of one account's harvest among several: answers stay in the raw store (saved by
-    the client before they are parsed); the tables are made later from all of them."""
-
-    needs_tree = True  # the answer is read whole, so an unreadable one fails its pair tonight
-
-    def __init__(self, lake: Lake, night: date) -> None:
-        self.lake, self.night = lake, night
-        self.rows: dict[str, int] = {}
-        self.rejected: list[tuple[TargetKey, str]] = []
-
-    def add_stored(self) -> StoredSummaries:
-        unusable = dict.fromkeys(unusable_targets(self.lake, self.night), "kept raw, cannot be read")
-        return StoredSummaries(stored_targets(self.lake, self.night), unusable)
-
-    def take(self, answer: ApiResponse, key: dict[str, str]) -> None:
-        """Nothing to do: the answer is in the raw store."""
-
-    def reject(self, key: dict[str, str], reason: str) -> None:
-        """Never called: :meth:`take` reads nothing."""
-
-    def expect(self, answers: int) -> None:
-        """Nothing to prepare."""
-
-    def flush(self) -> None:
-        """Nothing held."""
-
-
 def _harvest(
-    session: Session, watchlist: Watchlist, batch_size: int, *, keep_tables: bool = True, owed: Owed | None = None
+    session: Session,
+    watchlist: Watchlist,
+    batch_size: int,
+    *,
+    keep_tables: bool = True,
+    owed: Owed | None = None,
+    shares: str | None = None,
 ) -> HarvestOutcome:
     # The worker and the async client's imports start first: they overlap the searches-left
     # reading and the planning.
@@ -425,7 +424,7 @@ def _harvest(
         if keep_tables and worker_wanted(session.settings, watchlist):
             worker = worker_stack.enter_context(TablesWorker(session.lake, session.night, batch_size))
         try:
-            return _harvest_night(session, watchlist, batch_size, keep_tables, worker, owed)
+            return _harvest_night(session, watchlist, batch_size, keep_tables, worker, owed, shares)
         finally:
             session.meter.save_cost_votes()
 
@@ -437,7 +436,10 @@ def _harvest_night(
     keep_tables: bool,
     worker: TablesWorker | None,
     owed: Owed | None = None,
+    shares: str | None = None,
 ) -> HarvestOutcome:
+    """The night's harvest (see :func:`harvest_players`); without ``keep_tables``, one
+    account's among several: its own tables, made from the player split ``shares``."""
     lake, night, settings = session.lake, session.night, session.settings
     outcome = HarvestOutcome(night)
     try:
@@ -466,7 +468,9 @@ def _harvest_night(
         ExitStack() as stack,
     ):
         sink: Sink = worker or (
-            SummarySink(lake, night, session.in_force(), stack, batch_size) if keep_tables else RawOnly(lake, night)
+            SummarySink(lake, night, session.in_force(), stack, batch_size)
+            if keep_tables
+            else ShardSink(lake, night, session.in_force(), stack, str(session.account), batch_size)
         )
         plan = _plan(session, watchlist, sink, budget, ledger, cap, outcome, owed)
         try:
@@ -484,6 +488,12 @@ def _harvest_night(
         outcome.stopped_reason = budget.stopped_reason
         fatal = next((reason for _, reason in outcome.failed if reason.startswith("credentials:")), None)
         night_failed.append(failure is not None or (fatal is not None and keep_tables))
+    if keep_tables:  # the night's tables are committed: one row per key, by content
+        outcome.rows.update(keep_one_row_per_key(lake, night))
+        if outcome.rows:
+            lake.drop_shard_marks(night)  # written whole: no shard's parts are in any more
+    elif shares is not None and session.writable:  # the shard's tables are committed: say so, for the join
+        mark_shard(lake, night, str(session.account), shares, outcome.rows)
     if keep_tables and failure is None and fatal is None:  # the night's tables are in: what changed since earlier nights
         outcome.coverage_changes = change_lines(write_coverage_changes(lake, night))
     if fatal and keep_tables:  # one account among several fails its pairs only
@@ -528,13 +538,14 @@ def _plan(
     the plan reuses, defers and skips (a pair paid once tonight is never asked again). With
     ``owed``, only the pairs owed are planned."""
     lake, night = session.lake, session.night
-    stored = sink.add_stored()
-    # This harvest's own pairs held already (with several accounts the night holds the others' too).
-    outcome.reused = sum(1 for player, name in watchlist.targets() if (player.network, player.name, name or "") in stored.done)
-    not_found = not_found_targets(lake, night)
     resolution = resolve_targets(session, watchlist, budget, ledger)
     if owed is not None:
         resolution.targets = [t for t in resolution.targets if (t.network, t.player, t.filter_name or "") in owed.targets]
+    sink.own([summary_call(target).key for target in resolution.targets])
+    stored = sink.add_stored()
+    # This harvest's own pairs held already (with several accounts the night holds the others' too).
+    outcome.reused = sum(1 for player, name in watchlist.targets() if (player.network, player.name, name or "") in stored.done)
+    not_found = stored.not_found if stored.not_found is not None else not_found_targets(lake, night)
     outcome.not_anchored = resolution.not_anchored
     held = stored.done | not_found | set(stored.unusable)
     plan = plan_tonight(session, resolution, held, remaining=budget.remaining, cap=cap, reserve=budget.reserve)
@@ -632,6 +643,14 @@ def _unusable_why(why: str) -> str:
     return f"{UNUSABLE_ANSWER}: {why} (kept raw; `tourneylake rebuild` reads it again)"
 
 
+def summary_call(target: Target) -> calls.Call:
+    """The call that fetches ``target``'s summary (its key names the raw answer)."""
+    return calls.player_summary(
+        target.network, target.player, target.filter_sent, target.filter_name,
+        written=target.filter_expression or "", window=target.window, anchored=target.anchored,
+    )  # fmt: skip
+
+
 UNUSABLE_ANSWER = "answer unusable"
 NOT_FOUND = "not found by the service tonight (paid once, not asked again)"
 
@@ -695,10 +714,7 @@ class _Fetcher:
         """One target: its answer normalised, or the outcome says why not. Returns why when
         the calls failed transiently (a later pass may succeed)."""
         outcome, budget = self.outcome, self.budget
-        call = calls.player_summary(
-            target.network, target.player, target.filter_sent, target.filter_name,
-            written=target.filter_expression or "", window=target.window, anchored=target.anchored,
-        )  # fmt: skip
+        call = summary_call(target)
         # A sink that parses the body itself (the tables worker) needs only its envelope read here.
         try:
             response = await self._send(call)

@@ -465,7 +465,7 @@ class Meter:
             return True
         if not held.enter_context(self.lake.lock(name, wait=False)):
             return False  # that account's harvest runs (or an object store): it reconciles its own
-        return run.path.exists()  # not closed by that harvest before the lock was ours
+        return Ledger(self.lake).still_open(run)  # not closed by that harvest before the lock was ours
 
     def _close_dead_run(self, book: Ledger, run: RunLog, remaining_now: int | None) -> int | None:
         """Reconcile and close one dead run; returns what was booked (``None``: no row)."""
@@ -490,5 +490,6 @@ class Meter:
         row = self._reconciliation(run.run_id, extra, RECONCILED_AFTER_CRASH, why, remaining_now)
         if run.started_at is not None:  # charged on the dead run's quota day, not today's
             row["quota_day"] = quota_day_of(run.started_at, self.settings.quota_reset_s)
-        book.close_dead_run(run, row)
+        if not book.close_dead_run(run, row):
+            return None  # its writer came back, or another reconciler closed it (shared state)
         return extra

@@ -86,7 +86,7 @@ class Session:
     ) -> Session:
         """A session on the settings' lake; ``writable`` claims it for the settings' source
         (a read-only session writes nothing, not even raw bodies of free calls)."""
-        lake = Lake(settings.data_dir)
+        lake = Lake.of(settings)
         if writable:
             lake.claim(settings.source)
             lake.sweep_tmp()

@@ -149,7 +149,7 @@ class LakeStatus:
 
 def lake_status(settings: Settings, *, now: datetime | None = None) -> LakeStatus:
     """The lake's state (see the module docstring): reads what the lake keeps, calls nothing."""
-    lake = Lake(settings.data_dir)
+    lake = Lake.of(settings)
     records = NightLog(lake).all()
     held = sorted(set(lake.raw_dates()) | set(lake.partitions("player_snapshots")) | set(records))
     nights = [_night_status(lake, night, records.get(night, {})) for night in held]

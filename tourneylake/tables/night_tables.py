@@ -7,10 +7,12 @@ night by construction and a normaliser fix reaches years of history at no cost:
 confirmed, normalised again under this night, so every night holds its own rates),
 :func:`free_table` (countries, news), :class:`SummarySink` (player summaries into the six summary
 tables, a batch at a time; an answer the normaliser refuses is marked ``unusable`` in the raw
-store and read again by every later pass), :func:`settle_received` (bodies a killed process saved
-but never read), and the whole night: :func:`reference_tables`, :func:`player_tables`.
-Known limit: a tournament listed by several summaries of one night is kept as the first summary
-processed lists it (arrival order in a harvest, file order in a rebuild).
+store and read again by every later pass; :class:`ShardSink`, one account's among several, into
+its shard's parts of the night, which :func:`join_shards` makes the night's once all are in),
+:func:`settle_received` (bodies a killed process saved but never read), and the whole night:
+:func:`reference_tables`, :func:`player_tables`. A key listed differently by several summaries
+of a night keeps one row chosen by content (:func:`keep_one_row_per_key`), never by the order the
+answers were read in, so a harvest, a rebuild and shards side by side agree.
 """
 
 from __future__ import annotations
@@ -20,10 +22,13 @@ import logging
 from collections.abc import Iterator, Mapping
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
-from datetime import date, datetime
+from datetime import UTC, date, datetime
+from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
+import orjson
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from tourneylake.api import calls
 from tourneylake.api.answers import metadata_is_cached, read_answer
@@ -32,8 +37,11 @@ from tourneylake.api.errors import NOT_FOUND_CODES, MalformedResponse, UnusableR
 from tourneylake.api.tree import MalformedPayload, Node, parse
 from tourneylake.lake.lake import Lake
 from tourneylake.lake.ledger import Ledger
-from tourneylake.lake.partitions import PartitionWriter, finish_together
-from tourneylake.lake.raw import MALFORMED, OK, RECEIVED, UNUSABLE, RawResponse, read_raws
+from tourneylake.lake.partitions import PartitionWriter, finish_together, part_shard
+from tourneylake.lake.raw import MALFORMED, OK, RECEIVED, UNUSABLE, RawResponse, key_digest, read_raws
+from tourneylake.lake.segments import RawRef
+from tourneylake.lake.storage import atomic_write
+from tourneylake.schemas import TABLES
 from tourneylake.tables.normalize import normalize_countries, normalize_metadata, normalize_news
 from tourneylake.tables.normalize.summary import SUMMARY_TABLES, SummaryNormalizer
 from tourneylake.tables.reference import InForce
@@ -48,10 +56,14 @@ __all__ = [
     "FREE_RESOURCES",
     "UNREADABLE",
     "MetadataTables",
+    "ShardSink",
     "StoredSummaries",
     "SummarySink",
     "TargetKey",
     "free_table",
+    "join_shards",
+    "keep_one_row_per_key",
+    "mark_shard",
     "metadata_tables",
     "not_found_targets",
     "player_tables",
@@ -62,6 +74,7 @@ __all__ = [
     "summary_labels",
     "target_key",
     "target_name",
+    "unmark_shard",
 ]
 
 log = logging.getLogger(__name__)
@@ -196,10 +209,12 @@ def not_found_targets(lake: Lake, night: date) -> set[TargetKey]:
 @dataclass
 class StoredSummaries:
     """What a night's stored summaries gave: the targets normalised, and those whose answer
-    cannot be read (target → why)."""
+    cannot be read (target → why); ``not_found``: those the service answered "not found", when
+    the sink knows them (a shard, from its own answers), else ``None``."""
 
     done: set[TargetKey] = field(default_factory=set)
     unusable: dict[TargetKey, str] = field(default_factory=dict)
+    not_found: set[TargetKey] | None = None
 
 
 def target_name(target: TargetKey) -> str:
@@ -237,6 +252,8 @@ class SummarySink:
 
     #: A harvest hands this sink each answer's tree (parsed once, by the client).
     needs_tree = True
+    #: The shard whose parts of the night this sink commits (``None``: the night, whole).
+    shard: str | None = None
 
     def __init__(self, lake: Lake, night: date, in_force: InForce, stack: ExitStack, batch_size: int = 500) -> None:
         self.lake = lake
@@ -259,6 +276,9 @@ class SummarySink:
 
     def expect(self, answers: int) -> None:
         """Nothing to prepare: answers are normalised as they come."""
+
+    def own(self, requests: list[dict[str, str]]) -> None:
+        """Every stored answer of the night is this sink's: nothing to note."""
 
     def add(self, root: Node, key: dict[str, str], fetched_at: datetime) -> None:
         """Normalise one accepted answer. An answer the normaliser cannot read raises
@@ -298,6 +318,9 @@ class SummarySink:
             *self.lake.raw_refs(self.night, calls.PLAYER_SUMMARY),
             *self.lake.raw_refs(self.night, calls.PLAYER_SUMMARY, status=UNUSABLE),
         ]
+        return self._add_refs(refs, stored)
+
+    def _add_refs(self, refs: list[RawRef], stored: StoredSummaries) -> StoredSummaries:
         bodies = read_raws(refs)
         for start in range(0, len(refs), self.batch_size):
             for raw in [next(bodies) for _ in refs[start : start + self.batch_size]]:
@@ -331,9 +354,112 @@ class SummarySink:
                 continue
             writer = self.writers.get(name)
             if writer is None:
-                writer = self.writers[name] = self.lake.partition_writer(name, self.night).__enter__()
+                writer = self.writers[name] = self.lake.partition_writer(name, self.night, shard=self.shard).__enter__()
             writer.write(table)
             self.rows[name] = self.rows.get(name, 0) + table.num_rows
+
+
+class ShardSink(SummarySink):
+    """One shard's summaries (an account's, beside the others) → its shard's parts of the
+    night's tables (shard commits: :class:`~tourneylake.lake.partitions.PartitionWriter`), made
+    the night's by :func:`join_shards` once every shard is in. Of the answers stored tonight it
+    reads only its own requests' (:meth:`own`), found by their index entries: never another
+    shard's bodies. Every summary table gets its commit, so a table with no rows tonight drops
+    what the shard committed to it before."""
+
+    def __init__(self, lake: Lake, night: date, in_force: InForce, stack: ExitStack, shard: str, batch_size: int = 500) -> None:
+        super().__init__(lake, night, in_force, stack, batch_size)
+        self.shard = shard
+        self._mine: dict[str, TargetKey] = {}  # key digest → target, of tonight's requests
+        stack.push(self._every_table)  # runs before the commits the sink pushed first
+
+    def _every_table(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+        if exc_type is None:
+            for name in SUMMARY_TABLES:
+                if name not in self.writers:
+                    self.writers[name] = self.lake.partition_writer(name, self.night, shard=self.shard).__enter__()
+
+    def own(self, requests: list[dict[str, str]]) -> None:
+        self._mine = {key_digest(key): target_key(key) for key in requests}
+
+    def _add_stored(self) -> StoredSummaries:
+        stored = StoredSummaries(not_found=set())
+        not_found = {f"refused-{code}" for code in NOT_FOUND_CODES}
+        refs = []
+        for ref in self.lake.raw_refs(self.night, calls.PLAYER_SUMMARY, status=None):
+            target = self._mine.get(ref.digest)
+            if target is None:
+                continue  # another shard's (or a request not asked tonight)
+            if ref.status in (OK, UNUSABLE):
+                refs.append(ref)
+            elif ref.status in not_found:
+                stored.not_found.add(target)  # type: ignore[union-attr]
+        refs.sort(key=lambda ref: ref.status != OK)  # accepted answers first, as the night's sink reads them
+        return self._add_refs(refs, stored)
+
+
+def mark_shard(lake: Lake, night: date, shard: str, shares: str, rows: Mapping[str, int]) -> None:
+    """Say a shard's parts of the night are in (written after their commits), made from the
+    player split ``shares`` (a digest: :func:`tourneylake.night.accounts.shares_digest`)."""
+    content = {"shares": shares, "rows": dict(rows), "at": datetime.now(UTC).isoformat(timespec="seconds")}
+    atomic_write(lake.shard_mark(night, shard), orjson.dumps(content), fsync=lake.fsync)
+
+
+def unmark_shard(lake: Lake, night: date, shard: str) -> None:
+    """A shard's harvest begins: its parts of the night are not in until it marks them again
+    (a harvest that fails leaves the night to be made from the raw answers)."""
+    mark = lake.shard_mark(night, shard)
+    if mark.exists():
+        mark.unlink()
+
+
+def _marked_split(lake: Lake, night: date, shard: str) -> str | None:
+    try:
+        made_from = orjson.loads(lake.shard_mark(night, shard).read_bytes()).get("shares")
+    except (FileNotFoundError, orjson.JSONDecodeError, AttributeError):
+        return None
+    return made_from if isinstance(made_from, str) else None
+
+
+def join_shards(lake: Lake, night: date, shares: str, shards: list[str], unusable: list[str] | None = None) -> dict[str, int]:
+    """The night's summary tables made once all shards are in: each table keeps the parts of
+    these shards (made from the same player split ``shares``) and no other, one row per key
+    (:func:`_join_table`), and the ledger is published; no raw answer is read. When a shard's
+    parts are missing or of another split (it failed, or the night was rebuilt since), the night
+    is made from every raw answer instead (:func:`player_tables`). Returns the night's rows per table."""
+    for shard in shards:
+        if _marked_split(lake, night, shard) != shares:
+            log.info("night %s: shard %s has no parts of this player split: the night is made from its raw answers", night, shard)
+            return player_tables(lake, night, unusable)
+    rows = {name: kept for name in SUMMARY_TABLES if (kept := _join_table(lake, night, name, frozenset(shards)))}
+    if published := Ledger(lake).publish(night, when_empty=False):
+        rows["search_ledger"] = published
+    return rows
+
+
+def _join_table(lake: Lake, night: date, table: str, shards: frozenset[str]) -> int:
+    """One table's night made of ``shards``' parts in one commit (none when nothing changes): the
+    parts of the night written whole or of other shards dropped, and, in a deduplicated table,
+    the rows another shard's row of their key wins over (:func:`one_row_per_key`'s choice) left
+    out of their shard's parts, which are written again. Returns the night's rows."""
+    from tourneylake.tables.warehouse import rows_not_kept
+
+    parts = lake.shard_parts(table, night)
+    ours = [(path, rows) for shard in sorted(shards) for path, rows in parts.get(shard, [])]
+    lost = rows_not_kept(lake, table, night, [path for path, _ in ours]) if TABLES[table].load == "dedup" else {}
+    rewritten = {shard for path in lost if (shard := part_shard(path)) is not None}
+    total = sum(rows or 0 for path, rows in ours) - sum(len(numbers) for numbers in lost.values())
+    if not rewritten and set(parts) <= shards:
+        return total
+    with lake.partition_writer(table, night, keep_shards=shards - rewritten) as writer:
+        for path, _ in ours:
+            if part_shard(path) in rewritten:
+                part = lake.read_parts(night, [path])
+                if numbers := lost.get(path):
+                    part = part.filter(pc.invert(pc.is_in(pa.array(range(part.num_rows)), pa.array(numbers))))
+                if part.num_rows:
+                    writer.write(part, shard=part_shard(path))
+    return total
 
 
 # ------------------------------------------------------------------------------ a whole night
@@ -365,6 +491,19 @@ def reference_tables(lake: Lake, night: date) -> dict[str, int]:
     return rows
 
 
+def keep_one_row_per_key(lake: Lake, night: date) -> dict[str, int]:
+    """The night's deduplicated tables (tournaments, entries) with one row per key, chosen by
+    content (:func:`~tourneylake.tables.warehouse.one_row_per_key`): each night that lists a key
+    twice (answers that disagree) replaced whole; returns the rows of those replaced."""
+    from tourneylake.tables.warehouse import one_row_per_key
+
+    rows: dict[str, int] = {}
+    for name in SUMMARY_TABLES:
+        if TABLES[name].load == "dedup" and (kept := one_row_per_key(lake, name, night)) is not None:
+            rows[name] = lake.write_table(name, night, kept)
+    return rows
+
+
 def player_tables(lake: Lake, night: date, unusable: list[str] | None = None) -> dict[str, int]:
     """The night's six summary tables and its ``search_ledger`` export from the raw answers and
     the ledger (what several accounts' harvests make together, and part of every rebuild);
@@ -382,6 +521,8 @@ def player_tables(lake: Lake, night: date, unusable: list[str] | None = None) ->
                 if name not in sink.rows:
                     lake.drop_partition(name, night)
         rows.update(sink.rows)
+    rows.update(keep_one_row_per_key(lake, night))
+    lake.drop_shard_marks(night)  # the night written whole: no shard's parts are in any more
     if published := Ledger(lake).publish(night, when_empty=False):
         rows["search_ledger"] = published
     return rows

@@ -61,7 +61,7 @@ def rebuild(settings: Settings, nights: Iterable[date] | None = None, *, warehou
     """Rebuild ``nights`` (all the lake holds when ``None``) and reload the warehouse. Holds the
     lake's harvest locks (every account's): a harvest of the same lake waits for it, and it for
     a harvest."""
-    lake = Lake(settings.data_dir)
+    lake = Lake.of(settings)
     if not lake.exists:
         raise NothingToRebuild(f"no lake in {settings.data_dir}: nothing to rebuild (run `tourneylake run` first)")
     every = nights is None
@@ -181,6 +181,8 @@ def _rebuild_nights(lake: Lake, nights: list[date], workers: int) -> Iterator[tu
 
     with RebuildWorkers(str(lake.data_dir), count, store=not lake.local) as pool:
         for night, rows, unusable in pool.rebuild(prepared()):
+            if lake.shared is not None and (published := Ledger(lake).publish(night, when_empty=False)):
+                rows["search_ledger"] = published  # the workers read no shared state: its ledger is published here
             yield night, {**references.pop(night), **rows}, unusable
 
 

@@ -8,7 +8,8 @@ Delta table's current version names them, with ``read_parquet`` straight into th
 one transaction, and only what changed (the parts each night was loaded from are kept in
 ``tourneylake_meta.lake_loads``). Snapshot tables: the night's rows replaced; the ledger: every
 night whose parts changed replaced; reference tables: the latest snapshot; deduplicated tables
-(``tournaments``, ``tournament_entries``): ``MERGE`` on the key, the latest night wins. Loading a
+(``tournaments``, ``tournament_entries``): ``MERGE`` on the key, the latest night wins (a night's
+rows of one key: one chosen by content, as the lake does: :func:`one_row_per_key`). Loading a
 night twice leaves every table identical; an older file gains the catalogue's new columns. A
 lake on an object store is read through its fsspec filesystem registered with DuckDB.
 """
@@ -40,7 +41,7 @@ from tourneylake.lake.storage import StorePath
 from tourneylake.schemas import TABLES, TableSpec, duckdb_type
 from tourneylake.tables.normalize.summary import SUMMARY_TABLES
 
-__all__ = ["LOAD_ORDER", "Warehouse", "WarehouseError", "sql_dir", "table_ddl"]
+__all__ = ["LOAD_ORDER", "Warehouse", "WarehouseError", "one_row_per_key", "rows_not_kept", "sql_dir", "table_ddl"]
 
 # Reference data first (the models read them), then facts.
 LOAD_ORDER: tuple[str, ...] = (
@@ -130,7 +131,12 @@ def _damaged_lake_part(table: str, day: date, exc: duckdb.Error) -> Exception:
     )
 
 
-def _loads(table: str) -> dict[str, str]:
+#: How a night's rows of one key are ranked (see ``night_one_per_key`` in ``sql/tables.sql``):
+#: the latest listing first, when the parts have the column (parts of an older version do not).
+RANK_BY_LISTING = "s.listed_at DESC NULLS LAST,"
+
+
+def _loads(table: str, rank: str = RANK_BY_LISTING) -> dict[str, str]:
     """The statements of ``table``'s load, by their role in ``Warehouse._load_table``."""
     spec = TABLES[table]
     templates = {
@@ -145,7 +151,56 @@ def _loads(table: str) -> dict[str, str]:
             "merge_first": "dedup_merge_first",
         },
     }
-    return {role: _render(template, spec) for role, template in templates[spec.load].items()}
+    return {role: _render(template, spec, rank=rank) for role, template in templates[spec.load].items()}
+
+
+def parts_rank(con: duckdb.DuckDBPyConnection, files: list[str]) -> str:
+    """The rank of ``night_one_per_key`` for these parts: by listing when they have ``listed_at``."""
+    described = con.execute("DESCRIBE SELECT * FROM read_parquet($files, union_by_name = true)", {"files": files}).fetchall()
+    return RANK_BY_LISTING if any(row[0] == "listed_at" for row in described) else ""
+
+
+@contextlib.contextmanager
+def _repeating_parts(lake: Lake, spec: TableSpec, files: list[str]) -> Iterator[tuple[duckdb.DuckDBPyConnection, str] | None]:
+    """A connection reading a night's ``files`` of a deduplicated table and the rank of their
+    rows (``parts_rank``); ``None`` when they hold each key once (or there are none)."""
+    if not files:
+        yield None
+        return
+    with contextlib.closing(duckdb.connect()) as con:
+        con.execute("SET TimeZone = 'UTC'")  # the rows' text, which breaks ties, in UTC
+        if lake.filesystem is not None:
+            con.register_filesystem(lake.filesystem)
+        repeated = _rows(con.execute(_render("dedup_repeated_keys", spec), {"files": files}))
+        yield (con, parts_rank(con, files)) if repeated else None
+
+
+def one_row_per_key(lake: Lake, table: str, night: date) -> pa.Table | None:
+    """The night's rows of a deduplicated ``table`` with one row per key, chosen by content
+    (``night_one_per_key``); ``None`` when its partition already holds each key once."""
+    spec = TABLES[table]
+    files = lake.partition_files(table, night)
+    with _repeating_parts(lake, spec, files) as repeating:
+        if repeating is None:
+            return None
+        con, rank = repeating
+        table_rows = con.sql(_render("night_one_per_key", spec, rank=rank), params={"files": files}).to_arrow_table()
+    schema = pa.schema([field for field in spec.schema if field.name in table_rows.column_names])
+    return table_rows.select(schema.names).cast(schema)
+
+
+def rows_not_kept(lake: Lake, table: str, night: date, files: list[str]) -> dict[str, list[int]]:
+    """Of a deduplicated ``table``'s parts ``files`` of one night (several shards'), the rows
+    :func:`one_row_per_key` would not keep, by part (part → row numbers); empty when each key
+    is there once."""
+    lost: dict[str, list[int]] = {}
+    spec = TABLES[table]
+    with _repeating_parts(lake, spec, files) as repeating:
+        if repeating is not None:
+            con, rank = repeating
+            for part, row in con.execute(_render("night_rows_not_kept", spec, rank=rank), {"files": files}).fetchall():
+                lost.setdefault(str(part), []).append(int(row))
+    return lost
 
 
 # A night's load keeps its memory flat as the watchlist grows: DuckDB spills what passes the limit
@@ -324,12 +379,12 @@ class Warehouse:
         repeated = _rows(con.execute(statements["repeated_keys"], params))
         if repeated:
             log.warning(
-                "%s, night %s: %d key(s) more than once in the lake's partition; the first row of each is loaded",
+                "%s, night %s: %d key(s) more than once in the lake's partition; one row of each is loaded, by content",
                 table,
                 day,
                 repeated,
             )
-            return _rows(con.execute(statements["merge_first"], params))
+            return _rows(con.execute(_loads(table, parts_rank(con, files))["merge_first"], params))
         if _rows(con.execute(statements["is_empty"])):
             return _rows(con.execute(statements["insert"], params))
         return _rows(con.execute(statements["merge"], params))

@@ -202,6 +202,9 @@ class TablesWorker:
         self._emit_logs()
 
     # ------------------------------------------------------------------ the sink's interface
+    def own(self, requests: list[dict[str, str]]) -> None:
+        """Every stored answer of the night is the worker's: nothing to note."""
+
     def add_stored(self) -> StoredSummaries:
         """Start the worker's night. When the night already holds summaries (a re-run), the
         worker normalises them first and reports (waited for); otherwise nothing is read and

@@ -379,6 +379,38 @@ _e_name = attrgetter("player_name")
 _ENTRY_ONLY = {F.Entry}
 
 
+_E_ATTRS = ("@playerName", "@position", "@prize", "@multientries")  # `_fast.Entry`'s fields, in order
+_T_KNOWN = tuple("@" + a for a in F.TOURNAMENT_ATTRS)
+
+
+def _fast_tournament(t: Any) -> tuple[Any, ...]:
+    """A tournament's values (its entries aside), as :func:`_tree_tournament` gives them."""
+    return _astuple(t)[:-1], ()
+
+
+def _fast_entry(e: Any) -> tuple[Any, ...]:
+    return _astuple(e), ()
+
+
+def _text(value: Any) -> str | None:
+    return value if value is None or type(value) is str else str(value)
+
+
+def _tree_values(element: dict[str, Any], known: tuple[str, ...]) -> tuple[Any, ...]:
+    """An element's attributes: the known ones in order, then any other, sorted (both paths
+    give one answer's element the same values, so a night keeps the same rows either way)."""
+    others = tuple(sorted((k, _text(v)) for k, v in element.items() if k[:1] == "@" and k not in known))
+    return tuple(_text(element.get(k)) for k in known), others
+
+
+def _tree_tournament(t: dict[str, Any]) -> tuple[Any, ...]:
+    return _tree_values(t, _T_KNOWN)
+
+
+def _tree_entry(e: dict[str, Any]) -> tuple[Any, ...]:
+    return _tree_values(e, _E_ATTRS)
+
+
 def _new_keys(keys: list[Any], seen: SeenKeys, new: set[int]) -> list[int] | None:
     """Indexes of the keys that are new to the night (the first of each; their hashes added to
     ``new``), or ``None`` when all of them are (the usual case, without a Python loop)."""
@@ -447,7 +479,10 @@ class SummaryNormalizer:
     ``series_types`` maps (data set, series) to types (``metadata.series_types``) so Currency
     series get a USD value too. Tournaments and entries are deduplicated across every flush of
     this normaliser (several watched players share tournaments; a player may be harvested with
-    several filters), so the parts of one night never repeat a key.
+    several filters) as they are listed: a key listed again at the same server time with the
+    same values is dropped; listed otherwise, it is kept again, each row with its answer's
+    ``listed_at``, and the night keeps one of them by content once every answer is in
+    (``night_tables.keep_one_row_per_key``).
 
     Two ways to read a summary, with the same result: the fast path (``fast=True``, the
     default) converts the tree to typed structs in compiled code (:mod:`._fast`) and reads
@@ -511,6 +546,9 @@ class SummaryNormalizer:
         self._t_extras = 0  # how many of them are not empty
         # tournament_entries rows: keys, the entries' attributes and their tournaments'
         self._e_keys: list[tuple[str, str, str]] = []  # (network, tournament id, player)
+        # each row's answer's server time (`listed_at`: how the night keeps one row of a key)
+        self._t_listed: list[Any] = []
+        self._e_listed: list[Any] = []
         self._e_cols: dict[str, list[Any]] = {k: [] for k in _E_COLS}
         self._et_cols: dict[str, list[Any]] = {k: [] for k in _ET_COLS}
 
@@ -584,11 +622,13 @@ class SummaryNormalizer:
         self._ev_raw += events
         self._event_runs.append(len(events))
         if tournaments.count:
-            self._keep_tournaments(tournaments)
+            self._keep_tournaments(tournaments, snapshot["server_time"])
 
-    def _keep_tournaments(self, tournaments: _Tournaments) -> None:
+    def _keep_tournaments(self, tournaments: _Tournaments, listed_at: Any) -> None:
         self._seen_tournaments.add(tournaments.seen)
         self._seen_entries.add(tournaments.seen_entries)
+        self._t_listed += [listed_at] * len(tournaments.keys)
+        self._e_listed += [listed_at] * len(tournaments.entry_keys)
         self._t_keys += tournaments.keys
         self._t_extra += tournaments.extras
         self._t_extras += sum(1 for e in tournaments.extras if e)
@@ -634,7 +674,8 @@ class SummaryNormalizer:
         datasets = self._read_datasets(stats) if stats is not None else None
         events = self._read_timeline(stats) if stats is not None else []
         recent = _first(p.get("RecentTournaments")) if p else None
-        tournaments = self._read_tournaments(recent, network, player) if recent else _NO_TOURNAMENTS
+        listed_at = served["server_time"]
+        tournaments = self._read_tournaments(recent, network, player, listed_at) if recent else _NO_TOURNAMENTS
         return served, statistics, datasets, events, tournaments
 
     @staticmethod
@@ -696,7 +737,7 @@ class SummaryNormalizer:
         _check_values(events, _P_STATS + "/Timeline/Event")
         return events  # every column (and the attributes map) is built at flush
 
-    def _read_tournaments(self, recent: dict[str, Any], network: str, player: str) -> _Tournaments:
+    def _read_tournaments(self, recent: dict[str, Any], network: str, player: str, listed_at: Any) -> _Tournaments:
         # Only the keys (for the night's dedup) are read here; the attributes are converted
         # from the raw dicts at flush. Keys new to the night are collected in `out.seen` and
         # join the normaliser's own sets only once the whole payload has been read.
@@ -733,7 +774,7 @@ class SummaryNormalizer:
                 entry_keys.append((net, tid, who))
                 entry_raws.append(e)
                 entry_ts.append(t)
-        out = self._dedup(keys, raws, entry_keys, entry_raws, entry_ts, fast=False)
+        out = self._dedup(keys, raws, entry_keys, entry_raws, entry_ts, fast=False, listed_at=listed_at)
         known = _TOURNAMENT_KEYS.issuperset
         out.extras = [
             _NO_EXTRA
@@ -745,14 +786,29 @@ class SummaryNormalizer:
         return out
 
     def _dedup(
-        self, keys: list[Any], raws: list[Any], entry_keys: list[Any], entry_raws: list[Any], entry_ts: list[Any], *, fast: bool
+        self,
+        keys: list[Any],
+        raws: list[Any],
+        entry_keys: list[Any],
+        entry_raws: list[Any],
+        entry_ts: list[Any],
+        *,
+        fast: bool,
+        listed_at: Any,
     ) -> _Tournaments:
-        """The tournaments and entries whose keys are new to the night, in order (the first of
-        a key wins); ``entry_ts`` are the entries' tournaments."""
+        """The tournaments and entries not yet kept tonight as this answer lists them: the
+        same key, listed at the same server time with the same values (``listed_at``: this
+        answer's). A key listed otherwise is kept again, and the night keeps one row of it by
+        content once every answer is in (``night_tables.keep_one_row_per_key``); ``entry_ts``
+        are the entries' tournaments."""
         out = _Tournaments(fast=fast)
-        keep = _new_keys(keys, self._seen_tournaments, out.seen)
+        tournament, entry = (_fast_tournament, _fast_entry) if fast else (_tree_tournament, _tree_entry)
+        listed = {id(t): hash((listed_at, tournament(t))) for t in (*raws, *entry_ts)}
+        rows = [(key, listed[id(t)]) for key, t in zip(keys, raws, strict=True)]
+        keep = _new_keys(rows, self._seen_tournaments, out.seen)
         out.keys, out.raws = (keys, raws) if keep is None else ([keys[i] for i in keep], [raws[i] for i in keep])
-        keep = _new_keys(entry_keys, self._seen_entries, out.seen_entries)
+        entry_rows = [(key, entry(e), listed[id(t)]) for key, e, t in zip(entry_keys, entry_raws, entry_ts, strict=True)]
+        keep = _new_keys(entry_rows, self._seen_entries, out.seen_entries)
         if keep is None:
             out.entry_keys, out.entry_raws, out.entry_tournaments = entry_keys, entry_raws, entry_ts
         else:
@@ -799,10 +855,13 @@ class SummaryNormalizer:
             datasets = self._read_datasets(raw)
             events = self._read_timeline(raw)
         recent = first(p.RecentTournaments) if p is not None else None
-        tournaments = _NO_TOURNAMENTS if recent is None else self._fast_tournaments(items(recent.Tournament), network, player)
+        listed_at = served["server_time"]
+        tournaments = (
+            _NO_TOURNAMENTS if recent is None else self._fast_tournaments(items(recent.Tournament), network, player, listed_at)
+        )
         return served, statistics, datasets, events, tournaments
 
-    def _fast_tournaments(self, tournaments: list[Any], network: str, player: str) -> _Tournaments:
+    def _fast_tournaments(self, tournaments: list[Any], network: str, player: str, listed_at: Any) -> _Tournaments:
         """`_read_tournaments` on structs: the keys with comprehensions, and one entry per
         tournament (the usual shape: a bare TournamentEntry) without a Python loop."""
         ts = tournaments if all(map(_t_id, tournaments)) else [t for t in tournaments if t.id]
@@ -824,7 +883,7 @@ class SummaryNormalizer:
                     entry_keys.append((net, tid, player if not s or s.casefold() == folded else s))
                     entries.append(e)
                     entry_ts.append(t)
-        out = self._dedup(keys, ts, entry_keys, entries, entry_ts, fast=True)
+        out = self._dedup(keys, ts, entry_keys, entries, entry_ts, fast=True, listed_at=listed_at)
         out.count = len(tournaments)
         return out
 
@@ -1070,6 +1129,7 @@ class SummaryNormalizer:
             "usd_rate": rate,
             "usd_rate_missing": C.rate_missing(money.values(), rate),
             "extra": C.map_array(self._t_extra) if self._t_extras else _empty_maps(n),
+            "listed_at": C.time_array(self._t_listed, "tournaments.listed_at"),
         }
         for k, amount in money.items():
             cols[k] = amount
@@ -1106,6 +1166,7 @@ class SummaryNormalizer:
             "profit_usd": C.usd(profit, rate),
             "usd_rate": rate,
             "usd_rate_missing": C.rate_missing([prize, stake, rake, profit], rate),
+            "listed_at": C.time_array(self._e_listed, "tournament_entries.listed_at"),
         }
         return pa.Table.from_arrays([cols[f.name] for f in schema], schema=schema)
 

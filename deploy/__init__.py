@@ -1,0 +1,1 @@
+"""A deployment of tourneylake beyond one machine: its code location (``deploy.definitions``)."""
