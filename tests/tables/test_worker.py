@@ -147,7 +147,9 @@ def test_a_killed_worker_stops_new_searches_and_the_re_run_pays_nothing_twice(sa
     outcome = _harvest(settings)  # the re-run: the stored answers normalised (free), the rest fetched
     assert outcome.reused == spent and outcome.fetched == 120 - spent and not outcome.failed
     assert before - remaining(settings) == 120  # each pair paid exactly once over both runs
-    assert lake.read_partition("player_snapshots", NIGHT).num_rows == 120  # the committed parts (a killed writer's strays are in no commit)
+    assert (
+        lake.read_partition("player_snapshots", NIGHT).num_rows == 120
+    )  # the committed parts (a killed writer's strays are in no commit)
     assert _no_worker_left()
 
 
