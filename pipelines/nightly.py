@@ -104,6 +104,7 @@ def _execute(settings: Settings, job_name: str, night: date | None, *, sandbox_s
         watchlist_accounts(settings),
         drain_at=drain_cron(settings),
         first=min(first_night(settings), night) if night else first_night(settings),  # any night the service has data for
+        with_models=job_name == "models",  # a night's run does not import dbt
     )
     job = definitions.resolve_job_def(job_name)
     started = time.perf_counter()

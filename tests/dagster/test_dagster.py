@@ -127,6 +127,32 @@ def test_the_code_location_loads_as_dagster_dev_would() -> None:
     assert "Validation successful" in result.stderr + result.stdout
 
 
+NIGHT_WITHOUT_MODELS = """
+import sys
+from assets.resource import TourneylakeResource
+from pipelines.definitions import build_definitions
+from tourneylake.config import Settings
+
+night = build_definitions(TourneylakeResource.from_settings(Settings(data_dir=sys.argv[1])), "0 3 * * *", with_models=False)
+job = night.resolve_job_def("nightly")
+print((sorted(job.asset_layer.executable_asset_keys), sorted(job.asset_layer.asset_graph.asset_check_keys)))
+print(sorted(name for name in sys.modules if name.split(".")[0] in ("dbt", "dagster_dbt", "assets.models")))
+"""
+
+
+def test_a_nights_run_has_the_nightly_job_of_the_code_location_without_importing_dbt(tmp_path: Path) -> None:
+    """`tourneylake run`'s nights load the Definitions without the models (dbt-core and
+    dagster-dbt cost a second to import); the nightly job is the one the code location holds."""
+    result = subprocess.run(
+        [sys.executable, "-c", NIGHT_WITHOUT_MODELS, str(tmp_path)], cwd=REPO, capture_output=True, text=True, timeout=180
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    night_job, imported = result.stdout.strip().splitlines()
+    job = defs.resolve_job_def("nightly")
+    assert night_job == str((sorted(job.asset_layer.executable_asset_keys), sorted(job.asset_layer.asset_graph.asset_check_keys)))
+    assert imported == "[]"
+
+
 def test_reference_assets_materialise_and_metadata_is_cached_by_hash(sandbox, tmp_path: Path) -> None:
     from tourneylake.lake.lake import Lake
 
