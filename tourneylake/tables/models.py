@@ -51,6 +51,8 @@ __all__ = [
 
 PROJECT = Path(__file__).resolve().parents[2] / "sql"
 SOURCES = PROJECT / "models" / "sources.yml"
+#: The warehouse of ``make run`` (the settings' default data directory, from the repository root).
+DEFAULT_WAREHOUSE = PROJECT.parent / "data" / "warehouse.duckdb"
 MANIFEST = PROJECT / "target" / "manifest.json"
 #: The dbt source the warehouse tables are declared under: ``source('warehouse', '<table>')``.
 SOURCE_NAME = "warehouse"
@@ -156,7 +158,10 @@ def ensure_manifest() -> Path:
         if MANIFEST.is_file() and MANIFEST.stat().st_mtime >= _newest_source():
             return MANIFEST  # parsed by another process meanwhile
         with tempfile.TemporaryDirectory(dir=MANIFEST.parent, prefix=".parse-") as staging:
-            done = _run(["parse", "--target-path", staging, "--log-path", staging], what="parse")
+            # Parsed with the default warehouse's vars: a first build on it (`make run`) takes
+            # this parse as its partial parse (dbt parses again when the vars differ).
+            args = ["parse", "--target-path", staging, "--log-path", staging, "--vars", warehouse_vars(DEFAULT_WAREHOUSE)]
+            done = _run(args, what="parse")
             if done.returncode != 0:
                 raise ModelsError(f"dbt parse failed: {_last_error(done.stdout + done.stderr)}")
             for name in ("partial_parse.msgpack", "manifest.json"):  # the manifest last: its time says "current"
