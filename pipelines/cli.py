@@ -37,6 +37,7 @@ from tourneylake.night.accounts import account_settings
 from tourneylake.night.progress import ProgressSnapshot, listening
 from tourneylake.night.watchlist import load_watchlist
 from tourneylake.runtime.without_pandas import skip_pandas_sniffing
+from tourneylake.tables.models import CURRENT
 
 __all__ = ["PARTIAL", "WATCHLIST", "app", "main"]
 
@@ -275,11 +276,15 @@ def build_models(settings: Any) -> None:
 
 
 def print_models(report: Any) -> None:
-    built = [key for key in report.assets if key.startswith("warehouse/")]
+    models = [key for key in report.assets if key.startswith("warehouse/")]
+    current = [key for key in models if report.value(key, "status") == CURRENT]
     failed = sorted(name.split(":", 1)[1] for name, ok in report.checks.items() if not ok)
-    state = "[green]ok[/]" if report.success else "[red]failed[/]"
+    state = "[red]failed[/]" if not report.success else "[yellow]tests failing[/]" if failed else "[green]ok[/]"
+    made = (
+        f"{len(current)} current (their SQL unchanged), {len(models) - len(current)} built" if current else f"{len(models)} built"
+    )
     console.print(
-        f"models {state}: {len(built)} built, {len(report.checks) - len(failed)} of {len(report.checks)} tests passed "
+        f"models {state}: {made}, {len(report.checks) - len(failed)} of {len(report.checks)} tests passed "
         f"in {report.duration_s:.1f} s",
         highlight=False,
     )

@@ -3,8 +3,10 @@ schedules, and the sensors (the models after a night, alerts, freshness)."""
 
 from __future__ import annotations
 
+import functools
 import warnings
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import date
 from typing import Any
 
@@ -41,7 +43,7 @@ from dagster import (
     run_status_sensor,
 )
 
-from assets import hands, models, nightly_report, players, reference, warehouse
+from assets import hands, players, reference, warehouse
 from assets.drain import drain_backlog, load_drained_nights
 from assets.partitions import first_night, user_nights
 from assets.players import account_assets
@@ -51,22 +53,49 @@ from pipelines.failures import night_failed_sensor
 from tourneylake.config import Settings, load_settings
 from tourneylake.night.drain import drain_cron
 
-ALL_ASSETS = load_assets_from_modules([reference, players, warehouse, hands, models, nightly_report])
-# The dbt tests, checks of the models and of the tables they read: they run with the models.
-MODEL_CHECKS = AssetSelection.checks(*models.dbt_models.check_keys)
+#: The assets of a night and the hands: what a night's run loads (no dbt).
+NIGHT_ASSETS = load_assets_from_modules([reference, players, warehouse, hands])
 # A night run with this tag has its models built by whoever ran it (`tourneylake run` builds
 # them once, after its last night), so the sensor leaves it alone.
 MODELS_TAG = "tourneylake/models"
 BUILT_BY_RUN = "built_by_run"
 
 
-def assets_for(accounts: list[str] | None = None) -> list[Any]:
-    """Every asset: with several accounts, one harvest asset per account and the tables made
-    from all of them in place of the one-account ``player_summaries`` (see ``assets.players``)."""
+@dataclass(frozen=True)
+class Models:
+    """The dbt models, their tests as checks, the report after them and the job that builds them."""
+
+    assets: list[Any]
+    checks: AssetSelection
+    job: Any
+
+
+@functools.cache
+def model_definitions() -> Models:
+    """The models' part of the Definitions, imported when first asked for: dagster-dbt imports
+    dbt-core (about a second of a process's start), which a night's run does not need."""
+    from assets import models, nightly_report
+
+    checks = AssetSelection.checks(*models.dbt_models.check_keys)  # of the models and of the tables they read
+    job = define_asset_job(
+        "models",
+        selection=AssetSelection.assets(models.dbt_models, nightly_report.nightly_report) | checks,
+        executor_def=in_process_executor,
+        description="Build the dbt models (views over the warehouse tables), run the dbt tests (asset checks), then write "
+        "the latest night's report.",
+    )
+    return Models(list(load_assets_from_modules([models, nightly_report])), checks, job)
+
+
+def assets_for(accounts: list[str] | None = None, *, with_models: bool = True) -> list[Any]:
+    """Every asset (``with_models``: the dbt models and the report too): with several accounts,
+    one harvest asset per account and the tables made from all of them in place of the
+    one-account ``player_summaries`` (see ``assets.players``)."""
+    every = [*NIGHT_ASSETS, *(model_definitions().assets if with_models else [])]
     if not accounts:
-        return list(ALL_ASSETS)
+        return every
     single = AssetKey("player_summaries")
-    return [a for a in ALL_ASSETS if not (isinstance(a, AssetsDefinition) and single in a.keys)] + account_assets(accounts)
+    return [a for a in every if not (isinstance(a, AssetsDefinition) and single in a.keys)] + account_assets(accounts)
 
 
 def nightly_executor(accounts: list[str] | None = None) -> ExecutorDefinition:
@@ -123,16 +152,19 @@ def freshness_sensor(checks: Sequence[AssetChecksDefinition]) -> Any:
 def nightly(
     executor: ExecutorDefinition | None = None,
     without: Sequence[AssetChecksDefinition] = (),
+    model_checks: AssetSelection | None = None,
     config: dict[str, Any] | None = None,
 ) -> Any:
     """The nightly job, on the Definitions' executor (:func:`nightly_executor`), or on
     ``executor`` (a deployment's: ``celery_executor``, ``docker_executor``,
     ``k8s_job_executor``), configured by the deployment's own run config (``config``: its
-    default, e.g. ``deploy/*/run_config.yaml``). ``without``: checks its run leaves to their
-    own sensor (freshness: a night just made is fresh)."""
+    default, e.g. ``deploy/*/run_config.yaml``). ``without``: checks its run leaves to their own
+    sensor (freshness: a night just made is fresh); ``model_checks``: the dbt tests, which run
+    with the models."""
+    leave = AssetSelection.checks(*without) | (model_checks or AssetSelection.checks())
     return define_asset_job(
         "nightly",
-        selection=AssetSelection.groups("reference", "players", "warehouse") - AssetSelection.checks(*without) - MODEL_CHECKS,
+        selection=AssetSelection.groups("reference", "players", "warehouse") - leave,
         executor_def=executor,
         config=config if executor else None,
         description="One night: metadata, countries and news, player summaries within budget, then the warehouse.",
@@ -140,18 +172,11 @@ def nightly(
 
 
 # Unpartitioned: the models are views over every night. A dbt build costs seconds (dbt starts,
-# parses, creates each view, runs each test), so it runs once after a night's load, not as a
-# step of every night of a multi-night run.
-models_job = define_asset_job(
-    "models",
-    selection=AssetSelection.assets(models.dbt_models, nightly_report.nightly_report) | MODEL_CHECKS,
-    executor_def=in_process_executor,
-    description="Build the dbt models (views over the warehouse tables), run the dbt tests (asset checks), then write "
-    "the latest night's report.",
-)
+# parses, creates each view, runs each test), so it runs once after a night's load (the
+# ``models`` job of :func:`model_definitions`), not as a step of every night of a multi-night run.
 
 
-def models_after(nightly_job: Any) -> Any:
+def models_after(nightly_job: Any, models_job: Any) -> Any:
     """A sensor that builds the models once a night has loaded: after each successful
     ``nightly`` run but those tagged :data:`BUILT_BY_RUN`, and not while a ``models`` run is
     already waiting (it will read that night too: a backfill builds them once or twice, not once
@@ -243,28 +268,32 @@ def build_definitions(
     executor_config: dict[str, Any] | None = None,
     first: date | None = None,
     drain_at: str | None = None,
+    with_models: bool = True,
 ) -> Definitions:
     """Everything Dagster loads. ``accounts``: the watchlist's (see :func:`assets_for`);
     ``executor``: the nightly job's, for a deployment beyond one machine (``deploy/``), with
     ``executor_config``, its default run config; ``first``: the first night of the partitions
     (default: :func:`assets.partitions.first_night` of the resource's settings); ``drain_at``:
-    the drain schedule's cron (default: the settings')."""
+    the drain schedule's cron (default: the settings'); ``with_models``: the dbt models, their
+    job and sensor (a night's run of ``tourneylake run`` goes without: it does not import dbt)."""
     settings = _settings_when_loaded(resource)
     first = first or first_night(settings)
-    assets, partitions = user_nights(assets_for(accounts), first)
+    assets, partitions = user_nights(assets_for(accounts, with_models=with_models), first)
     fresh = freshness_checks(settings.landed_by_hour_utc)
-    job = nightly(executor, fresh, executor_config)
+    models = model_definitions() if with_models else None
+    job = nightly(executor, fresh, models.checks if models else None, executor_config)
+    resources: dict[str, Any] = {"tourneylake": resource}
+    if models:
+        from assets.models import dbt_resource
+
+        resources["dbt"] = dbt_resource()
     return Definitions(
         assets=assets,
         asset_checks=fresh,
-        jobs=[job, models_job, hands_job, rebuild_job(partitions), drain],
+        jobs=[job, hands_job, rebuild_job(partitions), drain, *([models.job] if models else [])],
         schedules=[nightly_schedule(schedule_cron, job), drain_schedule(drain_at or drain_cron(settings))],
-        sensors=[
-            night_failed_sensor,
-            freshness_sensor(fresh),
-            models_after(job),
-        ],
-        resources={"tourneylake": resource, "dbt": models.dbt_resource()},
+        sensors=[night_failed_sensor, freshness_sensor(fresh), *([models_after(job, models.job)] if models else [])],
+        resources=resources,
         executor=executor or nightly_executor(accounts),
     )
 
@@ -284,8 +313,15 @@ def defs() -> Definitions:
     return definitions_from_env()
 
 
+@definitions
+def night_defs() -> Definitions:
+    """:func:`defs` without the models: what the steps of ``tourneylake run``'s night load when
+    its accounts are harvested side by side (a night's run does not import dbt)."""
+    return definitions_from_env(with_models=False)
+
+
 def definitions_from_env(
-    executor: ExecutorDefinition | None = None, executor_config: dict[str, Any] | None = None
+    executor: ExecutorDefinition | None = None, executor_config: dict[str, Any] | None = None, *, with_models: bool = True
 ) -> Definitions:
     """The Definitions of the settings in the environment (``TOURNEYLAKE_*``, `.env`), the
     nightly job on ``executor`` when given (a deployment's, see :func:`build_definitions`)."""
@@ -297,6 +333,7 @@ def definitions_from_env(
         executor=executor,
         executor_config=executor_config,
         drain_at=drain_cron(settings),
+        with_models=with_models,
     )
 
 

@@ -113,6 +113,7 @@ def _execute(settings: Settings, job_name: str, night: date | None, *, sandbox_s
         accounts,
         drain_at=drain_cron(settings),
         first=first,
+        with_models=job_name == "models",  # a night's run does not import dbt
     )
     job = definitions.resolve_job_def(job_name)
     started = time.perf_counter()
@@ -145,7 +146,7 @@ def side_by_side(settings: Settings, accounts: list[str]) -> bool:
 def _execute_side_by_side(settings: Settings, night: date, accounts: list[str], first: date, *, sandbox_seed: int) -> RunReport:
     """The nightly job on Dagster's multiprocess executor: every step in a process of its own,
     the accounts' harvests side by side (each in its own pool). The steps load the code
-    location (``pipelines.definitions:defs``) and read their settings from ``TOURNEYLAKE_*``
+    location (``pipelines.definitions:night_defs``) and read their settings from ``TOURNEYLAKE_*``
     variables, set here for the run's processes (secrets included: they stay in this process
     tree's environment, never in run config or the event log); ``first``, the partitions' first
     night, is one of them. The built-in sandbox, when asked for, is started here once and every
@@ -172,9 +173,9 @@ def _execute_side_by_side(settings: Settings, night: date, accounts: list[str], 
         # then: this run's settings (another watchlist, other accounts) load it again.
         ReconstructableJob.get_definition.cache_clear()
         ReconstructableJob.get_repository_definition.cache_clear()
-        job = ReconstructableRepository.for_module("pipelines.definitions", "defs", os.getcwd()).get_reconstructable_job(
-            "nightly"
-        )
+        # The code location without the models: the steps do not import dbt.
+        location = ReconstructableRepository.for_module("pipelines.definitions", "night_defs", os.getcwd())
+        job = location.get_reconstructable_job("nightly")
         # Forked from one server that imported the code location once (not a fresh interpreter
         # per step: ~2.5 s of CPU each); it is stopped after the run, so the next run's steps
         # see that run's environment.

@@ -7,6 +7,7 @@ import subprocess
 import sys
 from datetime import UTC, date, datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 from dagster import (
@@ -127,6 +128,32 @@ def test_the_code_location_loads_as_dagster_dev_would() -> None:
     assert "Validation successful" in result.stderr + result.stdout
 
 
+NIGHT_WITHOUT_MODELS = """
+import sys
+from assets.resource import TourneylakeResource
+from pipelines.definitions import build_definitions
+from tourneylake.config import Settings
+
+night = build_definitions(TourneylakeResource.from_settings(Settings(data_dir=sys.argv[1])), "0 3 * * *", with_models=False)
+job = night.resolve_job_def("nightly")
+print((sorted(job.asset_layer.executable_asset_keys), sorted(job.asset_layer.asset_graph.asset_check_keys)))
+print(sorted(name for name in sys.modules if name.split(".")[0] in ("dbt", "dagster_dbt", "assets.models")))
+"""
+
+
+def test_a_nights_run_has_the_nightly_job_of_the_code_location_without_importing_dbt(tmp_path: Path) -> None:
+    """`tourneylake run`'s nights load the Definitions without the models (dbt-core and
+    dagster-dbt cost a second to import); the nightly job is the one the code location holds."""
+    result = subprocess.run(
+        [sys.executable, "-c", NIGHT_WITHOUT_MODELS, str(tmp_path)], cwd=REPO, capture_output=True, text=True, timeout=180
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    night_job, imported = result.stdout.strip().splitlines()
+    job = defs.resolve_job_def("nightly")
+    assert night_job == str((sorted(job.asset_layer.executable_asset_keys), sorted(job.asset_layer.asset_graph.asset_check_keys)))
+    assert imported == "[]"
+
+
 def test_reference_assets_materialise_and_metadata_is_cached_by_hash(sandbox, tmp_path: Path) -> None:
     from tourneylake.lake.lake import Lake
 
@@ -243,7 +270,16 @@ def test_a_night_then_its_models_built_below_the_tables_with_the_dbt_tests_as_ch
             asks[bool(tags)] = sensor(context)
         assert isinstance(asks[False], RunRequest) and isinstance(asks[True], SkipReason)
         result = definitions.resolve_job_def("models").execute_in_process(instance=instance)
-    assert result.success
+        again = definitions.resolve_job_def("models").execute_in_process(instance=instance)  # the next night's
+    assert result.success and again.success
+    _the_models_and_their_checks(result, tmp_path)
+    _the_models_and_their_checks(again, tmp_path)
+    statuses = {m.materialization.metadata["status"].value for m in again.get_asset_materialization_events()
+                if m.materialization.asset_key in dbt_models.keys}  # fmt: skip
+    assert statuses == {"current"}  # the views were not made again; their tests ran
+
+
+def _the_models_and_their_checks(result: Any, tmp_path: Path) -> None:
     built = {m.asset_key.to_user_string() for m in result.get_asset_materialization_events() for m in [m.materialization]}
     assert built == {key.to_user_string() for key in dbt_models.keys} | {"nightly_report"}  # the report after the models
     report = result.asset_materializations_for_node("nightly_report")[0].metadata

@@ -77,8 +77,10 @@ def test_every_reader_sees_the_warehouses_rows_and_no_stale_ones(harvested: Sett
     replaced = 0
     with Warehouse(harvested.warehouse_path, read_only=True) as db, duckdb.connect() as con:
         tables = lake.tables()
-        # Every table the nights made (no news asked for, no coverage changed).
-        assert set(TABLES) - set(tables) == {"news", "coverage_changes"}
+        assert set(TABLES) - set(tables) == {
+            "news",
+            "coverage_changes",
+        }  # every table the nights made (no news asked for, no coverage changed)
         for table in tables:
             uri = lake.table_uri(table)
             delta = DeltaTable(uri)

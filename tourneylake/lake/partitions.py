@@ -505,11 +505,12 @@ def expire_versions(lake: Lake, keep_days: float, *, strays: bool = False) -> in
 
 def damaged_part(path: str | Path, night: date, exc: BaseException) -> LakeError:
     """The one-line error for a table part that cannot be read, with what to do about it: the
-    part named once (from its table's folder) and the reader's first sentence about it."""
+    part named once (its table and name) and the reader's first sentence about it."""
     why = " ".join(str(exc).split()) or type(exc).__name__
     why = re.sub(r"^Could not open Parquet input source '[^']*':\s*", "", why).replace(f"'{path}'", "it")
-    why = why.split(". ")[0].rstrip(".")
-    part = "/".join(str(path).replace("\\", "/").split("/")[-3:])
+    why = why.split(". ")[0].rstrip(".")[:60]
+    folders = str(path).replace("\\", "/").split("/")
+    part = f"{folders[-3]}/{folders[-1]}"  # its table and its name (the night is in the command)
     return LakeError(f"{part} is damaged ({why}): `tourneylake rebuild --date {night}` makes it again from raw (no search)")
 
 

@@ -255,89 +255,10 @@ class Meter:
         return self.spent_tonight(excluding=calls.HAND_ANALYSIS)
 
     def hooks(self, budget: Budget | None, ledger: LedgerWriter) -> dict[str, Callable[..., Future[None] | None]]:
-        """``before_attempt``: the budget's permission, then the write-ahead line;
-        ``confirm_attempt``: a call whose line took a while withdrawn when the budget stopped meanwhile;
-        ``on_answer``: the budget hears the answer arrived; ``on_attempt``: settle the budget
-        and write the attempt's row. The first and the last return the future of their line's
-        write (see :class:`LedgerWriter`), which the client waits for (a row on an object store:
-        not waited for, see ``record``)."""
-        # (id of the call, attempt) → the call (kept, so its id is never another's) and its claim
-        reservations: dict[tuple[int, int], tuple[calls.Call, Reservation]] = {}
+        """The client's hooks for calls metered by ``budget`` and ``ledger`` (see :class:`CallHooks`)."""
+        return CallHooks(self, budget, ledger).as_client_hooks()
 
-        def gate(call: calls.Call, number: int) -> Future[None] | None:
-            if not call.metered:
-                return None
-            if budget is not None:
-                reservation = budget.reserve_call(call.resource)
-                if reservation is None:
-                    raise BudgetRefused(
-                        budget.refusal(call.resource) or budget.stopped_reason or "budget: no searches left for this run"
-                    )
-                reservations[id(call), number] = (call, reservation)
-            return ledger.sent_soon(call.resource, key_digest(call.key), number)
-
-        def confirm(call: calls.Call, number: int) -> None:
-            # Its write-ahead line took a while (an object store): a budget stop since the gate
-            # withdraws the call before it goes out (a free call goes even after a stop).
-            reason = budget.stopped_reason if budget is not None and call.metered else None
-            if reason is None or not self.costs.cost(call.resource):
-                return
-            held = reservations.pop((id(call), number), None)
-            if budget is not None and held is not None:
-                budget.withdraw(held[1])
-            ledger.withdrawn(call.resource, key_digest(call.key), number)
-            raise BudgetRefused(reason)
-
-        def answered(call: calls.Call, number: int) -> None:
-            held = reservations.get((id(call), number))
-            if budget is not None and held is not None:
-                budget.answered(held[1])
-
-        def record(attempt: Attempt) -> Future[None] | None:
-            call = attempt.call
-            if not call.metered:
-                return None
-            kind = _booked_as(attempt)
-            held = reservations.pop((id(call), attempt.number), None)
-            if budget is not None:  # settle first: an isolated call votes on the cost the row records
-                budget.settle(
-                    call.resource,
-                    attempt.remaining_after,
-                    kind is not None,
-                    uncertain=attempt.outcome == UNCERTAIN,
-                    reservation=None if held is None else held[1],
-                    kind=None if kind == call.resource else kind,
-                )
-            cost = self.costs.cost(kind) if kind is not None else 0
-            self._tally(ledger, attempt, kind, cost)
-            written = ledger.record_soon(
-                key_digest(call.key),
-                called_at=attempt.started_at,
-                run_id=self.run_id,
-                resource=call.resource,
-                network=call.key.get("network"),
-                player=call.key.get("player"),
-                filter_name=call.key.get("filter_name"),
-                filter_expression=call.key.get("filter") or None,
-                question=call.key.get("question"),
-                attempt=attempt.number,
-                cost=cost,
-                remaining_after=attempt.remaining_after,
-                outcome=attempt.outcome,
-                error_code=attempt.error_code,
-                error=attempt.error,
-                duration_ms=round(attempt.duration_s * 1000, 3),
-                quota_day=self.quota_day(),
-            )
-            # On an object store the row rides the ledger's next PUT and the call's caller does
-            # not wait for it: a row lost with its process leaves the call unanswered, and the
-            # next run books what the service's count says it cost; a row that cannot be written
-            # refuses every later write-ahead line, so the night stops paying.
-            return None if ledger.remote else written
-
-        return {"before_attempt": gate, "confirm_attempt": confirm, "on_answer": answered, "on_attempt": record}
-
-    def _tally(self, ledger: LedgerWriter, attempt: Attempt, kind: str | None, cost: int) -> None:
+    def tally_no_data(self, ledger: LedgerWriter, attempt: Attempt, kind: str | None, cost: int) -> None:
         """Count an answer without data that the service may or may not have charged."""
         if kind is not None and kind.endswith(NO_DATA):
             tally = self._no_data.setdefault(id(ledger), _NoData())
@@ -493,3 +414,101 @@ class Meter:
         if not book.close_dead_run(run, row):
             return None  # its writer came back, or another reconciler closed it (shared state)
         return extra
+
+
+@dataclass
+class CallHooks:
+    """What happens around each metered call: ``before_attempt`` (:meth:`gate`) the budget's
+    permission, then the write-ahead line; ``confirm_attempt`` (:meth:`confirm`) a call whose
+    line took a while withdrawn when the budget stopped meanwhile; ``on_answer``
+    (:meth:`answered`) the budget hears the answer arrived; ``on_attempt`` (:meth:`record`)
+    the budget settled and the attempt's row written. The first and the last return the future
+    of their line's write (see :class:`LedgerWriter`), which the client waits for."""
+
+    meter: Meter
+    budget: Budget | None
+    ledger: LedgerWriter
+    # (id of the call, attempt) → the call (kept, so its id is never another's) and its claim
+    reservations: dict[tuple[int, int], tuple[calls.Call, Reservation]] = field(default_factory=dict)
+
+    def as_client_hooks(self) -> dict[str, Callable[..., Future[None] | None]]:
+        return {
+            "before_attempt": self.gate,
+            "confirm_attempt": self.confirm,
+            "on_answer": self.answered,
+            "on_attempt": self.record,
+        }
+
+    def gate(self, call: calls.Call, number: int) -> Future[None] | None:
+        if not call.metered:
+            return None
+        if self.budget is not None:
+            reservation = self.budget.reserve_call(call.resource)
+            if reservation is None:
+                why = self.budget.refusal(call.resource) or self.budget.stopped_reason
+                raise BudgetRefused(why or "budget: no searches left for this run")
+            self.reservations[id(call), number] = (call, reservation)
+        return self.ledger.sent_soon(call.resource, key_digest(call.key), number)
+
+    def confirm(self, call: calls.Call, number: int) -> None:
+        """A budget stop since the gate withdraws the call before it goes out (a free call goes
+        even after a stop)."""
+        reason = self.budget.stopped_reason if self.budget is not None and call.metered else None
+        if reason is None or not self.meter.costs.cost(call.resource):
+            return
+        held = self.reservations.pop((id(call), number), None)
+        if self.budget is not None and held is not None:
+            self.budget.withdraw(held[1])
+        self.ledger.withdrawn(call.resource, key_digest(call.key), number)
+        raise BudgetRefused(reason)
+
+    def answered(self, call: calls.Call, number: int) -> None:
+        held = self.reservations.get((id(call), number))
+        if self.budget is not None and held is not None:
+            self.budget.answered(held[1])
+
+    def record(self, attempt: Attempt) -> Future[None] | None:
+        """Settle the budget (first: an isolated call votes on the cost the row records), then
+        write the row. On an object store the row rides the ledger's next PUT and the caller does
+        not wait for it: a row lost with its process leaves the call unanswered, and the next run
+        books what the service's count says it cost; a row that cannot be written refuses every
+        later write-ahead line, so the night stops paying."""
+        call = attempt.call
+        if not call.metered:
+            return None
+        kind = _booked_as(attempt)
+        held = self.reservations.pop((id(call), attempt.number), None)
+        if self.budget is not None:
+            self.budget.settle(
+                call.resource,
+                attempt.remaining_after,
+                kind is not None,
+                uncertain=attempt.outcome == UNCERTAIN,
+                reservation=None if held is None else held[1],
+                kind=None if kind == call.resource else kind,
+            )
+        cost = self.meter.costs.cost(kind) if kind is not None else 0
+        self.meter.tally_no_data(self.ledger, attempt, kind, cost)
+        written = self.ledger.record_soon(key_digest(call.key), **self._row(attempt, cost))
+        return None if self.ledger.remote else written
+
+    def _row(self, attempt: Attempt, cost: int) -> dict[str, Any]:
+        key = attempt.call.key
+        return dict(
+            called_at=attempt.started_at,
+            run_id=self.meter.run_id,
+            resource=attempt.call.resource,
+            network=key.get("network"),
+            player=key.get("player"),
+            filter_name=key.get("filter_name"),
+            filter_expression=key.get("filter") or None,
+            question=key.get("question"),
+            attempt=attempt.number,
+            cost=cost,
+            remaining_after=attempt.remaining_after,
+            outcome=attempt.outcome,
+            error_code=attempt.error_code,
+            error=attempt.error,
+            duration_ms=round(attempt.duration_s * 1000, 3),
+            quota_day=self.meter.quota_day(),
+        )
