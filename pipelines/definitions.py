@@ -313,13 +313,6 @@ def defs() -> Definitions:
     return definitions_from_env()
 
 
-@definitions
-def night_defs() -> Definitions:
-    """:func:`defs` without the models: what the steps of ``tourneylake run``'s night load when
-    its accounts are harvested side by side (a night's run does not import dbt)."""
-    return definitions_from_env(with_models=False)
-
-
 def definitions_from_env(
     executor: ExecutorDefinition | None = None, executor_config: dict[str, Any] | None = None, *, with_models: bool = True
 ) -> Definitions:

@@ -146,10 +146,10 @@ def side_by_side(settings: Settings, accounts: list[str]) -> bool:
 def _execute_side_by_side(settings: Settings, night: date, accounts: list[str], first: date, *, sandbox_seed: int) -> RunReport:
     """The nightly job on Dagster's multiprocess executor: every step in a process of its own,
     the accounts' harvests side by side (each in its own pool). The steps load the code
-    location (``pipelines.definitions:night_defs``) and read their settings from ``TOURNEYLAKE_*``
-    variables, set here for the run's processes (secrets included: they stay in this process
-    tree's environment, never in run config or the event log); ``first``, the partitions' first
-    night, is one of them. The built-in sandbox, when asked for, is started here once and every
+    location without the models (``pipelines.night_steps``) and read their settings from
+    ``TOURNEYLAKE_*`` variables, set here for the run's processes (secrets included: they stay
+    in this process tree's environment, never in run config or the event log); ``first``, the
+    partitions' first night, is one of them. The built-in sandbox, when asked for, is started here once and every
     step calls it by its URL."""
     from dagster import execute_job
     from dagster._core.definitions.reconstruct import ReconstructableJob, ReconstructableRepository
@@ -173,13 +173,12 @@ def _execute_side_by_side(settings: Settings, night: date, accounts: list[str], 
         # then: this run's settings (another watchlist, other accounts) load it again.
         ReconstructableJob.get_definition.cache_clear()
         ReconstructableJob.get_repository_definition.cache_clear()
-        # The code location without the models: the steps do not import dbt.
-        location = ReconstructableRepository.for_module("pipelines.definitions", "night_defs", os.getcwd())
+        location = ReconstructableRepository.for_module("pipelines.night_steps", "defs", os.getcwd())
         job = location.get_reconstructable_job("nightly")
         # Forked from one server that imported the code location once (not a fresh interpreter
         # per step: ~2.5 s of CPU each); it is stopped after the run, so the next run's steps
         # see that run's environment.
-        forkserver = {"forkserver": {"preload_modules": ["pipelines.definitions"]}}
+        forkserver = {"forkserver": {"preload_modules": ["pipelines.night_steps"]}}
         multiprocess = {"max_concurrent": workers + 1, "start_method": forkserver}
         run_config = {"execution": {"config": {"multiprocess": multiprocess}}, **QUIET_LOGS}
         tags = {**_tags(), "dagster/partition": night.isoformat()}

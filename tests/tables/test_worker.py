@@ -20,7 +20,6 @@ from pathlib import Path
 
 import psutil
 import pyarrow as pa
-import pyarrow.parquet as pq
 import pytest
 
 from tests.helpers import REPO, player_line, remaining, sandbox_settings, write_watchlist
@@ -67,7 +66,7 @@ def _harvest(settings):
 
 
 def _table(settings, name: str):
-    table = pq.read_table(Lake(settings.data_dir).partition_path(name, NIGHT))
+    table = Lake(settings.data_dir).read_partition(name, NIGHT)  # the night's current version
     for i, f in enumerate(table.schema):  # dictionaries hold their values in arrival order
         if pa.types.is_dictionary(f.type):
             table = table.set_column(i, f.name, table.column(i).cast(f.type.value_type))
@@ -76,7 +75,7 @@ def _table(settings, name: str):
 
 
 # When each answer was made and arrived: the two harvests fetched at different times.
-_PER_FETCH = {"fetched_at", "server_time"}
+_PER_FETCH = {"fetched_at", "server_time", "listed_at"}
 
 
 def _workers() -> list[psutil.Process]:
