@@ -74,7 +74,9 @@ def sandbox_bodies(players: int) -> tuple[list[tuple[str, str, bytes]], Any]:
     with SandboxProcess(players, 0.0) as sandbox, scratch() as tmp:
         with httpx.Client(base_url=sandbox.base_url, headers=headers("json"), timeout=60) as client:
             bodies = [(n, p, client.get(summary_path(n, p)).content) for n, p in names]
-        return bodies, prepare_night(sandbox.base_url, tmp / "d").in_force()
+        in_force = prepare_night(sandbox.base_url, tmp / "d").in_force()
+        _ = in_force.rates, in_force.statistic_types, in_force.series_types  # read (lazily) before the lake goes
+        return bodies, in_force
 
 
 class SandboxProcess:
