@@ -369,8 +369,9 @@ async def serve(state: State, host: str, port: int, ready: Any) -> None:
         await stop.wait()
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def arguments(description: str) -> argparse.ArgumentParser:
+    """The command line of a bench server (this one, :mod:`benchmarks.threaded_server`)."""
+    parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--seed", type=int, default=SEED)
@@ -381,7 +382,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quota", type=int, default=1_000_000)
     parser.add_argument("--shape", choices=["issue", "sandbox"], default="issue")
     parser.add_argument("--accounts", type=int, default=0, help="accounts bench1@example.com … besides the demo's")
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = arguments(__doc__.split("\n\n")[0]).parse_args(argv)
     bodies, _ = render(args.seed, args.players, date.fromisoformat(args.today), min(args.distinct, args.players), args.shape)
     state = State(bodies, args.quota, args.latency_ms, args.accounts)
     gc.collect()

@@ -284,6 +284,9 @@ class BenchServer:
     Renders ``players`` summaries (``distinct`` of them through the sandbox) before it listens;
     ``latency_ms`` can be changed between runs with :meth:`set_latency`."""
 
+    #: The server's module (``python -m``): it prints ``listening <url> ...`` once ready.
+    MODULE = "benchmarks.bench_server"
+
     def __init__(
         self, players: int, latency_ms: float, *, distinct: int = 2000, log: Path | None = None, accounts: int = 0
     ) -> None:
@@ -300,7 +303,7 @@ class BenchServer:
         cmd = [
             sys.executable,
             "-m",
-            "benchmarks.bench_server",
+            self.MODULE,
             "--players",
             str(self.players),
             "--distinct",

@@ -13,17 +13,15 @@ left, the ``/_bench/*`` control endpoints), under a lock; the sleep comes after,
 
 from __future__ import annotations
 
-import argparse
 import gc
-import subprocess
 import sys
 import threading
 import time
 from datetime import date
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-from benchmarks.bench_server import Connection, State, render
-from benchmarks.common import ROOT, SEED, TODAY, BenchServer
+from benchmarks.bench_server import Connection, State, arguments, render
+from benchmarks.common import BenchServer
 
 
 class _Request(Connection):
@@ -71,43 +69,15 @@ class Handler(BaseHTTPRequestHandler):
 
 
 class ThreadedBenchServer(BenchServer):
-    """:class:`benchmarks.common.BenchServer` (reset, latency, stats, stop) launching this module."""
+    """:class:`benchmarks.common.BenchServer` (start, reset, latency, stats, stop) on this module."""
 
-    def start(self, timeout: float = 600.0) -> ThreadedBenchServer:
-        cmd = [sys.executable, "-m", "benchmarks.threaded_server", "--players", str(self.players)]
-        cmd += ["--distinct", str(self.distinct), "--latency-ms", str(self.latency_ms)]
-        cmd += ["--today", TODAY.isoformat(), "--seed", str(SEED)]
-        err = open(self._log, "ab") if self._log else subprocess.DEVNULL  # noqa: SIM115
-        self.proc = subprocess.Popen(
-            cmd, stdout=subprocess.PIPE, stderr=err, stdin=subprocess.DEVNULL, cwd=ROOT, start_new_session=True
-        )
-        assert self.proc.stdout is not None
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            line = self.proc.stdout.readline().decode()
-            if line.startswith("listening "):
-                self.banner, self.base_url = line.strip(), line.split()[1]
-                return self
-            if not line and self.proc.poll() is not None:
-                raise RuntimeError(f"the threaded server exited with {self.proc.returncode}")
-        self.stop()
-        raise RuntimeError("the threaded server did not start in time")
+    MODULE = "benchmarks.threaded_server"
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--host", default="127.0.0.1")
-    parser.add_argument("--port", type=int, default=0)
-    parser.add_argument("--seed", type=int, default=SEED)
-    parser.add_argument("--players", type=int, default=2000)
-    parser.add_argument("--distinct", type=int, default=2000, help="players rendered through the sandbox; the rest are copies")
-    parser.add_argument("--today", default=TODAY.isoformat(), help="the sandbox's day: the night served is the day before")
-    parser.add_argument("--latency-ms", type=float, default=20.0)
-    parser.add_argument("--quota", type=int, default=1_000_000)
-    parser.add_argument("--shape", choices=["issue", "sandbox"], default="issue")
-    args = parser.parse_args(argv)
+    args = arguments(__doc__.split("\n\n")[0]).parse_args(argv)
     bodies, _ = render(args.seed, args.players, date.fromisoformat(args.today), min(args.distinct, args.players), args.shape)
-    server = Server((args.host, args.port), State(bodies, args.quota, args.latency_ms))
+    server = Server((args.host, args.port), State(bodies, args.quota, args.latency_ms, args.accounts))
     gc.collect()
     gc.freeze()
     sizes = bodies.sizes
