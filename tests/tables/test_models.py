@@ -170,3 +170,5 @@ def test_other_vars_or_a_missing_view_make_the_views_again(recorded: Path, tmp_p
     assert rebuilt.rebuilt and rebuilt.ok
     with Warehouse(copy, read_only=True) as db:
         assert db.query("SELECT count(*) FROM leaderboard").num_rows == 1
+    copy.unlink()  # a warehouse deleted to start afresh: its last build's artifacts stay beside it
+    assert not views_current(copy)

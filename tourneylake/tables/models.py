@@ -266,6 +266,8 @@ def views_current(warehouse: str | os.PathLike[str], variables: dict[str, object
     """Whether the last ``dbt build`` on this file made every view of today's project with these
     vars, and every view is still in the file (a rebuilt warehouse is a new file)."""
     target = target_dir(warehouse)
+    if not Path(warehouse).is_file():
+        return False
     last, built = _read_json(target / "run_results.json"), _read_json(target / "manifest.json")
     if not last or not built or last.get("args", {}).get("vars") != json.loads(warehouse_vars(warehouse, **(variables or {}))):
         return False
