@@ -9,7 +9,6 @@ They are built by the ``models`` job, once after a night (``models_after_nightly
 last night of ``tourneylake run``, not inside the partitioned nightly job.
 """
 
-import json
 from collections.abc import Iterator, Mapping, Sequence
 from functools import cached_property
 from typing import Any
@@ -30,6 +29,7 @@ from tourneylake.tables.models import (
     check_current_views,
     dbt_executable,
     ensure_manifest,
+    manifest_document,
     target_dir,
     views_current,
     warehouse_vars,
@@ -57,7 +57,7 @@ class WarehouseDbt(DbtCliResource):
     """dagster-dbt's CLI resource without two costs of each build that buy nothing here: a
     ``dbt --version`` child process (the dbt is this environment's, whose version is known) and
     an adapter made in this process (for column metadata and row counts, which these views do
-    not fetch). About 2.9 s of a models run on this project."""
+    not fetch)."""
 
     @cached_property
     def _cli_version(self) -> Version:
@@ -89,7 +89,7 @@ def dbt_models(context: AssetExecutionContext, dbt: DbtCliResource, tourneylake:
 def current_views_events(context: AssetExecutionContext, tested: ModelsBuild) -> Iterator[Output[None] | AssetCheckResult]:
     """What a dbt build would report, for views that were current: each selected model's output
     (its view as it was) and each selected test's check."""
-    manifest = json.loads(ensure_manifest().read_text(encoding="utf-8"))
+    manifest = manifest_document()
     for name, uid in tested.unique_ids.items():
         node = manifest["nodes"][uid]
         if node["resource_type"] == "model":

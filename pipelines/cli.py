@@ -37,7 +37,6 @@ from tourneylake.night.accounts import account_settings
 from tourneylake.night.progress import ProgressSnapshot, listening
 from tourneylake.night.watchlist import load_watchlist
 from tourneylake.runtime.without_pandas import skip_pandas_sniffing
-from tourneylake.tables.models import CURRENT
 
 __all__ = ["PARTIAL", "WATCHLIST", "app", "main"]
 
@@ -276,6 +275,8 @@ def build_models(settings: Any) -> None:
 
 
 def print_models(report: Any) -> None:
+    from tourneylake.tables.models import CURRENT  # not at the command line's start: it imports DuckDB
+
     models = [key for key in report.assets if key.startswith("warehouse/")]
     current = [key for key in models if report.value(key, "status") == CURRENT]
     failed = sorted(name.split(":", 1)[1] for name, ok in report.checks.items() if not ok)

@@ -18,6 +18,7 @@ child gets no credentials (:func:`~tourneylake.runtime.pipes.worker_env`).
 from __future__ import annotations
 
 import fcntl
+import functools
 import json
 import os
 import shutil
@@ -49,6 +50,7 @@ __all__ = [
     "dbt_env",
     "dbt_executable",
     "ensure_manifest",
+    "manifest_document",
     "sources_yaml",
     "target_dir",
     "views_current",
@@ -255,6 +257,17 @@ def _compiled_from(manifest: dict[str, Any]) -> dict[str, str]:
     return nodes | macros
 
 
+def manifest_document() -> dict[str, Any]:
+    """:func:`ensure_manifest`'s manifest, parsed once a version (the file is ~1 MB)."""
+    path = ensure_manifest()
+    return _parsed(path, path.stat().st_mtime_ns)
+
+
+@functools.lru_cache(maxsize=1)
+def _parsed(path: Path, version: int) -> dict[str, Any]:
+    return dict(json.loads(path.read_text(encoding="utf-8")))
+
+
 def _read_json(path: Path) -> Any:
     try:
         return json.loads(path.read_text(encoding="utf-8"))
@@ -271,7 +284,7 @@ def views_current(warehouse: str | os.PathLike[str], variables: dict[str, object
     last, built = _read_json(target / "run_results.json"), _read_json(target / "manifest.json")
     if not last or not built or last.get("args", {}).get("vars") != json.loads(warehouse_vars(warehouse, **(variables or {}))):
         return False
-    current = json.loads(ensure_manifest().read_text(encoding="utf-8"))
+    current = manifest_document()
     if _compiled_from(built) != _compiled_from(current):
         return False
     statuses = {result["unique_id"]: result["status"] for result in last["results"]}
@@ -292,10 +305,10 @@ _VIEWS_IN_FILE = "SELECT view_name FROM duckdb_views() WHERE NOT internal AND sc
 def check_current_views(warehouse: str | os.PathLike[str]) -> ModelsBuild:
     """The project's data tests on views that are current, run in this process as dbt runs them
     (its compiled query of each, from the last build, counted for failing rows): a night's
-    models without dbt's start (seconds), the views untouched."""
+    models without dbt's start, the views untouched."""
     started = time.perf_counter()
     last = json.loads((target_dir(warehouse) / "run_results.json").read_text(encoding="utf-8"))
-    current = json.loads(ensure_manifest().read_text(encoding="utf-8"))
+    current = manifest_document()
     statuses: dict[str, str] = {}
     failures: dict[str, int] = {}
     ids: dict[str, str] = {}
