@@ -13,23 +13,21 @@ from collections.abc import Iterator, Mapping, Sequence
 from functools import cached_property
 from typing import Any
 
-from dagster import AssetCheckResult, AssetCheckSeverity, AssetExecutionContext, AssetKey, Output
+from dagster import AssetCheckResult, AssetExecutionContext, AssetKey, Output
 from dagster_dbt import DagsterDbtTranslator, DagsterDbtTranslatorSettings, DbtCliResource, dbt_assets
-from dagster_dbt.asset_utils import get_asset_check_key_for_test
 from dagster_dbt.compat import DBT_PYTHON_VERSION
 from packaging.version import Version
 
 from assets.partitions import WAREHOUSE_POOL
 from assets.resource import TourneylakeResource
+from assets.views_current import current_views_outcome
 from assets.warehouse import table_key
 from tourneylake.tables.models import (
-    CURRENT,
     PROJECT,
     ModelsBuild,
     check_current_views,
     dbt_executable,
     ensure_manifest,
-    manifest_document,
     target_dir,
     views_current,
     warehouse_vars,
@@ -89,21 +87,17 @@ def dbt_models(context: AssetExecutionContext, dbt: DbtCliResource, tourneylake:
 def current_views_events(context: AssetExecutionContext, tested: ModelsBuild) -> Iterator[Output[None] | AssetCheckResult]:
     """What a dbt build would report, for views that were current: each selected model's output
     (its view as it was) and each selected test's check."""
-    manifest = manifest_document()
-    for name, uid in tested.unique_ids.items():
-        node = manifest["nodes"][uid]
-        if node["resource_type"] == "model":
-            output = TRANSLATOR.get_asset_key(node).to_python_identifier()
-            if output in context.op_execution_context.selected_output_names:
-                yield Output(None, output_name=output, metadata={"unique_id": uid, "status": CURRENT})
-            continue
-        check = get_asset_check_key_for_test(manifest, TRANSLATOR, test_unique_id=uid, project=None)
-        if check is not None and check in context.selected_asset_check_keys:
-            status = tested.statuses[name]
+    models, tests = current_views_outcome(tested)
+    selected = context.op_execution_context.selected_output_names
+    for key, metadata in models.items():
+        if key.to_python_identifier() in selected:
+            yield Output(None, output_name=key.to_python_identifier(), metadata=metadata)
+    for test in tests:
+        if test.key in context.selected_asset_check_keys:
             yield AssetCheckResult(
-                passed=status == "pass",
-                asset_key=check.asset_key,
-                check_name=check.name,
-                severity=AssetCheckSeverity.WARN if status == "warn" else AssetCheckSeverity.ERROR,
-                metadata={"unique_id": uid, "status": status, "dagster_dbt/failed_row_count": tested.failures.get(uid, 0)},
+                passed=test.passed,
+                asset_key=test.key.asset_key,
+                check_name=test.key.name,
+                severity=test.severity,
+                metadata=test.metadata,
             )

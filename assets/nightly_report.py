@@ -1,13 +1,15 @@
 """The nightly report (``tourneylake.report``) as an asset: the HTML page of the latest night,
 written after the models it reads, its path and a preview shown in the UI."""
 
+from typing import Any
+
 from dagster import AssetExecutionContext, MaterializeResult, MetadataValue, asset
 
 from assets.partitions import WAREHOUSE_POOL
 from assets.report import fails_cleanly
 from assets.resource import TourneylakeResource
 from assets.warehouse import table_key
-from tourneylake.report import write_report
+from tourneylake.report import Report, write_report
 
 #: The models the report reads (its upstream assets).
 READS = ("leaderboard", "movers", "bill_nightly", "bill_monthly", "player_results_by_period", "player_entries")
@@ -26,13 +28,16 @@ def nightly_report(context: AssetExecutionContext, tourneylake: TourneylakeResou
     settings = tourneylake.settings()
     written = write_report(settings.warehouse_path, watchlist=settings.watchlist)
     context.log.info("report of the night of %s: %s", written.night, written.path)
-    return MaterializeResult(
-        metadata={
-            "path": MetadataValue.path(str(written.path)),
-            "night": written.night.isoformat(),
-            "player_pages": written.player_pages,
-            "movers": written.counts["movers"],
-            "ranked_this_month": written.counts["ranked"],
-            "preview": MetadataValue.md(written.preview),
-        }
-    )
+    return MaterializeResult(metadata=report_metadata(written))
+
+
+def report_metadata(written: Report) -> dict[str, Any]:
+    """The report's metadata in Dagster: its page, night, counts and a preview."""
+    return {
+        "path": MetadataValue.path(str(written.path)),
+        "night": written.night.isoformat(),
+        "player_pages": written.player_pages,
+        "movers": written.counts["movers"],
+        "ranked_this_month": written.counts["ranked"],
+        "preview": MetadataValue.md(written.preview),
+    }

@@ -17,7 +17,9 @@ from __future__ import annotations
 import hashlib
 import html
 import re
+import shutil
 import unicodedata
+import uuid
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
@@ -152,6 +154,11 @@ class _Data:
     results: dict[tuple[str, str], dict[str, Row]]  # (network, player) → period → row
     profits: dict[tuple[str, str], list[float]]  # cumulative profit in USD, entry by entry
     latest: dict[tuple[str, str], list[Row]]
+    movers_by_player: dict[tuple[str, str], list[Row]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        for mover in self.movers:
+            self.movers_by_player.setdefault((mover["network"], mover["player"]), []).append(mover)
 
 
 def _gather(wh: Warehouse, night: date, watchlist: Path | None) -> _Data:
@@ -514,8 +521,7 @@ def _mover_rows(data: _Data, key: tuple[str, str]) -> list[list[str]]:
             td(number(m["value_number"])),
             td(number(m["change"]), m["change"]),
         ]
-        for m in data.movers
-        if (m["network"], m["player"]) == key
+        for m in data.movers_by_player.get(key, [])
     ]
 
 
@@ -563,16 +569,32 @@ def write_report(warehouse_path: Path, night: date | None = None, *, watchlist: 
         data = _gather(wh, chosen, watchlist)
     out = reports_dir(warehouse_path.resolve())
     night_dir = chosen.isoformat()
-    folder = out / night_dir
-    folder.mkdir(parents=True, exist_ok=True)
-    written = set()
-    for player in data.players:
-        atomic_write(folder / player["page"], _player_page(data, player, f"../{night_dir}.html").encode(), fsync=False)
-        written.add(player["page"])
-    for stale in folder.glob("*.html"):  # a player no longer held
-        if stale.name not in written:
-            stale.unlink()
+    back = f"../{night_dir}.html"
+    written = _write_folder(out / night_dir, ((p["page"], _player_page(data, p, back).encode()) for p in data.players))
     page = out / f"{night_dir}.html"
     atomic_write(page, _night_page(data, night_dir).encode(), fsync=False)
     counts = {"players": len(data.players), "movers": len(data.movers), "ranked": sum(1 for r in data.month if r["qualified"])}
-    return Report(chosen, page, len(written), _preview(data, page), counts)
+    return Report(chosen, page, written, _preview(data, page), counts)
+
+
+def _write_folder(folder: Path, files: Iterable[tuple[str, bytes]]) -> int:
+    """Write ``folder`` anew with ``files`` (name, bytes), whole: made beside it under a temporary
+    name, then renamed in place of the old one (a player no longer held leaves with it). One
+    rename for the night's pages rather than one per page; a reader finds the old folder or the
+    new one, or, for the instant between the two renames, none. Returns the number of files."""
+    staging = folder.with_name(f".{folder.name}.{uuid.uuid4().hex}.tmp")
+    staging.mkdir(parents=True)
+    try:
+        count = 0
+        for name, data in files:
+            (staging / name).write_bytes(data)
+            count += 1
+        old = folder.with_name(f".{folder.name}.{uuid.uuid4().hex}.old")
+        if folder.exists():
+            folder.rename(old)
+        staging.rename(folder)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    shutil.rmtree(old, ignore_errors=True)
+    return count

@@ -5,6 +5,7 @@ job wrote it, its numbers are the models', its links resolve, names are escaped,
 from __future__ import annotations
 
 import shutil
+from collections.abc import Iterator
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -169,3 +170,22 @@ def test_the_command_writes_any_night_held_and_says_why_not(three_nights: Harves
 def test_a_report_needs_a_warehouse(tmp_path: Path) -> None:
     done = CliRunner().invoke(app, ["report", "--data-dir", str(tmp_path)])
     assert done.exit_code == 1 and "no warehouse at" in done.output and not (tmp_path / "reports").exists()
+
+
+def test_the_player_pages_are_written_as_one_folder(tmp_path: Path) -> None:
+    """A night's pages replace the folder whole: a page no longer written is gone, nothing is
+    left beside it, and a failure while writing leaves the old folder as it was."""
+    from tourneylake.report import _write_folder
+
+    night = tmp_path / "2026-11-20"
+    assert _write_folder(night, [("a.html", b"a"), ("b.html", b"b")]) == 2
+    assert _write_folder(night, [("a.html", b"a2")]) == 1
+    assert {p.name: p.read_bytes() for p in night.iterdir()} == {"a.html": b"a2"}
+
+    def failing() -> Iterator[tuple[str, bytes]]:
+        yield "c.html", b"c"
+        raise OSError("disk full")
+
+    with pytest.raises(OSError, match="disk full"):
+        _write_folder(night, failing())
+    assert [p.name for p in tmp_path.iterdir()] == ["2026-11-20"] and (night / "a.html").read_bytes() == b"a2"
