@@ -8,6 +8,7 @@ from __future__ import annotations
 from datetime import date
 from pathlib import Path
 
+import pyarrow as pa
 import pytest
 
 from tests.helpers import player_line, sandbox_settings, write_watchlist
@@ -93,3 +94,35 @@ def test_what_the_service_stops_showing_is_recorded_and_earlier_nights_keep_thei
     before = coverage_changes(lake, SECOND)
     rebuild(settings, [SECOND])  # from raw alone: the same changes
     assert coverage_changes(lake, SECOND).equals(before)
+
+
+def test_a_statistic_shown_on_one_night_only_is_a_change_of_its_pair() -> None:
+    """Pairs are compared on the statistics both nights hold: one shown on one night only is
+    withheld or restored; a statistic new tonight, or gone, is no change."""
+    from tourneylake.tables.coverage import _SHOWN, _by_pair, _pairs_that_changed, _statistics_rows
+
+    def shown(rows: list[tuple[str, str, bool]]) -> pa.Table:
+        return pa.Table.from_pylist(
+            [{"network": "N", "player": p, "filter_name": "", "statistic": s, "shown": v} for p, s, v in rows], schema=_SHOWN
+        )
+
+    now = shown(
+        [
+            ("a", "roi", False),
+            ("a", "itm", True),
+            ("b", "roi", True),
+            ("c", "roi", True),
+            ("c", "abi", False),
+            ("d", "roi", False),
+        ]
+    )
+    then = shown(
+        [("a", "roi", True), ("a", "itm", True), ("b", "roi", False), ("c", "roi", True), ("d", "roi", True), ("e", "roi", True)]
+    )
+    changed = _pairs_that_changed(now, then)
+    assert changed == {("N", "a", ""), ("N", "b", ""), ("N", "d", "")}
+    now_shown, then_shown = _by_pair(now, changed), _by_pair(then, changed)
+    rows = {key[1]: _statistics_rows(key, then_shown[key], now_shown[key], FIRST) for key in changed}
+    assert [(r["change"], r["detail"]) for r in rows["a"]] == [("statistics_withheld", "not authorized any more: roi")]
+    assert [r["change"] for r in rows["b"]] == ["statistics_restored"]
+    assert "opted out" in rows["d"][0]["detail"]  # every statistic it showed

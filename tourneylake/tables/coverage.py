@@ -85,8 +85,8 @@ def _network_changes(lake: Lake, night: date) -> list[Row]:
 
 def _player_changes(lake: Lake, night: date) -> list[Row]:
     missing = not_found_targets(lake, night)
-    tonight = _authorized(lake, night, None)
-    last_seen = _last_seen(lake, night, missing | set(tonight))
+    tonight = _shown(lake, night)
+    last_seen = _last_seen(lake, night, missing | _pairs(tonight))
     rows = [
         _row(
             "player",
@@ -99,13 +99,15 @@ def _player_changes(lake: Lake, night: date) -> list[Row]:
         if key in last_seen
     ]
     by_night: dict[date, set[TargetKey]] = {}
-    for key in tonight:
+    for key in _pairs(tonight):
         if key in last_seen:
             by_night.setdefault(last_seen[key], set()).add(key)
     for then, keys in sorted(by_night.items()):
-        earlier = _authorized(lake, then, keys)
-        for key in sorted(keys):
-            rows.extend(_statistics_rows(key, earlier.get(key, {}), tonight[key], then))
+        earlier = _shown(lake, then)
+        changed = keys & _pairs_that_changed(tonight, earlier)  # most nights none: no row is read in Python
+        now_shown, then_shown = _by_pair(tonight, changed), _by_pair(earlier, changed)
+        for key in sorted(changed):
+            rows.extend(_statistics_rows(key, then_shown.get(key, {}), now_shown[key], then))
     return rows
 
 
@@ -122,17 +124,40 @@ def _statistics_rows(key: TargetKey, then: dict[str, bool], now: dict[str, bool]
     return rows
 
 
-def _authorized(lake: Lake, night: date, keys: set[TargetKey] | None) -> dict[TargetKey, dict[str, bool]]:
-    """Each pair's statistics on ``night`` and whether each was authorized (of ``keys`` only)."""
+_SHOWN = pa.schema([("network", pa.string()), ("player", pa.string()), ("filter_name", pa.string()), ("statistic", pa.string()), ("shown", pa.bool_())])  # fmt: skip
+
+
+def _shown(lake: Lake, night: date) -> pa.Table:
+    """The night's statistics of each pair (no filter: ``""``) and whether each was shown
+    (``authorized`` not false); empty when the night holds none."""
     if night not in lake.partitions("player_statistics"):
-        return {}
+        return _SHOWN.empty_table()
     table = lake.read_partition("player_statistics", night, columns=[*_KEY, "statistic", "authorized"])
+    text = {name: pc.cast(table.column(name), pa.string()) for name in (*_KEY, "statistic")}
+    text["filter_name"] = pc.fill_null(text["filter_name"], "")
+    return pa.table({**text, "shown": pc.fill_null(table.column("authorized"), True)}, schema=_SHOWN)
+
+
+def _pairs(shown: pa.Table) -> set[TargetKey]:
+    distinct = shown.group_by(_KEY).aggregate([])
+    return set(zip(*(distinct.column(name).to_pylist() for name in _KEY), strict=True))
+
+
+def _pairs_that_changed(now: pa.Table, then: pa.Table) -> set[TargetKey]:
+    """The pairs with a statistic held on both nights and shown on one only."""
+    both = now.join(then, keys=[*_KEY, "statistic"], join_type="inner", right_suffix="_then")
+    return _pairs(both.filter(pc.not_equal(both.column("shown"), both.column("shown_then"))))
+
+
+def _by_pair(shown: pa.Table, keys: set[TargetKey]) -> dict[TargetKey, dict[str, bool]]:
+    """Of ``keys`` only: each pair's statistics and whether each was shown."""
     out: dict[TargetKey, dict[str, bool]] = {}
-    columns = [table.column(name).to_pylist() for name in (*_KEY, "statistic", "authorized")]
-    for network, player, filter_name, statistic, shown in zip(*columns, strict=True):
-        key = (str(network), str(player), str(filter_name or ""))
-        if keys is None or key in keys:
-            out.setdefault(key, {})[str(statistic)] = shown is not False
+    if not keys:
+        return out
+    columns = [shown.column(name).to_pylist() for name in (*_KEY, "statistic", "shown")]
+    for network, player, filter_name, statistic, is_shown in zip(*columns, strict=True):
+        if (key := (network, player, filter_name)) in keys:
+            out.setdefault(key, {})[statistic] = is_shown
     return out
 
 
