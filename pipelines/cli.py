@@ -180,6 +180,15 @@ def print_total(reports: list[Any]) -> None:
     )
 
 
+def as_the_library_wrote_it(record: logging.LogRecord) -> bool:
+    """A library line on the terminal as it was written: in a run, Dagster rewrites each record it
+    keeps for the event log as ``job - run id - step - message`` (its original in ``dagster_meta``)."""
+    meta = getattr(record, "dagster_meta", None)
+    if isinstance(meta, dict) and isinstance(meta.get("orig_message"), str):
+        record.msg, record.args = meta["orig_message"], ()
+    return True
+
+
 @app.command()
 def run(
     night: Annotated[
@@ -204,6 +213,8 @@ def run(
 ) -> None:
     """Run a night (or the last --nights N) through Dagster (the nightly job), then print what it did."""
     setup_logging(verbose)
+    for handler in logging.getLogger().handlers:
+        handler.addFilter(as_the_library_wrote_it)
     settings = settings_from(
         sandbox,
         watchlist=watchlist,

@@ -106,14 +106,17 @@ def run_models(settings: Settings) -> RunReport:
         current = None
     if current is not None:
         return current
-    echo = logging.getLogger("dagster.builtin")
-    level = echo.level
-    echo.setLevel(logging.WARNING)
+    echo = logging.getLogger("dagster.builtin")  # its level is the instance's `python_log_level` in a run
+    echo.addFilter(_warnings_only)
     try:
         with contextlib.redirect_stdout(io.StringIO()):
             return _execute(settings, "models", None)
     finally:
-        echo.setLevel(level)
+        echo.removeFilter(_warnings_only)
+
+
+def _warnings_only(record: logging.LogRecord) -> bool:
+    return record.levelno >= logging.WARNING
 
 
 def report_current_models(settings: Settings) -> RunReport | None:

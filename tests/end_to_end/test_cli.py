@@ -36,6 +36,9 @@ def test_run_then_query(tmp_path: Path) -> None:
     assert run.returncode == 0, run.stderr[-3000:]
     assert "searches spent: 13" in run.stdout and "run ok" in run.stdout
     assert "summaries: 13/13 (" in run.stderr and "13 searches spent" in run.stderr  # progress, as plain lines off a terminal
+    # the library's lines as it wrote them (no `nightly - <run id> - <step> -`), no dbt chatter on the views' first build
+    assert " - player_summaries - " not in run.stderr and "dbt command" not in run.stderr + run.stdout
+    assert "models ok: 17 built" in run.stdout
     assert "tournaments" in run.stdout and "player_statistics" in run.stdout
     assert (tmp_path / "warehouse.duckdb").is_file()
 
