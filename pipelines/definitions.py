@@ -1,5 +1,12 @@
-"""The one ``Definitions``: assets, checks, the nightly, models, drain and rebuild jobs, their
-schedules, and the sensors (the models after a night, alerts, freshness)."""
+"""The ``Definitions``: assets, checks, the nightly, models, drain and rebuild jobs, their
+schedules, and the sensors (the models after a night, alerts, freshness).
+
+Two code locations on one machine (``workspace.yaml``): ``tourneylake`` (:func:`defs`: the
+nights, without the dbt models) and ``tourneylake_models`` (``pipelines.models``: the models,
+the report and their job, with the sensor that runs it after each night). dagster-dbt and
+dbt-core cost a process ~1.7 s to load, and every run launched from the UI is a new process
+that loads its location: a night's run loads none of dbt. A deployment (``deploy/``) keeps one
+location holding both (``with_models=True``)."""
 
 from __future__ import annotations
 
@@ -24,6 +31,7 @@ from dagster import (
     ExecutorDefinition,
     Field,
     JobDefinition,
+    JobSelector,
     PartitionsDefinition,
     RunRequest,
     RunsFilter,
@@ -177,6 +185,7 @@ def nightly(
 
 
 def models_after(nightly_job: Any, models_job: Any) -> Any:
+    # `nightly_job`: the job, or a JobSelector of it in another code location.
     """A sensor that builds the models once a night has loaded: after each successful
     ``nightly`` run but those tagged :data:`BUILT_BY_RUN`, and not while a ``models`` run is
     already waiting (it will read that night too: a backfill builds them once or twice, not once
@@ -298,6 +307,27 @@ def build_definitions(
     )
 
 
+#: The nights' code location's name (workspace.yaml), whose nightly runs the models' sensor follows.
+NIGHTS_LOCATION = "tourneylake"
+
+
+def models_location(resource: TourneylakeResource) -> Definitions:
+    """The models' code location beside the nights' (``pipelines.models``): the dbt models and
+    their tests as checks, the report, the ``models`` job, and the sensor that runs it after each
+    ``nightly`` run of the :data:`NIGHTS_LOCATION` location. The tables the models read are that
+    location's assets: here they are the models' upstream keys, and Dagster joins the two graphs."""
+    from assets.models import dbt_resource
+
+    models = model_definitions()
+    nightly_runs = JobSelector(location_name=NIGHTS_LOCATION, job_name="nightly")
+    return Definitions(
+        assets=models.assets,
+        jobs=[models.job],
+        sensors=[models_after(nightly_runs, models.job)],
+        resources={"tourneylake": resource, "dbt": dbt_resource()},
+    )
+
+
 def _settings_when_loaded(resource: TourneylakeResource) -> Settings:
     """The settings a resource stands for as the definitions load: a resource bound to the
     environment (``EnvVar``, resolved only in a run) reads it now."""
@@ -309,8 +339,9 @@ def _settings_when_loaded(resource: TourneylakeResource) -> Settings:
 def defs() -> Definitions:
     """What ``dagster dev`` loads (workspace.yaml), and ``dagster … -m pipelines.definitions``:
     built from the environment when the code location loads, not when this module is imported,
-    so importing it reads no setting and ``tourneylake run``'s flags win."""
-    return definitions_from_env()
+    so importing it reads no setting and ``tourneylake run``'s flags win. The nights without the
+    models (those are ``pipelines.models``' location)."""
+    return definitions_from_env(with_models=False)
 
 
 def definitions_from_env(

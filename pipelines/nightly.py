@@ -29,7 +29,7 @@ from assets.nightly_report import nightly_report, report_metadata
 from assets.partitions import SERVICE_POOL, WAREHOUSE_POOL, first_night
 from assets.resource import TourneylakeResource
 from assets.views_current import reported_events
-from pipelines.definitions import BUILT_BY_RUN, IN_PROCESS, MODELS_TAG, build_definitions, watchlist_accounts
+from pipelines.definitions import BUILT_BY_RUN, IN_PROCESS, MODELS_TAG, build_definitions, models_location, watchlist_accounts
 from pipelines.failures import HOST_TAG, PID_TAG, interrupted, root_message
 from tourneylake.config import ENV_PREFIX, Settings
 from tourneylake.errors import TourneylakeError
@@ -155,14 +155,13 @@ def _execute(settings: Settings, job_name: str, night: date | None, *, sandbox_s
     first = min(first_night(settings), night) if night else first_night(settings)  # any night the service has data for
     if job_name == "nightly" and night is not None and side_by_side(settings, accounts):
         return _execute_side_by_side(settings, night, accounts, first, sandbox_seed=sandbox_seed)
-    definitions = build_definitions(
-        TourneylakeResource.from_settings(settings, sandbox_seed=sandbox_seed),
-        settings.schedule_cron,
-        accounts,
-        drain_at=drain_cron(settings),
-        first=first,
-        with_models=job_name == "models",  # a night's run does not import dbt
-    )
+    resource = TourneylakeResource.from_settings(settings, sandbox_seed=sandbox_seed)
+    if job_name == "models":  # the models' code location: a night's run does not import dbt
+        definitions = models_location(resource)
+    else:
+        definitions = build_definitions(
+            resource, settings.schedule_cron, accounts, drain_at=drain_cron(settings), first=first, with_models=False
+        )
     job = definitions.resolve_job_def(job_name)
     started = time.perf_counter()
     # The persistent instance when DAGSTER_HOME is set (`make run`: the runs show in `dagster dev`
@@ -194,7 +193,7 @@ def side_by_side(settings: Settings, accounts: list[str]) -> bool:
 def _execute_side_by_side(settings: Settings, night: date, accounts: list[str], first: date, *, sandbox_seed: int) -> RunReport:
     """The nightly job on Dagster's multiprocess executor: every step in a process of its own,
     the accounts' harvests side by side (each in its own pool). The steps load the code
-    location without the models (``pipelines.night_steps``) and read their settings from
+    location of the nights (``pipelines.definitions``, no models) and read their settings from
     ``TOURNEYLAKE_*`` variables, set here for the run's processes (secrets included: they stay
     in this process tree's environment, never in run config or the event log); ``first``, the
     partitions' first night, is one of them. The built-in sandbox, when asked for, is started here once and every
@@ -221,12 +220,12 @@ def _execute_side_by_side(settings: Settings, night: date, accounts: list[str], 
         # then: this run's settings (another watchlist, other accounts) load it again.
         ReconstructableJob.get_definition.cache_clear()
         ReconstructableJob.get_repository_definition.cache_clear()
-        location = ReconstructableRepository.for_module("pipelines.night_steps", "defs", os.getcwd())
+        location = ReconstructableRepository.for_module("pipelines.definitions", "defs", os.getcwd())
         job = location.get_reconstructable_job("nightly")
         # Forked from one server that imported the code location once (not a fresh interpreter
         # per step: ~2.5 s of CPU each); it is stopped after the run, so the next run's steps
         # see that run's environment.
-        forkserver = {"forkserver": {"preload_modules": ["pipelines.night_steps"]}}
+        forkserver = {"forkserver": {"preload_modules": ["pipelines.definitions"]}}
         multiprocess = {"max_concurrent": workers + 1, "start_method": forkserver}
         run_config = {"execution": {"config": {"multiprocess": multiprocess}}, **QUIET_LOGS}
         tags = {**_tags(), "dagster/partition": night.isoformat()}

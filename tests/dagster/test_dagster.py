@@ -3,6 +3,7 @@ sandbox, asset invocation with build_asset_context, the schedule, and EnvVar-bou
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from datetime import UTC, date, datetime
@@ -23,7 +24,9 @@ from dagster import (
 from assets.models import dbt_models
 from assets.reference import countries, metadata, news
 from assets.resource import TourneylakeResource
+from pipelines.definitions import definitions_from_env
 from pipelines.definitions import defs as code_location
+from pipelines.models import defs as models_code_location
 from tests.helpers import REPO
 from tourneylake.config import SANDBOX_PASSWORD
 from tourneylake.tables.warehouse import LOAD_ORDER
@@ -32,21 +35,26 @@ pytestmark = [pytest.mark.xdist_group("dagster"), pytest.mark.slow]
 
 NIGHT = date(2026, 11, 20)
 MODELS = ("latest_player_statistics", "player_statistics_over_time", "player_results_usd", "roi_by_stake_usd")
-defs = code_location()  # what `dagster dev` loads, built once for the module
+defs = code_location()  # what `dagster dev` loads, built once for the module: the nights' location,
+models_location = models_code_location()  # the models' location beside it,
+everything = definitions_from_env(with_models=True)  # and a deployment's one location with both
 
 
 SANDBOX = dict(seed=2, today=NIGHT)
 
 
 def test_definitions_hold_the_assets_checks_jobs_and_schedule() -> None:
-    graph = defs.resolve_asset_graph()
-    keys = {key.to_user_string() for key in graph.get_all_asset_keys()}
+    """Two code locations: the nights (no model: a night's run loads no dbt) and the models, whose
+    upstream keys are the nights' tables; a deployment's one location holds both."""
     tables = {f"warehouse/{name}" for name in LOAD_ORDER}
     models = {key.to_user_string() for key in dbt_models.keys}
-    assert (
-        keys
-        == {"metadata", "countries", "news", "player_summaries", "warehouse", "hand_analyses", "nightly_report"} | tables | models
-    )
+    nights = {key.to_user_string() for key in defs.resolve_asset_graph().get_all_asset_keys()}
+    assert nights == {"metadata", "countries", "news", "player_summaries", "warehouse", "hand_analyses"} | tables
+    made_there = models_location.resolve_asset_graph()
+    assert {key.to_user_string() for key in made_there.materializable_asset_keys} == models | {"nightly_report"}
+    assert {key.to_user_string() for key in made_there.get_all_asset_keys()} - models - {"nightly_report"} <= tables
+    graph = everything.resolve_asset_graph()
+    assert {key.to_user_string() for key in graph.get_all_asset_keys()} == nights | models | {"nightly_report"}
     assert {key.to_user_string() for key in graph.get(AssetKey("nightly_report")).parent_keys} <= models, (
         "after the models it reads"
     )
@@ -63,15 +71,12 @@ def test_definitions_hold_the_assets_checks_jobs_and_schedule() -> None:
         ("warehouse/player_results_usd", "unique_key_player_results_usd_network__tournament_id__player"),
     } <= checks
     # The dbt tests run with the models, never in the partitioned nightly job.
-    nightly_checks = {c.name for c in defs.resolve_job_def("nightly").asset_layer.asset_graph.asset_check_keys}
-    assert nightly_checks == {
-        "budget_respected",
-        "no_failed_players",
-        "watchlist_valid",
-        "schema_drift",
-        "night_snapshot_rows",
-        "night_statistic_rows",
-    }
+    nightly_checks = {"budget_respected", "no_failed_players", "watchlist_valid", "schema_drift", "night_snapshot_rows", "night_statistic_rows"}  # fmt: skip
+    for location in (defs, everything):
+        assert {c.name for c in location.resolve_job_def("nightly").asset_layer.asset_graph.asset_check_keys} == nightly_checks
+    assert {c.name for c in models_location.resolve_asset_graph().asset_check_keys} == {c.name for c in dbt_models.check_keys}
+    # The sensor that runs the models after a night follows the other location's nightly runs:
+    # tests/dagster/test_webserver.py sees it launch the models job after a UI night.
     # Lineage: each table from the lake asset that writes it, each model from what it reads.
     assert graph.get(AssetKey(["warehouse", "tournaments"])).parent_keys == {AssetKey("player_summaries")}
     assert graph.get(AssetKey(["warehouse", "currencies"])).parent_keys == {AssetKey("metadata")}
@@ -108,8 +113,8 @@ def test_the_schedule_asks_for_the_night_that_has_just_ended() -> None:
 
 
 def test_a_run_builds_its_resource_once_in_one_process() -> None:
-    for name in ("hands", "rebuild", "models"):
-        assert defs.resolve_job_def(name).executor_def.name == "in_process", name
+    for location, name in ((defs, "hands"), (defs, "rebuild"), (models_location, "models")):
+        assert location.resolve_job_def(name).executor_def.name == "in_process", name
     # The nightly job and the UI's "Materialize" (the implicit asset job) run in-process unless
     # run config asks for multiprocess (tests/test_executors.py).
     for job in (defs.resolve_job_def("nightly"), defs.resolve_implicit_global_asset_job_def()):
@@ -129,28 +134,26 @@ def test_the_code_location_loads_as_dagster_dev_would() -> None:
     assert "Validation successful" in result.stderr + result.stdout
 
 
-NIGHT_WITHOUT_MODELS = """
+NIGHTS_LOCATION = """
 import sys
-from assets.resource import TourneylakeResource
-from pipelines.definitions import build_definitions
-from tourneylake.config import Settings
-
-night = build_definitions(TourneylakeResource.from_settings(Settings(data_dir=sys.argv[1])), "0 3 * * *", with_models=False)
-job = night.resolve_job_def("nightly")
+from pipelines.definitions import defs
+job = defs().resolve_job_def("nightly")
 print((sorted(job.asset_layer.executable_asset_keys), sorted(job.asset_layer.asset_graph.asset_check_keys)))
-print(sorted(name for name in sys.modules if name.split(".")[0] in ("dbt", "dagster_dbt", "assets.models")))
+print(sorted(name for name in sys.modules if name.split(".")[0] in ("dbt", "dagster_dbt") or name == "assets.models"))
 """
 
 
-def test_a_nights_run_has_the_nightly_job_of_the_code_location_without_importing_dbt(tmp_path: Path) -> None:
-    """`tourneylake run`'s nights load the Definitions without the models (dbt-core and
-    dagster-dbt cost a second to import); the nightly job is the one the code location holds."""
+def test_the_nights_code_location_imports_no_dbt(tmp_path: Path) -> None:
+    """A night's run (from the UI: a process that loads its code location; from `tourneylake
+    run`: the same Definitions) imports neither dbt-core nor dagster-dbt (about 1.7 s); its
+    nightly job is the deployment's, which holds the models too."""
+    env = {**os.environ, "TOURNEYLAKE_DATA_DIR": str(tmp_path)}
     result = subprocess.run(
-        [sys.executable, "-c", NIGHT_WITHOUT_MODELS, str(tmp_path)], cwd=REPO, capture_output=True, text=True, timeout=180
+        [sys.executable, "-c", NIGHTS_LOCATION], cwd=REPO, capture_output=True, text=True, timeout=180, env=env
     )
     assert result.returncode == 0, result.stderr[-2000:]
     night_job, imported = result.stdout.strip().splitlines()
-    job = defs.resolve_job_def("nightly")
+    job = everything.resolve_job_def("nightly")
     assert night_job == str((sorted(job.asset_layer.executable_asset_keys), sorted(job.asset_layer.asset_graph.asset_check_keys)))
     assert imported == "[]"
 
@@ -255,13 +258,15 @@ def test_a_night_then_its_models_built_below_the_tables_with_the_dbt_tests_as_ch
     from dagster import RunRequest, SkipReason, build_run_status_sensor_context
 
     from pipelines.definitions import BUILT_BY_RUN, MODELS_TAG, build_definitions
+    from pipelines.definitions import models_location as models_location_of
 
     sandbox.world.set_today(NIGHT)
     resource = TourneylakeResource(base_url=sandbox.base_url, data_dir=str(tmp_path), watchlist=str(REPO / "watchlist.yaml"))
-    definitions = build_definitions(resource, "0 3 * * *", first=NIGHT)
+    nights = build_definitions(resource, "0 3 * * *", first=NIGHT, with_models=False)  # the two locations, on one resource
+    definitions = models_location_of(resource)
     sensor = definitions.resolve_sensor_def("models_after_nightly")
     with DagsterInstance.ephemeral() as instance:
-        nightly = definitions.resolve_job_def("nightly")
+        nightly = nights.resolve_job_def("nightly")
         asks = {}
         for tags in ({}, {MODELS_TAG: BUILT_BY_RUN}):
             night = nightly.execute_in_process(partition_key=NIGHT.isoformat(), instance=instance, tags=tags)

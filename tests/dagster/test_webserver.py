@@ -23,6 +23,7 @@ from tests.helpers import REPO
 
 pytestmark = [pytest.mark.xdist_group("webserver"), pytest.mark.slow]
 
+RUNS = "query Runs { runsOrError(limit: 20) { ... on Runs { results { jobName status } } } }"
 STATUS = "query Status($id: ID!) { runOrError(runId: $id) { __typename ... on Run { status } } }"
 CARDS = "query Cards { assetNodes { assetKey { path } partitionStats { numMaterialized numPartitions } } }"
 
@@ -101,6 +102,13 @@ def test_a_night_launched_from_the_ui_and_one_from_the_cli_share_the_instance(tm
                 cwd=REPO, env=env, capture_output=True, text=True, timeout=240,
             )  # fmt: skip
             assert cli.returncode == 0, cli.stderr[-2000:]
+            # The models' location ran its job after the UI's night (its sensor follows the nights' location).
+            while time.monotonic() < deadline + 360:
+                models = [run for run in _graphql(url, RUNS, {})["runsOrError"]["results"] if run["jobName"] == "models"]
+                if any(run["status"] in ("SUCCESS", "FAILURE") for run in models):
+                    break
+                time.sleep(1)
+            assert [run["status"] for run in models if run["status"] in ("SUCCESS", "FAILURE")][:1] == ["SUCCESS"], models
             # What the asset cards show: the nights from TOURNEYLAKE_FIRST_NIGHT to yesterday, three of them filled.
             cards = _graphql(url, CARDS, {})["assetNodes"]
             stats = {"/".join(node["assetKey"]["path"]): node["partitionStats"] for node in cards}
