@@ -364,7 +364,7 @@ def print_status(found: Any, night: date | None, pairs: int, latest: int) -> Non
         table.add_column(column, justify="left" if column in ("night", "last run") else "right")
     for one in nights:
         state = one.outcome + ("" if one.loaded or one.outcome in ("failed", "interrupted", "unrecorded") else ", not loaded")
-        counts = (one.searches_spent, one.fetched, one.deferred, one.failed, one.misconfigured)
+        counts = (one.night_searches, one.fetched, one.deferred, one.failed, one.misconfigured)  # the night's, the last run's
         table.add_row(
             one.night.isoformat(), state, *(f"{n:,}" for n in counts), *(f"{one.rows.get(t, 0):,}" for t in _SHOWN_TABLES)
         )

@@ -78,6 +78,7 @@ def test_a_later_run_of_the_night_settles_what_was_outstanding(lake, sandbox) ->
     assert run_night(lake, DEFERRED).success  # the cap lifted: the deferred pair is fetched
     again = next(n for n in lake_status(lake).nights if n.night == DEFERRED)
     assert again.outcome == "ok" and again.outstanding == [] and again.fetched == 1
+    assert (again.searches_spent, again.night_searches) == (1, 3)  # the night's bill is both runs'
 
 
 def test_the_command_shows_the_nights_and_writes_json(lake) -> None:

@@ -4,8 +4,9 @@ One small JSON document per night, so a year of nights is read in a few millisec
 ``tourneylake status`` (and by anyone reading the lake) without the Dagster instance, which
 is not there for a run made without ``DAGSTER_HOME`` nor on another machine. A run's steps each
 merge their part (:meth:`NightLog.update`) under the lake's lock for it; the first update of
-another run starts the night's record afresh, so the record is always one run's. The record's
-fields are the caller's (``tourneylake.night.status`` writes and reads them). Written without
+another run starts the night's record afresh, so the record is always one run's, but for the
+searches the earlier runs spent on the night (``earlier_searches``: the night's bill is every
+run's). The record's fields are the caller's (``tourneylake.night.status`` writes and reads them). Written without
 fsync: it is a summary of what the raw answers, the ledger and the tables hold, and a record
 lost to a power cut is written again by the night's next run.
 """
@@ -61,8 +62,15 @@ class NightLog:
             record = self.read(night)
             now = datetime.now(UTC).isoformat(timespec="seconds")
             if record.get("run_id") != run_id:
-                record = {"night": night.isoformat(), "run_id": run_id, "started_at": now}
+                record = {"night": night.isoformat(), "run_id": run_id, "started_at": now, **_carried(record)}
             change(record)
             record["updated_at"] = now
             atomic_write(self._path(night), orjson.dumps(record, option=orjson.OPT_SORT_KEYS), fsync=False)
             return record
+
+
+def _carried(earlier: dict[str, Any]) -> dict[str, Any]:
+    """What a run's record keeps of the night's earlier runs: the searches they spent."""
+    harvests = (earlier.get("harvests") or {}).values()
+    spent = int(earlier.get("earlier_searches") or 0) + sum(int(part.get("searches_spent") or 0) for part in harvests)
+    return {"earlier_searches": spent} if spent else {}

@@ -115,7 +115,8 @@ class NightStatus:
     reason: str | None = None
     run_id: str | None = None
     ended_at: str | None = None
-    searches_spent: int = 0
+    searches_spent: int = 0  # by the last run
+    night_searches: int = 0  # by every run of the night the records kept (its bill)
     fetched: int = 0
     deferred: int = 0
     failed: int = 0
@@ -185,6 +186,7 @@ def _night_status(lake: Lake, night: date, record: dict[str, Any]) -> NightStatu
         run_id=record.get("run_id"),
         ended_at=record.get("updated_at"),
         searches_spent=total("searches_spent"),
+        night_searches=int(record.get("earlier_searches") or 0) + total("searches_spent"),
         fetched=total("fetched"),
         deferred=total("deferred"),
         failed=total("failed"),
