@@ -205,7 +205,8 @@ def _gather(wh: Warehouse, night: date, watchlist: Path | None) -> _Data:
     latest: dict[tuple[str, str], list[Row]] = {}
     for row in _rows(
         wh,
-        "SELECT * FROM player_entries WHERE day <= $night "
+        "SELECT network, player, started_at, tournament_name, position, total_entrants, finish, buy_in_usd, profit_usd "
+        "FROM player_entries WHERE day <= $night "
         "QUALIFY row_number() OVER (PARTITION BY network, player ORDER BY started_at DESC, tournament_id DESC) <= $n "
         "ORDER BY network, player, started_at DESC, tournament_id DESC",
         {**at, "n": LATEST_RESULTS},
