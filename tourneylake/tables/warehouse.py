@@ -161,18 +161,19 @@ def parts_rank(con: duckdb.DuckDBPyConnection, files: list[str]) -> str:
 
 
 @contextlib.contextmanager
-def _repeating_parts(lake: Lake, spec: TableSpec, files: list[str]) -> Iterator[tuple[duckdb.DuckDBPyConnection, str] | None]:
-    """A connection reading a night's ``files`` of a deduplicated table and the rank of their
-    rows (``parts_rank``); ``None`` when they hold each key once (or there are none)."""
+def _repeating_parts(
+    lake: Lake, spec: TableSpec, files: list[str]
+) -> Iterator[tuple[duckdb.DuckDBPyConnection, str, list[str], dict[str, str]] | None]:
+    """A connection reading a night's ``files`` of a deduplicated table, the rank of their rows
+    (``parts_rank``) and the files as it reads them (fetched whole from an object store, with
+    each one's URL: see :func:`_fetched`); ``None`` when they hold each key once (or there are none)."""
     if not files:
         yield None
         return
-    with contextlib.closing(duckdb.connect()) as con:
+    with _fetched(lake, files) as (local, named), contextlib.closing(duckdb.connect()) as con:
         con.execute("SET TimeZone = 'UTC'")  # the rows' text, which breaks ties, in UTC
-        if lake.filesystem is not None:
-            con.register_filesystem(lake.filesystem)
-        repeated = _rows(con.execute(_render("dedup_repeated_keys", spec), {"files": files}))
-        yield (con, parts_rank(con, files)) if repeated else None
+        repeated = _rows(con.execute(_render("dedup_repeated_keys", spec), {"files": local}))
+        yield (con, parts_rank(con, local), local, named) if repeated else None
 
 
 def one_row_per_key(lake: Lake, table: str, night: date) -> pa.Table | None:
@@ -183,8 +184,8 @@ def one_row_per_key(lake: Lake, table: str, night: date) -> pa.Table | None:
     with _repeating_parts(lake, spec, files) as repeating:
         if repeating is None:
             return None
-        con, rank = repeating
-        table_rows = con.sql(_render("night_one_per_key", spec, rank=rank), params={"files": files}).to_arrow_table()
+        con, rank, local, _ = repeating
+        table_rows = con.sql(_render("night_one_per_key", spec, rank=rank), params={"files": local}).to_arrow_table()
     schema = pa.schema([field for field in spec.schema if field.name in table_rows.column_names])
     return table_rows.select(schema.names).cast(schema)
 
@@ -197,9 +198,9 @@ def rows_not_kept(lake: Lake, table: str, night: date, files: list[str]) -> dict
     spec = TABLES[table]
     with _repeating_parts(lake, spec, files) as repeating:
         if repeating is not None:
-            con, rank = repeating
-            for part, row in con.execute(_render("night_rows_not_kept", spec, rank=rank), {"files": files}).fetchall():
-                lost.setdefault(str(part), []).append(int(row))
+            con, rank, local, named = repeating
+            for part, row in con.execute(_render("night_rows_not_kept", spec, rank=rank), {"files": local}).fetchall():
+                lost.setdefault(named.get(str(part), str(part)), []).append(int(row))
     return lost
 
 
