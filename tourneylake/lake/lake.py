@@ -470,12 +470,18 @@ class Lake:
             pass
 
     def tables(self) -> list[str]:
-        """The lake's Delta tables."""
-        if not self.root.is_dir():
+        """The lake's Delta tables (on an object store a listing per folder, side by side)."""
+        try:
+            folders = [p for p in self.root.iterdir() if p.is_dir() and not p.name.startswith(("_", "."))]
+        except FileNotFoundError:
             return []
-        return sorted(
-            p.name for p in self.root.iterdir() if p.is_dir() and not p.name.startswith(("_", ".")) and (p / DELTA_LOG).is_dir()
-        )
+        if not isinstance(self.root, StorePath):
+            return sorted(p.name for p in folders if (p / DELTA_LOG).is_dir())
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(8, thread_name_prefix="tourneylake-tables") as pool:
+            logged = list(pool.map(lambda p: any(e.name == DELTA_LOG for e in p.iterdir()), folders))
+        return sorted(p.name for p, has_log in zip(folders, logged, strict=True) if has_log)
 
     def partitions(self, table: str) -> list[date]:
         """The nights the table's current version holds rows of."""
