@@ -63,7 +63,11 @@ def night(server: BenchServer, tree: Path, work: Path, label: str, extra: dict[s
         views_built(Path(env.get("TOURNEYLAKE_WAREHOUSE") or Path(data_dir) / "warehouse.duckdb"))
     env["PYTHONUNBUFFERED"] = "1"  # the night's last line ("run ok in …") seen when it is printed
     run = measure(
-        [sys.executable, "-m", "pipelines.cli", "run", "--date", NIGHT.isoformat()], env=env, cwd=tree, timeout=1800, mark=NIGHT_DONE
+        [sys.executable, "-m", "pipelines.cli", "run", "--date", NIGHT.isoformat()],
+        env=env,
+        cwd=tree,
+        timeout=1800,
+        mark=NIGHT_DONE,
     )
     stats = server.stats()
     if run.returncode != 0:
