@@ -190,7 +190,7 @@ def is_legacy(lake: Lake, table: str) -> bool:
     """Whether the table's folder holds the lake's first layout (hive folders of Parquet parts
     and no Delta log), which ``tourneylake rebuild --all`` converts."""
     try:
-        entries = list(lake.table_dir(table).iterdir())  # one listing (a store's answers say what is a folder)
+        entries: list[AnyPath] = list(lake.table_dir(table).iterdir())  # one listing (a store's answers say what is a folder)
     except (FileNotFoundError, NotADirectoryError):
         return False
     if any(p.name == DELTA_LOG for p in entries):
