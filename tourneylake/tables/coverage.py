@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from datetime import date
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -128,12 +129,20 @@ def _authorized(lake: Lake, night: date, keys: set[TargetKey] | None) -> dict[Ta
         return {}
     table = lake.read_partition("player_statistics", night, columns=[*_KEY, "statistic", "authorized"])
     out: dict[TargetKey, dict[str, bool]] = {}
-    columns = [table.column(name).to_pylist() for name in (*_KEY, "statistic", "authorized")]
+    columns = [*(_values(table.column(name)) for name in (*_KEY, "statistic")), table.column("authorized").to_pylist()]
     for network, player, filter_name, statistic, shown in zip(*columns, strict=True):
         key = (str(network), str(player), str(filter_name or ""))
         if keys is None or key in keys:
             out.setdefault(key, {})[str(statistic)] = shown is not False
     return out
+
+
+def _values(column: pa.ChunkedArray) -> list[Any]:
+    """A column of few distinct values as a list: each value made a Python object once (a
+    dictionary column's ``to_pylist`` makes one per row: 0.2 s for a night's 74,000 statistics)."""
+    encoded = pc.dictionary_encode(column, null_encoding="encode").combine_chunks()
+    values = encoded.dictionary.to_pylist()
+    return list(map(values.__getitem__, encoded.indices.to_pylist()))
 
 
 def _last_seen(lake: Lake, night: date, keys: Iterable[TargetKey]) -> dict[TargetKey, date]:
