@@ -2,7 +2,8 @@
 or a folder) on a local lake, and this tree on S3 (moto behind the counting proxy of
 ``tests/s3_proxy.py``), alternating, every arm a whole ``tourneylake run`` process against
 :mod:`benchmarks.bench_server` (20 ms, concurrency 16, as benchmark 1), then a whole ``tourneylake
-rebuild --date`` of that night from the lake it made. Medians of ``--repeats``; the S3 arm also
+rebuild --date`` of that night from the lake it made; ``night_s`` is the run up to its "run ok" line,
+``models_s`` the models job after it. Medians of ``--repeats``; the S3 arm also
 gives the store's requests for the night (PUT, GET, LIST) and, with ``--list-sizes``, the LIST
 requests of nights of other sizes (they should not grow with the answers).
 
