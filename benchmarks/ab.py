@@ -2,7 +2,8 @@
 or a folder) on a local lake, and this tree on S3 (moto behind the counting proxy of
 ``tests/s3_proxy.py``), alternating, every arm a whole ``tourneylake run`` process against
 :mod:`benchmarks.bench_server` (20 ms, concurrency 16, as benchmark 1), then a whole ``tourneylake
-rebuild --date`` of that night from the lake it made. Medians of ``--repeats``; the S3 arm also
+rebuild --date`` of that night from the lake it made; ``night_s`` is the run up to its "run ok" line,
+``models_s`` the models job after it. Medians of ``--repeats``; the S3 arm also
 gives the store's requests for the night (PUT, GET, LIST) and, with ``--list-sizes``, the LIST
 requests of nights of other sizes (they should not grow with the answers).
 
@@ -33,6 +34,8 @@ from benchmarks.common import NIGHT, ROOT, BenchServer, measure, roster, run_env
 from benchmarks.run import views_built
 
 CONCURRENCY = 16
+#: What ``tourneylake run`` prints once its night is over, before its models job.
+NIGHT_DONE = b"run ok in "
 
 
 def log(message: str) -> None:
@@ -59,7 +62,14 @@ def night(server: BenchServer, tree: Path, work: Path, label: str, extra: dict[s
     env = run_env(server.base_url, data_dir, watchlist, work / f"{label}-dagster-{uuid.uuid4().hex[:6]}", CONCURRENCY, **extra)
     if tree.resolve() == ROOT.resolve():  # a baseline's warehouse is its own (its schema, no models)
         views_built(Path(env.get("TOURNEYLAKE_WAREHOUSE") or Path(data_dir) / "warehouse.duckdb"))
-    run = measure([sys.executable, "-m", "pipelines.cli", "run", "--date", NIGHT.isoformat()], env=env, cwd=tree, timeout=1800)
+    env["PYTHONUNBUFFERED"] = "1"  # the night's last line ("run ok in …") seen when it is printed
+    run = measure(
+        [sys.executable, "-m", "pipelines.cli", "run", "--date", NIGHT.isoformat()],
+        env=env,
+        cwd=tree,
+        timeout=1800,
+        mark=NIGHT_DONE,
+    )
     stats = server.stats()
     if run.returncode != 0:
         raise RuntimeError(f"{label}: tourneylake run exited {run.returncode}: {run.stderr[-2000:]}")
@@ -71,6 +81,10 @@ def night(server: BenchServer, tree: Path, work: Path, label: str, extra: dict[s
     fetching = (stats["last_at"] - stats["first_at"]) if stats["first_at"] else None
     return {
         "run_s": run.seconds,
+        # The night (the process up to its "run ok" line) and the models job after it (dbt's
+        # views and tests, the coach's report; a tree before them has none).
+        "night_s": run.marked_s,
+        "models_s": None if run.marked_s is None else run.seconds - run.marked_s,
         "run_cpu_s": run.user_s + run.sys_s,
         "fetching_s": fetching,
         "peak_rss_mb": run.tree_peak_rss_mb,
@@ -159,7 +173,9 @@ def main(argv: list[str] | None = None) -> int:
     for label, figures in medians.items():
         if label != "ours/local":
             out[f"{label} / ours/local"] = {
-                k: round(figures[k] / local[k], 3) for k in ("run_s", "fetching_s", "rebuild_s") if local.get(k)
+                k: round(figures[k] / local[k], 3)
+                for k in ("run_s", "night_s", "fetching_s", "rebuild_s", "run_cpu_s")
+                if local.get(k) and figures.get(k)
             }
     if requests:
         out["s3_requests_per_night"] = {k: int(statistics.median(r.get(k, 0) for r in requests)) for k in requests[0]}

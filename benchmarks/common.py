@@ -383,6 +383,8 @@ class Measured:
     # (``steal`` in /proc/stat), in percent; None where the kernel does not say. A run that
     # uses both cores loses more wall time to it than one that uses one (see RESULTS.md).
     steal_pct: float | None = None
+    # Seconds from the spawn until ``mark`` (see :func:`measure`) first appeared in its output.
+    marked_s: float | None = None
 
 
 def cpu_jiffies() -> tuple[int, int] | None:
@@ -419,8 +421,12 @@ def _tree_rss_mb(pid: int) -> float:
     return total / 1e6
 
 
-def measure(cmd: list[str], *, env: dict[str, str] | None = None, cwd: Path = ROOT, timeout: float = 900) -> Measured:
-    """Run ``cmd`` to its exit; its output goes to temporary files (no pipe to drain)."""
+def measure(
+    cmd: list[str], *, env: dict[str, str] | None = None, cwd: Path = ROOT, timeout: float = 900, mark: bytes | None = None
+) -> Measured:
+    """Run ``cmd`` to its exit; its output goes to temporary files (no pipe to drain). With
+    ``mark``, when those bytes first appear in its standard output, looked for every ~50 ms (the
+    child should write unbuffered: ``PYTHONUNBUFFERED=1``)."""
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         started_at = time.time()
         jiffies = cpu_jiffies()
@@ -428,6 +434,7 @@ def measure(cmd: list[str], *, env: dict[str, str] | None = None, cwd: Path = RO
         proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=out, stderr=err, stdin=subprocess.DEVNULL, start_new_session=True)
         deadline = t0 + timeout
         tree_peak, polls = 0.0, 0
+        marked_s: float | None = None
         while True:
             pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
             if pid:
@@ -435,6 +442,8 @@ def measure(cmd: list[str], *, env: dict[str, str] | None = None, cwd: Path = RO
             polls += 1
             if polls % 10 == 0:
                 tree_peak = max(tree_peak, _tree_rss_mb(proc.pid))
+                if mark is not None and marked_s is None and mark in os.pread(out.fileno(), 1 << 24, 0):
+                    marked_s = time.perf_counter() - t0
             if time.perf_counter() > deadline:
                 os.kill(proc.pid, signal.SIGKILL)
                 pid, status, usage = os.wait4(proc.pid, 0)
@@ -457,6 +466,7 @@ def measure(cmd: list[str], *, env: dict[str, str] | None = None, cwd: Path = RO
             err.read().decode(errors="replace"),
             max(tree_peak, usage.ru_maxrss / 1024),
             steal_pct(jiffies, cpu_jiffies()),
+            marked_s,
         )
 
 

@@ -15,6 +15,8 @@ able to get through), and only while the proxy lives. The faults, one drawn per 
 
 ``GET /_proxy/stats`` (never forwarded) answers the counts as JSON: requests by method, LIST
 requests, conditional PUTs (``If-None-Match``), faults by kind. ``POST /_proxy/reset`` zeroes them.
+``--log FILE`` appends a line per request (time, method, path or listed prefix, status, seconds), to
+see which step asks what.
 """
 
 from __future__ import annotations
@@ -46,8 +48,9 @@ _ERROR = b'<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>%s</Code><Messag
 
 
 class Proxy:
-    def __init__(self, target: str, share: float, max_faults: int, seed: int) -> None:
+    def __init__(self, target: str, share: float, max_faults: int, seed: int, log: str | None = None) -> None:
         self.target = target.rstrip("/")
+        self.log = open(log, "a", buffering=1) if log else None  # noqa: SIM115 - open while the proxy lives
         self.share = share
         self.max_faults = max_faults
         self.random = random.Random(seed)
@@ -91,6 +94,15 @@ class Proxy:
             self.faults.clear()
             return web.json_response({})
         self._count(request)
+        started = time.time()
+        answer = await self._forward(request)
+        if self.log is not None:
+            query = request.rel_url.query
+            what = f"?prefix={query.get('prefix', '')}" if "prefix" in query or "list-type" in query else ""
+            self.log.write(f"{started:.4f} {request.method} {request.path}{what} {answer.status} {time.time() - started:.4f}\n")
+        return answer
+
+    async def _forward(self, request: web.Request) -> web.StreamResponse:
         fault = self._fault(request.path)
         if fault is not None:
             self.faults[fault] += 1
@@ -138,7 +150,7 @@ def _drop(request: web.Request) -> web.StreamResponse:
 
 
 async def serve(args: argparse.Namespace) -> None:
-    proxy = Proxy(args.target, args.faults, args.max_faults, args.seed)
+    proxy = Proxy(args.target, args.faults, args.max_faults, args.seed, args.log)
     proxy.session = aiohttp.ClientSession(auto_decompress=False, timeout=aiohttp.ClientTimeout(total=60))
     app = web.Application(client_max_size=1 << 30)
     app.router.add_route("*", "/{tail:.*}", proxy.handle)
@@ -211,11 +223,12 @@ class RunningProxy:
 
 @contextlib.contextmanager
 def running_proxy(
-    target: str, *, faults: float = 0.0, max_faults: int = 1000, seed: int = 1, lifetime_s: float = 900
+    target: str, *, faults: float = 0.0, max_faults: int = 1000, seed: int = 1, lifetime_s: float = 900, log: str | None = None
 ) -> Iterator[RunningProxy]:
     """The proxy in front of ``target`` in a child process, stopped by its pid at the end."""
     command = [sys.executable, "-m", "tests.s3_proxy", "--target", target, "--faults", str(faults)]
     command += ["--max-faults", str(max_faults), "--seed", str(seed), "--lifetime-s", str(lifetime_s)]
+    command += ["--log", log] if log else []
     root = str(Path(__file__).resolve().parent.parent)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p)}
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env, cwd=root)
@@ -237,6 +250,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-faults", type=int, default=1000)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--lifetime-s", type=float, default=3600.0)
+    parser.add_argument("--log", help="a file to append one line per request to")
     args = parser.parse_args(argv)
     with contextlib.suppress(KeyboardInterrupt):
         asyncio.run(serve(args))

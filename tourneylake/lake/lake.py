@@ -470,12 +470,18 @@ class Lake:
             pass
 
     def tables(self) -> list[str]:
-        """The lake's Delta tables."""
-        if not self.root.is_dir():
+        """The lake's Delta tables (on an object store a listing per folder, side by side)."""
+        try:
+            folders = [p for p in self.root.iterdir() if p.is_dir() and not p.name.startswith(("_", "."))]
+        except FileNotFoundError:
             return []
-        return sorted(
-            p.name for p in self.root.iterdir() if p.is_dir() and not p.name.startswith(("_", ".")) and (p / DELTA_LOG).is_dir()
-        )
+        if not isinstance(self.root, StorePath):
+            return sorted(p.name for p in folders if (p / DELTA_LOG).is_dir())
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(8, thread_name_prefix="tourneylake-tables") as pool:
+            logged = list(pool.map(lambda p: any(e.name == DELTA_LOG for e in p.iterdir()), folders))
+        return sorted(p.name for p, has_log in zip(folders, logged, strict=True) if has_log)
 
     def partitions(self, table: str) -> list[date]:
         """The nights the table's current version holds rows of."""
@@ -524,11 +530,22 @@ class Lake:
         return self.read_parts(day, self.partition_files(table, day), columns)
 
     def read_parts(self, snapshot_date: date, files: list[str], columns: list[str] | None = None) -> pa.Table:
-        """A night's parts (as :meth:`night_parts` names them), read into one table."""
+        """A night's parts (as :meth:`night_parts` names them), read into one table. On an object
+        store each part is fetched whole, all side by side (one GET each: pyarrow's reads through
+        fsspec ask each file's size twice, then its ranges)."""
+        fetched: dict[str, bytes] = {}
+        if isinstance(self.root, StorePath) and files:
+            paths = {StorePath(self.root.fs, self._fs_path(path)): path for path in files}
+            fetched = {paths[found]: data for found, data in self.root.cat_many(list(paths)).items()}
         parts = []
         for path in files:
             try:
-                parts.append(pq.read_table(self._fs_path(path), columns=columns, filesystem=self.filesystem))
+                if self.filesystem is None:
+                    parts.append(pq.read_table(path, columns=columns))
+                elif path not in fetched:
+                    raise FileNotFoundError(f"{path} is missing")
+                else:
+                    parts.append(pq.read_table(pa.BufferReader(fetched[path]), columns=columns))
             except (pa.ArrowException, OSError) as exc:
                 raise damaged_part(path, snapshot_date, exc) from None
         return pa.concat_tables(parts, promote_options="default") if parts else pa.table({})

@@ -189,19 +189,28 @@ _LEGACY_PART = re.compile(r"^(part-([0-9a-f]{12}-)?[0-9]{5}\.parquet|_commit\.js
 def is_legacy(lake: Lake, table: str) -> bool:
     """Whether the table's folder holds the lake's first layout (hive folders of Parquet parts
     and no Delta log), which ``tourneylake rebuild --all`` converts."""
-    folder = lake.table_dir(table)
-    if not folder.is_dir() or (folder / DELTA_LOG).is_dir():
+    try:
+        entries: list[AnyPath] = list(lake.table_dir(table).iterdir())  # one listing (a store's answers say what is a folder)
+    except (FileNotFoundError, NotADirectoryError):
         return False
-    nights = [p for p in folder.iterdir() if p.name.startswith(PARTITION + "=") and p.is_dir()]
+    if any(p.name == DELTA_LOG for p in entries):
+        return False
+    nights = [p for p in entries if p.name.startswith(PARTITION + "=") and p.is_dir()]
     return any(_LEGACY_PART.match(part.name) for night in nights for part in night.iterdir())
 
 
 def legacy_tables(lake: Lake) -> list[str]:
-    """The tables of the lake's first layout (see :func:`is_legacy`)."""
-    if not lake.root.is_dir():
+    """The tables of the lake's first layout (see :func:`is_legacy`; on an object store the
+    folders looked at side by side)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    try:
+        folders = [p.name for p in lake.root.iterdir() if p.is_dir() and not p.name.startswith(("_", "."))]
+    except FileNotFoundError:
         return []
-    folders = [p.name for p in lake.root.iterdir() if p.is_dir() and not p.name.startswith(("_", "."))]
-    return sorted(name for name in folders if is_legacy(lake, name))
+    with ThreadPoolExecutor(1 if lake.local else 8, thread_name_prefix="tourneylake-legacy") as pool:
+        legacy = list(pool.map(lambda name: is_legacy(lake, name), folders))
+    return sorted(name for name, old in zip(folders, legacy, strict=True) if old)
 
 
 # ---------------------------------------------------------------------- the writer

@@ -124,22 +124,29 @@ def raw_file_bytes(resource: str, key: Mapping[str, str], fmt: str, fetched_at: 
 def read_raws(refs: list[RawRef]) -> Iterator[RawResponse]:
     """The stored bodies ``refs`` name, in their order. A segment on an object store is fetched
     whole once while its bodies are read (a few recent ones kept: a night's order visits a
-    segment many times); a damaged body is a :class:`LakeError` naming it (nothing is deleted)."""
+    segment many times; the next ones it needs fetched with it, side by side); a damaged body is a
+    :class:`LakeError` naming it (nothing is deleted)."""
     held: OrderedDict[str, bytes] = OrderedDict()
     held_bytes = 0
+    wanted = list(dict.fromkeys(r.location for r in refs if r.offset is not None and isinstance(r.location, StorePath)))
+    at = {path: number for number, path in enumerate(wanted)}
     for ref in refs:
         try:
             if ref.offset is None:  # a file of the first layout
                 data = ref.location.read_bytes()
             elif isinstance(ref.location, StorePath):
                 whole = held.get(ref.location.path)
-                if whole is None:
-                    whole = ref.location.read_bytes()
-                    held[ref.location.path] = whole
-                    held_bytes += len(whole)
-                    while held_bytes > _HELD_BYTES and len(held) > 1:
-                        held_bytes -= len(held.popitem(last=False)[1])
+                if whole is None:  # this segment and the next ones the night needs, side by side
+                    ahead = [p for p in wanted[at[ref.location] : at[ref.location] + _FETCHED_AT_ONCE] if p.path not in held]
+                    for path, data in ref.location.cat_many(ahead).items():
+                        held[path.path] = data
+                        held_bytes += len(data)
+                    if ref.location.path not in held:
+                        raise FileNotFoundError(f"{ref.location} is missing")
+                    whole = held[ref.location.path]
                 held.move_to_end(ref.location.path)
+                while held_bytes > _HELD_BYTES and len(held) > 1:
+                    held_bytes -= len(held.popitem(last=False)[1])
                 data = payload_of(memoryview(whole)[ref.offset : ref.offset + int(ref.length or 0)])
             else:
                 with open(ref.location, "rb") as handle:
@@ -152,6 +159,8 @@ def read_raws(refs: list[RawRef]) -> Iterator[RawResponse]:
 #: Bytes of object-store segments :func:`read_raws` keeps while it reads (the night's order
 #: goes back and forth between them).
 _HELD_BYTES = 256 << 20
+#: Object-store segments :func:`read_raws` fetches at once (a round trip each, side by side).
+_FETCHED_AT_ONCE = 32
 
 
 def _damaged(ref: RawRef, exc: BaseException) -> LakeError:

@@ -81,7 +81,8 @@ _FILESYSTEMS_LOCK = threading.Lock()
 
 def _filesystem(url: str) -> tuple[Any, str]:
     """``fsspec.url_to_fs``, one instance per URL and store environment (a test, or a process,
-    that changes ``AWS_ENDPOINT_URL`` gets a new client, never a stale one)."""
+    that changes ``AWS_ENDPOINT_URL`` gets a new client, never a stale one). s3fs reads an object
+    in one GET (its ``max_concurrency`` 1: with more, every whole read first asks the size, a HEAD)."""
     import fsspec
 
     env = sorted((k, v) for k, v in os.environ.items() if k.startswith(("AWS_", "GOOGLE_", "AZURE_", "GCS", "FSSPEC_")))
@@ -89,7 +90,9 @@ def _filesystem(url: str) -> tuple[Any, str]:
     with _FILESYSTEMS_LOCK:
         if key not in _FILESYSTEMS:
             try:
-                _FILESYSTEMS[key] = fsspec.url_to_fs(url, skip_instance_cache=True)
+                fs, _ = _FILESYSTEMS[key] = fsspec.url_to_fs(url, skip_instance_cache=True)
+                if getattr(fs, "max_concurrency", 1) > 1:
+                    fs.max_concurrency = 1
             except Exception as exc:  # noqa: BLE001 - any store's refusal is one line
                 from tourneylake.config import shown
 

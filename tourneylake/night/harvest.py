@@ -705,8 +705,9 @@ class _Fetcher:
         # More workers than HTTP slots: while one worker saves, parses and normalises a body,
         # another already holds the freed slot, so the service always has `concurrency` requests
         # in flight (never more: the client's slots bound them). Twice as many on a disk; on an
-        # object store a body is kept by a PUT shared with others (a few milliseconds' wait), so more.
-        per_slot = 2 if self.session.lake.local else 8
+        # object store a body is kept by a PUT shared with others (a segment's linger and its PUT:
+        # tens of milliseconds), so many more.
+        per_slot = 2 if self.session.lake.local else 16
         await asyncio.gather(*(worker() for _ in range(per_slot * self.session.settings.concurrency)))
         return transient
 

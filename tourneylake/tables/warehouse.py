@@ -161,18 +161,19 @@ def parts_rank(con: duckdb.DuckDBPyConnection, files: list[str]) -> str:
 
 
 @contextlib.contextmanager
-def _repeating_parts(lake: Lake, spec: TableSpec, files: list[str]) -> Iterator[tuple[duckdb.DuckDBPyConnection, str] | None]:
-    """A connection reading a night's ``files`` of a deduplicated table and the rank of their
-    rows (``parts_rank``); ``None`` when they hold each key once (or there are none)."""
+def _repeating_parts(
+    lake: Lake, spec: TableSpec, files: list[str]
+) -> Iterator[tuple[duckdb.DuckDBPyConnection, str, list[str], dict[str, str]] | None]:
+    """A connection reading a night's ``files`` of a deduplicated table, the rank of their rows
+    (``parts_rank``) and the files as it reads them (fetched whole from an object store, with
+    each one's URL: see :func:`_fetched`); ``None`` when they hold each key once (or there are none)."""
     if not files:
         yield None
         return
-    with contextlib.closing(duckdb.connect()) as con:
+    with _fetched(lake, files) as (local, named), contextlib.closing(duckdb.connect()) as con:
         con.execute("SET TimeZone = 'UTC'")  # the rows' text, which breaks ties, in UTC
-        if lake.filesystem is not None:
-            con.register_filesystem(lake.filesystem)
-        repeated = _rows(con.execute(_render("dedup_repeated_keys", spec), {"files": files}))
-        yield (con, parts_rank(con, files)) if repeated else None
+        repeated = _rows(con.execute(_render("dedup_repeated_keys", spec), {"files": local}))
+        yield (con, parts_rank(con, local), local, named) if repeated else None
 
 
 def one_row_per_key(lake: Lake, table: str, night: date) -> pa.Table | None:
@@ -183,8 +184,8 @@ def one_row_per_key(lake: Lake, table: str, night: date) -> pa.Table | None:
     with _repeating_parts(lake, spec, files) as repeating:
         if repeating is None:
             return None
-        con, rank = repeating
-        table_rows = con.sql(_render("night_one_per_key", spec, rank=rank), params={"files": files}).to_arrow_table()
+        con, rank, local, _ = repeating
+        table_rows = con.sql(_render("night_one_per_key", spec, rank=rank), params={"files": local}).to_arrow_table()
     schema = pa.schema([field for field in spec.schema if field.name in table_rows.column_names])
     return table_rows.select(schema.names).cast(schema)
 
@@ -197,9 +198,9 @@ def rows_not_kept(lake: Lake, table: str, night: date, files: list[str]) -> dict
     spec = TABLES[table]
     with _repeating_parts(lake, spec, files) as repeating:
         if repeating is not None:
-            con, rank = repeating
-            for part, row in con.execute(_render("night_rows_not_kept", spec, rank=rank), {"files": files}).fetchall():
-                lost.setdefault(str(part), []).append(int(row))
+            con, rank, local, named = repeating
+            for part, row in con.execute(_render("night_rows_not_kept", spec, rank=rank), {"files": local}).fetchall():
+                lost.setdefault(named.get(str(part), str(part)), []).append(int(row))
     return lost
 
 
@@ -290,51 +291,69 @@ class Warehouse:
             )
         loaded: dict[str, int] = {}
         self.reloaded = {}
+        changed = {table: self._changed(table, day, parts[table]) for table in wanted}
         for setting in _LOAD_SETTINGS:
             con.execute(setting)
-        con.execute("BEGIN TRANSACTION")
-        try:
-            for table in wanted:
-                try:
-                    loaded[table] = self._load_changed(lake, table, day, parts[table])
-                except (duckdb.IOException, duckdb.InvalidInputException) as exc:  # a lake part DuckDB cannot read
-                    raise _damaged_lake_part(table, day, exc) from None
-            con.execute("COMMIT")
-        except BaseException as exc:
-            # DuckDB takes Ctrl-C while a query runs and answers in its own words once the query
-            # ends (`_interrupted`); the transaction may be over by then. The ROLLBACK is best
-            # effort: the interrupt, not a failed ROLLBACK, is what the caller must see.
-            with contextlib.suppress(duckdb.TransactionException):
-                con.execute("ROLLBACK")
-            if _interrupted(exc):
-                raise KeyboardInterrupt from None
-            raise
-        finally:
-            for reset in _LOAD_RESETS:
-                con.execute(reset)
+        # Every changed part at once (from an object store, side by side), then the loads.
+        fetching = _fetched(lake, [file for nights in changed.values() for _, files in nights for file in files])
+        with fetching as (_, named):
+            con.execute("BEGIN TRANSACTION")
+            try:
+                for table in wanted:
+                    try:
+                        loaded[table] = self._load_changed(table, day, parts[table], changed[table], named)
+                    except (duckdb.IOException, duckdb.InvalidInputException) as exc:  # a lake part DuckDB cannot read
+                        raise _damaged_lake_part(table, day, exc) from None
+                con.execute("COMMIT")
+            except BaseException as exc:
+                # DuckDB takes Ctrl-C while a query runs and answers in its own words once the query
+                # ends (`_interrupted`); the transaction may be over by then. The ROLLBACK is best
+                # effort: the interrupt, not a failed ROLLBACK, is what the caller must see.
+                with contextlib.suppress(duckdb.TransactionException):
+                    con.execute("ROLLBACK")
+                if _interrupted(exc):
+                    raise KeyboardInterrupt from None
+                raise
+            finally:
+                for reset in _LOAD_RESETS:
+                    con.execute(reset)
         return loaded
 
-    def _load_changed(self, lake: Lake, table: str, day: date, nights: dict[date, list[tuple[str, int | None]]]) -> int:
-        """Load the nights of ``table`` whose parts changed since they were loaded: ``day``, or
-        (a whole table) every night the lake or the last loads know; the rows ``day`` holds."""
-        con = self.connection
-        templates = _templates()
-        recorded = dict(con.execute(templates["loads_of_table"].template, {"table_name": table}).fetchall())
+    def _changed(self, table: str, day: date, nights: dict[date, list[tuple[str, int | None]]]) -> list[tuple[date, list[str]]]:
+        """The nights of ``table`` whose parts changed since they were loaded, with those parts:
+        ``day``, or (a whole table) any night the lake or the last loads know."""
+        recorded = dict(self.connection.execute(_templates()["loads_of_table"].template, {"table_name": table}).fetchall())
         targets = {day} if TABLES[table].load != "whole" else {day, *nights, *recorded}
+        out = []
         for night in sorted(targets):
             files = [path for path, _ in nights.get(night, [])]
-            parts = _parts_digest(files)
-            if recorded.get(night, "") == parts:
-                continue  # the same parts as last time (or none, and none loaded): nothing changed
-            with _fetched(lake, files) as (local, named):
-                try:
-                    self._load_table(table, night, local)
-                except (duckdb.IOException, duckdb.InvalidInputException) as exc:  # named as the lake names the part
-                    raise type(exc)(functools.reduce(lambda text, pair: text.replace(*pair), named.items(), str(exc))) from None
+            if recorded.get(night, "") != _parts_digest(files):  # else the same parts as last time (or none, and none loaded)
+                out.append((night, files))
+        return out
+
+    def _load_changed(
+        self,
+        table: str,
+        day: date,
+        nights: dict[date, list[tuple[str, int | None]]],
+        changed: list[tuple[date, list[str]]],
+        named: dict[str, str],
+    ) -> int:
+        """Load ``table``'s ``changed`` nights from their parts as DuckDB reads them (fetched from
+        an object store: ``named`` gives each local copy's URL, see :func:`_fetched`); the rows
+        ``day`` holds."""
+        con = self.connection
+        templates = _templates()
+        where = {url: path for path, url in named.items()}
+        for night, files in changed:
+            try:
+                self._load_table(table, night, [where.get(file, file) for file in files])
+            except (duckdb.IOException, duckdb.InvalidInputException) as exc:  # named as the lake names the part
+                raise type(exc)(functools.reduce(lambda text, pair: text.replace(*pair), named.items(), str(exc))) from None
             self.reloaded.setdefault(table, []).append(night)
             key = {"table_name": table, "snapshot_date": night}
             if files:
-                con.execute(templates["loads_record"].template, {**key, "parts": parts})
+                con.execute(templates["loads_record"].template, {**key, "parts": _parts_digest(files)})
             else:
                 con.execute(templates["loads_forget"].template, key)
         return self._rows_in_lake(nights.get(day, []))

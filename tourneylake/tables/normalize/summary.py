@@ -803,7 +803,8 @@ class SummaryNormalizer:
         are the entries' tournaments."""
         out = _Tournaments(fast=fast)
         tournament, entry = (_fast_tournament, _fast_entry) if fast else (_tree_tournament, _tree_entry)
-        listed = {id(t): hash((listed_at, tournament(t))) for t in (*raws, *entry_ts)}
+        # The entries' tournaments are most often the very list of the tournaments: each hashed once.
+        listed = {id(t): hash((listed_at, tournament(t))) for t in (raws if entry_ts is raws else (*raws, *entry_ts))}
         rows = [(key, listed[id(t)]) for key, t in zip(keys, raws, strict=True)]
         keep = _new_keys(rows, self._seen_tournaments, out.seen)
         out.keys, out.raws = (keys, raws) if keep is None else ([keys[i] for i in keep], [raws[i] for i in keep])
