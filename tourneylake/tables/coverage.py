@@ -144,9 +144,16 @@ def _pairs(shown: pa.Table) -> set[TargetKey]:
 
 
 def _pairs_that_changed(now: pa.Table, then: pa.Table) -> set[TargetKey]:
-    """The pairs with a statistic held on both nights and shown on one only."""
-    both = now.join(then, keys=[*_KEY, "statistic"], join_type="inner", right_suffix="_then")
-    return _pairs(both.filter(pc.not_equal(both.column("shown"), both.column("shown_then"))))
+    """The pairs with a statistic held on both nights and shown on one only: a statistic hidden
+    on one night (few are) and shown on the other."""
+    keys = [*_KEY, "statistic"]
+    changed: set[TargetKey] = set()
+    for one, other in ((now, then), (then, now)):
+        hidden = one.filter(pc.invert(one.column("shown"))).select(keys)
+        if hidden.num_rows:  # the few hidden statistics are the join's hash table; the other night probes it
+            both = other.join(hidden, keys=keys, join_type="inner")
+            changed |= _pairs(both.filter(both.column("shown")))
+    return changed
 
 
 def _by_pair(shown: pa.Table, keys: set[TargetKey]) -> dict[TargetKey, dict[str, bool]]:
