@@ -5,7 +5,7 @@ current (:func:`~tourneylake.tables.models.views_current`) only the dbt tests ru
 (:func:`~tourneylake.tables.models.check_current_views`). Their outcome is told to Dagster under
 the same asset and check keys as dagster-dbt's build: by the ``models`` job's asset
 (``assets.models``) as outputs and check results, or by ``tourneylake run`` as events reported
-to the instance, with no job to set up and no dbt module imported (about a second a run).
+to the instance, with no job to set up and no dbt module imported.
 """
 
 from __future__ import annotations

@@ -4,8 +4,8 @@ schedules, and the sensors (the models after a night, alerts, freshness).
 Two code locations on one machine (``workspace.yaml``): ``tourneylake`` (:func:`defs`: the
 nights, without the dbt models) and ``tourneylake_models`` (``pipelines.models``: the models,
 the report and their job, with the sensor that runs it after each night). dagster-dbt and
-dbt-core cost a process ~1.7 s to load, and every run launched from the UI is a new process
-that loads its location: a night's run loads none of dbt. A deployment (``deploy/``) keeps one
+dbt-core are slow to import, and every run launched from the UI is a new process that loads its
+location: a night's run loads none of dbt. A deployment (``deploy/``) keeps one
 location holding both (``with_models=True``)."""
 
 from __future__ import annotations

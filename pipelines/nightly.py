@@ -125,7 +125,7 @@ def report_current_models(settings: Settings) -> RunReport | None:
     queries and the nightly report, run here, and what the ``models`` job would have recorded
     (each model current, each test's check, the report's materialisation) reported to the
     instance as events outside a run. The job's cost without its work: importing dagster-dbt and
-    dbt, and setting up a run (about a second and a half a run)."""
+    dbt, and setting up a run."""
     warehouse = settings.warehouse_path
     if not views_current(warehouse):
         return None
