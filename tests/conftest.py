@@ -5,6 +5,7 @@ for shared state."""
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import tempfile
 import uuid
@@ -98,13 +99,33 @@ def postgres_server() -> Iterator[Any]:
     run = os.environ.get("PYTEST_XDIST_TESTRUNUID") or f"{os.getpid()}-{uuid.uuid4().hex[:8]}"
     root = Path(tempfile.gettempdir()) / f"tourneylake-postgres-{run}"
     root.mkdir(exist_ok=True)
-    server = pgserver.get_server(root / "data", cleanup_mode="delete")
+    with open(root / ".starting", "w") as starting:  # one worker at a time makes or joins it (pgserver races)
+        fcntl.flock(starting, fcntl.LOCK_EX)
+        server = pgserver.get_server(root / "data", cleanup_mode="delete")
     try:
         yield server
     finally:
         server.cleanup()
+        if not (root / "data").exists():  # the last one out deleted its data: no server may outlive it
+            _stop_postmasters_of(root / "data")
         with contextlib.suppress(OSError):
-            root.rmdir()  # the last one out (its data deleted)
+            (root / ".starting").unlink()
+            root.rmdir()
+
+
+def _stop_postmasters_of(pgdata: Path) -> None:
+    """Stop what still runs on ``pgdata``: pgserver stops the postmaster it started, and a test
+    that restarted the server (``pg_ctl restart``) left a new one it does not know."""
+    import psutil
+
+    for process in psutil.process_iter(["name", "cmdline"]):
+        with contextlib.suppress(psutil.Error):
+            if process.info["name"] == "postgres" and str(pgdata) in (process.info["cmdline"] or []):
+                process.terminate()
+                with contextlib.suppress(psutil.TimeoutExpired):
+                    process.wait(10)
+                if process.is_running():
+                    process.kill()
 
 
 @pytest.fixture(scope="module")
