@@ -108,9 +108,9 @@ def postgres_server() -> Iterator[Any]:
         server.cleanup()
         if not (root / "data").exists():  # the last one out deleted its data: no server may outlive it
             _stop_postmasters_of(root / "data")
+        (root / ".starting").unlink(missing_ok=True)
         with contextlib.suppress(OSError):
-            (root / ".starting").unlink()
-            root.rmdir()
+            root.rmdir()  # the last one out (its data deleted)
 
 
 def _stop_postmasters_of(pgdata: Path) -> None:
