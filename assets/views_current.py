@@ -36,7 +36,7 @@ def check_key_of_test(manifest: Mapping[str, Any], unique_id: str) -> AssetCheck
     node = manifest["nodes"][unique_id]
     upstream = node["depends_on"]["nodes"]
     attached = upstream[0] if len(upstream) == 1 else node.get("attached_node")
-    target = manifest["nodes"].get(attached) or manifest["sources"].get(attached) if attached else None
+    target = (manifest["nodes"].get(attached) or manifest["sources"].get(attached)) if attached else None
     return AssetCheckKey(table_key(target["name"]), node["name"]) if target else None
 
 

@@ -185,11 +185,10 @@ def nightly(
 
 
 def models_after(nightly_job: Any, models_job: Any) -> Any:
-    # `nightly_job`: the job, or a JobSelector of it in another code location.
     """A sensor that builds the models once a night has loaded: after each successful
-    ``nightly`` run but those tagged :data:`BUILT_BY_RUN`, and not while a ``models`` run is
-    already waiting (it will read that night too: a backfill builds them once or twice, not once
-    a night)."""
+    ``nightly`` run (``nightly_job``: the job, or a ``JobSelector`` of it in another code
+    location) but those tagged :data:`BUILT_BY_RUN`, and not while a ``models`` run is already
+    waiting (it will read that night too: a backfill builds them once or twice, not once a night)."""
 
     @run_status_sensor(
         run_status=DagsterRunStatus.SUCCESS,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import struct
 from datetime import date
 from pathlib import Path
@@ -95,6 +96,39 @@ def sandbox_settings(sandbox: Any, data_dir: Path, **overrides: Any) -> Settings
     )
     values.update(overrides)
     return Settings(**values)
+
+
+def dagster_cli_env(sandbox: Any, settings: Settings, home: Path, night: date, **extra: str) -> dict[str, str]:
+    """The environment of a ``dagster job execute`` of a night on ``home``'s instance: the
+    settings' lake and watchlist against the sandbox (no ``TOURNEYLAKE_*`` of this process); its
+    partitions start at ``night`` (the lake is empty: they would start yesterday)."""
+    return {
+        **{k: v for k, v in os.environ.items() if not k.startswith("TOURNEYLAKE_")},
+        "DAGSTER_HOME": str(home),
+        "TOURNEYLAKE_BASE_URL": sandbox.base_url,
+        "TOURNEYLAKE_USERNAME": DEMO.username,
+        "TOURNEYLAKE_PASSWORD": DEMO.password,
+        "TOURNEYLAKE_DATA_DIR": str(settings.data_dir),
+        "TOURNEYLAKE_WATCHLIST": str(settings.watchlist),
+        "TOURNEYLAKE_CONCURRENCY": "2",
+        "TOURNEYLAKE_FIRST_NIGHT": night.isoformat(),
+        **extra,
+    }
+
+
+def accounts_run_side_by_side(home: Path) -> str:
+    """The one run of ``home``'s instance succeeded with each account's harvest in a process of
+    its own; returns its events as text, for the secrets a test looks for."""
+    from dagster import DagsterInstance
+
+    with DagsterInstance.from_config(str(home)) as instance:
+        (run,) = instance.get_runs()
+        assert run.is_success
+        events = instance.all_logs(run.run_id)
+        step_pids = {e.step_key: e.dagster_event.pid for e in events if e.dagster_event and e.dagster_event.is_step_start}
+        assert {"player_summaries__left", "player_summaries__right"} <= set(step_pids)
+        assert len(set(step_pids.values())) == len(step_pids)  # every step in its own process
+        return str([(e.user_message, e.dagster_event) for e in events])
 
 
 def remaining(settings: Settings) -> int:

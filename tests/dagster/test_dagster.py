@@ -145,7 +145,7 @@ print(sorted(name for name in sys.modules if name.split(".")[0] in ("dbt", "dags
 
 def test_the_nights_code_location_imports_no_dbt(tmp_path: Path) -> None:
     """A night's run (from the UI: a process that loads its code location; from `tourneylake
-    run`: the same Definitions) imports neither dbt-core nor dagster-dbt (about 1.7 s); its
+    run`: the same Definitions) imports neither dbt-core nor dagster-dbt (slow to import); its
     nightly job is the deployment's, which holds the models too."""
     env = {**os.environ, "TOURNEYLAKE_DATA_DIR": str(tmp_path)}
     result = subprocess.run(

@@ -8,7 +8,6 @@ Docker engine (it names files that exist, installs from the lock file, starts th
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
 import subprocess
@@ -23,7 +22,7 @@ from dagster import DagsterInstance, validate_run_config
 from dagster._core.execution.api import create_execution_plan
 
 from deploy.definitions import RUN_CONFIGS, deployment, run_config
-from tests.helpers import REPO, player_line, sandbox_settings, write_watchlist
+from tests.helpers import REPO, accounts_run_side_by_side, dagster_cli_env, player_line, sandbox_settings, write_watchlist
 from tourneylake.lake.lake import Lake
 from tourneylake.lake.ledger import Ledger
 from tourneylake.sandbox import DEMO
@@ -124,22 +123,17 @@ def test_a_two_account_night_on_a_postgres_instance_with_shared_state(
     home = tmp_path / "home"
     home.mkdir()
     shutil.copy(DEPLOY / "dagster.yaml", home / "dagster.yaml")
-    env = {
-        **{k: v for k, v in os.environ.items() if not k.startswith("TOURNEYLAKE_")},
-        "DAGSTER_HOME": str(home),
-        "DAGSTER_PG_URL": dagster_url(state_url),
-        "DEPLOY_EXECUTOR": "multiprocess",
-        "TL_LEFT_PW": "left-pw",
-        "TL_RIGHT_PW": "right-pw",
-        "TOURNEYLAKE_STATE_URL": state_url,
-        "TOURNEYLAKE_BASE_URL": sandbox.base_url,
-        "TOURNEYLAKE_USERNAME": DEMO.username,
-        "TOURNEYLAKE_PASSWORD": DEMO.password,
-        "TOURNEYLAKE_DATA_DIR": str(settings.data_dir),
-        "TOURNEYLAKE_WATCHLIST": str(settings.watchlist),
-        "TOURNEYLAKE_CONCURRENCY": "2",
-        "TOURNEYLAKE_FIRST_NIGHT": NIGHT.isoformat(),  # the lake is empty: its partitions would start yesterday
-    }
+    env = dagster_cli_env(
+        sandbox,
+        settings,
+        home,
+        NIGHT,
+        DAGSTER_PG_URL=dagster_url(state_url),
+        DEPLOY_EXECUTOR="multiprocess",
+        TL_LEFT_PW="left-pw",
+        TL_RIGHT_PW="right-pw",
+        TOURNEYLAKE_STATE_URL=state_url,
+    )
     result = subprocess.run(
         [sys.executable, "-m", "dagster", "job", "execute", "-m", "deploy.definitions", "-a", "defs", "-j", "nightly",
          "--tags", json.dumps({"dagster/partition": NIGHT.isoformat()})],
@@ -148,15 +142,8 @@ def test_a_two_account_night_on_a_postgres_instance_with_shared_state(
     assert result.returncode == 0, result.stderr[-3000:]
 
     monkeypatch.setenv("DAGSTER_PG_URL", dagster_url(state_url))
-    with DagsterInstance.from_config(str(home)) as instance:
-        (run,) = instance.get_runs()
-        assert run.is_success
-        events = instance.all_logs(run.run_id)
-        step_pids = {e.step_key: e.dagster_event.pid for e in events if e.dagster_event and e.dagster_event.is_step_start}
-        assert {"player_summaries__left", "player_summaries__right"} <= set(step_pids)
-        assert len(set(step_pids.values())) == len(step_pids)  # every step in its own process
-        logged = str([(e.user_message, e.dagster_event) for e in events])
-        assert "left-pw" not in logged and DEMO.password not in logged and state_url not in logged
+    logged = accounts_run_side_by_side(home)
+    assert "left-pw" not in logged and DEMO.password not in logged and state_url not in logged
     lake = Lake(settings.data_dir, state_url=state_url)
     assert lake.read_table("player_snapshots", NIGHT).num_rows == 30
     ledger = Ledger(lake)

@@ -24,7 +24,7 @@ from dagster import DagsterInstance, in_process_executor
 from assets.resource import TourneylakeResource
 from pipelines.definitions import build_definitions
 from pipelines.nightly import run_night
-from tests.helpers import REPO, player_line, sandbox_settings, write_watchlist
+from tests.helpers import REPO, accounts_run_side_by_side, dagster_cli_env, player_line, sandbox_settings, write_watchlist
 from tourneylake.lake.lake import Lake
 from tourneylake.sandbox import DEMO
 
@@ -83,17 +83,7 @@ def test_the_nightly_job_under_the_multiprocess_executor_matches_in_process(sand
     shutil.copy(REPO / "dagster_home" / "dagster.yaml", home / "dagster.yaml")
     config = tmp_path / "multiprocess.yaml"
     config.write_text(json.dumps({"execution": {"config": {"multiprocess": {"max_concurrent": 2}}}}))
-    env = {
-        **{k: v for k, v in os.environ.items() if not k.startswith("TOURNEYLAKE_")},
-        "DAGSTER_HOME": str(home),
-        "TOURNEYLAKE_BASE_URL": sandbox.base_url,
-        "TOURNEYLAKE_USERNAME": DEMO.username,
-        "TOURNEYLAKE_PASSWORD": DEMO.password,
-        "TOURNEYLAKE_DATA_DIR": str(multi.data_dir),
-        "TOURNEYLAKE_WATCHLIST": str(multi.watchlist),
-        "TOURNEYLAKE_CONCURRENCY": "2",
-        "TOURNEYLAKE_FIRST_NIGHT": NIGHT.isoformat(),  # the lake is empty: its partitions would start yesterday
-    }
+    env = dagster_cli_env(sandbox, multi, home, NIGHT)
     result = subprocess.run(
         [sys.executable, "-m", "dagster", "job", "execute", "-m", "pipelines.definitions", "-a", "defs", "-j", "nightly",
          "-c", str(config), "--tags", json.dumps({"dagster/partition": NIGHT.isoformat()})],
@@ -102,15 +92,8 @@ def test_the_nightly_job_under_the_multiprocess_executor_matches_in_process(sand
     assert result.returncode == 0, result.stderr[-3000:]
 
     monkeypatch.setenv("DAGSTER_HOME", str(home))  # the instance's event log lives under it
-    with DagsterInstance.from_config(str(home)) as instance:
-        (run,) = instance.get_runs()
-        assert run.is_success
-        events = instance.all_logs(run.run_id)
-        step_pids = {e.step_key: e.dagster_event.pid for e in events if e.dagster_event and e.dagster_event.is_step_start}
-        assert {"player_summaries__left", "player_summaries__right"} <= set(step_pids)
-        assert len(set(step_pids.values())) == len(step_pids)  # every step in its own process
-        logged = str([(e.user_message, e.dagster_event) for e in events])
-        assert "left-pw" not in logged and DEMO.password not in logged
+    logged = accounts_run_side_by_side(home)
+    assert "left-pw" not in logged and DEMO.password not in logged
     assert _tables(multi) == _tables(in_process)
     assert Path(multi.warehouse_path).is_file()
     assert Lake(multi.data_dir).read_table("player_snapshots", NIGHT).num_rows == 40

@@ -72,14 +72,19 @@ def _rows(lake: Lake) -> dict[str, list[dict]]:
 
 def _in_one_process(folder: Path, order: list[tuple[dict[str, str], bytes]]) -> dict[str, list[dict]]:
     """The answers in ``order`` through one harvest's sink, a part per answer."""
-    lake = _lake(folder)
-    with ExitStack() as stack:
-        sink = SummarySink(lake, NIGHT, InForce(lake, NIGHT), stack, batch_size=1)
-        for key, body in order:
-            sink.add(parse(body, "json"), key, FETCHED)
-        sink.flush()
+    lake = _through_one_sink(_lake(folder), order)
     keep_one_row_per_key(lake, NIGHT)
     return _rows(lake)
+
+
+def _through_one_sink(lake: Lake, answers: list[tuple[dict[str, str], bytes]]) -> Lake:
+    """``answers`` through one harvest's sink, a part per answer; the lake."""
+    with ExitStack() as stack:
+        sink = SummarySink(lake, NIGHT, InForce(lake, NIGHT), stack, batch_size=1)
+        for key, body in answers:
+            sink.add(parse(body, "json"), key, FETCHED)
+        sink.flush()
+    return lake
 
 
 def _shard_tables(lake: Lake, answers: list[tuple[dict[str, str], bytes]]) -> dict[str, pa.Table]:
@@ -139,11 +144,6 @@ def test_two_shards_that_disagree_keep_the_same_rows_in_either_order_and_after_a
 
 def test_answers_that_agree_keep_one_row_and_no_rewrite(tmp_path: Path) -> None:
     same = [answer("Borbas.Geri", EARLY, "9"), answer("Someone", EARLY, "9")]  # identical listings
-    lake = _lake(tmp_path)
-    with ExitStack() as stack:
-        sink = SummarySink(lake, NIGHT, InForce(lake, NIGHT), stack, batch_size=1)
-        for key, body in same:
-            sink.add(parse(body, "json"), key, FETCHED)
-        sink.flush()
+    lake = _through_one_sink(_lake(tmp_path), same)
     assert lake.read_table("tournaments", NIGHT).num_rows == 8  # the normaliser kept each once
     assert keep_one_row_per_key(lake, NIGHT) == {}  # nothing to rewrite

@@ -86,7 +86,8 @@ def _network_changes(lake: Lake, night: date) -> list[Row]:
 def _player_changes(lake: Lake, night: date) -> list[Row]:
     missing = not_found_targets(lake, night)
     tonight = _shown(lake, night)
-    last_seen = _last_seen(lake, night, missing | _pairs(tonight))
+    watched = _pairs(tonight)
+    last_seen = _last_seen(lake, night, missing | watched)
     rows = [
         _row(
             "player",
@@ -99,7 +100,7 @@ def _player_changes(lake: Lake, night: date) -> list[Row]:
         if key in last_seen
     ]
     by_night: dict[date, set[TargetKey]] = {}
-    for key in _pairs(tonight):
+    for key in watched:
         if key in last_seen:
             by_night.setdefault(last_seen[key], set()).add(key)
     for then, keys in sorted(by_night.items()):
