@@ -1,6 +1,7 @@
 """The Dagster UI as a user runs it: `dagster dev` on a loopback port with the project's instance
-(the checked-in dagster.yaml), a night launched through its GraphQL API, and a night run from the
-command line — both in the one instance, with their materialisations (row counts) and checks."""
+(the checked-in dagster.yaml), a night launched through its GraphQL API (at once: nothing else
+runs) and a Materialize behind it (queued), and a night run from the command line — all in the
+one instance, with their materialisations (row counts) and checks."""
 
 from __future__ import annotations
 
@@ -25,6 +26,7 @@ pytestmark = [pytest.mark.xdist_group("webserver"), pytest.mark.slow]
 
 RUNS = "query Runs { runsOrError(limit: 20) { ... on Runs { results { jobName status } } } }"
 STATUS = "query Status($id: ID!) { runOrError(runId: $id) { __typename ... on Run { status } } }"
+IN_FLIGHT = ("QUEUED", "STARTING", "STARTED")
 CARDS = "query Cards { assetNodes { assetKey { path } partitionStats { numMaterialized numPartitions } } }"
 
 
@@ -68,34 +70,38 @@ def test_a_night_launched_from_the_ui_and_one_from_the_cli_share_the_instance(tm
                 except httpx.HTTPError:
                     pass
                 time.sleep(0.5)
+            # The freshness checks' sensor launches one run at start-up (no check evaluated yet), then
+            # only at their deadlines: the night goes once that run has ended, with nothing in flight.
+            while True:
+                runs = _graphql(url, RUNS, {})["runsOrError"]["results"]
+                if runs and not any(run["status"] in IN_FLIGHT for run in runs):
+                    break
+                assert time.monotonic() < deadline, f"the freshness checks' run at start-up did not end: {runs}"
+                time.sleep(0.5)
             params = {
                 "selector": {"repositoryLocationName": "tourneylake", "repositoryName": "__repository__", "jobName": "nightly"},
                 "executionMetadata": {"tags": [{"key": "dagster/partition", "value": "2026-11-20"}]},
             }
             launched = _graphql(url, LAUNCH, {"params": params})["launchRun"]
             assert launched["__typename"] == "LaunchRunSuccess", launched
-            run_id = launched["run"]["runId"]
-            status = None
-            while time.monotonic() < deadline + 120:  # queued, then dequeued by the daemon, then run
-                status = _graphql(url, STATUS, {"id": run_id})["runOrError"]["status"]
-                if status in ("SUCCESS", "FAILURE", "CANCELED"):
-                    break
-                time.sleep(1)
-            assert status == "SUCCESS"
+            run_id = launched["run"]["runId"]  # nothing else in flight: launched at once, not queued
 
-            # The asset graph's "Materialize" (the implicit asset job): in-process, every step in the run's process.
+            # The asset graph's "Materialize" (the implicit asset job): in-process, every step in
+            # the run's process; launched while the night runs, so it waits in the queue.
             selector = {"repositoryLocationName": "tourneylake", "repositoryName": "__repository__", "jobName": "__ASSET_JOB"}
             selector["assetSelection"] = [{"path": [name]} for name in ("metadata", "countries", "news")]
             params = {"selector": selector, "executionMetadata": {"tags": [{"key": "dagster/partition", "value": "2026-11-19"}]}}
             launched = _graphql(url, LAUNCH, {"params": params})["launchRun"]
             assert launched["__typename"] == "LaunchRunSuccess", launched
             materialised = launched["run"]["runId"]
-            while time.monotonic() < deadline + 240:
-                status = _graphql(url, STATUS, {"id": materialised})["runOrError"]["status"]
-                if status in ("SUCCESS", "FAILURE", "CANCELED"):
-                    break
-                time.sleep(1)
-            assert status == "SUCCESS"
+            for launched_run in (run_id, materialised):
+                status = None
+                while time.monotonic() < deadline + 240:
+                    status = _graphql(url, STATUS, {"id": launched_run})["runOrError"]["status"]
+                    if status in ("SUCCESS", "FAILURE", "CANCELED"):
+                        break
+                    time.sleep(1)
+                assert status == "SUCCESS"
 
             cli = subprocess.run(
                 [sys.executable, "-m", "pipelines.cli", "run", "--date", "2026-11-21"],
@@ -127,6 +133,11 @@ def test_a_night_launched_from_the_ui_and_one_from_the_cli_share_the_instance(tm
         instance = DagsterInstance.get()
         starts = [e.dagster_event for e in instance.all_logs(materialised) if e.dagster_event and e.dagster_event.is_step_start]
         assert len(starts) >= 3 and len({event.pid for event in starts}) == 1  # in-process (with the checks on them)
+        enqueued = {
+            run: any(e.dagster_event and e.dagster_event.event_type_value == "PIPELINE_ENQUEUED" for e in instance.all_logs(run))
+            for run in (run_id, materialised)
+        }
+        assert enqueued == {run_id: False, materialised: True}  # the queue only behind another run
         runs = instance.get_runs()
         nights = {run.tags.get("dagster/partition"): run for run in runs}
         assert set(nights) >= {"2026-11-20", "2026-11-21"}
