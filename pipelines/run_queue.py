@@ -6,7 +6,8 @@ two or three seconds. When nothing else is queued or running, the queue has noth
 and no limit to keep, so :class:`IdleQueueRunCoordinator` launches such a run at once, as
 Dagster's default coordinator does; behind any other run (a backfill's nights, the schedule
 beside a manual run) it queues, as before. The pools still serialise the steps either way:
-they are claimed by the steps, not by the queue.
+they are claimed by the steps, not by the queue (two runs submitted at the same instant may both
+start at once, and take turns in the pools).
 
 ``dagster_home/dagster.yaml`` and ``deploy/dagster.yaml`` name it as the instance's
 ``run_coordinator``; its settings are the ``QueuedRunCoordinator``'s.
