@@ -11,7 +11,6 @@ location holding both (``with_models=True``)."""
 from __future__ import annotations
 
 import functools
-import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import date
@@ -19,7 +18,6 @@ from typing import Any
 
 from dagster import (
     AssetChecksDefinition,
-    AssetCheckSeverity,
     AssetKey,
     AssetsDefinition,
     AssetSelection,
@@ -38,10 +36,7 @@ from dagster import (
     RunStatusSensorContext,
     ScheduleDefinition,
     SkipReason,
-    SupersessionWarning,
     build_schedule_from_partitioned_job,
-    build_sensor_for_freshness_checks,
-    build_time_partition_freshness_checks,
     define_asset_job,
     definitions,
     in_process_executor,
@@ -58,6 +53,7 @@ from assets.players import account_assets
 from assets.rebuild import rebuild_night
 from assets.resource import SETTING_FIELDS, TourneylakeResource
 from pipelines.failures import night_failed_sensor
+from pipelines.freshness import freshness_checks, freshness_sensor
 from tourneylake.config import Settings, load_settings
 from tourneylake.night.drain import drain_cron
 
@@ -131,30 +127,6 @@ def nightly_executor(accounts: list[str] | None = None) -> ExecutorDefinition:
 #: Run config that runs a night in-process whatever the default (`tourneylake run`'s settings
 #: are handed over in this process, so its steps must run here).
 IN_PROCESS: dict[str, Any] = {"execution": {"config": {"in_process": {}}}}
-
-
-#: The night's assets whose partition must be in by ``TOURNEYLAKE_LANDED_BY_HOUR_UTC``.
-LANDED = (AssetKey("metadata"), AssetKey("player_summaries"), AssetKey("warehouse"))
-
-
-def freshness_checks(hour: int) -> Sequence[AssetChecksDefinition]:
-    """A check per night's asset that its latest night is in by ``hour`` UTC the next day:
-    evaluated by their sensor (``dagster dev``'s daemon), failing (an error) for a night that
-    did not land in time."""
-    # Dagster suggests a FreshnessPolicy instead; its cron policy asks for any materialisation
-    # in the window (a rebuild of an old night would pass), these for the latest night itself.
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", SupersessionWarning)
-        return build_time_partition_freshness_checks(
-            assets=list(LANDED), deadline_cron=f"0 {hour} * * *", timezone="UTC", severity=AssetCheckSeverity.ERROR
-        )
-
-
-def freshness_sensor(checks: Sequence[AssetChecksDefinition]) -> Any:
-    """The sensor that evaluates the freshness checks (running by default)."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", SupersessionWarning)
-        return build_sensor_for_freshness_checks(freshness_checks=checks, default_status=DefaultSensorStatus.RUNNING)
 
 
 def nightly(

@@ -200,7 +200,7 @@ def test_the_drift_check_warns_naming_fields_the_normaliser_does_not_map(sandbox
 def test_the_freshness_check_fails_for_a_night_that_did_not_land(sandbox, tmp_path: Path) -> None:
     from dagster import AssetSelection, Definitions, define_asset_job
 
-    from pipelines.definitions import freshness_checks
+    from pipelines.freshness import freshness_checks
 
     settings = _settings(sandbox, tmp_path, landed_by_hour_utc=6)
     checks = freshness_checks(settings.landed_by_hour_utc)
@@ -226,3 +226,28 @@ def test_the_freshness_check_fails_for_a_night_that_did_not_land(sandbox, tmp_pa
         assert night.success
         landed = definitions.resolve_job_def("freshness").execute_in_process(instance=instance)
         assert all(e.passed for e in landed.get_asset_check_evaluations())
+
+
+def test_the_freshness_check_passes_while_no_night_is_due(sandbox, tmp_path: Path) -> None:
+    """A lake whose first night is today owes no night yet, at any hour (Dagster's own check fails
+    with an error of its own there: between midnight and the deadline when the first is yesterday)."""
+    from dagster import AssetSelection, Definitions, define_asset_job
+
+    from pipelines.freshness import freshness_checks
+
+    settings = _settings(sandbox, tmp_path, landed_by_hour_utc=6)
+    checks = freshness_checks(settings.landed_by_hour_utc)
+    today = datetime.now(UTC).date()
+    definitions = Definitions.merge(
+        build_definitions(TourneylakeResource.from_settings(settings), "0 3 * * *", first=today),
+        Definitions(jobs=[define_asset_job("freshness", selection=AssetSelection.checks(*checks))]),
+    )
+    with DagsterInstance.ephemeral() as instance:
+        result = definitions.resolve_job_def("freshness").execute_in_process(instance=instance)
+    evaluations = result.get_asset_check_evaluations()
+    assert len(evaluations) == 3 and all(e.passed for e in evaluations)
+    assert all(
+        e.description == f"No night due yet: the first, {today}, is due by {today + timedelta(days=1)} 06:00 UTC."
+        for e in evaluations
+    )
+    assert all(e.metadata["dagster/fresh_until_timestamp"].value > datetime.now(UTC).timestamp() for e in evaluations)

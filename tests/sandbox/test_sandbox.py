@@ -251,6 +251,24 @@ def test_quota_resets_on_a_new_day() -> None:
         assert remaining(get(server, summary_path("PokerStars", "Borbas.Geri"))) == 6
 
 
+@pytest.mark.parametrize("real_hour", [0, 7, 8, 12, 23])
+def test_a_pinned_date_answers_on_its_own_quota_day_at_any_real_hour(monkeypatch, real_hour: int) -> None:
+    """Only the date pinned: the answers' timestamp (the client's reading of the service's clock)
+    falls in the quota day that began at that date's reset, as the service's own quota clock does,
+    before the real reset hour too."""
+    from tourneylake.night.quota_day import quota_day_of
+    from tourneylake.sandbox import accounts
+
+    real_now = datetime.now(UTC).replace(hour=real_hour, minute=30, second=0, microsecond=0).timestamp()
+    monkeypatch.setattr(accounts, "real_time", lambda: real_now)
+    with running_sandbox(seed=1, today=TODAY) as server:
+        stamp = int(get(server, summary_path("PokerStars", "Borbas.Geri")).attr("timestamp"))
+        reset_s = server.accounts.quota_reset_s
+        assert server.accounts.quota_day() == TODAY
+        assert quota_day_of(datetime.fromtimestamp(stamp, UTC), reset_s) == TODAY
+        assert stamp % 86400 == max(reset_s, real_hour * 3600 + 1800)  # the real hour once past the reset
+
+
 # ----------------------------------------------------------------------------------- summaries
 
 

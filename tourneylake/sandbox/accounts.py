@@ -6,8 +6,8 @@ application key only encodes the password, and a request carries ``Username`` an
 ``quota_reset_s`` after midnight UTC (08:00 by default: the service's FAQ says "12 Midnight PST
 (GMT -8)"): a user's first request of a new quota day resets their remaining searches. The quota
 clock is the world's (set its day and ``time_of_day`` to stand before or after a reset); when
-only its date is pinned, the quota day is the one that began at the reset on that date, so no
-test crosses a reset at a moment it did not choose. One lock guards everything, so tests can
+only its date is pinned, the quota day is the one that began at the reset on that date, whatever
+the real hour, so no test crosses a reset at a moment it did not choose. One lock guards everything, so tests can
 adjust accounts from their own thread while the server runs, and read each user's requests in
 flight and their peak.
 """
@@ -17,6 +17,7 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
+from time import time as real_time
 from typing import Literal
 
 from tourneylake.api.client import encode_password  # one rule for both sides of the wire
@@ -151,10 +152,13 @@ class Accounts:
     # ------------------------------------------------------------------------------- requests
 
     def now(self) -> int:
-        """The quota clock, epoch seconds (see the module docstring)."""
+        """The quota clock, epoch seconds (see the module docstring): also the answers' timestamp,
+        so a client reading the service's clock counts the same quota day as the service."""
         world = self.world
         if world.time_of_day is None and world.today != datetime.now(UTC).date():
-            return day_start(world.today) + self.quota_reset_s  # only the date is pinned: that day's quota
+            # Only the date is pinned: that day's quota day, at the real time of day once past its
+            # reset (at the reset itself before it: never the quota day before).
+            return day_start(world.today) + max(self.quota_reset_s, int(real_time()) % DAY)
         return world.timestamp()
 
     def quota_day(self) -> date:

@@ -296,7 +296,7 @@ class SandboxApp:
         except _ServiceError as exc:
             root = envelope(
                 success=False,
-                timestamp=self.world.timestamp(),
+                timestamp=self.accounts.now(),
                 metadata_hash=day.hash,
                 payload=error_element(exc.code, exc.detail),
                 info=user_info(user, languages),
@@ -306,7 +306,7 @@ class SandboxApp:
     def _success(self, fmt: str, payload: Element | bytes, user: User | None, languages: str) -> bytes:
         root = envelope(
             success=True,
-            timestamp=self.world.timestamp(),
+            timestamp=self.accounts.now(),
             metadata_hash=self._day_metadata().hash,
             payload=payload if isinstance(payload, Element) else None,
             info=user_info(user, languages),
@@ -343,7 +343,7 @@ class SandboxApp:
 
     def _metadata(self, request: Request, fmt: str, appname: str) -> bytes:
         day = self._day_metadata()
-        timestamp = self.world.timestamp()
+        timestamp = self.accounts.now()
         if request.query_params.get("hash") == day.hash:
             root = envelope(
                 success=True,
