@@ -1,13 +1,14 @@
-"""Dagster's run queue, skipped when it is idle.
+"""Dagster's run queue, skipped when it has nothing to order or hold back.
 
 A run launched from the UI or the schedule waits in Dagster's queue until the daemon's next look
 (every second here): 0.5 s on average, and the daemon's own iteration on top, for a night of
-two or three seconds. When nothing else is queued or running, the queue has nothing to order
-and no limit to keep, so :class:`IdleQueueRunCoordinator` launches such a run at once, as
-Dagster's default coordinator does; behind any other run (a backfill's nights, the schedule
-beside a manual run) it queues, as before. The pools still serialise the steps either way:
-they are claimed by the steps, not by the queue (two runs submitted at the same instant may both
-start at once, and take turns in the pools).
+two or three seconds. :class:`IdleQueueRunCoordinator` launches a run at once, as Dagster's
+default coordinator does, when the queue would let it go at its next look anyway: no run is
+queued ahead of it, the runs in flight are fewer than the limit, and none of them uses a pool
+its first steps need (a night is not launched beside another night or a backfill's, so those
+take turns in the queue, not as processes waiting for slots). Otherwise it queues, as before.
+The pools still serialise the steps either way: they are claimed by the steps, not by the queue
+(two runs submitted at the same instant may both start at once, and take turns in the pools).
 
 ``dagster_home/dagster.yaml`` and ``deploy/dagster.yaml`` name it as the instance's
 ``run_coordinator``; its settings are the ``QueuedRunCoordinator``'s.
@@ -21,29 +22,41 @@ from dagster._core.storage.dagster_run import DagsterRun
 
 __all__ = ["IdleQueueRunCoordinator"]
 
-# Runs the queue orders or waits on: another one in any of these states, and a new run queues.
-_IN_FLIGHT = [
-    DagsterRunStatus.QUEUED,
-    DagsterRunStatus.STARTING,
-    DagsterRunStatus.STARTED,
-    DagsterRunStatus.CANCELING,
-]
+# Runs in flight: launched and not yet ended.
+_IN_FLIGHT = [DagsterRunStatus.STARTING, DagsterRunStatus.STARTED, DagsterRunStatus.CANCELING]
+# More runs in flight than this are not looked at one by one: the run queues.
+_LOOKED_AT = 64
 
 
 class IdleQueueRunCoordinator(QueuedRunCoordinator):
-    """The queued run coordinator, launching a run at once when no other run is queued or in
-    flight (see the module's docstring)."""
+    """The queued run coordinator, launching a run at once when the queue would not hold it
+    (see the module's docstring)."""
 
     def submit_run(self, context: SubmitRunContext) -> DagsterRun:
         run = context.dagster_run
-        if run.status != DagsterRunStatus.NOT_STARTED or self.busy(run.run_id):
+        if run.status != DagsterRunStatus.NOT_STARTED or self.held_back(run):
             return super().submit_run(context)
         self._instance.launch_run(run.run_id, context.workspace)
         launched = self._instance.get_run_by_id(run.run_id)
         assert launched is not None, f"run {run.run_id} vanished while it was launched"
         return launched
 
-    def busy(self, run_id: str) -> bool:
-        """Whether a run other than ``run_id`` is queued or in flight."""
-        others = self._instance.get_run_ids(RunsFilter(statuses=_IN_FLIGHT), limit=2)
-        return any(other != run_id for other in others)
+    def held_back(self, run: DagsterRun) -> bool:
+        """Whether ``run`` should wait in the queue: another run is queued, the runs in flight
+        are at the limit, or one of them uses a pool ``run``'s first steps take."""
+        instance = self._instance
+        if any(other != run.run_id for other in instance.get_run_ids(RunsFilter(statuses=[DagsterRunStatus.QUEUED]), limit=2)):
+            return True
+        flying = instance.get_runs(RunsFilter(statuses=_IN_FLIGHT), limit=_LOOKED_AT)
+        in_flight = [other for other in flying if other.run_id != run.run_id]
+        queue = instance.get_concurrency_config().run_queue_config
+        limit = queue.max_concurrent_runs if queue and queue.max_concurrent_runs >= 0 else _LOOKED_AT - 1
+        if len(in_flight) >= min(limit, _LOOKED_AT - 1):
+            return True
+        first_pools = set(run.run_op_concurrency.root_key_counts) if run.run_op_concurrency else set()
+        return any(first_pools & _pools_of(other) for other in in_flight)
+
+
+def _pools_of(run: DagsterRun) -> set[str]:
+    """Every pool a step of ``run`` takes."""
+    return set(run.run_op_concurrency.all_pools or ()) if run.run_op_concurrency else set()
