@@ -271,6 +271,29 @@ def test_raw_segments_on_s3_are_read_with_one_listing_a_night(moto: str, s3_env:
         assert lake.read_raw(NIGHT, calls.COUNTRIES, calls.countries().key).body == b"<Countries/>"
 
 
+def test_a_nights_bytes_on_s3_list_each_folder_once(moto: str, s3_env: Callable[[str], None]) -> None:
+    """``night_bytes`` (what the night's record keeps) on a store: the lake's root listed once,
+    then each folder's night, side by side; the same bytes as the objects' sizes."""
+    from tourneylake.night.status import night_bytes
+
+    with running_proxy(moto) as proxy:
+        s3_env(proxy.url)
+        bucket = f"lake-{uuid.uuid4().hex[:8]}"
+        fs = fsspec.filesystem("s3", skip_instance_cache=True)
+        fs.mkdir(bucket)
+        lake = Lake(f"s3://{bucket}/prefix").claim("sandbox")
+        lake.write_table("t", NIGHT, small(3))
+        lake.write_table("u", NIGHT, small(2))
+        lake.write_table("t", NIGHTS[1], small(1))
+        lake.write_raw_soon(NIGHT, "player_summary", {"player": "p"}, b'{"x": 1}', "json", 0).result(30)
+        folders = [p.name for p in lake.root.iterdir() if p.is_dir()]
+        night = f"snapshot_date={NIGHT.isoformat()}"
+        expected = sum(fs.du(f"{bucket}/prefix/lake/{name}/{night}") for name in ("t", "u", "_raw"))
+        proxy.reset()
+        assert night_bytes(lake, NIGHT) == expected > 0
+        assert proxy.stats()["counts"].get("LIST", 0) == 1 + len(folders)
+
+
 def _subprocess_env() -> dict[str, str]:
     return {**os.environ, "PYTHONPATH": str(ROOT)}
 
