@@ -23,6 +23,7 @@ import threading
 import time
 import uuid
 from collections.abc import Iterable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import date
 from pathlib import Path
 from types import TracebackType
@@ -202,7 +203,6 @@ def is_legacy(lake: Lake, table: str) -> bool:
 def legacy_tables(lake: Lake) -> list[str]:
     """The tables of the lake's first layout (see :func:`is_legacy`; on an object store the
     folders looked at side by side)."""
-    from concurrent.futures import ThreadPoolExecutor
 
     try:
         folders = [p.name for p in lake.root.iterdir() if p.is_dir() and not p.name.startswith(("_", "."))]
@@ -247,7 +247,9 @@ class PartitionWriter:
         self.parts = 0
         self._schema: pa.Schema | None = None
         self._folder: AnyPath | None = None
-        self._written: list[tuple[str, int, int]] = []  # (path in the table, bytes, rows)
+        # (path in the table, its write: its bytes once done, rows); written side by side (see `write`)
+        self._writes: list[tuple[str, Future[int], int]] = []
+        self._written: list[tuple[str, int, int]] = []  # (path in the table, bytes, rows), once every write is done
         self._generation = uuid.uuid4().hex[:16]
 
     def __enter__(self) -> PartitionWriter:
@@ -256,7 +258,9 @@ class PartitionWriter:
         return self
 
     def write(self, data: pa.Table | pa.RecordBatch, *, shard: str | None = None) -> None:
-        """One part of the night (with ``keep_shards``: of ``shard``)."""
+        """One part of the night (with ``keep_shards``: of ``shard``). The part is written (encoded,
+        stored, fsynced) on a thread of the process's own while the caller goes on; the commit
+        waits for every part, and a part that could not be written fails the writer."""
         if self._folder is None:
             raise LakeError("PartitionWriter.write outside its with-block")
         owner = self.shard if self.keep_shards is None else shard
@@ -275,7 +279,8 @@ class PartitionWriter:
                 raise LakeError(f"{self.table}: part schema differs from the first part's: {exc}") from None
         owned = "night" if owner is None else f"shard-{check_name('shard', owner)}"
         name = f"part-{owned}-{self._generation}-{self.parts:05d}.zstd.parquet"
-        self._written.append((f"{self._folder.name}/{name}", _write_part(self.lake, self._folder / name, data), data.num_rows))
+        written = _parts_pool().submit(_write_part, self.lake, self._folder / name, data)
+        self._writes.append((f"{self._folder.name}/{name}", written, data.num_rows))
         self.parts += 1
         self.rows += data.num_rows
 
@@ -290,7 +295,10 @@ class PartitionWriter:
         if folder is None:
             return
         try:
+            failed = self._wait_for_parts()
             if exc_type is None:
+                if failed is not None:
+                    raise failed
                 if self.lake.fsync and isinstance(folder, Path) and self._written:
                     fsync_dir(folder)  # the parts' names on disk before the commit that names them
                 self._commit()
@@ -299,6 +307,17 @@ class PartitionWriter:
             self._discard(folder)
             raise
         self._discard(folder)
+
+    def _wait_for_parts(self) -> BaseException | None:
+        """Wait for every part's write; the first failure (the parts written are in ``_written``)."""
+        failed = None
+        for path, written, rows in self._writes:
+            try:
+                self._written.append((path, written.result(), rows))
+            except Exception as exc:  # noqa: BLE001 - the writer fails with it (its parts deleted)
+                failed = failed or exc
+        self._writes = []
+        return failed
 
     def _discard(self, folder: AnyPath) -> None:
         """Delete this writer's parts (best effort: one left over goes at the next vacuum)."""
@@ -420,6 +439,29 @@ def active_files_of(delta: DeltaTable, night: date) -> list[str]:
     return sorted(path for path, day in zip(paths, days, strict=True) if day == night)
 
 
+#: The threads that write the process's parts (each writer's commit waits for its own), made on
+#: first use and again in a forked child (a fork keeps no thread).
+_PARTS: ThreadPoolExecutor | None = None
+_PARTS_LOCK = threading.Lock()
+_PART_THREADS = 4
+
+
+def _parts_pool() -> ThreadPoolExecutor:
+    global _PARTS
+    with _PARTS_LOCK:
+        if _PARTS is None:
+            _PARTS = ThreadPoolExecutor(_PART_THREADS, thread_name_prefix="tourneylake-parts")
+        return _PARTS
+
+
+def _forget_parts_pool() -> None:
+    global _PARTS
+    _PARTS = None
+
+
+os.register_at_fork(after_in_child=_forget_parts_pool)
+
+
 def _write_part(lake: Lake, path: AnyPath, data: pa.Table) -> int:
     """One Parquet part (zstd, timestamps in microseconds as Delta keeps them); its size."""
     options: dict[str, Any] = {"compression": "zstd", "write_statistics": True, "coerce_timestamps": "us"}
@@ -476,7 +518,6 @@ def finish_together(writers: list[PartitionWriter], exc_type: type[BaseException
         for writer in writers:
             writer.__exit__(exc_type, None, None)
         return
-    from concurrent.futures import ThreadPoolExecutor
 
     with ThreadPoolExecutor(len(writers), thread_name_prefix="tourneylake-commit") as pool:
         done = [pool.submit(writer.__exit__, None, None, None) for writer in writers]
@@ -491,7 +532,6 @@ def expire_versions(lake: Lake, keep_days: float, *, strays: bool = False) -> in
     parts of replaced nights, as the log names them), in every table; returns how many.
     ``strays``: also the parts no version ever named (a killed writer's), which takes a listing
     of every table's folder (a rebuild does it; a night does not)."""
-    from concurrent.futures import ThreadPoolExecutor
 
     hours = max(0, round(keep_days * 24))
 
