@@ -271,6 +271,44 @@ def test_raw_segments_on_s3_are_read_with_one_listing_a_night(moto: str, s3_env:
         assert lake.read_raw(NIGHT, calls.COUNTRIES, calls.countries().key).body == b"<Countries/>"
 
 
+def test_the_segments_the_saver_stored_are_known_to_the_harvest(moto: str, s3_env: Callable[[str], None]) -> None:
+    """On S3 the saver process tells the harvest each segment it stored, with its index: the
+    harvest's later reads of the night list it once and GET none of them, and know what a
+    process that reads every index knows. The harvest's own segments (the free answers it keeps
+    itself) are known the same way."""
+    with running_proxy(moto) as proxy:
+        s3_env(proxy.url)
+        bucket = f"lake-{uuid.uuid4().hex[:8]}"
+        fsspec.filesystem("s3", skip_instance_cache=True).mkdir(bucket)
+        lake = Lake(f"s3://{bucket}/prefix").claim("sandbox")
+        forget_indexes()
+
+        async def harvest() -> None:
+            saver = RawSaver(lake, NIGHT)
+            try:
+                for i in range(12):
+                    call = calls.player_summary("PokerStars", f"p{i}")
+                    settle = await saver.save(ReceivedBody(call, b'{"x": %d}' % i, "json", datetime.now(UTC)))
+                    await settle("ok" if i % 3 else "refused-404")
+                    await asyncio.sleep(0.03)  # several segments
+                assert saver.pid is not None
+            finally:
+                await saver.aclose()
+
+        asyncio.run(harvest())
+        lake.write_raw_soon(NIGHT, calls.COUNTRIES, calls.countries().key, b"<Countries/>", "xml", 0).result(30)
+        proxy.reset()
+        known = lake.raw_refs(NIGHT, status=None)
+        counts = proxy.stats()["counts"]
+        assert (counts.get("LIST", 0), counts.get("GET", 0) - counts.get("LIST", 0)) == (1, 0)
+        forget_indexes()  # another process: every segment's index read from the store
+        read = lake.raw_refs(NIGHT, status=None)
+        assert len(read) == 13 and [(r.digest, r.token, r.status, r.location, r.offset) for r in known] == [
+            (r.digest, r.token, r.status, r.location, r.offset) for r in read
+        ]
+        assert {r.status for r in read} == {"ok", "refused-404", "received"}
+
+
 def test_a_nights_bytes_on_s3_list_each_folder_once(moto: str, s3_env: Callable[[str], None]) -> None:
     """``night_bytes`` (what the night's record keeps) on a store: the lake's root listed once,
     then each folder's night, side by side; the same bytes as the objects' sizes."""

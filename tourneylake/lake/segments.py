@@ -24,6 +24,7 @@ import struct
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass, field, replace
 from datetime import date
@@ -126,13 +127,28 @@ class _Pending:
         self.header, self.data, self.done, self.is_body = header, data, done, is_body
 
 
+#: What an object-store segment holds, as its index says: (offset, length, header) per record.
+Entries = list[tuple[int, int, dict[str, Any]]]
+
+
 class SegmentWriter:
     """One process's segments for one night of one lake (see the module docstring). Thread-safe:
     :meth:`add_body` and :meth:`add_status` queue a record and return a future, done once it is
-    kept; one thread of the writer's own writes them, in order."""
+    kept; one thread of the writer's own writes them, in order. ``on_stored``: told of each
+    object-store segment once it is stored, with its index's entries (the raw saver tells the
+    harvest, whose reads of the night then need no GET of it)."""
 
-    def __init__(self, raw_root: AnyPath, night: date, *, fsync: bool, writer_id: str | None = None) -> None:
+    def __init__(
+        self,
+        raw_root: AnyPath,
+        night: date,
+        *,
+        fsync: bool,
+        writer_id: str | None = None,
+        on_stored: Callable[[StorePath, Entries], None] | None = None,
+    ) -> None:
         self.night = night
+        self.on_stored = on_stored
         self.folder = raw_root / f"snapshot_date={night.isoformat()}" / f"{WRITER_PREFIX}{writer_id or uuid.uuid4().hex[:16]}"
         self.remote = isinstance(self.folder, StorePath)
         self.fsync = fsync
@@ -320,6 +336,11 @@ class SegmentWriter:
                     raise LakeError(f"a raw segment could not be stored at {path}: {one_line(exc)}") from None
                 time.sleep(0.05 * 2**attempt)
         self._seq += 1
+        assert isinstance(path, StorePath)
+        stored = [(len(index) + offset, length, header) for offset, length, header in entries]
+        night_index(self.folder.parent.parent, self.night).known(path, stored)
+        if self.on_stored is not None:
+            self.on_stored(path, stored)
         return self._refs(path, batch, len(index))
 
 
@@ -382,7 +403,14 @@ class NightIndex:
         self._statuses: dict[tuple[str, str], tuple[int, str]] = {}  # (digest, token) -> (when, status): the latest wins
         self._read: dict[str, int] = {}  # segment -> bytes read (whole frames)
 
-    def add(self, location: AnyPath, entries: list[tuple[int, int, dict[str, Any]]]) -> None:
+    def known(self, segment: StorePath, entries: Entries) -> None:
+        """An object-store segment's records, from its index as its writer stored it: the segment
+        is not read again (a segment on a store is stored whole, once)."""
+        with self._lock:
+            self.add(segment, entries)
+            self._read[segment.path] = 1
+
+    def add(self, location: AnyPath, entries: Entries) -> None:
         with self._lock:
             for offset, length, header in entries:
                 kind = header.get("k")
@@ -538,7 +566,10 @@ def forget_indexes() -> None:
 
 
 def _remember(writer: SegmentWriter, batch: list[_Pending], refs: list[RawRef | None]) -> None:
-    """What this process wrote, in its own index at once (no listing needed to read it back)."""
+    """What this process wrote, in its own index at once (no listing needed to read it back; a
+    store's segment is in it already, whole: see :meth:`NightIndex.known`)."""
+    if writer.remote:
+        return
     raw_root = writer.folder.parent.parent
     index = night_index(raw_root, writer.night)
     entries = []
