@@ -258,9 +258,10 @@ class PartitionWriter:
         return self
 
     def write(self, data: pa.Table | pa.RecordBatch, *, shard: str | None = None) -> None:
-        """One part of the night (with ``keep_shards``: of ``shard``). The part is written (encoded,
-        stored, fsynced) on a thread of the process's own while the caller goes on; the commit
-        waits for every part, and a part that could not be written fails the writer."""
+        """One part of the night (with ``keep_shards``: of ``shard``). What waits on the storage
+        (a store's PUT, with the part's encoding; a disk's fsync) is done on a thread of the
+        process's own while the caller goes on; the commit waits for every part, and a part that
+        could not be written fails the writer."""
         if self._folder is None:
             raise LakeError("PartitionWriter.write outside its with-block")
         owner = self.shard if self.keep_shards is None else shard
@@ -279,7 +280,12 @@ class PartitionWriter:
                 raise LakeError(f"{self.table}: part schema differs from the first part's: {exc}") from None
         owned = "night" if owner is None else f"shard-{check_name('shard', owner)}"
         name = f"part-{owned}-{self._generation}-{self.parts:05d}.zstd.parquet"
-        written = _parts_pool().submit(_write_part, self.lake, self._folder / name, data)
+        path = self._folder / name
+        if isinstance(path, StorePath):  # encoded and stored on a part thread
+            written = _parts_pool().submit(_write_part, self.lake, path, data)
+        else:  # encoded and written here, fsynced on a part thread (the wait for the disk overlaps the next batch)
+            size = _write_part(self.lake, path, data, sync=False)
+            written = _parts_pool().submit(_synced, path, size) if self.lake.fsync else _done(size)
         self._writes.append((f"{self._folder.name}/{name}", written, data.num_rows))
         self.parts += 1
         self.rows += data.num_rows
@@ -462,8 +468,25 @@ def _forget_parts_pool() -> None:
 os.register_at_fork(after_in_child=_forget_parts_pool)
 
 
-def _write_part(lake: Lake, path: AnyPath, data: pa.Table) -> int:
-    """One Parquet part (zstd, timestamps in microseconds as Delta keeps them); its size."""
+def _done(size: int) -> Future[int]:
+    done: Future[int] = Future()
+    done.set_result(size)
+    return done
+
+
+def _synced(path: Path, size: int) -> int:
+    """A part written on a disk, fsynced (deleted when it cannot be); its size."""
+    try:
+        fsync_file(path)
+    except BaseException:
+        path.unlink(missing_ok=True)
+        raise
+    return size
+
+
+def _write_part(lake: Lake, path: AnyPath, data: pa.Table, *, sync: bool = True) -> int:
+    """One Parquet part (zstd, timestamps in microseconds as Delta keeps them); its size
+    (``sync=False``: on a disk, not fsynced: the caller does it)."""
     options: dict[str, Any] = {"compression": "zstd", "write_statistics": True, "coerce_timestamps": "us"}
     if isinstance(path, StorePath):
         sink = pa.BufferOutputStream()
@@ -479,7 +502,7 @@ def _write_part(lake: Lake, path: AnyPath, data: pa.Table) -> int:
     except BaseException:
         path.unlink(missing_ok=True)  # a part written half-way is never committed: not left either
         raise
-    if lake.fsync:  # its data on the disk before the commit names it
+    if lake.fsync and sync:  # its data on the disk before the commit names it
         fsync_file(path)
     return path.stat().st_size
 
