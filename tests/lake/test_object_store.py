@@ -309,6 +309,28 @@ def test_the_segments_the_saver_stored_are_known_to_the_harvest(moto: str, s3_en
         assert {r.status for r in read} == {"ok", "refused-404", "received"}
 
 
+def test_a_document_on_s3_is_read_in_one_request_there_or_not(moto: str, s3_env: Callable[[str], None]) -> None:
+    """A state document (there or not), the lake's source and a folder of nights, each read
+    with one request (a GET, a listing): no question first whether it is there."""
+    with running_proxy(moto) as proxy:
+        s3_env(proxy.url)
+        bucket = f"lake-{uuid.uuid4().hex[:8]}"
+        fsspec.filesystem("s3", skip_instance_cache=True).mkdir(bucket)
+        lake = Lake(f"s3://{bucket}/prefix").claim("sandbox")
+        StateStore(lake).write("kept", {"a": 1})
+
+        def requests(read: Callable[[], object], expected: object) -> int:
+            proxy.reset()
+            assert read() == expected
+            return proxy.stats()["counts"]["requests"]
+
+        assert requests(lambda: StateStore(lake).read("absent"), {}) == 1
+        assert requests(lambda: StateStore(lake).read("kept"), {"a": 1}) == 1
+        assert requests(lambda: lake.source, "sandbox") == 1
+        lake.write_raw_soon(NIGHT, "player_summary", {"player": "p"}, b'{"x": 1}', "json", 0).result(30)
+        assert requests(lambda: lake.raw_dates(), [NIGHT]) == 1
+
+
 def test_a_nights_bytes_on_s3_list_each_folder_once(moto: str, s3_env: Callable[[str], None]) -> None:
     """``night_bytes`` (what the night's record keeps) on a store: the lake's root listed once,
     then each folder's night, side by side; the same bytes as the objects' sizes."""

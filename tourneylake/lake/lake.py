@@ -61,7 +61,7 @@ from tourneylake.lake.raw import (
     read_raws,
 )
 from tourneylake.lake.segments import RawRef, SegmentWriter, night_index, writer_for
-from tourneylake.lake.storage import AnyPath, StorePath, atomic_write, fsync_dir, location, remove_tree
+from tourneylake.lake.storage import AnyPath, StorePath, atomic_write, fsync_dir, location, read_if_there, remove_tree
 
 if TYPE_CHECKING:
     from tourneylake.config import Settings
@@ -172,10 +172,11 @@ class Lake:
     # ------------------------------------------------------------------ source guard
     def _source_document(self) -> dict[str, Any] | None:
         marker = self.root / SOURCE_FILE
-        if not marker.is_file():
+        data = read_if_there(marker)
+        if data is None:
             return None
         try:
-            content = orjson.loads(marker.read_bytes())
+            content = orjson.loads(data)
         except orjson.JSONDecodeError as exc:
             raise LakeError(f'{marker} is damaged ({exc}): restore it or write {{"source": ...}} by hand') from None
         if not isinstance(content, dict):

@@ -587,12 +587,15 @@ def damaged_part(path: str | Path, night: date, exc: BaseException) -> LakeError
 
 
 def partition_dates(folder: AnyPath) -> list[date]:
-    """The nights of a folder of ``snapshot_date=D`` folders (the raw store's, the ledger's)."""
-    if not folder.is_dir():
+    """The nights of a folder of ``snapshot_date=D`` folders (the raw store's, the ledger's); one
+    listing (no question first whether the folder is there: on a store, a HEAD and a listing)."""
+    try:
+        entries = list(folder.iterdir())
+    except (FileNotFoundError, NotADirectoryError):
         return []
     out = []
     prefix = PARTITION + "="
-    for p in folder.iterdir():
+    for p in entries:
         if p.is_dir() and p.name.startswith(prefix):
             try:
                 out.append(date.fromisoformat(p.name[len(prefix) :]))
