@@ -331,6 +331,40 @@ def test_a_document_on_s3_is_read_in_one_request_there_or_not(moto: str, s3_env:
         assert requests(lambda: lake.raw_dates(), [NIGHT]) == 1
 
 
+def test_a_new_table_on_s3_is_checked_for_the_first_layout_in_one_listing(moto: str, s3_env: Callable[[str], None]) -> None:
+    """Before a table is created its folder is checked for the first layout's parts with one
+    listing of everything under it (not one per night folder); a folder of that layout is
+    still refused."""
+    with running_proxy(moto) as proxy:
+        s3_env(proxy.url)
+        bucket = f"lake-{uuid.uuid4().hex[:8]}"
+        fs = fsspec.filesystem("s3", skip_instance_cache=True)
+        fs.mkdir(bucket)
+        lake = Lake(f"s3://{bucket}/prefix").claim("sandbox")
+        fs.pipe(f"{bucket}/prefix/lake/old/snapshot_date=2026-11-19/part-00000.parquet", b"PAR1")
+        with pytest.raises(LakeError, match="first table layout"):
+            lake.write_table("old", NIGHT, small(1))
+        proxy.reset()
+        lake.write_table("new", NIGHT, small(2))
+        assert proxy.stats()["counts"].get("LIST snapshot_date=", 0) == 0  # the night's folder not listed on its own
+        assert lake.read_partition("new", NIGHT).num_rows == 2
+
+
+def test_a_nights_expiry_on_s3_finds_the_tables_in_the_lakes_one_listing(moto: str, s3_env: Callable[[str], None]) -> None:
+    """The night's expiry of old versions takes the lake's folders from its one listing (not a
+    listing more per folder to see a Delta log), then each table's own requests."""
+    with running_proxy(moto) as proxy:
+        s3_env(proxy.url)
+        bucket = f"lake-{uuid.uuid4().hex[:8]}"
+        fsspec.filesystem("s3", skip_instance_cache=True).mkdir(bucket)
+        lake = Lake(f"s3://{bucket}/prefix").claim("sandbox")
+        for table in ("a", "b", "c"):
+            lake.write_table(table, NIGHT, small(1))
+        proxy.reset()
+        assert expire_versions(lake, keep_days=7) == 0
+        assert proxy.stats()["counts"].get("LIST other", 0) == 1  # the lake's root, once
+
+
 def test_a_nights_bytes_on_s3_list_each_folder_once(moto: str, s3_env: Callable[[str], None]) -> None:
     """``night_bytes`` (what the night's record keeps) on a store: the lake's root listed once,
     then each folder's night, side by side; the same bytes as the objects' sizes."""

@@ -470,12 +470,20 @@ class Lake:
         with self.partition_writer(table, snapshot_date):
             pass
 
-    def tables(self) -> list[str]:
-        """The lake's Delta tables (on an object store a listing per folder, side by side)."""
+    def table_folders(self) -> list[str]:
+        """The lake's folders that may hold a table (one listing): its Delta tables, and any
+        table of the first layout (see :meth:`tables`)."""
+        return [p.name for p in self._table_folders()]
+
+    def _table_folders(self) -> list[AnyPath]:
         try:
-            folders = [p for p in self.root.iterdir() if p.is_dir() and not p.name.startswith(("_", "."))]
+            return sorted(p for p in self.root.iterdir() if p.is_dir() and not p.name.startswith(("_", ".")))
         except FileNotFoundError:
             return []
+
+    def tables(self) -> list[str]:
+        """The lake's Delta tables (on an object store a listing per folder, side by side)."""
+        folders = self._table_folders()
         if not isinstance(self.root, StorePath):
             return sorted(p.name for p in folders if (p / DELTA_LOG).is_dir())
         from concurrent.futures import ThreadPoolExecutor

@@ -187,9 +187,21 @@ def night_parts(lake: Lake, table: str, night: date | None = None) -> dict[date,
 _LEGACY_PART = re.compile(r"^(part-([0-9a-f]{12}-)?[0-9]{5}\.parquet|_commit\.json)$")
 
 
-def is_legacy(lake: Lake, table: str) -> bool:
+def is_legacy(lake: Lake, table: str, *, without_log: bool = False) -> bool:
     """Whether the table's folder holds the lake's first layout (hive folders of Parquet parts
-    and no Delta log), which ``tourneylake rebuild --all`` converts."""
+    and no Delta log), which ``tourneylake rebuild --all`` converts. ``without_log``: the caller
+    found no Delta log there (a table about to be created): on a store its objects are then
+    listed at once (one request for a new table's parts, not a listing per folder)."""
+    folder = lake.table_dir(table)
+    if without_log and isinstance(folder, StorePath):
+        try:
+            folder.fs.invalidate_cache(folder.path)
+            names = [name[len(folder.path) + 1 :].split("/") for name in folder.fs.find(folder.path)]
+        except FileNotFoundError:
+            return False
+        if any(parts[0] == DELTA_LOG for parts in names):
+            return False
+        return any(len(p) == 2 and p[0].startswith(PARTITION + "=") and _LEGACY_PART.match(p[1]) for p in names)
     try:
         entries: list[AnyPath] = list(lake.table_dir(table).iterdir())  # one listing (a store's answers say what is a folder)
     except (FileNotFoundError, NotADirectoryError):
@@ -358,7 +370,7 @@ class PartitionWriter:
         if delta is None:
             if not self._written:
                 return True  # no table, and nothing to write: the night has no rows
-            if is_legacy(self.lake, self.table):
+            if is_legacy(self.lake, self.table, without_log=True):
                 raise LakeError(
                     f"{table_uri(self.lake, self.table)} holds the lake's first table layout: run `tourneylake rebuild "
                     "--all` to convert the lake's tables from its raw answers (no search)"
@@ -554,7 +566,9 @@ def expire_versions(lake: Lake, keep_days: float, *, strays: bool = False) -> in
     """Delete the files no version of the last ``keep_days`` days needs (Delta's vacuum: the
     parts of replaced nights, as the log names them), in every table; returns how many.
     ``strays``: also the parts no version ever named (a killed writer's), which takes a listing
-    of every table's folder (a rebuild does it; a night does not)."""
+    of every table's folder (a rebuild does it; a night does not). Without ``strays`` the tables
+    are the lake's folders, from its one listing (a folder holding no Delta table, the first
+    layout's, is opened for nothing) rather than a listing more per folder."""
 
     hours = max(0, round(keep_days * 24))
 
@@ -568,8 +582,9 @@ def expire_versions(lake: Lake, keep_days: float, *, strays: bool = False) -> in
                 log.warning("%s: old versions could not be expired (%s)", table, one_line(exc))
                 return 0
 
+    tables = lake.tables() if strays else lake.table_folders()
     with ThreadPoolExecutor(8, thread_name_prefix="tourneylake-expire") as pool:  # each table waits on its own round trips
-        removed = sum(pool.map(expire, lake.tables()))
+        removed = sum(pool.map(expire, tables))
     if removed:
         log.info("expired %d file(s) no version of the last %g day(s) needs", removed, keep_days)
     return removed
