@@ -605,7 +605,7 @@ def partition_dates(folder: AnyPath) -> list[date]:
     """The nights of a folder of ``snapshot_date=D`` folders (the raw store's, the ledger's); one
     listing (no question first whether the folder is there: on a store, a HEAD and a listing)."""
     try:
-        entries = list(folder.iterdir())
+        entries: list[AnyPath] = list(folder.iterdir())
     except (FileNotFoundError, NotADirectoryError):
         return []
     out = []

@@ -337,7 +337,11 @@ class SegmentWriter:
                 time.sleep(0.05 * 2**attempt)
         self._seq += 1
         assert isinstance(path, StorePath)
-        stored = [(len(index) + offset, length, header) for offset, length, header in entries]
+        stored: Entries = []
+        at = len(index)
+        for item in batch:
+            stored.append((at, len(item.data), item.header))
+            at += len(item.data)
         night_index(self.folder.parent.parent, self.night).known(path, stored)
         if self.on_stored is not None:
             self.on_stored(path, stored)
