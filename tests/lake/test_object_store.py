@@ -87,6 +87,21 @@ def test_a_memory_lake_keeps_raw_bodies_ledger_and_state_but_no_tables(memory_la
         lake.write_table("t", NIGHT, small(3))
 
 
+def test_a_status_in_the_harvests_own_process_is_stored_at_once(memory_lake: Lake) -> None:
+    """A writer in the harvest's own process (the free answers: a body, then at once its status,
+    which the step waits for) stores a record at once when no PUT is out: no linger after the
+    body's PUT, as the saver's writer has (its many bodies share PUTs)."""
+    import time
+
+    waits = []
+    for i in range(3):
+        ref = memory_lake.write_raw(NIGHT, "countries", {"n": str(i)}, b"<Countries/>", "xml", datetime.now(UTC))
+        started = time.monotonic()
+        memory_lake.settle_raw(ref, "ok")
+        waits.append(time.monotonic() - started)
+    assert min(waits) < 0.04  # the saver's linger is 0.05 s
+
+
 def test_the_ledger_on_an_object_store_keeps_its_promises(memory_lake: Lake) -> None:
     lake = memory_lake
     with LedgerWriter(lake, NIGHT, "r1", remaining_before=100, account="main") as writer:

@@ -56,6 +56,10 @@ SEAL_AGE_S = 600.0
 #: slot, so a longer wait costs no throughput, and fewer PUTs cost the store and the saver less.
 LINGER_S = 0.05
 BATCH_BYTES = 8 << 20
+#: The linger of a writer in the harvest's own process (:func:`writer_for`: the free answers, a
+#: small night, the bodies a saver left): none. Its callers wait for each record, a status before
+#: the step reads its answer back, and a record that comes while a PUT is out joins the next one.
+IN_PROCESS_LINGER_S = 0.0
 #: Tries of one segment's PUT before the records waiting for it are told it failed.
 _PUT_TRIES = 5
 #: What a reader fetches first of an object-store segment: its index frame, most often whole.
@@ -136,7 +140,8 @@ class SegmentWriter:
     :meth:`add_body` and :meth:`add_status` queue a record and return a future, done once it is
     kept; one thread of the writer's own writes them, in order. ``on_stored``: told of each
     object-store segment once it is stored, with its index's entries (the raw saver tells the
-    harvest, whose reads of the night then need no GET of it)."""
+    harvest, whose reads of the night then need no GET of it); ``linger``: on a store, the least
+    time between two PUTs (see :data:`LINGER_S`)."""
 
     def __init__(
         self,
@@ -146,9 +151,11 @@ class SegmentWriter:
         fsync: bool,
         writer_id: str | None = None,
         on_stored: Callable[[StorePath, Entries], None] | None = None,
+        linger: float = LINGER_S,
     ) -> None:
         self.night = night
         self.on_stored = on_stored
+        self.linger = linger
         self.folder = raw_root / f"snapshot_date={night.isoformat()}" / f"{WRITER_PREFIX}{writer_id or uuid.uuid4().hex[:16]}"
         self.remote = isinstance(self.folder, StorePath)
         self.fsync = fsync
@@ -223,7 +230,7 @@ class SegmentWriter:
                     return
                 if self.remote:  # at most one PUT a LINGER_S: the records that come meanwhile join the next
                     while not self._closing and self._pending_bytes < BATCH_BYTES:
-                        left = self._last_put + LINGER_S - time.monotonic()
+                        left = self._last_put + self.linger - time.monotonic()
                         if left <= 0:
                             break
                         self._cv.wait(left)
@@ -374,7 +381,7 @@ def writer_for(raw_root: AnyPath, night: date, *, fsync: bool) -> SegmentWriter:
     with _WRITERS_LOCK:
         writer = _WRITERS.get(key)
         if writer is None or writer._closing:
-            writer = _WRITERS[key] = SegmentWriter(raw_root, night, fsync=fsync)
+            writer = _WRITERS[key] = SegmentWriter(raw_root, night, fsync=fsync, linger=IN_PROCESS_LINGER_S)
         return writer
 
 
