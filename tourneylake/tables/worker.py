@@ -327,7 +327,7 @@ class TablesWorker:
                     self._crash = self._crash or message[1]
                 elif kind == "done":
                     self.rows = dict(message[1])
-                    self.repeating = set(message[2])
+                    self.repeating = set(message[2]) if len(message) > 2 else None  # not said: every table is read back
                     self._answered.set()
                 elif kind == "failed":
                     self._result = message[1]
