@@ -219,6 +219,26 @@ def test_delta_tables_on_s3(s3: str) -> None:
     assert lake.partitions("t") == [NIGHTS[1]] and lake.read_partition("t", NIGHT).num_rows == 0
 
 
+def test_a_writers_parts_are_stored_side_by_side_on_s3(s3: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """On a store a part's PUT is done on a part thread: a writer's parts (and several
+    writers') are stored at once; the commit waits for them all."""
+    from tourneylake.lake import partitions
+
+    lake = Lake(s3).claim("sandbox")
+    both = threading.Barrier(2, timeout=10)  # broken (an error) unless two parts are stored at once
+    real = partitions._put
+
+    def gated(path: StorePath, payload: bytes) -> int:
+        both.wait()
+        return real(path, payload)
+
+    monkeypatch.setattr(partitions, "_put", gated)
+    with lake.partition_writer("t", NIGHT) as writer:
+        writer.write(small(2))
+        writer.write(small(3, "b"))
+    assert lake.read_table("t", NIGHT).num_rows == 5
+
+
 @pytest.mark.parametrize("where", ["local", "s3"])
 def test_two_nights_committed_at_once_both_land(where: str, tmp_path: Path, request: pytest.FixtureRequest) -> None:
     """A backfill's nights (or shards) committed at the same moment: every commit lands (on S3 by

@@ -270,10 +270,10 @@ class PartitionWriter:
         return self
 
     def write(self, data: pa.Table | pa.RecordBatch, *, shard: str | None = None) -> None:
-        """One part of the night (with ``keep_shards``: of ``shard``). What waits on the storage
-        (a store's PUT, with the part's encoding; a disk's fsync) is done on a thread of the
-        process's own while the caller goes on; the commit waits for every part, and a part that
-        could not be written fails the writer."""
+        """One part of the night (with ``keep_shards``: of ``shard``), encoded here; what waits on
+        the storage (a store's PUT, a disk's fsync) is done on a thread of the process's own while
+        the caller goes on; the commit waits for every part, and a part that could not be stored
+        fails the writer."""
         if self._folder is None:
             raise LakeError("PartitionWriter.write outside its with-block")
         owner = self.shard if self.keep_shards is None else shard
@@ -293,10 +293,12 @@ class PartitionWriter:
         owned = "night" if owner is None else f"shard-{check_name('shard', owner)}"
         name = f"part-{owned}-{self._generation}-{self.parts:05d}.zstd.parquet"
         path = self._folder / name
-        if isinstance(path, StorePath):  # encoded and stored on a part thread
-            written = _parts_pool().submit(_write_part, self.lake, path, data)
-        else:  # encoded and written here, fsynced on a part thread (the wait for the disk overlaps the next batch)
-            size = _write_part(self.lake, path, data, sync=False)
+        # Encoded here (Arrow's memory stays with this thread), stored or fsynced on a part
+        # thread: the wait for the store or the disk overlaps the next batch.
+        if isinstance(path, StorePath):
+            written = _parts_pool().submit(_put, path, _encoded(data))
+        else:
+            size = _write_local_part(path, data)  # its data fsynced before the commit names it
             written = _parts_pool().submit(_synced, path, size) if self.lake.fsync else _done(size)
         self._writes.append((f"{self._folder.name}/{name}", written, data.num_rows))
         self.parts += 1
@@ -480,6 +482,23 @@ def _forget_parts_pool() -> None:
 os.register_at_fork(after_in_child=_forget_parts_pool)
 
 
+#: A part: Parquet, zstd, timestamps in microseconds as Delta keeps them.
+_PART_OPTIONS: dict[str, Any] = {"compression": "zstd", "write_statistics": True, "coerce_timestamps": "us"}
+
+
+def _encoded(data: pa.Table) -> bytes:
+    """A part's Parquet bytes, for a store."""
+    sink = pa.BufferOutputStream()
+    pq.write_table(data, sink, **_PART_OPTIONS)
+    return sink.getvalue().to_pybytes()
+
+
+def _put(path: StorePath, payload: bytes) -> int:
+    """A part stored on a store (one PUT: whole or absent); its size."""
+    path.write_bytes(payload)
+    return len(payload)
+
+
 def _done(size: int) -> Future[int]:
     done: Future[int] = Future()
     done.set_result(size)
@@ -496,26 +515,16 @@ def _synced(path: Path, size: int) -> int:
     return size
 
 
-def _write_part(lake: Lake, path: AnyPath, data: pa.Table, *, sync: bool = True) -> int:
-    """One Parquet part (zstd, timestamps in microseconds as Delta keeps them); its size
-    (``sync=False``: on a disk, not fsynced: the caller does it)."""
-    options: dict[str, Any] = {"compression": "zstd", "write_statistics": True, "coerce_timestamps": "us"}
-    if isinstance(path, StorePath):
-        sink = pa.BufferOutputStream()
-        pq.write_table(data, sink, **options)
-        payload = sink.getvalue().to_pybytes()
-        path.write_bytes(payload)  # one PUT: whole or absent
-        return len(payload)
+def _write_local_part(path: Path, data: pa.Table) -> int:
+    """One Parquet part on a disk, not fsynced yet (see :func:`_synced`); its size."""
     try:
-        pq.write_table(data, path, **options)
+        pq.write_table(data, path, **_PART_OPTIONS)
     except FileNotFoundError:
         path.parent.mkdir(parents=True, exist_ok=True)
-        pq.write_table(data, path, **options)
+        pq.write_table(data, path, **_PART_OPTIONS)
     except BaseException:
         path.unlink(missing_ok=True)  # a part written half-way is never committed: not left either
         raise
-    if lake.fsync and sync:  # its data on the disk before the commit names it
-        fsync_file(path)
     return path.stat().st_size
 
 
