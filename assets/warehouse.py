@@ -8,6 +8,8 @@ are the dbt models (``assets.models``), downstream of these assets; the tables' 
 (keys, conversions) are dbt tests too.
 """
 
+from concurrent.futures import ThreadPoolExecutor
+
 from dagster import (
     AssetCheckResult,
     AssetCheckSpec,
@@ -26,7 +28,7 @@ from assets.partitions import WAREHOUSE_POOL, nightly_partitions
 from assets.report import fails_cleanly, night_of
 from assets.resource import TourneylakeResource
 from tourneylake.lake.partitions import expire_versions
-from tourneylake.night.status import record_load
+from tourneylake.night.status import night_bytes, record_load
 from tourneylake.schemas import TABLES, duckdb_type
 from tourneylake.tables.normalize.summary import SUMMARY_TABLES
 from tourneylake.tables.warehouse import LOAD_ORDER
@@ -94,17 +96,21 @@ def _table_spec(name: str) -> AssetSpec:
 @fails_cleanly
 def warehouse(context: AssetExecutionContext, tourneylake: TourneylakeResource):
     night, lake = night_of(context), tourneylake.lake()
-    with tourneylake.open_warehouse() as db:
-        loaded = db.load_night(lake, night)
-        counts = db.table_counts()
-        in_warehouse = {name: db.night_rows(table, night) for name, table in ROW_COUNTS.items()}
-    record_load(lake, night, context.run.run_id, loaded)
+    # Beside the load, which reads only the tables' current versions: the night's bytes, then the
+    # expiry of the versions older than the setting's days (upkeep: it never touches a current one).
+    with ThreadPoolExecutor(1, thread_name_prefix="tourneylake-upkeep") as upkeep:
+        size = upkeep.submit(night_bytes, lake, night)
+        expired = upkeep.submit(expire_versions, lake, tourneylake.settings().table_history_days)
+        with tourneylake.open_warehouse() as db:
+            loaded = db.load_night(lake, night)
+            counts = db.table_counts()
+            in_warehouse = {name: db.night_rows(table, night) for name, table in ROW_COUNTS.items()}
+        record_load(lake, night, context.run.run_id, loaded, size=size.result())
     yield MaterializeResult(
         asset_key=FILE,
         metadata={
             "rows_loaded": sum(loaded.values()),
-            # the lake tables' versions older than the setting's days, their files deleted once the night is loaded
-            "lake_files_expired": expire_versions(lake, tourneylake.settings().table_history_days),
+            "lake_files_expired": expired.result(),
             "tables": MetadataValue.table(
                 [TableRecord({"table": t, "loaded": loaded.get(t, 0), "rows": counts[t]}) for t in LOAD_ORDER], SUMMARY_SCHEMA
             ),

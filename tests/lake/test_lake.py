@@ -282,6 +282,52 @@ def test_failed_writer_keeps_the_old_partition(tmp_path: Path) -> None:
     assert len(list(lake.partition_path("t", NIGHT).iterdir())) == 1  # the failed writer's parts are gone
 
 
+def test_a_writers_parts_are_synced_side_by_side(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``write`` hands its part's fsync to the process's part threads and returns: a writer's
+    parts (several writers' parts) wait for the disk at once; the commit waits for all of them."""
+    import threading
+
+    from tourneylake.lake import partitions
+
+    lake = Lake(tmp_path).claim("sandbox")
+    both = threading.Barrier(2, timeout=10)  # broken (an error) unless two parts are synced at once
+    real = partitions._synced
+
+    def gated(path: Path, size: int) -> int:
+        both.wait()
+        return real(path, size)
+
+    monkeypatch.setattr(partitions, "_synced", gated)
+    with lake.partition_writer("t", NIGHT) as writer:
+        writer.write(_table(2))
+        writer.write(_table(3, "b"))
+    assert lake.read_table("t", NIGHT).num_rows == 5
+
+
+def test_a_part_that_cannot_be_synced_fails_its_writer(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A part whose fsync fails (on its thread) fails the writer at its commit: the night stays
+    as it was, and the writer's parts are deleted."""
+    from tourneylake.lake import partitions
+
+    lake = Lake(tmp_path).claim("sandbox")
+    lake.write_table("t", NIGHT, _table(3))
+
+    real = partitions.fsync_file
+
+    def second_fails(path: Path) -> None:
+        if path.name.endswith("-00001.zstd.parquet"):
+            raise OSError(5, "Input/output error")
+        real(path)
+
+    monkeypatch.setattr(partitions, "fsync_file", second_fails)
+    with pytest.raises(OSError, match="Input/output error"):  # noqa: PT012 - the failure surfaces when the block ends
+        with lake.partition_writer("t", NIGHT) as writer:
+            writer.write(_table(10, "new"))
+            writer.write(_table(10, "new"))
+    assert lake.read_table("t", NIGHT).num_rows == 3
+    assert len(list(lake.partition_path("t", NIGHT).iterdir())) == 1  # only the night's part in force
+
+
 def test_part_schemas_must_agree(tmp_path: Path) -> None:
     lake = Lake(tmp_path).claim("sandbox")
     lake.write_table("t", NIGHT, _table(1))

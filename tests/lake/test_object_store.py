@@ -37,7 +37,7 @@ from tourneylake.lake.lake import Lake
 from tourneylake.lake.ledger import Ledger, LedgerWriter
 from tourneylake.lake.partitions import expire_versions, storage_options
 from tourneylake.lake.raw_saver import RawSaver
-from tourneylake.lake.segments import forget_indexes, frames
+from tourneylake.lake.segments import LINGER_S, forget_indexes, frames
 from tourneylake.lake.state import StateStore
 from tourneylake.lake.storage import StorePath
 from tourneylake.sandbox import running_sandbox
@@ -85,6 +85,21 @@ def test_a_memory_lake_keeps_raw_bodies_ledger_and_state_but_no_tables(memory_la
         pass
     with pytest.raises(LakeError, match=r"Delta tables, which need a store delta-rs opens .* memory:// is not one"):
         lake.write_table("t", NIGHT, small(3))
+
+
+def test_a_status_in_the_harvests_own_process_is_stored_at_once(memory_lake: Lake) -> None:
+    """A writer in the harvest's own process (the free answers: a body, then at once its status,
+    which the step waits for) stores a record at once when no PUT is out: no linger after the
+    body's PUT, as the saver's writer has (its many bodies share PUTs)."""
+    import time
+
+    waits = []
+    for i in range(3):
+        ref = memory_lake.write_raw(NIGHT, "countries", {"n": str(i)}, b"<Countries/>", "xml", datetime.now(UTC))
+        started = time.monotonic()
+        memory_lake.settle_raw(ref, "ok")
+        waits.append(time.monotonic() - started)
+    assert min(waits) < 0.8 * LINGER_S  # the saver's writer would wait about its linger
 
 
 def test_the_ledger_on_an_object_store_keeps_its_promises(memory_lake: Lake) -> None:
@@ -204,6 +219,26 @@ def test_delta_tables_on_s3(s3: str) -> None:
     assert lake.partitions("t") == [NIGHTS[1]] and lake.read_partition("t", NIGHT).num_rows == 0
 
 
+def test_a_writers_parts_are_stored_side_by_side_on_s3(s3: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """On a store a part's PUT is done on a part thread: a writer's parts (and several
+    writers') are stored at once; the commit waits for them all."""
+    from tourneylake.lake import partitions
+
+    lake = Lake(s3).claim("sandbox")
+    both = threading.Barrier(2, timeout=10)  # broken (an error) unless two parts are stored at once
+    real = partitions._put
+
+    def gated(path: StorePath, payload: bytes) -> int:
+        both.wait()
+        return real(path, payload)
+
+    monkeypatch.setattr(partitions, "_put", gated)
+    with lake.partition_writer("t", NIGHT) as writer:
+        writer.write(small(2))
+        writer.write(small(3, "b"))
+    assert lake.read_table("t", NIGHT).num_rows == 5
+
+
 @pytest.mark.parametrize("where", ["local", "s3"])
 def test_two_nights_committed_at_once_both_land(where: str, tmp_path: Path, request: pytest.FixtureRequest) -> None:
     """A backfill's nights (or shards) committed at the same moment: every commit lands (on S3 by
@@ -269,6 +304,123 @@ def test_raw_segments_on_s3_are_read_with_one_listing_a_night(moto: str, s3_env:
 
         asyncio.run(saved_by_the_saver())
         assert lake.read_raw(NIGHT, calls.COUNTRIES, calls.countries().key).body == b"<Countries/>"
+
+
+def test_the_segments_the_saver_stored_are_known_to_the_harvest(moto: str, s3_env: Callable[[str], None]) -> None:
+    """On S3 the saver process tells the harvest each segment it stored, with its index: the
+    harvest's later reads of the night list it once and GET none of them, and know what a
+    process that reads every index knows. The harvest's own segments (the free answers it keeps
+    itself) are known the same way."""
+    with running_proxy(moto) as proxy:
+        s3_env(proxy.url)
+        bucket = f"lake-{uuid.uuid4().hex[:8]}"
+        fsspec.filesystem("s3", skip_instance_cache=True).mkdir(bucket)
+        lake = Lake(f"s3://{bucket}/prefix").claim("sandbox")
+        forget_indexes()
+
+        async def harvest() -> None:
+            saver = RawSaver(lake, NIGHT)
+            try:
+                for i in range(12):
+                    call = calls.player_summary("PokerStars", f"p{i}")
+                    settle = await saver.save(ReceivedBody(call, b'{"x": %d}' % i, "json", datetime.now(UTC)))
+                    await settle("ok" if i % 3 else "refused-404")
+                    await asyncio.sleep(0.03)  # several segments
+                assert saver.pid is not None
+            finally:
+                await saver.aclose()
+
+        asyncio.run(harvest())
+        lake.write_raw_soon(NIGHT, calls.COUNTRIES, calls.countries().key, b"<Countries/>", "xml", 0).result(30)
+        proxy.reset()
+        known = lake.raw_refs(NIGHT, status=None)
+        counts = proxy.stats()["counts"]
+        assert (counts.get("LIST", 0), counts.get("GET", 0) - counts.get("LIST", 0)) == (1, 0)
+        forget_indexes()  # another process: every segment's index read from the store
+        read = lake.raw_refs(NIGHT, status=None)
+        assert len(read) == 13 and [(r.digest, r.token, r.status, r.location, r.offset) for r in known] == [
+            (r.digest, r.token, r.status, r.location, r.offset) for r in read
+        ]
+        assert {r.status for r in read} == {"ok", "refused-404", "received"}
+
+
+def test_a_document_on_s3_is_read_in_one_request_there_or_not(moto: str, s3_env: Callable[[str], None]) -> None:
+    """A state document (there or not), the lake's source and a folder of nights, each read
+    with one request (a GET, a listing): no question first whether it is there."""
+    with running_proxy(moto) as proxy:
+        s3_env(proxy.url)
+        bucket = f"lake-{uuid.uuid4().hex[:8]}"
+        fsspec.filesystem("s3", skip_instance_cache=True).mkdir(bucket)
+        lake = Lake(f"s3://{bucket}/prefix").claim("sandbox")
+        StateStore(lake).write("kept", {"a": 1})
+
+        def requests(read: Callable[[], object], expected: object) -> int:
+            proxy.reset()
+            assert read() == expected
+            return proxy.stats()["counts"]["requests"]
+
+        assert requests(lambda: StateStore(lake).read("absent"), {}) == 1
+        assert requests(lambda: StateStore(lake).read("kept"), {"a": 1}) == 1
+        assert requests(lambda: lake.source, "sandbox") == 1
+        lake.write_raw_soon(NIGHT, "player_summary", {"player": "p"}, b'{"x": 1}', "json", 0).result(30)
+        assert requests(lambda: lake.raw_dates(), [NIGHT]) == 1
+
+
+def test_a_new_table_on_s3_is_checked_for_the_first_layout_in_one_listing(moto: str, s3_env: Callable[[str], None]) -> None:
+    """Before a table is created its folder is checked for the first layout's parts with one
+    listing of everything under it (not one per night folder); a folder of that layout is
+    still refused."""
+    with running_proxy(moto) as proxy:
+        s3_env(proxy.url)
+        bucket = f"lake-{uuid.uuid4().hex[:8]}"
+        fs = fsspec.filesystem("s3", skip_instance_cache=True)
+        fs.mkdir(bucket)
+        lake = Lake(f"s3://{bucket}/prefix").claim("sandbox")
+        fs.pipe(f"{bucket}/prefix/lake/old/snapshot_date=2026-11-19/part-00000.parquet", b"PAR1")
+        with pytest.raises(LakeError, match="first table layout"):
+            lake.write_table("old", NIGHT, small(1))
+        proxy.reset()
+        lake.write_table("new", NIGHT, small(2))
+        assert proxy.stats()["counts"].get("LIST snapshot_date=", 0) == 0  # the night's folder not listed on its own
+        assert lake.read_partition("new", NIGHT).num_rows == 2
+
+
+def test_a_nights_expiry_on_s3_finds_the_tables_in_the_lakes_one_listing(moto: str, s3_env: Callable[[str], None]) -> None:
+    """The night's expiry of old versions takes the lake's folders from its one listing (not a
+    listing more per folder to see a Delta log), then each table's own requests."""
+    with running_proxy(moto) as proxy:
+        s3_env(proxy.url)
+        bucket = f"lake-{uuid.uuid4().hex[:8]}"
+        fsspec.filesystem("s3", skip_instance_cache=True).mkdir(bucket)
+        lake = Lake(f"s3://{bucket}/prefix").claim("sandbox")
+        for table in ("a", "b", "c"):
+            lake.write_table(table, NIGHT, small(1))
+        proxy.reset()
+        assert expire_versions(lake, keep_days=7) == 0
+        assert proxy.stats()["counts"].get("LIST other", 0) == 1  # the lake's root, once
+
+
+def test_a_nights_bytes_on_s3_list_each_folder_once(moto: str, s3_env: Callable[[str], None]) -> None:
+    """``night_bytes`` (what the night's record keeps) on a store: the lake's root listed once,
+    then each folder's night, side by side; the same bytes as the objects' sizes."""
+    from tourneylake.night.status import night_bytes
+
+    with running_proxy(moto) as proxy:
+        s3_env(proxy.url)
+        bucket = f"lake-{uuid.uuid4().hex[:8]}"
+        fs = fsspec.filesystem("s3", skip_instance_cache=True)
+        fs.mkdir(bucket)
+        lake = Lake(f"s3://{bucket}/prefix").claim("sandbox")
+        lake.write_table("t", NIGHT, small(3))
+        lake.write_table("u", NIGHT, small(2))
+        lake.write_table("t", NIGHTS[1], small(1))
+        lake.write_raw_soon(NIGHT, "player_summary", {"player": "p"}, b'{"x": 1}', "json", 0).result(30)
+        folders = [p.name for p in lake.root.iterdir() if p.is_dir()]
+        night = f"snapshot_date={NIGHT.isoformat()}"
+        expected = sum(fs.du(f"{bucket}/prefix/lake/{name}/{night}") for name in ("t", "u", "_raw"))
+        proxy.reset()
+        assert night_bytes(lake, NIGHT) == expected > 0
+        assert proxy.stats()["counts"].get("LIST", 0) == 1 + len(folders)
 
 
 def _subprocess_env() -> dict[str, str]:

@@ -71,20 +71,24 @@ def _rows(lake: Lake) -> dict[str, list[dict]]:
 
 
 def _in_one_process(folder: Path, order: list[tuple[dict[str, str], bytes]]) -> dict[str, list[dict]]:
-    """The answers in ``order`` through one harvest's sink, a part per answer."""
-    lake = _through_one_sink(_lake(folder), order)
-    keep_one_row_per_key(lake, NIGHT)
+    """The answers in ``order`` through one harvest's sink, a part per answer, then the tables
+    the sink says repeat a key made one row per key (as a night does)."""
+    lake, repeating = _through_one_sink(_lake(folder), order)
+    # Every answer lists the recorded player's entries (its served name) at its own server time.
+    assert repeating == {"tournaments", "tournament_entries"}
+    keep_one_row_per_key(lake, NIGHT, repeating)
     return _rows(lake)
 
 
-def _through_one_sink(lake: Lake, answers: list[tuple[dict[str, str], bytes]]) -> Lake:
-    """``answers`` through one harvest's sink, a part per answer; the lake."""
+def _through_one_sink(lake: Lake, answers: list[tuple[dict[str, str], bytes]]) -> tuple[Lake, set[str]]:
+    """``answers`` through one harvest's sink, a part per answer; the lake, and the tables of
+    which the sink kept a key twice."""
     with ExitStack() as stack:
         sink = SummarySink(lake, NIGHT, InForce(lake, NIGHT), stack, batch_size=1)
         for key, body in answers:
             sink.add(parse(body, "json"), key, FETCHED)
         sink.flush()
-    return lake
+    return lake, sink.repeating
 
 
 def _shard_tables(lake: Lake, answers: list[tuple[dict[str, str], bytes]]) -> dict[str, pa.Table]:
@@ -144,6 +148,7 @@ def test_two_shards_that_disagree_keep_the_same_rows_in_either_order_and_after_a
 
 def test_answers_that_agree_keep_one_row_and_no_rewrite(tmp_path: Path) -> None:
     same = [answer("Borbas.Geri", EARLY, "9"), answer("Someone", EARLY, "9")]  # identical listings
-    lake = _through_one_sink(_lake(tmp_path), same)
+    lake, repeating = _through_one_sink(_lake(tmp_path), same)
     assert lake.read_table("tournaments", NIGHT).num_rows == 8  # the normaliser kept each once
+    assert repeating == set()  # so a night reads neither table back
     assert keep_one_row_per_key(lake, NIGHT) == {}  # nothing to rewrite

@@ -61,7 +61,7 @@ from tourneylake.lake.raw import (
     read_raws,
 )
 from tourneylake.lake.segments import RawRef, SegmentWriter, night_index, writer_for
-from tourneylake.lake.storage import AnyPath, StorePath, atomic_write, fsync_dir, location, remove_tree
+from tourneylake.lake.storage import AnyPath, StorePath, atomic_write, fsync_dir, location, read_if_there, remove_tree
 
 if TYPE_CHECKING:
     from tourneylake.config import Settings
@@ -172,10 +172,11 @@ class Lake:
     # ------------------------------------------------------------------ source guard
     def _source_document(self) -> dict[str, Any] | None:
         marker = self.root / SOURCE_FILE
-        if not marker.is_file():
+        data = read_if_there(marker)
+        if data is None:
             return None
         try:
-            content = orjson.loads(marker.read_bytes())
+            content = orjson.loads(data)
         except orjson.JSONDecodeError as exc:
             raise LakeError(f'{marker} is damaged ({exc}): restore it or write {{"source": ...}} by hand') from None
         if not isinstance(content, dict):
@@ -469,12 +470,20 @@ class Lake:
         with self.partition_writer(table, snapshot_date):
             pass
 
-    def tables(self) -> list[str]:
-        """The lake's Delta tables (on an object store a listing per folder, side by side)."""
+    def table_folders(self) -> list[str]:
+        """The lake's folders that may hold a table (one listing): its Delta tables, and any
+        table of the first layout (see :meth:`tables`)."""
+        return [p.name for p in self._table_folders()]
+
+    def _table_folders(self) -> list[AnyPath]:
         try:
-            folders = [p for p in self.root.iterdir() if p.is_dir() and not p.name.startswith(("_", "."))]
+            return sorted(p for p in self.root.iterdir() if p.is_dir() and not p.name.startswith(("_", ".")))
         except FileNotFoundError:
             return []
+
+    def tables(self) -> list[str]:
+        """The lake's Delta tables (on an object store a listing per folder, side by side)."""
+        folders = self._table_folders()
         if not isinstance(self.root, StorePath):
             return sorted(p.name for p in folders if (p / DELTA_LOG).is_dir())
         from concurrent.futures import ThreadPoolExecutor

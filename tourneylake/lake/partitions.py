@@ -23,6 +23,7 @@ import threading
 import time
 import uuid
 from collections.abc import Iterable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import date
 from pathlib import Path
 from types import TracebackType
@@ -186,9 +187,21 @@ def night_parts(lake: Lake, table: str, night: date | None = None) -> dict[date,
 _LEGACY_PART = re.compile(r"^(part-([0-9a-f]{12}-)?[0-9]{5}\.parquet|_commit\.json)$")
 
 
-def is_legacy(lake: Lake, table: str) -> bool:
+def is_legacy(lake: Lake, table: str, *, without_log: bool = False) -> bool:
     """Whether the table's folder holds the lake's first layout (hive folders of Parquet parts
-    and no Delta log), which ``tourneylake rebuild --all`` converts."""
+    and no Delta log), which ``tourneylake rebuild --all`` converts. ``without_log``: the caller
+    found no Delta log there (a table about to be created): on a store its objects are then
+    listed at once (one request for a new table's parts, not a listing per folder)."""
+    folder = lake.table_dir(table)
+    if without_log and isinstance(folder, StorePath):
+        try:
+            folder.fs.invalidate_cache(folder.path)
+            names = [name[len(folder.path) + 1 :].split("/") for name in folder.fs.find(folder.path)]
+        except FileNotFoundError:
+            return False
+        if any(parts[0] == DELTA_LOG for parts in names):
+            return False
+        return any(len(p) == 2 and p[0].startswith(PARTITION + "=") and _LEGACY_PART.match(p[1]) for p in names)
     try:
         entries: list[AnyPath] = list(lake.table_dir(table).iterdir())  # one listing (a store's answers say what is a folder)
     except (FileNotFoundError, NotADirectoryError):
@@ -202,7 +215,6 @@ def is_legacy(lake: Lake, table: str) -> bool:
 def legacy_tables(lake: Lake) -> list[str]:
     """The tables of the lake's first layout (see :func:`is_legacy`; on an object store the
     folders looked at side by side)."""
-    from concurrent.futures import ThreadPoolExecutor
 
     try:
         folders = [p.name for p in lake.root.iterdir() if p.is_dir() and not p.name.startswith(("_", "."))]
@@ -247,7 +259,9 @@ class PartitionWriter:
         self.parts = 0
         self._schema: pa.Schema | None = None
         self._folder: AnyPath | None = None
-        self._written: list[tuple[str, int, int]] = []  # (path in the table, bytes, rows)
+        # (path in the table, its write: its bytes once done, rows); written side by side (see `write`)
+        self._writes: list[tuple[str, Future[int], int]] = []
+        self._written: list[tuple[str, int, int]] = []  # (path in the table, bytes, rows), once every write is done
         self._generation = uuid.uuid4().hex[:16]
 
     def __enter__(self) -> PartitionWriter:
@@ -256,7 +270,10 @@ class PartitionWriter:
         return self
 
     def write(self, data: pa.Table | pa.RecordBatch, *, shard: str | None = None) -> None:
-        """One part of the night (with ``keep_shards``: of ``shard``)."""
+        """One part of the night (with ``keep_shards``: of ``shard``), encoded here; what waits on
+        the storage (a store's PUT, a disk's fsync) is done on a thread of the process's own while
+        the caller goes on; the commit waits for every part, and a part that could not be stored
+        fails the writer."""
         if self._folder is None:
             raise LakeError("PartitionWriter.write outside its with-block")
         owner = self.shard if self.keep_shards is None else shard
@@ -275,7 +292,15 @@ class PartitionWriter:
                 raise LakeError(f"{self.table}: part schema differs from the first part's: {exc}") from None
         owned = "night" if owner is None else f"shard-{check_name('shard', owner)}"
         name = f"part-{owned}-{self._generation}-{self.parts:05d}.zstd.parquet"
-        self._written.append((f"{self._folder.name}/{name}", _write_part(self.lake, self._folder / name, data), data.num_rows))
+        path = self._folder / name
+        # Encoded here (Arrow's memory stays with this thread), stored or fsynced on a part
+        # thread: the wait for the store or the disk overlaps the next batch.
+        if isinstance(path, StorePath):
+            written = _parts_pool().submit(_put, path, _encoded(data))
+        else:
+            size = _write_local_part(path, data)  # its data fsynced before the commit names it
+            written = _parts_pool().submit(_synced, path, size) if self.lake.fsync else _done(size)
+        self._writes.append((f"{self._folder.name}/{name}", written, data.num_rows))
         self.parts += 1
         self.rows += data.num_rows
 
@@ -290,7 +315,10 @@ class PartitionWriter:
         if folder is None:
             return
         try:
+            failed = self._wait_for_parts()
             if exc_type is None:
+                if failed is not None:
+                    raise failed
                 if self.lake.fsync and isinstance(folder, Path) and self._written:
                     fsync_dir(folder)  # the parts' names on disk before the commit that names them
                 self._commit()
@@ -299,6 +327,17 @@ class PartitionWriter:
             self._discard(folder)
             raise
         self._discard(folder)
+
+    def _wait_for_parts(self) -> BaseException | None:
+        """Wait for every part's write; the first failure (the parts written are in ``_written``)."""
+        failed = None
+        for path, written, rows in self._writes:
+            try:
+                self._written.append((path, written.result(), rows))
+            except Exception as exc:  # noqa: BLE001 - the writer fails with it (its parts deleted)
+                failed = failed or exc
+        self._writes = []
+        return failed
 
     def _discard(self, folder: AnyPath) -> None:
         """Delete this writer's parts (best effort: one left over goes at the next vacuum)."""
@@ -333,7 +372,7 @@ class PartitionWriter:
         if delta is None:
             if not self._written:
                 return True  # no table, and nothing to write: the night has no rows
-            if is_legacy(self.lake, self.table):
+            if is_legacy(self.lake, self.table, without_log=True):
                 raise LakeError(
                     f"{table_uri(self.lake, self.table)} holds the lake's first table layout: run `tourneylake rebuild "
                     "--all` to convert the lake's tables from its raw answers (no search)"
@@ -420,25 +459,72 @@ def active_files_of(delta: DeltaTable, night: date) -> list[str]:
     return sorted(path for path, day in zip(paths, days, strict=True) if day == night)
 
 
-def _write_part(lake: Lake, path: AnyPath, data: pa.Table) -> int:
-    """One Parquet part (zstd, timestamps in microseconds as Delta keeps them); its size."""
-    options: dict[str, Any] = {"compression": "zstd", "write_statistics": True, "coerce_timestamps": "us"}
-    if isinstance(path, StorePath):
-        sink = pa.BufferOutputStream()
-        pq.write_table(data, sink, **options)
-        payload = sink.getvalue().to_pybytes()
-        path.write_bytes(payload)  # one PUT: whole or absent
-        return len(payload)
+#: The threads that write the process's parts (each writer's commit waits for its own), made on
+#: first use and again in a forked child (a fork keeps no thread).
+_PARTS: ThreadPoolExecutor | None = None
+_PARTS_LOCK = threading.Lock()
+_PART_THREADS = 4
+
+
+def _parts_pool() -> ThreadPoolExecutor:
+    global _PARTS
+    with _PARTS_LOCK:
+        if _PARTS is None:
+            _PARTS = ThreadPoolExecutor(_PART_THREADS, thread_name_prefix="tourneylake-parts")
+        return _PARTS
+
+
+def _forget_parts_pool() -> None:
+    global _PARTS
+    _PARTS = None
+
+
+os.register_at_fork(after_in_child=_forget_parts_pool)
+
+
+#: A part: Parquet, zstd, timestamps in microseconds as Delta keeps them.
+_PART_OPTIONS: dict[str, Any] = {"compression": "zstd", "write_statistics": True, "coerce_timestamps": "us"}
+
+
+def _encoded(data: pa.Table) -> bytes:
+    """A part's Parquet bytes, for a store."""
+    sink = pa.BufferOutputStream()
+    pq.write_table(data, sink, **_PART_OPTIONS)
+    return sink.getvalue().to_pybytes()
+
+
+def _put(path: StorePath, payload: bytes) -> int:
+    """A part stored on a store (one PUT: whole or absent); its size."""
+    path.write_bytes(payload)
+    return len(payload)
+
+
+def _done(size: int) -> Future[int]:
+    done: Future[int] = Future()
+    done.set_result(size)
+    return done
+
+
+def _synced(path: Path, size: int) -> int:
+    """A part written on a disk, fsynced (deleted when it cannot be); its size."""
     try:
-        pq.write_table(data, path, **options)
+        fsync_file(path)
+    except BaseException:
+        path.unlink(missing_ok=True)
+        raise
+    return size
+
+
+def _write_local_part(path: Path, data: pa.Table) -> int:
+    """One Parquet part on a disk, not fsynced yet (see :func:`_synced`); its size."""
+    try:
+        pq.write_table(data, path, **_PART_OPTIONS)
     except FileNotFoundError:
         path.parent.mkdir(parents=True, exist_ok=True)
-        pq.write_table(data, path, **options)
+        pq.write_table(data, path, **_PART_OPTIONS)
     except BaseException:
         path.unlink(missing_ok=True)  # a part written half-way is never committed: not left either
         raise
-    if lake.fsync:  # its data on the disk before the commit names it
-        fsync_file(path)
     return path.stat().st_size
 
 
@@ -476,7 +562,6 @@ def finish_together(writers: list[PartitionWriter], exc_type: type[BaseException
         for writer in writers:
             writer.__exit__(exc_type, None, None)
         return
-    from concurrent.futures import ThreadPoolExecutor
 
     with ThreadPoolExecutor(len(writers), thread_name_prefix="tourneylake-commit") as pool:
         done = [pool.submit(writer.__exit__, None, None, None) for writer in writers]
@@ -490,8 +575,9 @@ def expire_versions(lake: Lake, keep_days: float, *, strays: bool = False) -> in
     """Delete the files no version of the last ``keep_days`` days needs (Delta's vacuum: the
     parts of replaced nights, as the log names them), in every table; returns how many.
     ``strays``: also the parts no version ever named (a killed writer's), which takes a listing
-    of every table's folder (a rebuild does it; a night does not)."""
-    from concurrent.futures import ThreadPoolExecutor
+    of every table's folder (a rebuild does it; a night does not). Without ``strays`` the tables
+    are the lake's folders, from its one listing (a folder holding no Delta table, the first
+    layout's, is opened for nothing) rather than a listing more per folder."""
 
     hours = max(0, round(keep_days * 24))
 
@@ -505,8 +591,9 @@ def expire_versions(lake: Lake, keep_days: float, *, strays: bool = False) -> in
                 log.warning("%s: old versions could not be expired (%s)", table, one_line(exc))
                 return 0
 
+    tables = lake.tables() if strays else lake.table_folders()
     with ThreadPoolExecutor(8, thread_name_prefix="tourneylake-expire") as pool:  # each table waits on its own round trips
-        removed = sum(pool.map(expire, lake.tables()))
+        removed = sum(pool.map(expire, tables))
     if removed:
         log.info("expired %d file(s) no version of the last %g day(s) needs", removed, keep_days)
     return removed
@@ -524,12 +611,15 @@ def damaged_part(path: str | Path, night: date, exc: BaseException) -> LakeError
 
 
 def partition_dates(folder: AnyPath) -> list[date]:
-    """The nights of a folder of ``snapshot_date=D`` folders (the raw store's, the ledger's)."""
-    if not folder.is_dir():
+    """The nights of a folder of ``snapshot_date=D`` folders (the raw store's, the ledger's); one
+    listing (no question first whether the folder is there: on a store, a HEAD and a listing)."""
+    try:
+        entries: list[AnyPath] = list(folder.iterdir())
+    except (FileNotFoundError, NotADirectoryError):
         return []
     out = []
     prefix = PARTITION + "="
-    for p in folder.iterdir():
+    for p in entries:
         if p.is_dir() and p.name.startswith(prefix):
             try:
                 out.append(date.fromisoformat(p.name[len(prefix) :]))

@@ -11,7 +11,10 @@ the harvest's own error; a harvest killed with bodies in the pipe leaves each wh
 ``received``. Its environment holds no service credentials. ``TOURNEYLAKE_RAW_SAVER=thread``
 keeps the saves on the harvest's threads. Messages: ``["save", id, token, resource, key, fmt,
 fetched_at, snapshot_date, body]``, ``["settle", id, token, digest, resource, status, at]``;
-answers ``[id, None]`` or ``[id, "<what failed>"]``.
+answers ``[id, None]`` or ``[id, "<what failed>"]``; and, on an object store, ``["segment", path,
+entries]`` for each segment stored (its index's entries, when they fit an answer's bytes), which the
+harvest adds to its index of the night: its later reads of the night (the coverage changes' "not
+found" answers) GET no segment it was told of.
 """
 
 from __future__ import annotations
@@ -33,9 +36,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tourneylake.lake.raw import RECEIVED, key_digest, raw_file_bytes, raw_stamps
-from tourneylake.lake.segments import RawRef, SegmentWriter
-from tourneylake.lake.storage import AnyPath
-from tourneylake.runtime.pipes import frame, receive, split_frames, worker_env
+from tourneylake.lake.segments import Entries, RawRef, SegmentWriter, night_index
+from tourneylake.lake.storage import AnyPath, StorePath
+from tourneylake.runtime.pipes import LENGTH, frame, receive, split_frames, worker_env
 from tourneylake.runtime.threads import submit_to_finish
 
 if TYPE_CHECKING:
@@ -235,6 +238,13 @@ class RawSaver:
         self._writer = writer
 
     def _answered(self, message: list[Any]) -> None:
+        if message and message[0] == "segment":  # a segment the saver stored: its index, known here
+            _, path, entries = message
+            root = self.lake.raw_root
+            if isinstance(root, StorePath):
+                segment = StorePath(root.fs, path)
+                night_index(root, self.night).known(segment, [(int(at), int(length), header) for at, length, header in entries])
+            return
         number, failed = message
         entry = self._waiting.pop(number, None)
         if entry is None:
@@ -351,7 +361,15 @@ def _raw_root(data_dir: str) -> AnyPath:
 def _serve(data_dir: str, night: date, fsync: bool) -> int:
     inp, out = sys.stdin.buffer, sys.stdout.buffer
     answering = threading.Lock()
-    writer = SegmentWriter(_raw_root(data_dir), night, fsync=fsync)
+
+    def stored(segment: StorePath, entries: Entries) -> None:
+        told = frame(["segment", segment.path, [list(entry) for entry in entries]])
+        if len(told) - LENGTH.size <= _ANSWER_BYTES:  # else the harvest reads its index from the store
+            with answering, contextlib.suppress(OSError):
+                out.write(told)
+                out.flush()
+
+    writer = SegmentWriter(_raw_root(data_dir), night, fsync=fsync, on_stored=stored)
 
     def answer(number: int, done: Future[Any]) -> None:
         exc = done.exception()

@@ -24,6 +24,7 @@ import struct
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass, field, replace
 from datetime import date
@@ -55,6 +56,10 @@ SEAL_AGE_S = 600.0
 #: slot, so a longer wait costs no throughput, and fewer PUTs cost the store and the saver less.
 LINGER_S = 0.05
 BATCH_BYTES = 8 << 20
+#: The linger of a writer in the harvest's own process (:func:`writer_for`: the free answers, a
+#: small night, the bodies a saver left): none. Its callers wait for each record, a status before
+#: the step reads its answer back, and a record that comes while a PUT is out joins the next one.
+IN_PROCESS_LINGER_S = 0.0
 #: Tries of one segment's PUT before the records waiting for it are told it failed.
 _PUT_TRIES = 5
 #: What a reader fetches first of an object-store segment: its index frame, most often whole.
@@ -126,13 +131,31 @@ class _Pending:
         self.header, self.data, self.done, self.is_body = header, data, done, is_body
 
 
+#: What an object-store segment holds, as its index says: (offset, length, header) per record.
+Entries = list[tuple[int, int, dict[str, Any]]]
+
+
 class SegmentWriter:
     """One process's segments for one night of one lake (see the module docstring). Thread-safe:
     :meth:`add_body` and :meth:`add_status` queue a record and return a future, done once it is
-    kept; one thread of the writer's own writes them, in order."""
+    kept; one thread of the writer's own writes them, in order. ``on_stored``: told of each
+    object-store segment once it is stored, with its index's entries (the raw saver tells the
+    harvest, whose reads of the night then need no GET of it); ``linger``: on a store, the least
+    time between two PUTs (see :data:`LINGER_S`)."""
 
-    def __init__(self, raw_root: AnyPath, night: date, *, fsync: bool, writer_id: str | None = None) -> None:
+    def __init__(
+        self,
+        raw_root: AnyPath,
+        night: date,
+        *,
+        fsync: bool,
+        writer_id: str | None = None,
+        on_stored: Callable[[StorePath, Entries], None] | None = None,
+        linger: float = LINGER_S,
+    ) -> None:
         self.night = night
+        self.on_stored = on_stored
+        self.linger = linger
         self.folder = raw_root / f"snapshot_date={night.isoformat()}" / f"{WRITER_PREFIX}{writer_id or uuid.uuid4().hex[:16]}"
         self.remote = isinstance(self.folder, StorePath)
         self.fsync = fsync
@@ -207,7 +230,7 @@ class SegmentWriter:
                     return
                 if self.remote:  # at most one PUT a LINGER_S: the records that come meanwhile join the next
                     while not self._closing and self._pending_bytes < BATCH_BYTES:
-                        left = self._last_put + LINGER_S - time.monotonic()
+                        left = self._last_put + self.linger - time.monotonic()
                         if left <= 0:
                             break
                         self._cv.wait(left)
@@ -320,6 +343,15 @@ class SegmentWriter:
                     raise LakeError(f"a raw segment could not be stored at {path}: {one_line(exc)}") from None
                 time.sleep(0.05 * 2**attempt)
         self._seq += 1
+        assert isinstance(path, StorePath)
+        stored: Entries = []
+        at = len(index)
+        for item in batch:
+            stored.append((at, len(item.data), item.header))
+            at += len(item.data)
+        night_index(self.folder.parent.parent, self.night).known(path, stored)
+        if self.on_stored is not None:
+            self.on_stored(path, stored)
         return self._refs(path, batch, len(index))
 
 
@@ -349,7 +381,7 @@ def writer_for(raw_root: AnyPath, night: date, *, fsync: bool) -> SegmentWriter:
     with _WRITERS_LOCK:
         writer = _WRITERS.get(key)
         if writer is None or writer._closing:
-            writer = _WRITERS[key] = SegmentWriter(raw_root, night, fsync=fsync)
+            writer = _WRITERS[key] = SegmentWriter(raw_root, night, fsync=fsync, linger=IN_PROCESS_LINGER_S)
         return writer
 
 
@@ -382,7 +414,14 @@ class NightIndex:
         self._statuses: dict[tuple[str, str], tuple[int, str]] = {}  # (digest, token) -> (when, status): the latest wins
         self._read: dict[str, int] = {}  # segment -> bytes read (whole frames)
 
-    def add(self, location: AnyPath, entries: list[tuple[int, int, dict[str, Any]]]) -> None:
+    def known(self, segment: StorePath, entries: Entries) -> None:
+        """An object-store segment's records, from its index as its writer stored it: the segment
+        is not read again (a segment on a store is stored whole, once)."""
+        with self._lock:
+            self.add(segment, entries)
+            self._read[segment.path] = 1
+
+    def add(self, location: AnyPath, entries: Entries) -> None:
         with self._lock:
             for offset, length, header in entries:
                 kind = header.get("k")
@@ -538,7 +577,10 @@ def forget_indexes() -> None:
 
 
 def _remember(writer: SegmentWriter, batch: list[_Pending], refs: list[RawRef | None]) -> None:
-    """What this process wrote, in its own index at once (no listing needed to read it back)."""
+    """What this process wrote, in its own index at once (no listing needed to read it back; a
+    store's segment is in it already, whole: see :meth:`NightIndex.known`)."""
+    if writer.remote:
+        return
     raw_root = writer.folder.parent.parent
     index = night_index(raw_root, writer.night)
     entries = []

@@ -13,7 +13,7 @@ import orjson
 
 from tourneylake.errors import LakeError
 from tourneylake.lake.lake import Lake
-from tourneylake.lake.storage import atomic_write
+from tourneylake.lake.storage import atomic_write, read_if_there
 
 STATE_DIR = "_state"
 
@@ -31,10 +31,11 @@ class StateStore:
         if self.lake.shared is not None:
             return self.lake.shared.read_document(name) or {}
         path = self.directory / f"{name}.json"
-        if not path.is_file():
+        data = read_if_there(path)
+        if data is None:
             return {}
         try:
-            value = orjson.loads(path.read_bytes())
+            value = orjson.loads(data)
         except orjson.JSONDecodeError as exc:
             raise LakeError(
                 f"state file {path} is damaged ({exc}): move it aside (it is a cache; nothing paid is lost)"

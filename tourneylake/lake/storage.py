@@ -34,6 +34,7 @@ __all__ = [
     "location",
     "lock",
     "mtime",
+    "read_if_there",
     "remove_tree",
     "replace",
 ]
@@ -251,6 +252,15 @@ AnyPath = Path | StorePath
 
 # ---------------------------------------------------------------------- operations
 _NEW_FILE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
+
+
+def read_if_there(path: AnyPath) -> bytes | None:
+    """A file's bytes, or ``None`` when there is no such file: one read (on a store one GET,
+    where asking first whether it is there costs a HEAD, and a listing when it is not)."""
+    try:
+        return path.read_bytes()
+    except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+        return None
 
 
 def atomic_write(path: AnyPath, data: bytes, *, fsync: bool) -> None:

@@ -382,6 +382,11 @@ class Sink(Protocol):
     rows: dict[str, int]  # rows written per table
     rejected: list[tuple[TargetKey, str]]  # answers refused by a normaliser after the fetching
 
+    @property
+    def repeating(self) -> set[str] | None:
+        """The deduplicated tables of which a key was kept twice tonight (``None``: not known)."""
+        ...
+
     def add_stored(self) -> StoredSummaries:
         """Take the answers already paid for tonight; say which targets they settled."""
         ...
@@ -489,7 +494,7 @@ def _harvest_night(
         fatal = next((reason for _, reason in outcome.failed if reason.startswith("credentials:")), None)
         night_failed.append(failure is not None or (fatal is not None and keep_tables))
     if keep_tables:  # the night's tables are committed: one row per key, by content
-        outcome.rows.update(keep_one_row_per_key(lake, night))
+        outcome.rows.update(keep_one_row_per_key(lake, night, sink.repeating))
         if outcome.rows:
             lake.drop_shard_marks(night)  # written whole: no shard's parts are in any more
     elif shares is not None and session.writable:  # the shard's tables are committed: say so, for the join

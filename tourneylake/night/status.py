@@ -76,10 +76,11 @@ def record_harvest(lake: Lake, night: date, run_id: str, account: str | None, ou
     NightLog(lake).update(night, run_id, change)
 
 
-def record_load(lake: Lake, night: date, run_id: str, rows: dict[str, int]) -> None:
+def record_load(lake: Lake, night: date, run_id: str, rows: dict[str, int], *, size: int | None = None) -> None:
     """The night is in the warehouse, with ``rows`` per table (and the bytes the lake holds for
-    it, so a year's status sums them instead of walking every file)."""
-    size = night_bytes(lake, night)
+    it, so a year's status sums them instead of walking every file; ``size``: those bytes,
+    counted already)."""
+    size = night_bytes(lake, night) if size is None else size
 
     def change(record: dict[str, Any]) -> None:
         record["rows"] = dict(rows)
@@ -245,8 +246,16 @@ def _warehouse(settings: Settings) -> Path | None:
 
 
 def night_bytes(lake: Lake, night: date) -> int:
-    """The bytes the lake holds for ``night``: its raw answers, ledger and table partitions."""
-    return sum(_bytes(folder) for folder in lake.root.glob(f"*/snapshot_date={night.isoformat()}"))
+    """The bytes the lake holds for ``night``: its raw answers, ledger and table partitions (on
+    an object store each folder's night listed side by side: a round trip each, not a glob's two)."""
+    name = f"snapshot_date={night.isoformat()}"
+    if isinstance(lake.root, Path):
+        return sum(_bytes(folder) for folder in lake.root.glob(f"*/{name}"))
+    from concurrent.futures import ThreadPoolExecutor
+
+    nights = [folder / name for folder in lake.root.iterdir() if folder.is_dir()]
+    with ThreadPoolExecutor(8, thread_name_prefix="tourneylake-sizes") as pool:
+        return sum(pool.map(_bytes, nights))
 
 
 def _lake_bytes(lake: Lake, nights: list[date], records: dict[date, dict[str, Any]]) -> int:

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import gc
 import logging
-from collections.abc import Iterator, Mapping
+from collections.abc import Collection, Iterator, Mapping
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
@@ -347,6 +347,12 @@ class SummarySink:
         stored.unusable.pop(target, None)
         stored.done.add(target)
 
+    @property
+    def repeating(self) -> set[str]:
+        """The deduplicated tables of which the night's normaliser kept a key twice (see
+        :func:`keep_one_row_per_key`)."""
+        return self.normalizer.repeating
+
     def flush(self) -> None:
         self.pending = 0
         for name, table in self.normalizer.flush().items():
@@ -491,14 +497,19 @@ def reference_tables(lake: Lake, night: date) -> dict[str, int]:
     return rows
 
 
-def keep_one_row_per_key(lake: Lake, night: date) -> dict[str, int]:
+def keep_one_row_per_key(lake: Lake, night: date, repeating: Collection[str] | None = None) -> dict[str, int]:
     """The night's deduplicated tables (tournaments, entries) with one row per key, chosen by
     content (:func:`~tourneylake.tables.warehouse.one_row_per_key`): each night that lists a key
-    twice (answers that disagree) replaced whole; returns the rows of those replaced."""
+    twice (answers that disagree) replaced whole; returns the rows of those replaced.
+    ``repeating``: the tables of which the normaliser that wrote the night kept a key twice (see
+    :attr:`SummarySink.repeating`): the others hold each key once and are not read back (``None``:
+    not known, each is read)."""
     from tourneylake.tables.warehouse import one_row_per_key
 
     rows: dict[str, int] = {}
     for name in SUMMARY_TABLES:
+        if repeating is not None and name not in repeating:
+            continue
         if TABLES[name].load == "dedup" and (kept := one_row_per_key(lake, name, night)) is not None:
             rows[name] = lake.write_table(name, night, kept)
     return rows
@@ -521,7 +532,7 @@ def player_tables(lake: Lake, night: date, unusable: list[str] | None = None) ->
                 if name not in sink.rows:
                     lake.drop_partition(name, night)
         rows.update(sink.rows)
-    rows.update(keep_one_row_per_key(lake, night))
+    rows.update(keep_one_row_per_key(lake, night, sink.repeating))
     lake.drop_shard_marks(night)  # the night written whole: no shard's parts are in any more
     if published := Ledger(lake).publish(night, when_empty=False):
         rows["search_ledger"] = published

@@ -155,6 +155,9 @@ class TablesWorker:
         self.lake = lake
         self.night = night
         self.rows: dict[str, int] = {}
+        #: The deduplicated tables of which the worker's normaliser kept a key twice (``None``
+        #: until it is done: see :func:`~tourneylake.tables.night_tables.keep_one_row_per_key`).
+        self.repeating: set[str] | None = None
         self.rejected: list[tuple[tuple[str, str, str], str]] = []  # (network, player, filter name), why
         self._start = [str(lake.data_dir), night.isoformat(), batch_size]
         self._logs: deque[tuple[str, int, str]] = deque()
@@ -324,6 +327,7 @@ class TablesWorker:
                     self._crash = self._crash or message[1]
                 elif kind == "done":
                     self.rows = dict(message[1])
+                    self.repeating = set(message[2]) if len(message) > 2 else None  # not said: every table is read back
                     self._answered.set()
                 elif kind == "failed":
                     self._result = message[1]
@@ -552,7 +556,7 @@ def _serve(inp: IO[bytes], out: IO[bytes]) -> int:
                 raise _Abandoned
     except _Abandoned:
         return 0
-    send(out, ["done", sink.rows])
+    send(out, ["done", sink.rows, sorted(sink.repeating)])
     out.flush()
     return 0
 

@@ -518,6 +518,11 @@ class SummaryNormalizer:
         # The night's keys, as 64-bit hashes (see `_seen`): 8 bytes a key, not a tuple.
         self._seen_tournaments = SeenKeys()
         self._seen_entries = SeenKeys()
+        #: The deduplicated tables of which a key was kept twice tonight (two answers that list it
+        #: otherwise): only these need the night's one-row-per-key pass. By the keys' hashes (as
+        #: the night's dedup): a collision costs that pass, never a row.
+        self.repeating: set[str] = set()
+        self._kept_keys = {"tournaments": SeenKeys(), "tournament_entries": SeenKeys()}
         self._reset()
 
     # ------------------------------------------------------------------ batch state
@@ -627,6 +632,8 @@ class SummaryNormalizer:
     def _keep_tournaments(self, tournaments: _Tournaments, listed_at: Any) -> None:
         self._seen_tournaments.add(tournaments.seen)
         self._seen_entries.add(tournaments.seen_entries)
+        self._note_kept("tournaments", tournaments.keys)
+        self._note_kept("tournament_entries", tournaments.entry_keys)
         self._t_listed += [listed_at] * len(tournaments.keys)
         self._e_listed += [listed_at] * len(tournaments.entry_keys)
         self._t_keys += tournaments.keys
@@ -903,7 +910,21 @@ class SummaryNormalizer:
         finally:
             self._seen_tournaments.commit()
             self._seen_entries.commit()
+            for kept in self._kept_keys.values():
+                kept.commit()
             self._reset()
+
+    def _note_kept(self, table: str, keys: list[Any]) -> None:
+        """Keys of ``table`` kept tonight: the table joins :attr:`repeating` once one is kept twice."""
+        if not keys or table in self.repeating:
+            return
+        kept = self._kept_keys[table]
+        hashes = list(map(hash, keys))
+        if len(set(hashes)) < len(hashes) or not kept.batch.isdisjoint(hashes) or not all(kept.unseen_before(hashes)):
+            self.repeating.add(table)
+            self._kept_keys[table] = SeenKeys()  # not looked at again tonight
+        else:
+            kept.add(hashes)
 
     def _date_col(self, n: int) -> pa.Array:
         return C.repeat(self.snapshot_date, n, pa.date32())
