@@ -59,7 +59,8 @@ def night(server: BenchServer, tree: Path, work: Path, label: str, extra: dict[s
     """One whole ``tourneylake run`` and one whole ``tourneylake rebuild --date`` of its night."""
     server.reset()
     watchlist = work / "watchlist.yaml"
-    env = run_env(server.base_url, data_dir, watchlist, work / f"{label}-dagster-{uuid.uuid4().hex[:6]}", CONCURRENCY, **extra)
+    home = work / f"{label}-dagster-{uuid.uuid4().hex[:6]}"
+    env = run_env(server.base_url, data_dir, watchlist, home, CONCURRENCY, tree=tree, **extra)
     if tree.resolve() == ROOT.resolve():  # a baseline's warehouse is its own (its schema, no models)
         views_built(Path(env.get("TOURNEYLAKE_WAREHOUSE") or Path(data_dir) / "warehouse.duckdb"))
     env["PYTHONUNBUFFERED"] = "1"  # the night's last line ("run ok in …") seen when it is printed

@@ -478,11 +478,14 @@ def write_watchlist(path: Path, players: list[tuple[str, str]]) -> Path:
     return path
 
 
-def run_env(base_url: str, data_dir: Path, watchlist: Path, dagster_home: Path, concurrency: int, **extra: str) -> dict[str, str]:
-    """The environment of one ``tourneylake run`` against ``base_url`` (demo credentials: the defaults)."""
+def run_env(
+    base_url: str, data_dir: Path, watchlist: Path, dagster_home: Path, concurrency: int, *, tree: Path = ROOT, **extra: str
+) -> dict[str, str]:
+    """The environment of one ``tourneylake run`` against ``base_url`` (demo credentials: the
+    defaults), with the instance settings of ``tree``, the source it runs (its own classes)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("TOURNEYLAKE_", "DAGSTER_"))}
     dagster_home.mkdir(parents=True, exist_ok=True)
-    instance = ROOT / "dagster_home" / "dagster.yaml"  # the project's instance settings (pools, no telemetry)
+    instance = tree / "dagster_home" / "dagster.yaml"  # the project's instance settings (pools, no telemetry)
     if instance.is_file():
         shutil.copyfile(instance, dagster_home / "dagster.yaml")
     env.update(

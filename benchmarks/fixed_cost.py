@@ -44,7 +44,7 @@ def _round(tree: Path, base_url: str, folder: Path, warm: bool) -> tuple[float, 
     seconds (its own and its reaped children's: steadier than the wall on a shared host)."""
     data, home = folder / "data", folder / "home"
     watchlist = write_watchlist(folder / "watchlist.yaml", roster(1))
-    env = run_env(base_url, data, watchlist, home, 4)
+    env = run_env(base_url, data, watchlist, home, 4, tree=tree)
     nights = [NIGHT - timedelta(days=1), NIGHT] if warm else [NIGHT]
     for index, night in enumerate(nights):
         done = measure(
@@ -64,12 +64,12 @@ def _breakdown(tree: Path, base_url: str, folder: Path, warm: bool) -> dict[str,
     watchlist = write_watchlist(folder / "watchlist.yaml", roster(1))
     marks_file = folder / "marks.json"
     if warm:
-        env = run_env(base_url, data, watchlist, home, 4)
+        env = run_env(base_url, data, watchlist, home, 4, tree=tree)
         before = (NIGHT - timedelta(days=1)).isoformat()
         subprocess.run(
             [sys.executable, "-m", "pipelines.cli", *_command(before, data)], env=env, cwd=tree, check=True, capture_output=True
         )
-    env = run_env(base_url, data, watchlist, home, 4, FIXED_COST_MARKS=str(marks_file), FIXED_COST_TREE=str(tree))
+    env = run_env(base_url, data, watchlist, home, 4, tree=tree, FIXED_COST_MARKS=str(marks_file), FIXED_COST_TREE=str(tree))
     launched = time.time()
     done = subprocess.run(
         [sys.executable, str(CHILD), *_command(NIGHT.isoformat(), data)], env=env, cwd=tree, capture_output=True, timeout=300
