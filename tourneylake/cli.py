@@ -170,6 +170,9 @@ def launch(application: typer.Typer) -> NoReturn:
     except KeyboardInterrupt:  # Ctrl-C outside a night (a night's own is reported by `run`)
         err.print("[bold red]error:[/] interrupted", highlight=False)
         code = INTERRUPTED
+    partitions = sys.modules.get("tourneylake.lake.partitions")  # loaded: its part threads are idle now
+    if partitions is not None:
+        partitions.stop_part_threads()
     others = [t for t in threading.enumerate() if t is not threading.main_thread() and not t.daemon and t.is_alive()]
     run_exit_handlers = getattr(atexit, "_run_exitfuncs", None)  # CPython's; absent elsewhere
     if others or not isinstance(code, int | None) or run_exit_handlers is None:

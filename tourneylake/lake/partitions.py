@@ -479,6 +479,17 @@ def _forget_parts_pool() -> None:
     _PARTS = None
 
 
+def stop_part_threads() -> None:
+    """Stop the part threads once their parts are written (made again on the next use): a command
+    that is done stops them, so no thread of ours keeps its process from ending at once
+    (``tourneylake.cli.launch``)."""
+    global _PARTS
+    with _PARTS_LOCK:
+        pool, _PARTS = _PARTS, None
+    if pool is not None:
+        pool.shutdown(wait=True)
+
+
 os.register_at_fork(after_in_child=_forget_parts_pool)
 
 
