@@ -50,8 +50,8 @@ class IdleQueueRunCoordinator(QueuedRunCoordinator):
         flying = instance.get_runs(RunsFilter(statuses=_IN_FLIGHT), limit=_LOOKED_AT)
         in_flight = [other for other in flying if other.run_id != run.run_id]
         queue = instance.get_concurrency_config().run_queue_config
-        limit = queue.max_concurrent_runs if queue and queue.max_concurrent_runs >= 0 else _LOOKED_AT - 1
-        if len(in_flight) >= min(limit, _LOOKED_AT - 1):
+        at_limit = queue is not None and 0 <= queue.max_concurrent_runs <= len(in_flight)
+        if at_limit or len(flying) == _LOOKED_AT:
             return True
         first_pools = set(run.run_op_concurrency.root_key_counts) if run.run_op_concurrency else set()
         return any(first_pools & _pools_of(other) for other in in_flight)

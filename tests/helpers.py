@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import os
+import shutil
 import struct
+import threading
 from datetime import date
 from pathlib import Path
 from typing import Any
@@ -204,3 +206,26 @@ class WebhookReceiver:
     def __exit__(self, *exc: object) -> None:
         self.server.shutdown()
         self.server.server_close()
+
+
+def shipped_dagster_home(tmp_path: Path, monkeypatch: Any) -> Path:
+    """A Dagster home with the shipped ``dagster_home/dagster.yaml``, named by ``DAGSTER_HOME``
+    for the test."""
+    home = tmp_path / "dagster_home"
+    home.mkdir()
+    shutil.copy(REPO / "dagster_home" / "dagster.yaml", home / "dagster.yaml")
+    monkeypatch.setenv("DAGSTER_HOME", str(home))
+    return home
+
+
+def only_side_by_side(monkeypatch: Any, module: Any, name: str) -> None:
+    """``module.name`` made to wait for a second call to run beside it: a call alone breaks the
+    barrier (an error), so the test fails unless two calls run at once."""
+    both = threading.Barrier(2, timeout=10)
+    real = getattr(module, name)
+
+    def gated(*args: Any) -> Any:
+        both.wait()
+        return real(*args)
+
+    monkeypatch.setattr(module, name, gated)

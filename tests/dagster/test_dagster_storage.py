@@ -8,7 +8,6 @@ reading many runs keeps only a bounded number of databases open.
 
 from __future__ import annotations
 
-import shutil
 import threading
 from pathlib import Path
 
@@ -16,16 +15,12 @@ import pytest
 from dagster import AssetKey, AssetMaterialization, DagsterInstance, asset, materialize
 
 from pipelines.dagster_storage import _OPEN_SHARDS, OpenSqliteEventLogStorage
-from tests.helpers import REPO
+from tests.helpers import shipped_dagster_home
 
 
 @pytest.fixture
 def home(tmp_path: Path, monkeypatch) -> Path:
-    home = tmp_path / "dagster_home"
-    home.mkdir()
-    shutil.copy(REPO / "dagster_home" / "dagster.yaml", home / "dagster.yaml")
-    monkeypatch.setenv("DAGSTER_HOME", str(home))
-    return home
+    return shipped_dagster_home(tmp_path, monkeypatch)
 
 
 @asset

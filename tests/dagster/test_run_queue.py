@@ -5,7 +5,6 @@ queued. The launch itself (through a code server) is in ``test_webserver.py``.""
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import pytest
@@ -23,7 +22,7 @@ from dagster import (
 from dagster._core.remote_origin import InProcessCodeLocationOrigin, LoadableTargetOrigin, RemoteJobOrigin, RemoteRepositoryOrigin
 
 from pipelines.run_queue import IdleQueueRunCoordinator
-from tests.helpers import REPO
+from tests.helpers import shipped_dagster_home
 
 
 @op(pool="service")
@@ -66,10 +65,7 @@ def checks() -> None:
 
 @pytest.fixture
 def instance(tmp_path: Path, monkeypatch) -> DagsterInstance:
-    home = tmp_path / "dagster_home"
-    home.mkdir()
-    shutil.copy(REPO / "dagster_home" / "dagster.yaml", home / "dagster.yaml")
-    monkeypatch.setenv("DAGSTER_HOME", str(home))
+    shipped_dagster_home(tmp_path, monkeypatch)
     with DagsterInstance.get() as instance:
         yield instance
 

@@ -285,19 +285,11 @@ def test_failed_writer_keeps_the_old_partition(tmp_path: Path) -> None:
 def test_a_writers_parts_are_synced_side_by_side(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """``write`` hands its part's fsync to the process's part threads and returns: a writer's
     parts (several writers' parts) wait for the disk at once; the commit waits for all of them."""
-    import threading
-
+    from tests.helpers import only_side_by_side
     from tourneylake.lake import partitions
 
     lake = Lake(tmp_path).claim("sandbox")
-    both = threading.Barrier(2, timeout=10)  # broken (an error) unless two parts are synced at once
-    real = partitions._synced
-
-    def gated(path: Path, size: int) -> int:
-        both.wait()
-        return real(path, size)
-
-    monkeypatch.setattr(partitions, "_synced", gated)
+    only_side_by_side(monkeypatch, partitions, "_synced")
     with lake.partition_writer("t", NIGHT) as writer:
         writer.write(_table(2))
         writer.write(_table(3, "b"))

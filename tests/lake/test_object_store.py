@@ -8,6 +8,7 @@ a writer killed before its commit leaving the previous night, and one-line error
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
 import socket
@@ -18,6 +19,7 @@ import uuid
 from collections.abc import Callable, Iterator
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import fsspec
 import orjson
@@ -27,7 +29,7 @@ from deltalake import DeltaTable
 from typer.testing import CliRunner
 
 from tests.conftest import S3_SECRET as SECRET
-from tests.helpers import REPO, harvest_nights, player_line, sandbox_settings
+from tests.helpers import REPO, harvest_nights, only_side_by_side, player_line, sandbox_settings
 from tests.s3_proxy import running_proxy
 from tourneylake.api import ReceivedBody, calls
 from tourneylake.cli import app
@@ -225,14 +227,7 @@ def test_a_writers_parts_are_stored_side_by_side_on_s3(s3: str, monkeypatch: pyt
     from tourneylake.lake import partitions
 
     lake = Lake(s3).claim("sandbox")
-    both = threading.Barrier(2, timeout=10)  # broken (an error) unless two parts are stored at once
-    real = partitions._put
-
-    def gated(path: StorePath, payload: bytes) -> int:
-        both.wait()
-        return real(path, payload)
-
-    monkeypatch.setattr(partitions, "_put", gated)
+    only_side_by_side(monkeypatch, partitions, "_put")
     with lake.partition_writer("t", NIGHT) as writer:
         writer.write(small(2))
         writer.write(small(3, "b"))
@@ -266,16 +261,20 @@ def test_two_nights_committed_at_once_both_land(where: str, tmp_path: Path, requ
     assert lake.read_table("t", NIGHT).column("tag").to_pylist() in (["x"] * 3, ["y"] * 3)  # one of them, whole
 
 
-def test_raw_segments_on_s3_are_read_with_one_listing_a_night(moto: str, s3_env: Callable[[str], None]) -> None:
-    """Many bodies to an object; a night read with one LIST whatever its answers' number; a
-    body saved by the saver process (a second process, on S3 too) reads back."""
-    import fsspec
-
+@contextlib.contextmanager
+def lake_behind_proxy(moto: str, s3_env: Callable[[str], None]) -> Iterator[tuple[Any, Lake, str]]:
+    """A lake in a new bucket, its requests through the counting proxy: (proxy, lake, bucket)."""
     with running_proxy(moto) as proxy:
         s3_env(proxy.url)
         bucket = f"lake-{uuid.uuid4().hex[:8]}"
         fsspec.filesystem("s3", skip_instance_cache=True).mkdir(bucket)
-        lake = Lake(f"s3://{bucket}/prefix").claim("sandbox")
+        yield proxy, Lake(f"s3://{bucket}/prefix").claim("sandbox"), bucket
+
+
+def test_raw_segments_on_s3_are_read_with_one_listing_a_night(moto: str, s3_env: Callable[[str], None]) -> None:
+    """Many bodies to an object; a night read with one LIST whatever its answers' number; a
+    body saved by the saver process (a second process, on S3 too) reads back."""
+    with lake_behind_proxy(moto, s3_env) as (proxy, lake, _):
         lists = []
         for night, count in ((NIGHT, 10), (NIGHTS[1], 60)):
             futures = [
@@ -311,11 +310,7 @@ def test_the_segments_the_saver_stored_are_known_to_the_harvest(moto: str, s3_en
     harvest's later reads of the night list it once and GET none of them, and know what a
     process that reads every index knows. The harvest's own segments (the free answers it keeps
     itself) are known the same way."""
-    with running_proxy(moto) as proxy:
-        s3_env(proxy.url)
-        bucket = f"lake-{uuid.uuid4().hex[:8]}"
-        fsspec.filesystem("s3", skip_instance_cache=True).mkdir(bucket)
-        lake = Lake(f"s3://{bucket}/prefix").claim("sandbox")
+    with lake_behind_proxy(moto, s3_env) as (proxy, lake, _):
         forget_indexes()
 
         async def harvest() -> None:
@@ -347,11 +342,7 @@ def test_the_segments_the_saver_stored_are_known_to_the_harvest(moto: str, s3_en
 def test_a_document_on_s3_is_read_in_one_request_there_or_not(moto: str, s3_env: Callable[[str], None]) -> None:
     """A state document (there or not), the lake's source and a folder of nights, each read
     with one request (a GET, a listing): no question first whether it is there."""
-    with running_proxy(moto) as proxy:
-        s3_env(proxy.url)
-        bucket = f"lake-{uuid.uuid4().hex[:8]}"
-        fsspec.filesystem("s3", skip_instance_cache=True).mkdir(bucket)
-        lake = Lake(f"s3://{bucket}/prefix").claim("sandbox")
+    with lake_behind_proxy(moto, s3_env) as (proxy, lake, _):
         StateStore(lake).write("kept", {"a": 1})
 
         def requests(read: Callable[[], object], expected: object) -> int:
@@ -370,12 +361,8 @@ def test_a_new_table_on_s3_is_checked_for_the_first_layout_in_one_listing(moto: 
     """Before a table is created its folder is checked for the first layout's parts with one
     listing of everything under it (not one per night folder); a folder of that layout is
     still refused."""
-    with running_proxy(moto) as proxy:
-        s3_env(proxy.url)
-        bucket = f"lake-{uuid.uuid4().hex[:8]}"
+    with lake_behind_proxy(moto, s3_env) as (proxy, lake, bucket):
         fs = fsspec.filesystem("s3", skip_instance_cache=True)
-        fs.mkdir(bucket)
-        lake = Lake(f"s3://{bucket}/prefix").claim("sandbox")
         fs.pipe(f"{bucket}/prefix/lake/old/snapshot_date=2026-11-19/part-00000.parquet", b"PAR1")
         with pytest.raises(LakeError, match="first table layout"):
             lake.write_table("old", NIGHT, small(1))
@@ -388,11 +375,7 @@ def test_a_new_table_on_s3_is_checked_for_the_first_layout_in_one_listing(moto: 
 def test_a_nights_expiry_on_s3_finds_the_tables_in_the_lakes_one_listing(moto: str, s3_env: Callable[[str], None]) -> None:
     """The night's expiry of old versions takes the lake's folders from its one listing (not a
     listing more per folder to see a Delta log), then each table's own requests."""
-    with running_proxy(moto) as proxy:
-        s3_env(proxy.url)
-        bucket = f"lake-{uuid.uuid4().hex[:8]}"
-        fsspec.filesystem("s3", skip_instance_cache=True).mkdir(bucket)
-        lake = Lake(f"s3://{bucket}/prefix").claim("sandbox")
+    with lake_behind_proxy(moto, s3_env) as (proxy, lake, _):
         for table in ("a", "b", "c"):
             lake.write_table(table, NIGHT, small(1))
         proxy.reset()
@@ -405,12 +388,8 @@ def test_a_nights_bytes_on_s3_list_each_folder_once(moto: str, s3_env: Callable[
     then each folder's night, side by side; the same bytes as the objects' sizes."""
     from tourneylake.night.status import night_bytes
 
-    with running_proxy(moto) as proxy:
-        s3_env(proxy.url)
-        bucket = f"lake-{uuid.uuid4().hex[:8]}"
+    with lake_behind_proxy(moto, s3_env) as (proxy, lake, bucket):
         fs = fsspec.filesystem("s3", skip_instance_cache=True)
-        fs.mkdir(bucket)
-        lake = Lake(f"s3://{bucket}/prefix").claim("sandbox")
         lake.write_table("t", NIGHT, small(3))
         lake.write_table("u", NIGHT, small(2))
         lake.write_table("t", NIGHTS[1], small(1))

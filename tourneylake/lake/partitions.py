@@ -193,23 +193,21 @@ def is_legacy(lake: Lake, table: str, *, without_log: bool = False) -> bool:
     found no Delta log there (a table about to be created): on a store its objects are then
     listed at once (one request for a new table's parts, not a listing per folder)."""
     folder = lake.table_dir(table)
-    if without_log and isinstance(folder, StorePath):
-        try:
+    try:
+        if without_log and isinstance(folder, StorePath):
             folder.fs.invalidate_cache(folder.path)
             names = [name[len(folder.path) + 1 :].split("/") for name in folder.fs.find(folder.path)]
-        except FileNotFoundError:
-            return False
-        if any(parts[0] == DELTA_LOG for parts in names):
-            return False
-        return any(len(p) == 2 and p[0].startswith(PARTITION + "=") and _LEGACY_PART.match(p[1]) for p in names)
-    try:
-        entries: list[AnyPath] = list(lake.table_dir(table).iterdir())  # one listing (a store's answers say what is a folder)
+        else:
+            entries: list[AnyPath] = list(folder.iterdir())  # one listing (a store's answers say what is a folder)
+            if any(p.name == DELTA_LOG for p in entries):
+                return False
+            nights = [p for p in entries if p.name.startswith(PARTITION + "=") and p.is_dir()]
+            names = [[night.name, part.name] for night in nights for part in night.iterdir()]
     except (FileNotFoundError, NotADirectoryError):
         return False
-    if any(p.name == DELTA_LOG for p in entries):
+    if any(parts[0] == DELTA_LOG for parts in names):
         return False
-    nights = [p for p in entries if p.name.startswith(PARTITION + "=") and p.is_dir()]
-    return any(_LEGACY_PART.match(part.name) for night in nights for part in night.iterdir())
+    return any(len(p) == 2 and p[0].startswith(PARTITION + "=") and _LEGACY_PART.match(p[1]) for p in names)
 
 
 def legacy_tables(lake: Lake) -> list[str]:
