@@ -1,9 +1,9 @@
 """Dagster's run queue, skipped when it has nothing to order or hold back.
 
 A run launched from the UI or the schedule waits in Dagster's queue until the daemon's next look
-(every second here): 0.5 s on average, and the daemon's own iteration on top, for a night of
-two or three seconds. :class:`IdleQueueRunCoordinator` launches a run at once, as Dagster's
-default coordinator does, when the queue would let it go at its next look anyway: no run is
+(every second here), a good share of a small night. :class:`IdleQueueRunCoordinator` launches a
+run at once, as Dagster's default coordinator does, when the queue would let it go at its next
+look anyway: no run is
 queued ahead of it, the runs in flight are fewer than the limit, and none of them uses a pool
 its first steps need (a night is not launched beside another night or a backfill's, so those
 take turns in the queue, not as processes waiting for slots). Otherwise it queues, as before.

@@ -342,7 +342,7 @@ def test_the_console_script_exits_with_its_status_its_output_and_exit_handlers(
     tmp_path: Path, linger: float, parts: bool
 ) -> None:
     """`launch` skips the interpreter's teardown, never what a normal exit would do first; the
-    lake's idle part threads do not keep the teardown (a night's ~0.4 s)."""
+    lake's idle part threads do not bring the teardown back."""
     script = tmp_path / "launched.py"
     script.write_text(LAUNCHED)
     args = [sys.executable, str(script), "3", "--linger", str(linger), *(["--parts"] if parts else [])]
