@@ -104,7 +104,8 @@ class S3:
         self.moto = stack.enter_context(running_moto())
         self.proxy = stack.enter_context(running_proxy(self.moto))
 
-    def env(self, work: Path) -> dict[str, str]:
+    def env(self, work: Path, *, counted: bool = True) -> dict[str, str]:
+        """A fresh bucket's settings; through the counting proxy, or (``counted`` false) to moto itself."""
         import fsspec
 
         bucket = f"ab-{uuid.uuid4().hex[:8]}"
@@ -113,7 +114,7 @@ class S3:
         return {
             "TOURNEYLAKE_DATA_DIR": f"s3://{bucket}/lake",
             "TOURNEYLAKE_WAREHOUSE": str(work / f"{bucket}.duckdb"),
-            "AWS_ENDPOINT_URL": self.proxy.url,
+            "AWS_ENDPOINT_URL": self.proxy.url if counted else self.moto,
             "AWS_ACCESS_KEY_ID": "bench",
             "AWS_SECRET_ACCESS_KEY": "bench",
             "AWS_DEFAULT_REGION": "us-east-1",
@@ -133,6 +134,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--players", type=int, default=2000)
     parser.add_argument("--latency-ms", type=float, default=20.0)
     parser.add_argument("--no-s3", action="store_true")
+    parser.add_argument("--s3-direct", action="store_true", help="one more S3 arm: moto itself, without the counting proxy")
     parser.add_argument("--list-sizes", default="", help="comma-separated night sizes whose S3 LIST requests are counted too")
     args = parser.parse_args(argv)
     rounds: dict[str, list[dict[str, Any]]] = {}
@@ -141,21 +143,23 @@ def main(argv: list[str] | None = None) -> int:
     started = time.monotonic()
     with contextlib.ExitStack() as stack, tempfile.TemporaryDirectory(prefix="tl-ab-") as scratch:
         work = Path(scratch)
-        arms: list[tuple[str, Path, bool]] = [("ours/local", ROOT, False)]
+        arms: list[tuple[str, Path, bool | str]] = [("ours/local", ROOT, False)]
         if args.baseline:
             arms.append(("baseline/local", stack.enter_context(baseline_tree(args.baseline)), False))
         s3 = None if args.no_s3 else S3(stack)
         if s3 is not None:
             arms.append(("ours/s3", ROOT, True))
+            if args.s3_direct:
+                arms.append(("ours/s3-direct", ROOT, "direct"))
         sizes = sorted({args.players, *(int(x) for x in args.list_sizes.split(",") if x)})
         with BenchServer(max(sizes), args.latency_ms, distinct=min(2000, max(sizes))) as server:
             write_watchlist(work / "watchlist.yaml", roster(args.players))
             for repeat in range(args.repeats):
                 for label, tree, on_s3 in arms if repeat % 2 == 0 else list(reversed(arms)):
                     data_dir = work / f"{label.replace('/', '-')}-{repeat}"
-                    extra = s3.env(work) if on_s3 and s3 is not None else {}
+                    extra = s3.env(work, counted=on_s3 is True) if on_s3 and s3 is not None else {}
                     figures = night(server, tree, work, label.replace("/", "-"), extra, data_dir)
-                    if on_s3 and s3 is not None:
+                    if on_s3 is True and s3 is not None:
                         requests.append(s3.proxy.stats()["counts"])
                     rounds.setdefault(label, []).append(figures)
                     log(f"round {repeat + 1} {label}: {orjson.dumps(figures).decode()}")

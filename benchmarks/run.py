@@ -148,7 +148,13 @@ def whole_run(server: BenchServer, arm: Arm, watchlist: Path, data_dir: Path, ti
     views_built(data_dir / "warehouse.duckdb")
     server.reset()
     env = run_env(
-        server.base_url, data_dir, watchlist, data_dir.parent / (data_dir.name + "-dagster"), HARVEST_CONCURRENCY, **arm.env
+        server.base_url,
+        data_dir,
+        watchlist,
+        data_dir.parent / (data_dir.name + "-dagster"),
+        HARVEST_CONCURRENCY,
+        tree=arm.tree,
+        **arm.env,
     )
     m = measure(
         [sys.executable, "-m", "pipelines.cli", "run", "--date", NIGHT.isoformat()], env=env, cwd=arm.tree, timeout=timeout
