@@ -36,6 +36,7 @@ from tourneylake.cli import (
 from tourneylake.night.accounts import account_settings
 from tourneylake.night.progress import ProgressSnapshot, listening
 from tourneylake.night.watchlist import load_watchlist
+from tourneylake.runtime.collector import start_up
 from tourneylake.runtime.without_pandas import skip_pandas_sniffing
 
 __all__ = ["PARTIAL", "WATCHLIST", "app", "main"]
@@ -236,7 +237,8 @@ def run(
 
         if worker_wanted(settings, listed):
             prestart(store=settings.lake_is_remote)  # the tables worker starts on the other core while Dagster is imported
-        from pipelines.nightly import run_night  # Dagster is imported only when a night runs
+        with start_up():  # the collector neither paused by nor walking Dagster's ~200,000 objects
+            from pipelines.nightly import run_night  # Dagster is imported only when a night runs
     skip_pandas_sniffing()  # a night makes no data frame
 
     first = when - timedelta(days=nights - 1)

@@ -5,7 +5,6 @@ a batch at a time."""
 
 from __future__ import annotations
 
-import gc
 import gzip
 from contextlib import ExitStack
 from datetime import UTC, date, datetime
@@ -63,23 +62,6 @@ def test_a_nights_bodies_in_name_order_first_layout_files_and_segments_alike(tmp
     assert [ref.name for ref in lake.raw_refs("2026-03-01")] == [n for n in expected if _status_of(n) == OK]
     assert [ref.name for ref in lake.raw_refs("2026-03-01", status="unusable")] == ["a.tok.unusable.json.gz"]
     assert [ref.name for ref in lake.raw_refs("2026-03-01", status="received")] == [kept.name]
-
-
-def test_gc_pause_restores_the_collector() -> None:
-    assert gc.isenabled()
-    with from_raw._gc_paused():
-        assert not gc.isenabled()
-    assert gc.isenabled()
-    with pytest.raises(RuntimeError), from_raw._gc_paused():
-        raise RuntimeError
-    assert gc.isenabled()
-    gc.disable()
-    try:
-        with from_raw._gc_paused():
-            pass
-        assert not gc.isenabled()  # the caller's choice is kept
-    finally:
-        gc.enable()
 
 
 def test_a_nights_stored_answers_are_read_a_batch_at_a_time(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

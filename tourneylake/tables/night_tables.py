@@ -17,10 +17,9 @@ answers were read in, so a harvest, a rebuild and shards side by side agree.
 
 from __future__ import annotations
 
-import gc
 import logging
-from collections.abc import Collection, Iterator, Mapping
-from contextlib import ExitStack, contextmanager
+from collections.abc import Collection, Mapping
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from types import TracebackType
@@ -41,6 +40,7 @@ from tourneylake.lake.partitions import PartitionWriter, finish_together, part_s
 from tourneylake.lake.raw import MALFORMED, OK, RECEIVED, UNUSABLE, RawResponse, key_digest, read_raws
 from tourneylake.lake.segments import RawRef
 from tourneylake.lake.storage import atomic_write
+from tourneylake.runtime import collector
 from tourneylake.schemas import TABLES
 from tourneylake.tables.normalize import normalize_countries, normalize_metadata, normalize_news
 from tourneylake.tables.normalize.summary import SUMMARY_TABLES, SummaryNormalizer
@@ -229,22 +229,6 @@ def summary_name(key: dict[str, str]) -> str:
     return target_name(target_key(key))
 
 
-@contextmanager
-def _gc_paused() -> Iterator[None]:
-    """The cyclic garbage collector off while a night's stored answers are read. Their trees
-    hold no cycles (reference counting frees each), so its passes, set off by the ~300 dicts
-    each parse allocates, find nothing and cost a rebuild time; cycles made
-    meanwhile elsewhere are collected once it is back on. Left off if the caller had it off."""
-    if not gc.isenabled():
-        yield
-        return
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.enable()
-
-
 class SummarySink:
     """Normalised summaries → the night's six summary tables, a part file every ``batch_size``
     summaries (memory stays flat). Partitions are swapped in when ``stack`` closes without error.
@@ -306,7 +290,7 @@ class SummarySink:
     def add_stored(self) -> StoredSummaries:
         """Normalise the summaries already paid for tonight (zero searches), those marked
         unusable included (the normaliser may have been fixed since)."""
-        with _gc_paused():
+        with collector.paused():  # the answers' trees hold no cycles: the collector's passes would find nothing
             return self._add_stored()
 
     def _add_stored(self) -> StoredSummaries:
