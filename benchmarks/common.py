@@ -426,7 +426,12 @@ def measure(
 ) -> Measured:
     """Run ``cmd`` to its exit; its output goes to temporary files (no pipe to drain). With
     ``mark``, when those bytes first appear in its standard output, looked for every ~50 ms (the
-    child should write unbuffered: ``PYTHONUNBUFFERED=1``)."""
+    child should write unbuffered: ``PYTHONUNBUFFERED=1``).
+
+    The file systems are synced first, untimed: what the arm before left to the kernel (dirty
+    pages to write back, a deleted folder's blocks to free and, on this host's ``discard``
+    mount, trim) is not charged to this one."""
+    os.sync()
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         started_at = time.time()
         jiffies = cpu_jiffies()
