@@ -237,7 +237,7 @@ def run(
 
         if worker_wanted(settings, listed):
             prestart(store=settings.lake_is_remote)  # the tables worker starts on the other core while Dagster is imported
-        with start_up():  # the collector neither paused by nor walking Dagster's ~200,000 objects
+        with start_up():  # no collector pass over Dagster's objects, then or after
             from pipelines.nightly import run_night  # Dagster is imported only when a night runs
     skip_pandas_sniffing()  # a night makes no data frame
 

@@ -1,9 +1,9 @@
 """Python's cyclic garbage collector where it only costs time.
 
 A command's start-up (``tourneylake run`` imports Dagster, its instance's storage, pyarrow)
-allocates a few hundred thousand objects that live until the process ends; the collector's
-full passes, set off by those very allocations, walk them all again and find nothing: up to half
-a second of a one-player night. :func:`start_up` pauses the collector while such imports run and
+allocates objects by the hundred thousand that live until the process ends; the collector's
+full passes, set off by those very allocations, walk them all again and find nothing, a good
+part of a one-player night. :func:`start_up` pauses the collector while such imports run and
 then freezes what they left (``gc.freeze``: later passes skip it). :func:`paused` only pauses it,
 for work that allocates much and makes no cycle (parsing a night's stored answers). Both leave
 the collector off if the caller had it off.
