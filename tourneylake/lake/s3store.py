@@ -23,6 +23,7 @@ create-only PUT), so asking again is safe.
 
 from __future__ import annotations
 
+import errno
 import os
 import threading
 import time
@@ -182,11 +183,14 @@ class S3ObjectStoreFileSystem(AbstractFileSystem):
                 self._stores[bucket] = store
             return store
 
-    def _again(self, call: Callable[[], T]) -> T:
-        """``call``, asked again (a few times, briefly apart) when its answer came cut short."""
+    def _again(self, where: str, call: Callable[[], T]) -> T:
+        """``call``, asked again (a few times, briefly apart) when its answer came cut short. A
+        missing object (or bucket) is a one-line :class:`FileNotFoundError` naming ``where``."""
         for attempt in range(BODY_ATTEMPTS):
             try:
                 return call()
+            except FileNotFoundError:
+                raise FileNotFoundError(errno.ENOENT, "no such object", f"s3://{where}") from None
             except Exception as exc:
                 if attempt == BODY_ATTEMPTS - 1 or not _transient(exc):
                     raise
@@ -217,10 +221,10 @@ class S3ObjectStoreFileSystem(AbstractFileSystem):
             return self._directory(bucket)
         store = self._store(bucket)
         try:
-            return self._file(bucket, self._again(lambda: dict(obstore.head(store, key))))
+            return self._file(bucket, self._again(f"{bucket}/{key}", lambda: dict(obstore.head(store, key))))
         except FileNotFoundError:
             pass
-        listed = self._again(lambda: obstore.list_with_delimiter(store, key))
+        listed = self._again(f"{bucket}/{key}", lambda: obstore.list_with_delimiter(store, key))
         if listed["objects"] or listed["common_prefixes"]:
             return self._directory(f"{bucket}/{key}")
         raise FileNotFoundError(self.unstrip_protocol(path))
@@ -235,7 +239,7 @@ class S3ObjectStoreFileSystem(AbstractFileSystem):
         entries = self._entries(bucket, key)
         if not entries and key:
             try:
-                entries = [self._file(bucket, self._again(lambda: dict(obstore.head(store, key))))]
+                entries = [self._file(bucket, self._again(f"{bucket}/{key}", lambda: dict(obstore.head(store, key))))]
             except FileNotFoundError:
                 raise FileNotFoundError(self.unstrip_protocol(path)) from None
         entries.sort(key=lambda e: e["name"])
@@ -245,7 +249,7 @@ class S3ObjectStoreFileSystem(AbstractFileSystem):
         import obstore
 
         store = self._store(bucket)
-        listed = self._again(lambda: obstore.list_with_delimiter(store, key or None))
+        listed = self._again(f"{bucket}/{key}", lambda: obstore.list_with_delimiter(store, key or None))
         entries = [self._directory(f"{bucket}/{p}") for p in listed["common_prefixes"]]
         entries += [self._file(bucket, meta) for meta in listed["objects"]]
         return entries
@@ -259,7 +263,7 @@ class S3ObjectStoreFileSystem(AbstractFileSystem):
         def listing() -> list[Any]:
             return [meta for page in obstore.list(store, key or None, chunk_size=1000) for meta in page]
 
-        return [self._file(bucket, meta) for meta in self._again(listing)]
+        return [self._file(bucket, meta) for meta in self._again(f"{bucket}/{key}", listing)]
 
     def find(self, path: str, maxdepth: int | None = None, withdirs: bool = False, detail: bool = False, **kwargs: Any) -> Any:
         """Everything under ``path`` from one flat listing (``maxdepth=1``: one delimiter listing),
@@ -329,7 +333,7 @@ class S3ObjectStoreFileSystem(AbstractFileSystem):
                 raise ShortBodyError(f"s3://{bucket}/{key}: {len(data)} bytes of {expected}")
             return data
 
-        return self._again(read)
+        return self._again(f"{bucket}/{key}", read)
 
     def cat_file(self, path: str, start: int | None = None, end: int | None = None, **kwargs: Any) -> bytes:
         bucket, key = self._split(path)
@@ -382,7 +386,7 @@ class S3ObjectStoreFileSystem(AbstractFileSystem):
         bucket, key = self._split(path)
         store = self._store(bucket)
         data = bytes(value)
-        self._again(lambda: obstore.put(store, key, data, use_multipart=len(data) > MULTIPART_ABOVE))
+        self._again(f"{bucket}/{key}", lambda: obstore.put(store, key, data, use_multipart=len(data) > MULTIPART_ABOVE))
 
     def rm_file(self, path: str) -> None:
         """One DELETE (S3 answers the same whether the object was there or not)."""
@@ -390,33 +394,34 @@ class S3ObjectStoreFileSystem(AbstractFileSystem):
 
         bucket, key = self._split(path)
         store = self._store(bucket)
-        self._again(lambda: obstore.delete(store, key))
+        self._again(f"{bucket}/{key}", lambda: obstore.delete(store, key))
 
     def rm(self, path: Any, recursive: bool = False, maxdepth: int | None = None) -> None:
         """Objects, and with ``recursive`` everything under a prefix (one flat listing, then bulk
         deletes of a thousand). Nothing there at all is :class:`FileNotFoundError`."""
         for one in [path] if isinstance(path, str) else list(path):
             bucket, key = self._split(one)
-            store = self._store(bucket)
             keys = [e["name"].partition("/")[2] for e in self._flat(bucket, key)] if recursive and key else []
             if not keys:
                 try:
-                    self._head(store, key)  # an object itself (no listing: a folder had objects)
+                    self._head(bucket, key)  # an object itself (no listing: a folder had objects)
                 except FileNotFoundError:
                     raise FileNotFoundError(self.unstrip_protocol(one)) from None
                 keys = [key]
             for at in range(0, len(keys), 1000):
-                self._delete(store, keys[at : at + 1000])
+                self._delete(bucket, keys[at : at + 1000])
 
-    def _head(self, store: S3Store, key: str) -> dict[str, Any]:
+    def _head(self, bucket: str, key: str) -> dict[str, Any]:
         import obstore
 
-        return self._again(lambda: dict(obstore.head(store, key)))
+        store = self._store(bucket)
+        return self._again(f"{bucket}/{key}", lambda: dict(obstore.head(store, key)))
 
-    def _delete(self, store: S3Store, keys: list[str]) -> None:
+    def _delete(self, bucket: str, keys: list[str]) -> None:
         import obstore
 
-        self._again(lambda: obstore.delete(store, keys))
+        store = self._store(bucket)
+        self._again(f"{bucket}/{keys[0]}", lambda: obstore.delete(store, keys))
 
     def cp_file(self, path1: str, path2: str, **kwargs: Any) -> None:
         import obstore
@@ -427,7 +432,7 @@ class S3ObjectStoreFileSystem(AbstractFileSystem):
             self.pipe_file(path2, self.cat_file(path1))
             return
         store = self._store(bucket)
-        self._again(lambda: obstore.copy(store, key, key2))
+        self._again(f"{bucket}/{key}", lambda: obstore.copy(store, key, key2))
 
     def mv(self, path1: str, path2: str, recursive: bool = False, maxdepth: int | None = None, **kwargs: Any) -> None:
         """A server-side copy, then the source's deletion (never atomic as a pair)."""
