@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import time
 import uuid
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -135,3 +136,28 @@ def test_no_secret_in_a_repr_or_a_failure(moto: str, s3_env: Callable[[str], Non
     with pytest.raises((LakeError, FileNotFoundError)) as caught:
         (root / "doc").write_bytes(b"x")
     assert SECRET not in str(caught.value) and "\n" not in str(caught.value)
+
+
+def test_a_forked_child_reads_and_writes_with_clients_of_its_own(moto: str, s3_env: Callable[[str], None]) -> None:
+    """Dagster's forkserver forks: a child must not use the parent's client (its runtime's threads
+    are not in the child), nor its pool of side-by-side reads."""
+    with bucket_behind_proxy(moto, s3_env) as (_, root):
+        (root / "doc").write_bytes(b"parent")
+        assert root.cat_many([root / "doc", root / "doc2"]) == {root / "doc": b"parent"}
+        pid = os.fork()
+        if pid == 0:  # the child: exit 0 only if all went right, never back into pytest
+            code = 1
+            try:
+                (root / "child").write_bytes(b"child")
+                both = root.cat_many([root / "doc", root / "child"])
+                code = 0 if both == {root / "doc": b"parent", root / "child": b"child"} else 2
+            finally:
+                os._exit(code)
+        deadline = time.monotonic() + 30
+        while (done := os.waitpid(pid, os.WNOHANG)) == (0, 0) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        if done == (0, 0):
+            os.kill(pid, 9)
+            os.waitpid(pid, 0)
+        assert done[0] == pid and os.waitstatus_to_exitcode(done[1]) == 0
+        assert (root / "child").read_bytes() == b"child"

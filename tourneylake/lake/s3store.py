@@ -27,6 +27,7 @@ import errno
 import os
 import threading
 import time
+import weakref
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
@@ -56,6 +57,20 @@ MULTIPART_ABOVE = 256 * 1024 * 1024
 
 _POOL: ThreadPoolExecutor | None = None
 _POOL_LOCK = threading.Lock()
+#: Every filesystem of the process, for a forked child to forget their clients.
+_INSTANCES: weakref.WeakSet[S3ObjectStoreFileSystem] = weakref.WeakSet()
+
+
+def _forget_after_fork() -> None:
+    """In a forked child: no client nor thread of the parent's (their runtime's threads are
+    gone; obstore makes a new runtime, and each store a new client, when next asked)."""
+    global _POOL, _POOL_LOCK
+    _POOL, _POOL_LOCK = None, threading.Lock()
+    for fs in list(_INSTANCES):
+        fs._stores, fs._lock = {}, threading.Lock()
+
+
+os.register_at_fork(after_in_child=_forget_after_fork)
 
 
 def _pool() -> ThreadPoolExecutor:
@@ -134,6 +149,7 @@ class S3ObjectStoreFileSystem(AbstractFileSystem):
         self._stores: dict[str, S3Store] = {}
         self._lock = threading.Lock()
         self.dircache: dict[str, Any] = {}
+        _INSTANCES.add(self)
 
     def __repr__(self) -> str:
         return f"S3ObjectStoreFileSystem(endpoint={self._options.get('AWS_ENDPOINT_URL', 'aws')!r})"
