@@ -138,19 +138,19 @@ def test_no_secret_in_a_repr_or_a_failure(moto: str, s3_env: Callable[[str], Non
     assert SECRET not in str(caught.value) and "\n" not in str(caught.value)
 
 
-def test_a_forked_child_reads_and_writes_with_clients_of_its_own(moto: str, s3_env: Callable[[str], None]) -> None:
-    """Dagster's forkserver forks: a child must not use the parent's client (its runtime's threads
-    are not in the child), nor its pool of side-by-side reads."""
+def test_a_child_forked_after_requests_fails_in_one_line_not_hangs(moto: str, s3_env: Callable[[str], None]) -> None:
+    """obstore's runtime does not survive a fork (its threads stay in the parent; a child's
+    request would hang): the lake's processes are spawned, and Dagster's fork server starts
+    before any request. A child forked after requests anyway gets a one-line error at once."""
     with bucket_behind_proxy(moto, s3_env) as (_, root):
         (root / "doc").write_bytes(b"parent")
-        assert root.cat_many([root / "doc", root / "doc2"]) == {root / "doc": b"parent"}
         pid = os.fork()
-        if pid == 0:  # the child: exit 0 only if all went right, never back into pytest
+        if pid == 0:  # the child: exit 0 only if the read failed in one line, never back into pytest
             code = 1
             try:
-                (root / "child").write_bytes(b"child")
-                both = root.cat_many([root / "doc", root / "child"])
-                code = 0 if both == {root / "doc": b"parent", root / "child": b"child"} else 2
+                (root / "doc").read_bytes()
+            except LakeError as exc:
+                code = 0 if "forked" in str(exc) and "\n" not in str(exc) else 2
             finally:
                 os._exit(code)
         deadline = time.monotonic() + 30
@@ -160,4 +160,4 @@ def test_a_forked_child_reads_and_writes_with_clients_of_its_own(moto: str, s3_e
             os.kill(pid, 9)
             os.waitpid(pid, 0)
         assert done[0] == pid and os.waitstatus_to_exitcode(done[1]) == 0
-        assert (root / "child").read_bytes() == b"child"
+        assert (root / "doc").read_bytes() == b"parent"  # the parent's client still works

@@ -58,15 +58,23 @@ MULTIPART_ABOVE = 256 * 1024 * 1024
 _POOL: ThreadPoolExecutor | None = None
 _POOL_LOCK = threading.Lock()
 #: Every filesystem of the process, for a forked child to forget their clients.
-_INSTANCES: weakref.WeakSet[S3ObjectStoreFileSystem] = weakref.WeakSet()
+_INSTANCES: weakref.WeakValueDictionary[int, S3ObjectStoreFileSystem] = weakref.WeakValueDictionary()
+
+
+#: Whether this process has made a client (and so started obstore's runtime, whose threads a
+#: forked child does not have: obstore then hangs there, whatever the store, measured on 0.12).
+_STARTED = False
+_FORKED_AFTER_START = False
 
 
 def _forget_after_fork() -> None:
-    """In a forked child: no client nor thread of the parent's (their runtime's threads are
-    gone; obstore makes a new runtime, and each store a new client, when next asked)."""
-    global _POOL, _POOL_LOCK
+    """In a forked child: no client nor thread of the parent's. A child forked after the parent
+    made requests cannot make any (a one-line error rather than a hang); one forked before (a
+    fork server started early) makes its own clients as usual."""
+    global _POOL, _POOL_LOCK, _FORKED_AFTER_START
     _POOL, _POOL_LOCK = None, threading.Lock()
-    for fs in list(_INSTANCES):
+    _FORKED_AFTER_START = _FORKED_AFTER_START or _STARTED
+    for fs in list(_INSTANCES.values()):
         fs._stores, fs._lock = {}, threading.Lock()
 
 
@@ -149,7 +157,7 @@ class S3ObjectStoreFileSystem(AbstractFileSystem):
         self._stores: dict[str, S3Store] = {}
         self._lock = threading.Lock()
         self.dircache: dict[str, Any] = {}
-        _INSTANCES.add(self)
+        _INSTANCES[id(self)] = self
 
     def __repr__(self) -> str:
         return f"S3ObjectStoreFileSystem(endpoint={self._options.get('AWS_ENDPOINT_URL', 'aws')!r})"
@@ -175,6 +183,13 @@ class S3ObjectStoreFileSystem(AbstractFileSystem):
         return bucket, key
 
     def _store(self, bucket: str) -> S3Store:
+        global _STARTED
+        if _FORKED_AFTER_START:
+            raise RuntimeError(
+                "this process was forked after its parent used the S3 client, which cannot run here: "
+                "start it with spawn or a fork server started before the lake was opened"
+            )
+        _STARTED = True
         with self._lock:
             store = self._stores.get(bucket)
             if store is None:
