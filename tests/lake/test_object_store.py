@@ -288,8 +288,13 @@ def test_raw_segments_on_s3_are_read_with_one_listing_a_night(moto: str, s3_env:
             proxy.reset()
             bodies = list(lake.iter_raw(night))
             assert sorted(raw.body for raw in bodies) == sorted(b'{"x": %d}' % i for i in range(count))
-            lists.append(proxy.stats()["counts"].get("LIST", 0))
+            counts = proxy.stats()["counts"]
+            lists.append(counts.get("LIST", 0))
             assert len({ref.location for ref in refs}) < count  # many bodies to a segment
+            folder = lake.raw_root / f"snapshot_date={night.isoformat()}"
+            assert isinstance(folder, StorePath)
+            segments = [name for name in folder.fs.find(folder.path) if name.endswith(".seg")]  # bodies' and statuses'
+            assert counts["GET"] - counts["LIST"] == len(segments)  # one GET a segment: its index's peek was all of it
         assert lists == [1, 1]
 
         async def saved_by_the_saver() -> None:

@@ -105,16 +105,9 @@ def storage_options(lake: Lake) -> dict[str, str]:
     the credentials themselves from it: ``AWS_ACCESS_KEY_ID``, a profile, a role…)."""
     if lake.local:
         return {}
-    options = {}
-    endpoint = os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL")
-    if endpoint:
-        options["AWS_ENDPOINT_URL"] = endpoint
-        if endpoint.startswith("http://"):
-            options["AWS_ALLOW_HTTP"] = "true"
-    region = os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION")
-    if region:
-        options["AWS_REGION"] = region
-    return options
+    from tourneylake.lake.s3store import s3_options  # the lake's own S3 client is given the same
+
+    return s3_options()
 
 
 #: The tables this process opened, each lent to one user at a time (:func:`opened`) and brought up

@@ -32,7 +32,7 @@ import orjson
 from isal import isal_zlib
 
 from tourneylake.errors import LakeError
-from tourneylake.lake.segments import RawRef, payload_of
+from tourneylake.lake.segments import RawRef, payload_of, take_whole
 from tourneylake.lake.storage import StorePath
 
 __all__ = [
@@ -138,7 +138,9 @@ def read_raws(refs: list[RawRef]) -> Iterator[RawResponse]:
                 whole = held.get(ref.location.path)
                 if whole is None:  # this segment and the next ones the night needs, side by side
                     ahead = [p for p in wanted[at[ref.location] : at[ref.location] + _FETCHED_AT_ONCE] if p.path not in held]
-                    for path, data in ref.location.cat_many(ahead).items():
+                    kept = {p: take_whole(p.path) for p in ahead}  # whole already, from the index's peeks
+                    fetched = ref.location.cat_many([p for p, data in kept.items() if data is None])
+                    for path, data in [*((p, d) for p, d in kept.items() if d is not None), *fetched.items()]:
                         held[path.path] = data
                         held_bytes += len(data)
                     if ref.location.path not in held:

@@ -24,6 +24,7 @@ import struct
 import threading
 import time
 import uuid
+from collections import OrderedDict
 from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass, field, replace
@@ -62,8 +63,11 @@ BATCH_BYTES = 8 << 20
 IN_PROCESS_LINGER_S = 0.0
 #: Tries of one segment's PUT before the records waiting for it are told it failed.
 _PUT_TRIES = 5
-#: What a reader fetches first of an object-store segment: its index frame, most often whole.
-_INDEX_PEEK = 1 << 16
+#: What a reader fetches first of an object-store segment: its index frame, most often the
+#: whole segment (a store's segment is what came in 50 ms): then kept for :func:`take_whole`.
+_INDEX_PEEK = 1 << 18
+#: Bytes of whole segments an index's peeks keep for the reads that follow (each taken once).
+_WHOLE_BYTES = 32 << 20
 #: Segments whose index a reader asks for at once.
 _PEEKS_AT_ONCE = 64
 
@@ -503,6 +507,8 @@ class NightIndex:
                     continue
                 if isinstance(head, BaseException):
                     raise head
+                if len(head) < _INDEX_PEEK:  # shorter than asked: the whole segment
+                    _keep_whole(path.path, bytes(head))
                 self._read_store_segment(path, bytes(head))
 
     def _read_store_segment(self, path: StorePath, head: bytes) -> None:
@@ -574,6 +580,26 @@ def forget_indexes() -> None:
     """Drop this process's indexes (a segment was changed by hand: read every one again)."""
     with _INDEXES_LOCK:
         _INDEXES.clear()
+        _WHOLE.clear()
+
+
+#: Object-store segments an index's peek fetched whole, oldest first (a segment on a store is
+#: stored once and never changes), so that reading their bodies next needs no second GET.
+_WHOLE: OrderedDict[str, bytes] = OrderedDict()
+
+
+def _keep_whole(path: str, data: bytes) -> None:
+    with _INDEXES_LOCK:
+        _WHOLE[path] = data
+        held = sum(len(d) for d in _WHOLE.values())
+        while held > _WHOLE_BYTES and _WHOLE:
+            held -= len(_WHOLE.popitem(last=False)[1])
+
+
+def take_whole(path: str) -> bytes | None:
+    """A segment's bytes that an index's peek fetched whole (then forgotten here), or ``None``."""
+    with _INDEXES_LOCK:
+        return _WHOLE.pop(path, None)
 
 
 def _remember(writer: SegmentWriter, batch: list[_Pending], refs: list[RawRef | None]) -> None:
