@@ -1,6 +1,6 @@
 """The lake's own requests to S3 (``s3://``, ``s3a://``) through obstore: the Rust ``object_store``
-crate that delta-rs uses too, about a tenth of botocore's CPU per request (0.31 against 2.5 ms on
-this project's benchmark machine), and the GIL given up while a request waits.
+crate that delta-rs uses too: far less CPU per request than botocore (measured in
+``benchmarks/RESULTS.md``), and the GIL given up while a request waits.
 
 :class:`S3ObjectStoreFileSystem` is an fsspec filesystem with exactly what the lake asks of one
 (:mod:`~tourneylake.lake.storage`'s :class:`StorePath`, the call sites that use ``.fs``, pyarrow's

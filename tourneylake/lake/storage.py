@@ -83,7 +83,7 @@ _FILESYSTEMS_LOCK = threading.Lock()
 def _filesystem(url: str) -> tuple[Any, str]:
     """The URL's filesystem, one instance per URL and store environment (a test, or a process,
     that changes ``AWS_ENDPOINT_URL`` gets a new client, never a stale one): on S3 our own over
-    obstore (:mod:`~tourneylake.lake.s3store`, a tenth of s3fs's CPU a request), else
+    obstore (:mod:`~tourneylake.lake.s3store`, far less CPU a request than s3fs), else
     ``fsspec.url_to_fs`` (gcsfs, adlfs…; ``max_concurrency`` 1: with more, every whole read of
     an async fsspec store first asks the size, a HEAD)."""
     env = sorted((k, v) for k, v in os.environ.items() if k.startswith(("AWS_", "GOOGLE_", "AZURE_", "GCS", "FSSPEC_")))
