@@ -161,3 +161,25 @@ def test_a_child_forked_after_requests_fails_in_one_line_not_hangs(moto: str, s3
             os.waitpid(pid, 0)
         assert done[0] == pid and os.waitstatus_to_exitcode(done[1]) == 0
         assert (root / "doc").read_bytes() == b"parent"  # the parent's client still works
+
+
+def test_credentials_from_a_profile_when_the_environment_has_no_key_pair(
+    moto: str, s3_env: Callable[[str], None], tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No key pair in the environment: the client takes botocore's chain, here a named profile
+    of a shared credentials file (as on a laptop), and the lake reads and writes with it."""
+    s3_env(moto)
+    bucket = f"lake-{uuid.uuid4().hex[:8]}"
+    fsspec.filesystem("s3", skip_instance_cache=True).mkdir(bucket)
+    credentials = tmp_path / "credentials"
+    credentials.write_text(f"[lake]\naws_access_key_id = testing\naws_secret_access_key = {SECRET}\n")
+    monkeypatch.delenv("AWS_ACCESS_KEY_ID")
+    monkeypatch.delenv("AWS_SECRET_ACCESS_KEY")
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(credentials))
+    monkeypatch.setenv("AWS_PROFILE", "lake")
+    root = location(f"s3://{bucket}/prefix")
+    assert isinstance(root, StorePath) and isinstance(root.fs, S3ObjectStoreFileSystem)
+    (root / "night" / "a.json").write_bytes(b"{}")
+    assert (root / "night" / "a.json").read_bytes() == b"{}"
+    assert [p.name for p in (root / "night").iterdir()] == ["a.json"]
+    assert SECRET not in repr(root.fs)
