@@ -3,9 +3,8 @@
 A run launched from the UI or the schedule waits in Dagster's queue until the daemon's next look
 (every second here), a good share of a small night. :class:`IdleQueueRunCoordinator` launches a
 run at once, as Dagster's default coordinator does, when the queue would let it go at its next
-look anyway: no run is
-queued ahead of it, the runs in flight are fewer than the limit, and none of them uses a pool
-its first steps need (a night is not launched beside another night or a backfill's, so those
+look anyway: no run is queued ahead of it, the runs in flight are fewer than the limit, and
+none of them uses a pool its first steps need (a night is not launched beside another night or a backfill's, so those
 take turns in the queue, not as processes waiting for slots). Otherwise it queues, as before.
 The pools still serialise the steps either way: they are claimed by the steps, not by the queue
 (two runs submitted at the same instant may both start at once, and take turns in the pools).

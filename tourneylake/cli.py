@@ -31,6 +31,7 @@ from rich.table import Table
 from tourneylake import __version__
 from tourneylake.config import Settings, load_settings
 from tourneylake.errors import ConfigError, TourneylakeError
+from tourneylake.runtime.threads import stop_process_threads
 
 app = typer.Typer(
     add_completion=False, no_args_is_help=True, help="Harvest the poker statistics service into a Parquet lake and DuckDB."
@@ -170,9 +171,7 @@ def launch(application: typer.Typer) -> NoReturn:
     except KeyboardInterrupt:  # Ctrl-C outside a night (a night's own is reported by `run`)
         err.print("[bold red]error:[/] interrupted", highlight=False)
         code = INTERRUPTED
-    partitions = sys.modules.get("tourneylake.lake.partitions")  # loaded: its part threads are idle now
-    if partitions is not None:
-        partitions.stop_part_threads()
+    stop_process_threads()  # idle now: the lake's part threads, the S3 client's reads
     others = [t for t in threading.enumerate() if t is not threading.main_thread() and not t.daemon and t.is_alive()]
     run_exit_handlers = getattr(atexit, "_run_exitfuncs", None)  # CPython's; absent elsewhere
     if others or not isinstance(code, int | None) or run_exit_handlers is None:

@@ -324,33 +324,33 @@ class TornDown:
         (out / "teardown").write_text("ran")
 torn_down = TornDown()  # freed only by the interpreter's teardown
 @app.command()
-def go(code: int, linger: float = 0.0, parts: bool = False) -> None:
+def go(code: int, linger: float = 0.0, pool: str = "") -> None:
     atexit.register(lambda: (out / "atexit").write_text("ran"))
     if linger:
         threading.Thread(target=lambda: (time.sleep(linger), (out / "thread").write_text("done"))).start()
-    if parts:  # the lake's part threads, as a night leaves them: idle
-        from tourneylake.lake.partitions import _parts_pool
-        _parts_pool().submit(lambda: (out / "part").write_text("written")).result()
+    if pool:  # the process's shared threads, as a night leaves them: idle
+        from tourneylake.lake import partitions, s3store
+        shared = {"parts": partitions._PARTS, "reads": s3store._READS}[pool]
+        shared.get().submit(lambda: (out / "pool").write_text("used")).result()
     sys.stdout.write("no newline")
     raise typer.Exit(code)
 launch(app)
 """
 
 
-@pytest.mark.parametrize(("linger", "parts"), [(0.0, False), (0.5, False), (0.0, True)])
-def test_the_console_script_exits_with_its_status_its_output_and_exit_handlers(
-    tmp_path: Path, linger: float, parts: bool
-) -> None:
+@pytest.mark.parametrize(("linger", "pool"), [(0.0, ""), (0.5, ""), (0.0, "parts"), (0.0, "reads")])
+def test_the_console_script_exits_with_its_status_its_output_and_exit_handlers(tmp_path: Path, linger: float, pool: str) -> None:
     """`launch` skips the interpreter's teardown, never what a normal exit would do first; the
-    lake's idle part threads do not bring the teardown back."""
+    process's idle shared threads (the lake's part writes, the S3 client's reads) do not bring
+    the teardown back."""
     script = tmp_path / "launched.py"
     script.write_text(LAUNCHED)
-    args = [sys.executable, str(script), "3", "--linger", str(linger), *(["--parts"] if parts else [])]
+    args = [sys.executable, str(script), "3", "--linger", str(linger), *(["--pool", pool] if pool else [])]
     done = subprocess.run(args, cwd=REPO, env=clean_env(OUT=str(tmp_path)), capture_output=True, text=True, timeout=60)
     assert (done.returncode, done.stdout) == (3, "no newline"), done.stderr
     assert (tmp_path / "atexit").read_text() == "ran"
     assert (tmp_path / "thread").is_file() == bool(linger)  # a running thread is waited for
-    assert (tmp_path / "part").is_file() == parts
+    assert (tmp_path / "pool").is_file() == bool(pool)
     assert (tmp_path / "teardown").is_file() == bool(linger)  # torn down only to wait for a running thread
 
 

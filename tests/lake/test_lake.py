@@ -282,20 +282,6 @@ def test_failed_writer_keeps_the_old_partition(tmp_path: Path) -> None:
     assert len(list(lake.partition_path("t", NIGHT).iterdir())) == 1  # the failed writer's parts are gone
 
 
-def test_a_writers_parts_are_synced_side_by_side(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """``write`` hands its part's fsync to the process's part threads and returns: a writer's
-    parts (several writers' parts) wait for the disk at once; the commit waits for all of them."""
-    from tests.helpers import only_side_by_side
-    from tourneylake.lake import partitions
-
-    lake = Lake(tmp_path).claim("sandbox")
-    only_side_by_side(monkeypatch, partitions, "_synced")
-    with lake.partition_writer("t", NIGHT) as writer:
-        writer.write(_table(2))
-        writer.write(_table(3, "b"))
-    assert lake.read_table("t", NIGHT).num_rows == 5
-
-
 def test_a_part_that_cannot_be_synced_fails_its_writer(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A part whose fsync fails (on its thread) fails the writer at its commit: the night stays
     as it was, and the writer's parts are deleted."""

@@ -221,13 +221,16 @@ def test_delta_tables_on_s3(s3: str) -> None:
     assert lake.partitions("t") == [NIGHTS[1]] and lake.read_partition("t", NIGHT).num_rows == 0
 
 
-def test_a_writers_parts_are_stored_side_by_side_on_s3(s3: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    """On a store a part's PUT is done on a part thread: a writer's parts (and several
-    writers') are stored at once; the commit waits for them all."""
+@pytest.mark.parametrize(("where", "storing"), [("local", "_synced"), ("s3", "_put")])
+def test_a_writers_parts_are_stored_side_by_side(
+    where: str, storing: str, tmp_path: Path, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A part's storage (a disk's fsync, a store's PUT) is done on a part thread: a writer's
+    parts (and several writers') are stored at once; the commit waits for them all."""
     from tourneylake.lake import partitions
 
-    lake = Lake(s3).claim("sandbox")
-    only_side_by_side(monkeypatch, partitions, "_put")
+    lake = Lake(str(tmp_path) if where == "local" else request.getfixturevalue("s3")).claim("sandbox")
+    only_side_by_side(monkeypatch, partitions, storing)
     with lake.partition_writer("t", NIGHT) as writer:
         writer.write(small(2))
         writer.write(small(3, "b"))

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import os
 import random
 import re
 import threading
@@ -35,6 +34,7 @@ import pyarrow.parquet as pq
 
 from tourneylake.errors import LakeError, one_line
 from tourneylake.lake.storage import AnyPath, StorePath, fsync_dir, fsync_file
+from tourneylake.runtime.threads import ProcessThreads
 
 if TYPE_CHECKING:
     from deltalake import DeltaTable
@@ -287,10 +287,10 @@ class PartitionWriter:
         # Encoded here (Arrow's memory stays with this thread), stored or fsynced on a part
         # thread: the wait for the store or the disk overlaps the next batch.
         if isinstance(path, StorePath):
-            written = _parts_pool().submit(_put, path, _encoded(data))
+            written = _PARTS.get().submit(_put, path, _encoded(data))
         else:
             size = _write_local_part(path, data)  # its data fsynced before the commit names it
-            written = _parts_pool().submit(_synced, path, size) if self.lake.fsync else _done(size)
+            written = _PARTS.get().submit(_synced, path, size) if self.lake.fsync else _done(size)
         self._writes.append((f"{self._folder.name}/{name}", written, data.num_rows))
         self.parts += 1
         self.rows += data.num_rows
@@ -450,38 +450,8 @@ def active_files_of(delta: DeltaTable, night: date) -> list[str]:
     return sorted(path for path, day in zip(paths, days, strict=True) if day == night)
 
 
-#: The threads that write the process's parts (each writer's commit waits for its own), made on
-#: first use and again in a forked child (a fork keeps no thread).
-_PARTS: ThreadPoolExecutor | None = None
-_PARTS_LOCK = threading.Lock()
-_PART_THREADS = 4
-
-
-def _parts_pool() -> ThreadPoolExecutor:
-    global _PARTS
-    with _PARTS_LOCK:
-        if _PARTS is None:
-            _PARTS = ThreadPoolExecutor(_PART_THREADS, thread_name_prefix="tourneylake-parts")
-        return _PARTS
-
-
-def _forget_parts_pool() -> None:
-    global _PARTS
-    _PARTS = None
-
-
-def stop_part_threads() -> None:
-    """Stop the part threads once their parts are written (made again on the next use): a command
-    that is done stops them, so no thread of ours keeps its process from ending at once
-    (``tourneylake.cli.launch``)."""
-    global _PARTS
-    with _PARTS_LOCK:
-        pool, _PARTS = _PARTS, None
-    if pool is not None:
-        pool.shutdown(wait=True)
-
-
-os.register_at_fork(after_in_child=_forget_parts_pool)
+#: The threads that write the process's parts (each writer's commit waits for its own).
+_PARTS = ProcessThreads(4, "tourneylake-parts")
 
 
 #: A part: Parquet, zstd, timestamps in microseconds as Delta keeps them.

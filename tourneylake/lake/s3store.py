@@ -29,11 +29,12 @@ import threading
 import time
 import weakref
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from fsspec.spec import AbstractBufferedFile, AbstractFileSystem
+
+from tourneylake.runtime.threads import ProcessThreads
 
 if TYPE_CHECKING:
     from obstore.store import S3Store
@@ -55,8 +56,8 @@ SIDE_BY_SIDE = 16
 #: A PUT above this is a multipart upload (a single PUT below: one request, whole or absent).
 MULTIPART_ABOVE = 256 * 1024 * 1024
 
-_POOL: ThreadPoolExecutor | None = None
-_POOL_LOCK = threading.Lock()
+#: The side-by-side reads of the process (obstore's sync calls give up the GIL).
+_READS = ProcessThreads(SIDE_BY_SIDE, "tourneylake-s3")
 #: Every filesystem of the process, for a forked child to forget their clients.
 _INSTANCES: weakref.WeakValueDictionary[int, S3ObjectStoreFileSystem] = weakref.WeakValueDictionary()
 
@@ -71,23 +72,13 @@ def _forget_after_fork() -> None:
     """In a forked child: no client nor thread of the parent's. A child forked after the parent
     made requests cannot make any (a one-line error rather than a hang); one forked before (a
     fork server started early) makes its own clients as usual."""
-    global _POOL, _POOL_LOCK, _FORKED_AFTER_START
-    _POOL, _POOL_LOCK = None, threading.Lock()
+    global _FORKED_AFTER_START
     _FORKED_AFTER_START = _FORKED_AFTER_START or _STARTED
     for fs in list(_INSTANCES.values()):
         fs._stores, fs._lock = {}, threading.Lock()
 
 
 os.register_at_fork(after_in_child=_forget_after_fork)
-
-
-def _pool() -> ThreadPoolExecutor:
-    """One pool for the side-by-side reads of the process (obstore's sync calls give up the GIL)."""
-    global _POOL
-    with _POOL_LOCK:
-        if _POOL is None:
-            _POOL = ThreadPoolExecutor(SIDE_BY_SIDE, thread_name_prefix="tourneylake-s3")
-        return _POOL
 
 
 def s3_options(environ: dict[str, str] | os._Environ[str] | None = None) -> dict[str, str]:
@@ -404,7 +395,7 @@ class S3ObjectStoreFileSystem(AbstractFileSystem):
         items = list(zip(paths, starts, ends, strict=True))
         if len(items) <= 1:
             return [one(item) for item in items]
-        return list(_pool().map(one, items))
+        return list(_READS.get().map(one, items))
 
     def _open(self, path: str, mode: str = "rb", block_size: Any = None, autocommit: bool = True, **kwargs: Any) -> Any:
         return _ObjectFile(self, path, mode, block_size="default" if block_size is None else block_size, **kwargs)

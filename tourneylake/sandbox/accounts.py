@@ -6,10 +6,10 @@ application key only encodes the password, and a request carries ``Username`` an
 ``quota_reset_s`` after midnight UTC (08:00 by default: the service's FAQ says "12 Midnight PST
 (GMT -8)"): a user's first request of a new quota day resets their remaining searches. The quota
 clock is the world's (set its day and ``time_of_day`` to stand before or after a reset); when
-only its date is pinned, the quota day is the one that began at the reset on that date, whatever
-the real hour, so no test crosses a reset at a moment it did not choose. One lock guards everything, so tests can
-adjust accounts from their own thread while the server runs, and read each user's requests in
-flight and their peak.
+only its date is pinned, the quota day is the one that began at the reset on that date,
+whatever the real hour, so no test crosses a reset at a moment it did not choose. One lock
+guards everything, so tests can adjust accounts from their own thread while the server runs,
+and read each user's requests in flight and their peak.
 """
 
 from __future__ import annotations
