@@ -8,6 +8,7 @@ from __future__ import annotations
 import copy
 import logging
 import os
+import time
 from datetime import UTC, date, datetime
 from pathlib import Path
 
@@ -154,6 +155,18 @@ def test_a_helper_that_fails_leaves_its_share_to_this_process(tmp_path: Path, fo
     assert len(forking) == 1
     assert "helper process failed (RuntimeError: the child's disk is full): its share is read here" in caplog.text
     assert _night(lake) == expected and sorted(unusable) == sorted(expected_unusable)
+
+
+def test_a_stuck_helper_is_stopped_and_its_share_read_here(tmp_path: Path, forking: list[int], monkeypatch, caplog) -> None:
+    expected, _, _ = _in_one_process(tmp_path / "one")
+    monkeypatch.setattr(split_night._ChildSink, "flush", lambda self: time.sleep(600))
+    monkeypatch.setattr(split_night, "_PATIENCE", 0.0)
+    monkeypatch.setattr(split_night, "_MIN_PATIENCE_S", 0.5)
+    lake = _lake(tmp_path / "two")
+    with caplog.at_level(logging.WARNING):
+        split_night.rebuild_night_on_two_cores(lake, NIGHT, [])
+    assert "helper process failed (it did not finish in time and was stopped)" in caplog.text
+    assert _night(lake) == expected
 
 
 def test_a_helper_is_stopped_when_the_night_fails_before_it_is_handed_over(

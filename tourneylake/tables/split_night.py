@@ -19,10 +19,12 @@ import contextlib
 import logging
 import os
 import pickle
+import select
 import signal
 import sys
 import tempfile
 import threading
+import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack
@@ -56,6 +58,10 @@ MIN_SUMMARIES = 200
 #: The child's share of the night's targets: this process also makes the reference tables and
 #: writes every part.
 CHILD_SHARE = 0.5
+#: How long this process waits for the child once its own share is read: this many times what
+#: its own share took (the same work), at least :data:`_MIN_PATIENCE_S`; then the child is stuck.
+_PATIENCE = 10.0
+_MIN_PATIENCE_S = 60.0
 #: Summaries the child reads before it is handed the night's rates (while the reference tables are made).
 _READ_AHEAD = 500
 
@@ -113,6 +119,8 @@ class Helper:
         self._go: int | None = go  # the pipe the night's rates are sent on
         self._results = results  # the child's batches and its outcome
         self._status: int | None = None  # the child's exit status, once reaped
+        self._stuck = False  # stopped for taking far longer than this process's share
+        self._started = time.monotonic()
 
     @classmethod
     def fork(cls, lake: Lake, night: date) -> Helper | None:
@@ -154,7 +162,7 @@ class Helper:
     def hand_over(self, sink: SummarySink, stored: StoredSummaries) -> None:
         """The child's share into ``sink`` (which has read this process's share): its rows
         written, its statuses settled, its targets in ``stored``; read here when it failed."""
-        if self._wait() != 0:
+        if self._wait(max(_MIN_PATIENCE_S, _PATIENCE * (time.monotonic() - self._started))) != 0:
             log.warning("night %s: the rebuild's helper process failed (%s): its share is read here", sink.night, self._why())
             sink.add_refs(self.theirs, stored)
             return
@@ -188,7 +196,13 @@ class Helper:
             self._wait()
         self._results.close()
 
-    def _wait(self) -> int:
+    def _wait(self, timeout: float | None = None) -> int:
+        """The child's exit status, once it has ended; one still at work after ``timeout``
+        seconds (stuck: it has the same work as this process) is stopped, and failed."""
+        if self._status is None and timeout is not None and not _ends_within(self.pid, timeout):
+            self._stuck = True
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self.pid, signal.SIGKILL)
         if self._status is None:
             _, status = os.waitpid(self.pid, 0)
             self._status = os.waitstatus_to_exitcode(status)
@@ -196,6 +210,8 @@ class Helper:
 
     def _why(self) -> str:
         """The child's own word on its failure, else its exit status."""
+        if self._stuck:
+            return "it did not finish in time and was stopped"
         with contextlib.suppress(Exception):
             self._results.seek(0)
             while True:
@@ -246,6 +262,18 @@ def _child(lake: Lake, night: date, refs: list[RawRef], go: int, results: IO[byt
             _send(results, ("failed", f"{type(exc).__name__}: {exc}"))
             results.flush()
         return 1
+
+
+def _ends_within(pid: int, timeout: float) -> bool:
+    """Whether the child ``pid`` ends within ``timeout`` seconds (not reaped: see ``Helper._wait``)."""
+    try:
+        handle = os.pidfd_open(pid)
+    except (AttributeError, OSError):  # no pidfd (an old kernel): waited for without a limit
+        return True
+    try:
+        return bool(select.select([handle], [], [], timeout)[0])
+    finally:
+        os.close(handle)
 
 
 def _send(results: IO[bytes], message: tuple[Any, ...]) -> None:
