@@ -26,6 +26,7 @@ from tourneylake.lake.lake import REBUILD_LOCK, Lake, RawRef
 from tourneylake.lake.state import StateStore
 from tourneylake.night.harvest import last_harvested
 from tourneylake.sandbox import running_sandbox
+from tourneylake.tables import rebuild as rebuild_module
 from tourneylake.tables.rebuild import NothingToRebuild, rebuild
 from tourneylake.tables.warehouse import LOAD_ORDER, Warehouse, WarehouseError
 from tourneylake.tables.worker import RebuildWorkers, TablesWorkerError, rebuild_workers
@@ -337,6 +338,19 @@ def test_a_worker_stopped_while_writing_drops_its_staged_parts(tmp_path) -> None
 def test_how_many_workers_a_rebuild_starts(monkeypatch, setting, nights, cores, expected) -> None:
     monkeypatch.setattr("os.sched_getaffinity", lambda pid: set(range(cores)), raising=False)
     assert rebuild_workers(setting, nights) == expected
+
+
+@pytest.mark.parametrize(("workers", "way"), [(0, "two cores"), (2, "two cores"), (1, "one process")])
+def test_one_night_is_rebuilt_on_two_cores_unless_one_is_asked_for(harvested, tmp_path, monkeypatch, workers, way) -> None:
+    monkeypatch.setattr("os.sched_getaffinity", lambda pid: {0, 1}, raising=False)
+    settings = _copy(harvested, tmp_path / "d", rebuild_workers=workers)
+    ways = []
+    for name, label in (("rebuild_night_on_two_cores", "two cores"), ("rebuild_night", "one process")):
+        real = getattr(rebuild_module, name)
+        monkeypatch.setattr(rebuild_module, name, lambda *a, real=real, label=label: ways.append(label) or real(*a))
+    rebuild(settings, [NIGHTS[1]])
+    assert ways == [way]
+    assert _tables(settings) == _tables(_copy(harvested, tmp_path / "copy"))  # the night's rows, as harvested
 
 
 def test_the_command_rebuilds_nights_side_by_side_when_asked(harvested, tmp_path, monkeypatch) -> None:

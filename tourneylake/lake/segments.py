@@ -416,6 +416,7 @@ class NightIndex:
         self._lock = threading.RLock()
         self._bodies: dict[tuple[str, str], _Body] = {}  # (digest, token) -> body (its first record wins)
         self._statuses: dict[tuple[str, str], tuple[int, str]] = {}  # (digest, token) -> (when, status): the latest wins
+        self._current: dict[tuple[str, str], RawRef] = {}  # (digest, token) -> its ref with its status, once asked for
         self._read: dict[str, int] = {}  # segment -> bytes read (whole frames)
 
     def known(self, segment: StorePath, entries: Entries) -> None:
@@ -437,6 +438,7 @@ class NightIndex:
                 # A body's own status stands until a status record says otherwise; the latest record wins.
                 if (kind == "body" and held is None) or (kind == "status" and (held is None or at >= held[0])):
                     self._statuses[token] = (at, str(header.get("status", RECEIVED)))
+                    self._current.pop(token, None)
 
     def refresh(self) -> NightIndex:
         with self._lock:
@@ -539,13 +541,21 @@ class NightIndex:
                 self._statuses.setdefault((parts[0], token), (0, status))
 
     # ------------------------------------------------------------------ queries
+    def _current_ref(self, token: tuple[str, str], body: _Body) -> RawRef:
+        """A body's ref with its latest status (made once per status: a night's queries list
+        the same bodies again and again)."""
+        ref = self._current.get(token)
+        if ref is None:
+            ref = self._current[token] = replace(body.ref, status=self._statuses.get(token, (0, body.ref.status))[1])
+        return ref
+
     def refs(self, resource: str | None = None, status: str | None = OK, digest: str | None = None) -> list[RawRef]:
         """The night's bodies (of one resource, one request's ``digest``) with ``status``
         (``None``: every body), in the night's order: resource, then name. A request answered
         more than once has one accepted answer, its latest; the others are not listed."""
         with self._lock:
             current = [
-                (replace(body.ref, status=self._statuses.get(token, (0, body.ref.status))[1]), body.at)
+                (self._current_ref(token, body), body.at)
                 for token, body in self._bodies.items()
                 if (resource is None or body.ref.resource == resource) and (digest is None or body.ref.digest == digest)
             ]

@@ -84,10 +84,13 @@ def _network_changes(lake: Lake, night: date) -> list[Row]:
 
 
 def _player_changes(lake: Lake, night: date) -> list[Row]:
+    earlier = _earlier(lake, "player_snapshots", night)[:LOOKBACK]
+    if not earlier:
+        return []  # no snapshot before the night: nothing changed since (its statistics are not read)
     missing = not_found_targets(lake, night)
     tonight = _shown(lake, night)
     watched = _pairs(tonight)
-    last_seen = _last_seen(lake, night, missing | watched)
+    last_seen = _last_seen(lake, earlier, missing | watched)
     rows = [
         _row(
             "player",
@@ -169,11 +172,11 @@ def _by_pair(shown: pa.Table, keys: set[TargetKey]) -> dict[TargetKey, dict[str,
     return out
 
 
-def _last_seen(lake: Lake, night: date, keys: Iterable[TargetKey]) -> dict[TargetKey, date]:
-    """The last night before ``night`` holding a snapshot of each of ``keys`` (within :data:`LOOKBACK`)."""
+def _last_seen(lake: Lake, earlier: list[date], keys: Iterable[TargetKey]) -> dict[TargetKey, date]:
+    """Of the nights ``earlier`` (latest first), the last holding a snapshot of each of ``keys``."""
     wanted = set(keys)
     found: dict[TargetKey, date] = {}
-    for then in _earlier(lake, "player_snapshots", night)[:LOOKBACK]:
+    for then in earlier:
         if not wanted:
             break
         table = lake.read_partition("player_snapshots", then, columns=_KEY)

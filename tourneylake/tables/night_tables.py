@@ -18,7 +18,7 @@ answers were read in, so a harvest, a rebuild and shards side by side agree.
 from __future__ import annotations
 
 import logging
-from collections.abc import Collection, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
@@ -51,6 +51,7 @@ UNREADABLE = (MalformedPayload, MalformedResponse, UnusableResponse)
 
 if TYPE_CHECKING:
     from tourneylake.api.client import ApiResponse
+    from tourneylake.tables.split_night import Helper
 
 __all__ = [
     "FREE_RESOURCES",
@@ -68,13 +69,16 @@ __all__ = [
     "not_found_targets",
     "player_tables",
     "rebuild_night",
+    "reference_data",
     "reference_tables",
     "settle_received",
+    "stored_summary_refs",
     "stored_targets",
     "summary_labels",
     "target_key",
     "target_name",
     "unmark_shard",
+    "write_reference_tables",
 ]
 
 log = logging.getLogger(__name__)
@@ -229,6 +233,15 @@ def summary_name(key: dict[str, str]) -> str:
     return target_name(target_key(key))
 
 
+def stored_summary_refs(lake: Lake, night: date) -> list[RawRef]:
+    """The night's stored summaries a rebuild reads: the accepted answers, then those marked
+    unusable (a target read since skips its older unusable answer)."""
+    return [
+        *lake.raw_refs(night, calls.PLAYER_SUMMARY),
+        *lake.raw_refs(night, calls.PLAYER_SUMMARY, status=UNUSABLE),
+    ]
+
+
 class SummarySink:
     """Normalised summaries → the night's six summary tables, a part file every ``batch_size``
     summaries (memory stays flat). Partitions are swapped in when ``stack`` closes without error.
@@ -287,29 +300,40 @@ class SummarySink:
             self.lake.settle_raw(ref, UNUSABLE)
         log.warning("night %s: the answer for %s cannot be read and is kept raw: %s", self.night, summary_name(key), reason)
 
-    def add_stored(self) -> StoredSummaries:
+    def add_stored(self, helper: Helper | None = None) -> StoredSummaries:
         """Normalise the summaries already paid for tonight (zero searches), those marked
-        unusable included (the normaliser may have been fixed since)."""
+        unusable included (the normaliser may have been fixed since). With ``helper`` (a
+        process forked for the night), this sink reads its share, then takes the helper's rows."""
         with collector.paused():  # the answers' trees hold no cycles: the collector's passes would find nothing
-            return self._add_stored()
+            if helper is None:
+                return self._add_stored()
+            stored = self.add_refs(helper.mine, StoredSummaries())
+            helper.hand_over(self, stored)
+            return stored
 
     def _add_stored(self) -> StoredSummaries:
-        stored = StoredSummaries()
         # Listed first (the loop names some anew), then read a batch at a time: a night's bodies
         # are never all in memory at once, and reading a batch before parsing it is faster than
         # alternating body by body.
-        refs = [
-            *self.lake.raw_refs(self.night, calls.PLAYER_SUMMARY),
-            *self.lake.raw_refs(self.night, calls.PLAYER_SUMMARY, status=UNUSABLE),
-        ]
-        return self._add_refs(refs, stored)
+        return self.add_refs(stored_summary_refs(self.lake, self.night), StoredSummaries())
 
-    def _add_refs(self, refs: list[RawRef], stored: StoredSummaries) -> StoredSummaries:
+    def add_refs(self, refs: list[RawRef], stored: StoredSummaries) -> StoredSummaries:
+        """Normalise the stored answers ``refs`` name, in their order, into ``stored``: read a
+        batch at a time (reading a batch before parsing it is faster than body by body)."""
         bodies = read_raws(refs)
         for start in range(0, len(refs), self.batch_size):
-            for raw in [next(bodies) for _ in refs[start : start + self.batch_size]]:
-                self._add_stored_one(raw, stored)
+            self.add_raws([next(bodies) for _ in refs[start : start + self.batch_size]], stored)
         return stored
+
+    def add_raws(self, raws: Iterable[RawResponse], stored: StoredSummaries) -> StoredSummaries:
+        """Normalise stored answers already read, in their order, into ``stored``."""
+        for raw in raws:
+            self._add_stored_one(raw, stored)
+        return stored
+
+    def settle(self, ref: RawRef, status: str) -> None:
+        """A stored answer found to have another status (read now, or unreadable)."""
+        self.lake.settle_raw(ref, status)
 
     def _add_stored_one(self, raw: RawResponse, stored: StoredSummaries) -> None:
         target = target_key(raw.key)
@@ -322,11 +346,11 @@ class SummarySink:
             self.add(root, raw.key, raw.fetched_at)
         except UNREADABLE as exc:
             if raw.status == OK:
-                self.lake.settle_raw(raw.ref, UNUSABLE)
+                self.settle(raw.ref, UNUSABLE)
             stored.unusable[target] = str(exc)
             return
         if raw.status == UNUSABLE:
-            self.lake.settle_raw(raw.ref, OK)
+            self.settle(raw.ref, OK)
             log.info("night %s: the answer for %s, unusable before, is read now", self.night, summary_name(raw.key))
         stored.unusable.pop(target, None)
         stored.done.add(target)
@@ -340,13 +364,17 @@ class SummarySink:
     def flush(self) -> None:
         self.pending = 0
         for name, table in self.normalizer.flush().items():
-            if table.num_rows == 0:
-                continue
-            writer = self.writers.get(name)
-            if writer is None:
-                writer = self.writers[name] = self.lake.partition_writer(name, self.night, shard=self.shard).__enter__()
-            writer.write(table)
-            self.rows[name] = self.rows.get(name, 0) + table.num_rows
+            self.write(name, table)
+
+    def write(self, name: str, table: pa.Table) -> None:
+        """Rows of the night's ``name`` table as a part (none when there are none)."""
+        if table.num_rows == 0:
+            return
+        writer = self.writers.get(name)
+        if writer is None:
+            writer = self.writers[name] = self.lake.partition_writer(name, self.night, shard=self.shard).__enter__()
+        writer.write(table)
+        self.rows[name] = self.rows.get(name, 0) + table.num_rows
 
 
 class ShardSink(SummarySink):
@@ -385,7 +413,7 @@ class ShardSink(SummarySink):
             elif ref.status in not_found:
                 stored.not_found.add(target)  # type: ignore[union-attr]
         refs.sort(key=lambda ref: ref.status != OK)  # accepted answers first, as the night's sink reads them
-        return self._add_refs(refs, stored)
+        return self.add_refs(refs, stored)
 
 
 def mark_shard(lake: Lake, night: date, shard: str, shares: str, rows: Mapping[str, int]) -> None:
@@ -469,16 +497,26 @@ def reference_tables(lake: Lake, night: date) -> dict[str, int]:
     unchanged is an earlier night's answer; a night without metadata uses the latest earlier
     tables), so nights go through this step in order; their player tables then read only
     their own night's answers and these tables."""
+    return write_reference_tables(lake, night, reference_data(lake, night))
+
+
+def reference_data(lake: Lake, night: date) -> dict[str, pa.Table]:
+    """The night's raw answers settled, and its metadata, countries and news tables as made
+    from them (not written: see :func:`write_reference_tables`)."""
     settle_received(lake, night)
-    rows: dict[str, int] = {}
     metadata = metadata_tables(lake, night)
     tables = dict(metadata.tables) if metadata is not None else {}
     for resource in FREE_RESOURCES:
         found = free_table(lake, night, resource)
         if found is not None:
             tables[FREE_RESOURCES[resource][0]] = found[0]
-    rows.update(lake.write_tables(night, tables, last="currencies"))
-    return rows
+    return tables
+
+
+def write_reference_tables(lake: Lake, night: date, tables: Mapping[str, pa.Table]) -> dict[str, int]:
+    """The night's reference tables written (currencies last: its night says the others' are in);
+    rows written per table."""
+    return lake.write_tables(night, tables, last="currencies")
 
 
 def keep_one_row_per_key(lake: Lake, night: date, repeating: Collection[str] | None = None) -> dict[str, int]:
@@ -499,15 +537,27 @@ def keep_one_row_per_key(lake: Lake, night: date, repeating: Collection[str] | N
     return rows
 
 
-def player_tables(lake: Lake, night: date, unusable: list[str] | None = None) -> dict[str, int]:
+def player_tables(
+    lake: Lake,
+    night: date,
+    unusable: list[str] | None = None,
+    *,
+    in_force: InForce | None = None,
+    helper: Helper | None = None,
+    before_commit: Callable[[], object] | None = None,
+) -> dict[str, int]:
     """The night's six summary tables and its ``search_ledger`` export from the raw answers and
     the ledger (what several accounts' harvests make together, and part of every rebuild);
-    returns rows written per table. Answers that cannot be read go to ``unusable``."""
+    returns rows written per table. Answers that cannot be read go to ``unusable``. ``helper``:
+    a process forked for the night that reads a share of its summaries (see :mod:`.split_night`);
+    ``before_commit``: called before the tables are committed (whether or not they are)."""
     unusable = [] if unusable is None else unusable
     rows: dict[str, int] = {}
     with ExitStack() as stack:
-        sink = SummarySink(lake, night, InForce(lake, night), stack)
-        stored = sink.add_stored()
+        sink = SummarySink(lake, night, in_force or InForce(lake, night), stack)
+        if before_commit is not None:
+            stack.callback(before_commit)  # runs before the sink's commits (pushed earlier)
+        stored = sink.add_stored(helper)
         for target, why in stored.unusable.items():
             unusable.append(f"{night} {target_name(target)}: {why}")
         if stored.done:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from datetime import date
@@ -30,6 +31,7 @@ from tourneylake.schemas import TABLES
 from tourneylake.tables.coverage import write_coverage_changes
 from tourneylake.tables.models import build_models, target_dir
 from tourneylake.tables.night_tables import rebuild_night, reference_tables
+from tourneylake.tables.split_night import rebuild_night_on_two_cores
 from tourneylake.tables.warehouse import LOAD_ORDER, Warehouse
 from tourneylake.tables.worker import RebuildWorkers, rebuild_workers
 
@@ -109,13 +111,17 @@ def _rebuild(settings: Settings, lake: Lake, wanted: list[date], *, every: bool,
                     loads.load(ready)
         if loads is not None:
             outcome.warehouse_rows = loads.finish()
-    if warehouse and not every:
-        with _warehouse(settings.warehouse_path, fresh=False) as db:
-            for night in wanted:
-                db.load_night(lake, night)
-            outcome.warehouse_rows = db.table_counts()
+    # The lake's old versions expired while the warehouse loads (the expiry waits on the disk,
+    # the load on DuckDB; neither touches what the other reads: current parts are never expired).
+    with ThreadPoolExecutor(1, thread_name_prefix="tourneylake-expire") as pool:
+        expired = pool.submit(expire_versions, lake, settings.table_history_days, strays=True)
+        if warehouse and not every:
+            with _warehouse(settings.warehouse_path, fresh=False) as db:
+                for night in wanted:
+                    db.load_night(lake, night)
+                outcome.warehouse_rows = db.table_counts()
+        outcome.expired = expired.result()
     outcome.unusable.sort(key=lambda line: line[:10])  # night by night (each line starts with its night)
-    outcome.expired = expire_versions(lake, settings.table_history_days, strays=True)
     return outcome
 
 
@@ -167,9 +173,11 @@ def _rebuild_nights(lake: Lake, nights: list[date], workers: int) -> Iterator[tu
     side in worker processes (a local lake, several nights, more than one worker), else here."""
     count = rebuild_workers(workers, len(nights)) if lake.reachable_from_other_processes else 1
     if count == 1:
+        # One night, and a second core allowed: a forked helper reads a share of its summaries.
+        one_night = rebuild_night_on_two_cores if len(nights) == 1 and rebuild_workers(workers, 2) > 1 else rebuild_night
         for night in nights:
             unusable: list[str] = []
-            yield night, rebuild_night(lake, night, unusable), unusable
+            yield night, one_night(lake, night, unusable), unusable
         return
     references: dict[date, dict[str, int]] = {}
 

@@ -9,8 +9,10 @@ never ran) falls back to the latest earlier night's.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import date
 from functools import cached_property
+from typing import Any
 
 import pyarrow as pa
 
@@ -22,11 +24,14 @@ __all__ = ["InForce"]
 
 
 class InForce:
-    """Reference data in force for ``night`` in ``lake`` (each table read once, on first use)."""
+    """Reference data in force for ``night`` in ``lake`` (each table read once, on first use).
+    ``own``: the night's own tables as just made, in force whether or not they are committed
+    yet (their partition is this night's: the latest)."""
 
-    def __init__(self, lake: Lake, night: date) -> None:
+    def __init__(self, lake: Lake, night: date, own: Mapping[str, pa.Table] | None = None) -> None:
         self.lake = lake
         self.night = night
+        self.own = dict(own or {})
 
     def partition(self, table: str) -> date | None:
         """The night whose snapshot of ``table`` is in force: this night's, else the latest before."""
@@ -35,11 +40,31 @@ class InForce:
 
     def table(self, name: str) -> pa.Table | None:
         """The snapshot of ``name`` in force (the table's log read once)."""
+        if name in self.own:
+            return self.own[name]
         nights = self.lake.night_parts(name)
         dates = [d for d in nights if d <= self.night]
         if not dates:
             return None
         return self.lake.read_parts(dates[-1], [path for path, _ in nights[dates[-1]]])
+
+    def normaliser_inputs(self) -> dict[str, Any]:
+        """What a summary normaliser of the night takes from here (rates and types), as values
+        another process can be handed (see :meth:`with_inputs`)."""
+        return {
+            "rates": self.rates,
+            "statistic_types": self.statistic_types,
+            "series_types": self.series_types,
+            "axis_types": self.axis_types,
+        }
+
+    @classmethod
+    def with_inputs(cls, lake: Lake, night: date, inputs: dict[str, Any]) -> InForce:
+        """The night's reference data whose normaliser inputs are ``inputs`` (another process's
+        :meth:`normaliser_inputs`): those are read from no table."""
+        in_force = cls(lake, night)
+        in_force.__dict__.update(inputs)  # what the cached properties would have read
+        return in_force
 
     @cached_property
     def currencies(self) -> pa.Table | None:

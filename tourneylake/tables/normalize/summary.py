@@ -467,6 +467,9 @@ class _Tournaments:
     entry_keys: list[tuple[str, str, str]] = field(default_factory=list)
     entry_raws: list[Any] = field(default_factory=list)
     entry_tournaments: list[Any] = field(default_factory=list)
+    # The kept rows' dedup hashes, in order, when the normaliser tracks them (see `track_hashes`)
+    row_hashes: list[int] = field(default_factory=list)
+    entry_row_hashes: list[int] = field(default_factory=list)
 
 
 _NO_TOURNAMENTS = _Tournaments()  # never mutated: `add` only reads it
@@ -523,7 +526,28 @@ class SummaryNormalizer:
         #: the night's dedup): a collision costs that pass, never a row.
         self.repeating: set[str] = set()
         self._kept_keys = {"tournaments": SeenKeys(), "tournament_entries": SeenKeys()}
+        #: Per deduplicated table, the dedup hash and the key hash of each row of the last
+        #: flush, when tracked (:meth:`track_hashes`), else ``None``.
+        self.flushed_hashes: dict[str, tuple[np.ndarray, np.ndarray]] | None = None
+        self._hashes: dict[str, tuple[list[int], list[int]]] | None = None
         self._reset()
+
+    def track_hashes(self) -> None:
+        """From now on, each flush also gives the dedup and key hashes of its tournaments and
+        entries (:attr:`flushed_hashes`): another normaliser of the night, in a process forked
+        from this one's (the same hashes), merges the rows with :meth:`without_kept`."""
+        self._hashes = {"tournaments": ([], []), "tournament_entries": ([], [])}
+
+    def without_kept(self, table: str, rows: pa.Table, row_hashes: np.ndarray, key_hashes: np.ndarray) -> pa.Table:
+        """``rows`` of a deduplicated table that another normaliser of the night kept (with
+        their hashes, see :meth:`track_hashes`), without those this one kept as listed; a key
+        this one kept otherwise makes the table :attr:`repeating`, as if one normaliser had
+        read every answer. Call it after :meth:`flush` (what this one kept is committed)."""
+        seen = self._seen_tournaments if table == "tournaments" else self._seen_entries
+        fresh = np.asarray(seen.unseen_before(row_hashes.tolist()), dtype=bool)
+        if table not in self.repeating and not all(self._kept_keys[table].unseen_before(key_hashes[fresh].tolist())):
+            self.repeating.add(table)
+        return rows if fresh.all() else rows.filter(pa.array(fresh))
 
     # ------------------------------------------------------------------ batch state
     def _reset(self) -> None:
@@ -632,6 +656,13 @@ class SummaryNormalizer:
     def _keep_tournaments(self, tournaments: _Tournaments, listed_at: Any) -> None:
         self._seen_tournaments.add(tournaments.seen)
         self._seen_entries.add(tournaments.seen_entries)
+        if self._hashes is not None:
+            for table, rows, keys in (
+                ("tournaments", tournaments.row_hashes, tournaments.keys),
+                ("tournament_entries", tournaments.entry_row_hashes, tournaments.entry_keys),
+            ):
+                self._hashes[table][0].extend(rows)
+                self._hashes[table][1].extend(map(hash, keys))
         self._note_kept("tournaments", tournaments.keys)
         self._note_kept("tournament_entries", tournaments.entry_keys)
         self._t_listed += [listed_at] * len(tournaments.keys)
@@ -815,8 +846,12 @@ class SummaryNormalizer:
         rows = [(key, listed[id(t)]) for key, t in zip(keys, raws, strict=True)]
         keep = _new_keys(rows, self._seen_tournaments, out.seen)
         out.keys, out.raws = (keys, raws) if keep is None else ([keys[i] for i in keep], [raws[i] for i in keep])
+        if self._hashes is not None:
+            out.row_hashes = list(map(hash, rows if keep is None else [rows[i] for i in keep]))
         entry_rows = [(key, entry(e), listed[id(t)]) for key, e, t in zip(entry_keys, entry_raws, entry_ts, strict=True)]
         keep = _new_keys(entry_rows, self._seen_entries, out.seen_entries)
+        if self._hashes is not None:
+            out.entry_row_hashes = list(map(hash, entry_rows if keep is None else [entry_rows[i] for i in keep]))
         if keep is None:
             out.entry_keys, out.entry_raws, out.entry_tournaments = entry_keys, entry_raws, entry_ts
         else:
@@ -910,6 +945,12 @@ class SummaryNormalizer:
         finally:
             self._seen_tournaments.commit()
             self._seen_entries.commit()
+            if self._hashes is not None:
+                self.flushed_hashes = {
+                    table: (np.array(rows, dtype=np.int64), np.array(keys, dtype=np.int64))
+                    for table, (rows, keys) in self._hashes.items()
+                }
+                self.track_hashes()
             for kept in self._kept_keys.values():
                 kept.commit()
             self._reset()
