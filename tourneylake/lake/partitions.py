@@ -18,6 +18,7 @@ import contextlib
 import logging
 import random
 import re
+import tempfile
 import threading
 import time
 import uuid
@@ -33,7 +34,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from tourneylake.errors import LakeError, one_line
-from tourneylake.lake.storage import AnyPath, StorePath, fsync_dir, fsync_file
+from tourneylake.lake.storage import AnyPath, StorePath, entries_of, fsync_dir, fsync_file, mtime
 from tourneylake.runtime.threads import ProcessThreads
 
 if TYPE_CHECKING:
@@ -59,6 +60,8 @@ log = logging.getLogger(__name__)
 PARTITION = "snapshot_date"
 TMP_DIR = "_tmp"
 DELTA_LOG = "_delta_log"
+#: A table's first commit in its log (version 0).
+FIRST_COMMIT = f"{0:020d}.json"
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 #: Every table's properties: a checkpoint every 5 commits (a reader replays at most 5 JSON
 #: commits: a GET each on an object store), the log's entries older than 30 days dropped at a checkpoint.
@@ -98,6 +101,14 @@ def table_uri(lake: Lake, table: str) -> str:
                 f"az://); {protocol}:// is not one"
             )
     return str(folder)
+
+
+def creates_conditionally(folder: StorePath) -> bool:
+    """Whether the store under ``folder`` is the lake's own S3 client, whose create-only PUT
+    refuses to replace an object (fsspec's other filesystems may not honour the mode)."""
+    from tourneylake.lake.s3store import S3ObjectStoreFileSystem
+
+    return isinstance(folder.fs, S3ObjectStoreFileSystem)
 
 
 def storage_options(lake: Lake) -> dict[str, str]:
@@ -163,16 +174,35 @@ def active_files(lake: Lake, table: str, night: date | None = None) -> dict[date
 
 
 def night_parts(lake: Lake, table: str, night: date | None = None) -> dict[date, list[tuple[str, int | None]]]:
-    """:func:`active_files` with each file's rows (``None`` when its commit did not say)."""
-    with opened(lake, table) as delta:
-        if delta is None:
-            return {}
-        actions = pa.table(delta.get_add_actions(flatten=True)).select(["path", "num_records", f"partition.{PARTITION}"])
+    """:func:`active_files` with each file's rows (``None`` when its commit did not say). Read
+    from the log by the lake's own reader (:mod:`~tourneylake.lake.delta_log`: a listing, and
+    only the commits not read before), else by opening the table with delta-rs."""
     out: dict[date, list[tuple[str, int | None]]] = {}
-    for path, rows, day in zip(*(column.to_pylist() for column in actions.columns), strict=True):
+    for path, day, rows in _current_parts(lake, table):
         if night is None or day == night:
             out.setdefault(day, []).append((path, rows))
     return {day: sorted(parts) for day, parts in sorted(out.items())}
+
+
+def _current_parts(lake: Lake, table: str) -> list[tuple[str, date, int | None]]:
+    """Every part of the table's current version with its night and rows (none: no table)."""
+    from tourneylake.lake.delta_log import Unreadable, table_parts
+
+    for attempt in range(_COMMIT_TRIES):
+        try:
+            return table_parts(lake.table_dir(table) / DELTA_LOG, PARTITION) or []
+        except Unreadable as exc:
+            log.debug("%s: its log is read by delta-rs (%s)", table, exc)
+            break
+        except FileNotFoundError:  # a commit cleaned up between the listing and its read: listed again
+            continue
+        except (OSError, LakeError) as exc:  # a store's failure: tried again, then one line
+            _transient(exc, attempt, f"cannot read the table {table_uri(lake, table)}")
+    with opened(lake, table) as delta:
+        if delta is None:
+            return []
+        actions = pa.table(delta.get_add_actions(flatten=True)).select(["path", f"partition.{PARTITION}", "num_records"])
+    return list(zip(*(column.to_pylist() for column in actions.columns), strict=True))
 
 
 #: The parts of the first layout (before the lake's tables were Delta tables): ``part-00000.parquet``
@@ -393,23 +423,61 @@ class PartitionWriter:
     def _create(self) -> bool:
         """The table created with this writer's parts as its first version (one commit);
         ``False`` when another writer created it at the same moment (this one then commits to it)."""
-        from deltalake import Schema
-        from deltalake.transaction import create_table_with_add_actions
-
+        folder = self.lake.table_dir(self.table)
+        if isinstance(folder, StorePath) and creates_conditionally(folder):
+            return self._create_on_store(folder)
         try:
-            create_table_with_add_actions(
-                table_uri(self.lake, self.table),
-                Schema.from_arrow(_with_partition(self._file_schema())),
-                self._adds(),
-                mode="error",
-                partition_by=[PARTITION],
-                configuration=TABLE_CONFIGURATION,
-                storage_options=storage_options(self.lake),
-            )
+            self._create_with_delta_rs(table_uri(self.lake, self.table), storage_options(self.lake))
         except Exception as exc:  # noqa: BLE001 - lost to another creator, or a store's failure: opened again
             log.info("%s: creating the table failed (%s): opening it again", self.table, one_line(exc)[:200])
             return False
         return True
+
+    def _create_with_delta_rs(self, uri: str, options: dict[str, str]) -> None:
+        from deltalake import Schema
+        from deltalake.transaction import create_table_with_add_actions
+
+        create_table_with_add_actions(
+            uri,
+            Schema.from_arrow(_with_partition(self._file_schema())),
+            self._adds(),
+            mode="error",
+            partition_by=[PARTITION],
+            configuration=TABLE_CONFIGURATION,
+            storage_options=options,
+        )
+
+    def _create_on_store(self, folder: StorePath) -> bool:
+        """:meth:`_create` on a store with create-only PUTs: the first commit as delta-rs writes it,
+        made in a local folder, then stored with one conditional PUT. delta-rs's own creation on a
+        store asks a listing before its PUT and reads the new table back twice after it; the PUT
+        alone is what makes the creation atomic (a second creator's is refused)."""
+        from tourneylake.lake.delta_log import remember
+
+        commit = self._first_commit(str(folder))
+        try:
+            tag = (folder / DELTA_LOG / FIRST_COMMIT).write_new(commit)
+        except FileExistsError:
+            log.info("%s: another writer created the table (or this one, its answer lost): opening it", self.table)
+            return False
+        except LakeError as exc:  # a store's failure: opened again (it may have landed), as delta-rs's own
+            log.info("%s: creating the table failed (%s): opening it again", self.table, one_line(exc)[:200])
+            return False
+        remember(folder / DELTA_LOG, FIRST_COMMIT, commit, tag, PARTITION)  # its readers here need not read it back
+        return True
+
+    def _first_commit(self, uri: str) -> bytes:
+        """The table's version 0 (its protocol, its metadata, this writer's parts) as delta-rs
+        writes it for a local table; the commit's information names the table's real location."""
+        with tempfile.TemporaryDirectory(prefix="tourneylake-delta-") as scratch:
+            self._create_with_delta_rs(scratch, {})
+            lines = (Path(scratch) / DELTA_LOG / FIRST_COMMIT).read_bytes().splitlines()
+        info = orjson.loads(lines[0])
+        parameters = info.get("commitInfo", {}).get("operationParameters")
+        if isinstance(parameters, dict) and "location" in parameters:
+            parameters["location"] = uri
+            lines[0] = orjson.dumps(info)
+        return b"\n".join(lines) + b"\n"
 
     def _landed(self, delta: DeltaTable) -> bool:
         """Whether this writer's commit is already the table's (a try whose answer was lost):
@@ -548,12 +616,15 @@ def expire_versions(lake: Lake, keep_days: float, *, strays: bool = False) -> in
     parts of replaced nights, as the log names them), in every table; returns how many.
     ``strays``: also the parts no version ever named (a killed writer's), which takes a listing
     of every table's folder (a rebuild does it; a night does not). Without ``strays`` the tables
-    are the lake's folders, from its one listing (a folder holding no Delta table, the first
-    layout's, is opened for nothing) rather than a listing more per folder."""
+    are the lake's folders, from its one listing, and a table is opened only when its log says
+    a removal may be due (:func:`expiry_due`): most nights replace nothing, and a night's expiry
+    is then a listing per table, not a read of every table's log."""
 
     hours = max(0, round(keep_days * 24))
 
     def expire(table: str) -> int:
+        if not strays and not expiry_due(lake, table, hours):
+            return 0
         with opened(lake, table) as delta:
             if delta is None:
                 return 0
@@ -569,6 +640,37 @@ def expire_versions(lake: Lake, keep_days: float, *, strays: bool = False) -> in
     if removed:
         log.info("expired %d file(s) no version of the last %g day(s) needs", removed, keep_days)
     return removed
+
+
+#: A log object counts as old enough to hold a due removal this much before its age says so:
+#: a removal's time is taken before its commit is written, and the store's clock is not ours.
+_DUE_MARGIN_S = 3600.0
+#: A commit (``<version>.json``) or a checkpoint (``<version>.checkpoint[.<part>.<parts>].parquet``) in a log.
+_LOG_ENTRY = re.compile(r"^(?P<version>[0-9]{20})\.(?P<kind>json|checkpoint(\.[0-9]+\.[0-9]+)?\.parquet)$")
+
+
+def expiry_due(lake: Lake, table: str, hours: float) -> bool:
+    """Whether the table may hold a file removed over ``hours`` ago, which is all a night's
+    vacuum deletes: one listing of its log, where opening the table reads it. A removal is in a
+    commit no older than its object: only a commit or checkpoint that old can hold one due, and
+    never the first commit (it only adds). A log whose first commits were cleaned up (a
+    checkpoint stands for them) cannot say: always due. No log: nothing to expire."""
+    entries = entries_of(lake.table_dir(table) / DELTA_LOG)
+    oldest_allowed = time.time() - hours * 3600 + _DUE_MARGIN_S
+    commits = set()
+    for entry in entries:
+        found = _LOG_ENTRY.match(entry.name)
+        if found is None:
+            continue  # `_last_checkpoint`, a writer's temporary file
+        version = int(found.group("version"))
+        if found.group("kind") == "json":
+            commits.add(version)
+            if version == 0:
+                continue
+        written = mtime(entry)
+        if written is None or written < oldest_allowed:
+            return True
+    return bool(entries) and 0 not in commits
 
 
 def damaged_part(path: str | Path, night: date, exc: BaseException) -> LakeError:
