@@ -135,6 +135,12 @@ def test_a_night_expiry_opens_no_table_when_nothing_is_due(moto: str, s3_env: Ca
         counts = proxy.stats()["counts"]
         assert counts == {**counts, "requests": 4, "LIST": 4}  # the lake's folders, then each table's log
         assert counts.get("LIST _delta_log", 0) == 3
+        for table in ("a", "b", "c"):
+            lake.night_parts(table, NIGHT)  # the warehouse load's reads, beside the expiry
+        proxy.reset()
+        assert expire_versions(lake, keep_days=7) == 0
+        again = proxy.stats()["counts"]
+        assert (again["requests"], again["LIST"], again.get("LIST _delta_log", 0)) == (1, 1, 0)  # their listings serve
         assert expire_versions(lake, keep_days=0) == 1  # due at once: the replaced part deleted
         fs = fsspec.filesystem("s3", skip_instance_cache=True)
         night = f"{bucket}/prefix/lake/a/{PARTITION}={NIGHT.isoformat()}"

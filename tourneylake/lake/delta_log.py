@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import re
 import threading
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import date
@@ -26,7 +27,7 @@ import pyarrow.parquet as pq
 
 from tourneylake.lake.storage import AnyPath, StorePath, entries_of
 
-__all__ = ["Unreadable", "remember", "table_parts"]
+__all__ = ["Unreadable", "recent_listing", "remember", "table_parts"]
 
 #: A commit (``<version>.json``) or a checkpoint in one file (``<version>.checkpoint.parquet``);
 #: a checkpoint in several parts is matched so that it is refused, not taken for a commit.
@@ -34,6 +35,8 @@ _ENTRY = re.compile(r"^(?P<version>[0-9]{20})\.(?P<kind>json|checkpoint\.parquet
 #: The actions read so far, by the object that held them (its path, size and tag).
 _READ: dict[tuple[str, int, str], _Actions] = {}
 _READ_LOCK = threading.Lock()
+#: Each log's last listing in this process: when it began, what it found.
+_LISTED: dict[str, tuple[float, list[AnyPath]]] = {}
 #: Objects kept in :data:`_READ` at most (each a commit's or a checkpoint's parts): then it starts afresh.
 _KEPT = 4096
 
@@ -100,10 +103,24 @@ def remember(log_dir: AnyPath, name: str, body: bytes, tag: str | None, partitio
     _keep(key, _commit_actions(body, partition))
 
 
+def recent_listing(log_dir: AnyPath, max_age_s: float) -> list[AnyPath] | None:
+    """What the last listing of this log in this process found, if it is at most ``max_age_s``
+    old (``None`` otherwise): for a question a listing that old answers as well as a new one."""
+    with _READ_LOCK:
+        listed = _LISTED.get(str(log_dir))
+    if listed is None or time.time() - listed[0] > max_age_s:
+        return None
+    return listed[1]
+
+
 def _listing(log_dir: AnyPath) -> list[_Entry]:
     """The log's commits and checkpoints (one listing; none when there is no log)."""
     out = []
-    for path in entries_of(log_dir):
+    started = time.time()
+    found = entries_of(log_dir)
+    with _READ_LOCK:
+        _LISTED[str(log_dir)] = (started, found)
+    for path in found:
         match = _ENTRY.match(path.name)
         if match is not None:
             out.append(_Entry(path.name, int(match.group("version")), match.group("kind"), _key(path), path))

@@ -654,8 +654,16 @@ def expiry_due(lake: Lake, table: str, hours: float) -> bool:
     vacuum deletes: one listing of its log, where opening the table reads it. A removal is in a
     commit no older than its object: only a commit or checkpoint that old can hold one due, and
     never the first commit (it only adds). A log whose first commits were cleaned up (a
-    checkpoint stands for them) cannot say: always due. No log: nothing to expire."""
-    entries = entries_of(lake.table_dir(table) / DELTA_LOG)
+    checkpoint stands for them) cannot say: always due. No log: nothing to expire. The listing is
+    one this process made a while ago when it is young enough to answer (see below)."""
+    from tourneylake.lake.delta_log import recent_listing
+
+    log_dir = lake.table_dir(table) / DELTA_LOG
+    # A listing this process made a little before (the warehouse load's, beside the expiry) misses
+    # only commits newer than it, whose removals cannot be due before the history kept has passed.
+    entries = recent_listing(log_dir, hours * 3600 - 2 * _DUE_MARGIN_S)
+    if entries is None:
+        entries = entries_of(log_dir)
     oldest_allowed = time.time() - hours * 3600 + _DUE_MARGIN_S
     commits = set()
     for entry in entries:
