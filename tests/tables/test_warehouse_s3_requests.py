@@ -2,8 +2,8 @@
 counting proxy of ``tests/s3_proxy.py``): two nights harvested from the sandbox into the lake and
 loaded into the warehouse, then the night's expiry. The first night creates every table; the
 second commits to each one that exists. The bounds are counts, not timings: what delta-rs asked
-before (a creation 14 requests, each read of a table 4 or more, the expiry an open of every
-table) is several times more."""
+before (a creation 14 requests, a commit ten, each read of a table 4 or more, the expiry an open
+of every table) is four times more."""
 
 from __future__ import annotations
 
@@ -49,5 +49,5 @@ def test_a_night_on_s3_asks_its_delta_logs_a_few_requests_a_table(
             asked.append(proxy.stats()["counts"])
     first, second = (_log_requests(counts) for counts in asked)
     assert asked[0].get("PUT _delta_log", 0) <= tables  # one PUT a table created
-    assert first <= 6 * tables, asked[0]
-    assert second <= 14 * tables, asked[1]  # mostly delta-rs's commits to the tables that exist
+    assert first <= 5 * tables, asked[0]
+    assert second <= 5 * tables, asked[1]

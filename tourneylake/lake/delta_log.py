@@ -27,7 +27,7 @@ import pyarrow.parquet as pq
 
 from tourneylake.lake.storage import AnyPath, StorePath, entries_of
 
-__all__ = ["Unreadable", "recent_listing", "remember", "table_parts"]
+__all__ = ["Snapshot", "Unreadable", "recent_listing", "remember", "snapshot", "table_parts"]
 
 #: A commit (``<version>.json``) or a checkpoint in one file (``<version>.checkpoint.parquet``);
 #: a checkpoint in several parts is matched so that it is refused, not taken for a commit.
@@ -42,6 +42,8 @@ _KEPT = 4096
 
 #: A part in the log: its path (relative, as the log writes it), its night, its rows (``None``: unsaid).
 Part = tuple[str, date, int | None]
+#: A part with its size in bytes (what a commit's removal of it says).
+SizedPart = tuple[str, date, int | None, int]
 
 
 class Unreadable(Exception):
@@ -50,10 +52,28 @@ class Unreadable(Exception):
 
 @dataclass(frozen=True)
 class _Actions:
-    """What one commit or checkpoint says of the table's parts."""
+    """What one commit or checkpoint says of the table's parts (and its metadata, when it sets it)."""
 
-    adds: tuple[Part, ...]
+    adds: tuple[SizedPart, ...]
     removes: tuple[str, ...]
+    metadata: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """A table's latest version as its log says: the version, its parts by path, its metadata."""
+
+    version: int
+    parts: dict[str, SizedPart]
+    metadata: dict[str, Any]
+
+    def columns(self) -> list[str]:
+        """The table's columns, as its schema names them."""
+        return [str(field["name"]) for field in orjson.loads(self.metadata.get("schemaString") or "{}").get("fields", [])]
+
+    def setting(self, name: str) -> str | None:
+        value = (self.metadata.get("configuration") or {}).get(name)
+        return None if value is None else str(value)
 
 
 @dataclass(frozen=True)
@@ -69,6 +89,12 @@ def table_parts(log_dir: AnyPath, partition: str) -> list[Part] | None:
     """The parts of the table's current version (``None``: no table), from one listing of its
     log and the commits (and checkpoint) not read before; :class:`Unreadable` when the log is
     not one this reader reads."""
+    found = snapshot(log_dir, partition)
+    return None if found is None else [(path, night, rows) for path, night, rows, _ in found.parts.values()]
+
+
+def snapshot(log_dir: AnyPath, partition: str) -> Snapshot | None:
+    """The table's latest version (``None``: no table), read as :func:`table_parts` reads it."""
     entries = _listing(log_dir)
     commits = {e.version: e for e in entries if e.kind == "json"}
     if not commits:
@@ -83,14 +109,18 @@ def table_parts(log_dir: AnyPath, partition: str) -> list[Part] | None:
     first = 0 if base is None else base.version + 1
     if any(version not in commits for version in range(first, latest + 1)):
         raise Unreadable("commits missing from the log")
-    parts: dict[str, Part] = {}
+    parts: dict[str, SizedPart] = {}
+    metadata: dict[str, Any] | None = None
     for entry in ([base] if base is not None else []) + [commits[v] for v in range(first, latest + 1)]:
         actions = _actions(entry, partition)
+        metadata = actions.metadata or metadata
         for path in actions.removes:
             parts.pop(path, None)
         for part in actions.adds:
             parts[part[0]] = part
-    return list(parts.values())
+    if metadata is None:
+        raise Unreadable("a log without the table's metadata")
+    return Snapshot(latest, parts, metadata)
 
 
 def remember(log_dir: AnyPath, name: str, body: bytes, tag: str | None, partition: str) -> None:
@@ -161,8 +191,9 @@ def _keep(key: tuple[str, int, str], actions: _Actions) -> None:
 
 
 def _commit_actions(body: bytes, partition: str) -> _Actions:
-    adds: list[Part] = []
+    adds: list[SizedPart] = []
     removes: list[str] = []
+    metadata = None
     for line in body.splitlines():
         if not line.strip():
             continue
@@ -174,8 +205,8 @@ def _commit_actions(body: bytes, partition: str) -> _Actions:
         elif "protocol" in action:
             _check_protocol(action["protocol"])
         elif "metaData" in action:
-            _check_metadata(action["metaData"], partition)
-    return _Actions(tuple(adds), tuple(removes))
+            metadata = _check_metadata(action["metaData"], partition)
+    return _Actions(tuple(adds), tuple(removes), metadata)
 
 
 def _checkpoint_actions(body: bytes, partition: str) -> _Actions:
@@ -186,27 +217,30 @@ def _checkpoint_actions(body: bytes, partition: str) -> _Actions:
         for protocol in table.column("protocol").to_pylist():
             if protocol is not None:
                 _check_protocol(protocol)
+    metadata = None
     if "metaData" in names:
-        for metadata in table.column("metaData").to_pylist():
-            if metadata is not None:
-                _check_metadata(metadata, partition)
-    adds: list[Part] = []
+        for found in table.column("metaData").to_pylist():
+            if found is not None:
+                found = dict(found)
+                found["configuration"] = dict(found.get("configuration") or [])
+                metadata = _check_metadata(found, partition)
+    adds: list[SizedPart] = []
     if "add" in names:
         for add in table.column("add").to_pylist():
             if add is not None:
                 add = dict(add)
                 add["partitionValues"] = dict(add.get("partitionValues") or [])
                 adds.append(_part(add, partition))
-    return _Actions(tuple(adds), ())
+    return _Actions(tuple(adds), (), metadata)
 
 
-def _part(add: dict[str, Any], partition: str) -> Part:
+def _part(add: dict[str, Any], partition: str) -> SizedPart:
     if add.get("deletionVector"):
         raise Unreadable("a part with a deletion vector")
     night = (add.get("partitionValues") or {}).get(partition)
     if night is None:
         raise Unreadable(f"a part without its {partition}")
-    return (str(add["path"]), date.fromisoformat(str(night)), _rows(add.get("stats")))
+    return (str(add["path"]), date.fromisoformat(str(night)), _rows(add.get("stats")), int(add.get("size") or 0))
 
 
 def _rows(stats: Any) -> int | None:
@@ -225,7 +259,8 @@ def _check_protocol(protocol: dict[str, Any]) -> None:
         raise Unreadable("a reader version or feature beyond this reader")
 
 
-def _check_metadata(metadata: dict[str, Any], partition: str) -> None:
+def _check_metadata(metadata: dict[str, Any], partition: str) -> dict[str, Any]:
     columns = metadata.get("partitionColumns")
     if columns is not None and list(columns) != [partition]:
         raise Unreadable(f"a table not partitioned by {partition} alone")
+    return metadata

@@ -6,10 +6,14 @@ table's ``snapshot_date=D/`` folder, then commits them in one Delta transaction 
 the night (an overwrite on its date) — or, for a shard, that shard's parts of the night only.
 Until the commit no reader sees a part; a writer that fails deletes its parts, a killed one
 leaves them for :func:`expire_versions` (Delta's vacuum). Commits of other nights, or of other
-shards, may run at the same moment: delta-rs commits with a conditional write (a local file
-created only if absent; on S3 a PUT with ``If-None-Match: *``) and checks a loser against the
-winner, and a conflict or a store's transient failure is tried again here, after checking
-whether the commit had in fact landed. The same code serves a local folder and an object store.
+shards, may run at the same moment: each version's commit is a conditional write (a local file
+created only if absent; on S3 a PUT with ``If-None-Match: *``), and a conflict or a store's
+transient failure is tried again here, after checking whether the commit had in fact landed.
+On a local folder delta-rs commits (and checks a loser against the winner). On S3 the lake
+writes the commit itself, as delta-rs writes one, from its own reading of the log
+(:mod:`~tourneylake.lake.delta_log`): delta-rs's commit and creation read the table back after
+their PUT, a dozen requests where one listing and the PUT do; a log that reader does not read,
+or a commit that adds columns, is still delta-rs's.
 """
 
 from __future__ import annotations
@@ -40,6 +44,7 @@ from tourneylake.runtime.threads import ProcessThreads
 if TYPE_CHECKING:
     from deltalake import DeltaTable
 
+    from tourneylake.lake.delta_log import Snapshot
     from tourneylake.lake.lake import Lake
 
 __all__ = [
@@ -372,6 +377,9 @@ class PartitionWriter:
 
         uri = table_uri(self.lake, self.table)
         what = f"{uri}: night {self.snapshot_date} could not be committed"
+        folder = self.lake.table_dir(self.table)
+        if isinstance(folder, StorePath) and creates_conditionally(folder) and self._commit_by_put(folder, what):
+            return
         for attempt in range(_COMMIT_TRIES):
             try:
                 with opened(self.lake, self.table) as delta:
@@ -387,17 +395,118 @@ class PartitionWriter:
                 _transient(exc, attempt, what)
         raise LakeError(f"{what} (the table kept appearing and disappearing)")
 
+    def _commit_by_put(self, folder: StorePath, what: str) -> bool:
+        """The commit on a store with create-only PUTs, written here: the table's latest version
+        read by the lake's own reader (:mod:`~tourneylake.lake.delta_log`: a listing, and the
+        commits not read before), then the next version's commit stored with one conditional
+        PUT, which only one writer of that version can win; the loser reads again and commits on
+        the new version (its removals are then of what that version holds). delta-rs's commit
+        asks a dozen requests more (it reads the table back twice after its PUT). ``False``: this
+        commit is delta-rs's (a log this reader does not read, or parts with columns the table
+        does not have yet, whose schema delta-rs merges)."""
+        from tourneylake.lake.delta_log import Unreadable, remember, snapshot
+
+        log_dir = folder / DELTA_LOG
+        failed: BaseException | None = None
+        for attempt in range(_COMMIT_TRIES):
+            try:
+                table = snapshot(log_dir, PARTITION)
+            except Unreadable as exc:
+                log.debug("%s: committed by delta-rs (%s)", self.table, exc)
+                return False
+            except (OSError, LakeError) as exc:  # a commit cleaned up under the listing, a store's failure
+                failed = exc
+                time.sleep(0.02 * (attempt + 1) * (0.5 + random.random()))
+                continue
+            if table is None:
+                if not self._written:
+                    return True  # no table, and nothing to write: the night has no rows
+                self._refuse_legacy(without_log=True)
+                if self._create_on_store(folder):
+                    return True
+                continue
+            if {path for path, night, _, _ in table.parts.values() if night == self.snapshot_date and self._replaces(path)} == {
+                path for path, _, _ in self._written
+            }:
+                return True  # already the table's: this writer's (a try whose answer was lost), or nothing to replace
+            if not set(self._file_schema().names) <= set(table.columns()):
+                return False
+            name = f"{table.version + 1:020d}.json"
+            body = self._commit_body(table)
+            try:
+                tag = (log_dir / name).write_new(body)
+            except FileExistsError:  # another writer's commit (or this one's, its answer lost): read again
+                time.sleep(0.01 * (attempt + 1) * (0.5 + random.random()))
+                continue
+            except LakeError as exc:  # a store's failure (the commit may have landed: read again)
+                failed = exc
+                time.sleep(0.02 * (attempt + 1) * (0.5 + random.random()))
+                continue
+            remember(log_dir, name, body, tag, PARTITION)
+            self._checkpoint_if_due(table.version + 1, table.setting("delta.checkpointInterval"))
+            return True
+        raise LakeError(f"{what} ({one_line(failed) if failed else 'other writers kept committing first'})")
+
+    def _commit_body(self, table: Snapshot) -> bytes:
+        """The next version's commit, as delta-rs writes one: the night's parts this writer
+        replaces removed (all of them; a shard's own with ``shard``; all but the kept shards'
+        with ``keep_shards``), this writer's parts added."""
+        now = int(time.time() * 1000)
+        values = {PARTITION: self.snapshot_date.isoformat()}
+        whole = self.shard is None and self.keep_shards is None
+        info = {
+            "timestamp": now,
+            "operation": "WRITE",
+            "operationParameters": {
+                "mode": "Overwrite" if whole else "Append",
+                "partitionBy": orjson.dumps([PARTITION]).decode(),
+            },
+            "engineInfo": "tourneylake",
+        }
+        removes = [
+            {"remove": {"path": path, "dataChange": True, "deletionTimestamp": now, "extendedFileMetadata": True,
+                        "partitionValues": values, "size": size}}
+            for path, night, _, size in table.parts.values()
+            if night == self.snapshot_date and self._replaces(path)
+        ]  # fmt: skip
+        adds = [
+            {"add": {"path": path, "partitionValues": values, "size": size, "modificationTime": now, "dataChange": True,
+                     "stats": orjson.dumps({"numRecords": rows}).decode()}}
+            for path, size, rows in self._written
+        ]  # fmt: skip
+        return b"\n".join(orjson.dumps(action) for action in [{"commitInfo": info}, *adds, *removes])
+
+    def _checkpoint_if_due(self, version: int, interval: str | None) -> None:
+        """A checkpoint of the table after every ``delta.checkpointInterval`` commits, as delta-rs
+        makes one after its own commits (and the log's expired entries dropped, as it does then):
+        it opens the table to write it. A checkpoint that cannot be written is not this commit's
+        failure (readers replay the commits since the last one)."""
+        from deltalake import DeltaTable
+
+        every = int(interval) if interval and interval.isdigit() and int(interval) > 0 else 100
+        if (version + 1) % every:
+            return
+        try:
+            delta = DeltaTable(table_uri(self.lake, self.table), storage_options=storage_options(self.lake))
+            delta.create_checkpoint()
+            delta.cleanup_metadata()
+        except Exception as exc:  # noqa: BLE001 - the next due checkpoint is tried again
+            log.warning("%s: no checkpoint after version %d (%s)", self.table, version, one_line(exc))
+
+    def _refuse_legacy(self, *, without_log: bool) -> None:
+        if is_legacy(self.lake, self.table, without_log=without_log):
+            raise LakeError(
+                f"{table_uri(self.lake, self.table)} holds the lake's first table layout: run `tourneylake rebuild "
+                "--all` to convert the lake's tables from its raw answers (no search)"
+            )
+
     def _commit_to(self, delta: DeltaTable | None) -> bool:
         """One try of the commit, on the table as it is now; ``False``: try again (another
         writer created the table meanwhile)."""
         if delta is None:
             if not self._written:
                 return True  # no table, and nothing to write: the night has no rows
-            if is_legacy(self.lake, self.table, without_log=True):
-                raise LakeError(
-                    f"{table_uri(self.lake, self.table)} holds the lake's first table layout: run `tourneylake rebuild "
-                    "--all` to convert the lake's tables from its raw answers (no search)"
-                )
+            self._refuse_legacy(without_log=True)
             return self._create()
         if self._landed(delta):
             return True
@@ -477,7 +586,7 @@ class PartitionWriter:
         if isinstance(parameters, dict) and "location" in parameters:
             parameters["location"] = uri
             lines[0] = orjson.dumps(info)
-        return b"\n".join(lines) + b"\n"
+        return b"\n".join(lines)
 
     def _landed(self, delta: DeltaTable) -> bool:
         """Whether this writer's commit is already the table's (a try whose answer was lost):
