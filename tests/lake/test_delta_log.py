@@ -16,6 +16,7 @@ from datetime import date, timedelta
 from pathlib import Path
 
 import fsspec
+import orjson
 import pyarrow as pa
 import pytest
 from deltalake import DeltaTable
@@ -164,3 +165,26 @@ def test_a_removal_is_due_once_its_commit_is_as_old_as_the_history_kept(tmp_path
     (tmp_path / "lake" / "t" / DELTA_LOG / f"{0:020d}.json").unlink()  # a log cleaned up: cannot say
     os.utime(second, None)
     assert expiry_due(lake, "t", 48.0)
+
+
+def test_a_table_with_a_writer_rule_is_committed_by_delta_rs(s3: str) -> None:
+    """A table that asks its writers for more than parts added and removed (here append-only,
+    set by another Delta writer) is committed by delta-rs, which keeps its rules; the lake's
+    own commits are plain ones."""
+    lake = Lake(s3).claim("sandbox")
+    lake.write_table("t", NIGHT, small(2))
+    lake.write_table("t", NIGHT, small(3, "b"))  # a table that exists: the lake's own commit
+    log_dir = lake.table_dir("t") / DELTA_LOG
+
+    def last_commit() -> dict:
+        return orjson.loads(
+            (log_dir / max(p.name for p in log_dir.iterdir() if p.name.endswith(".json"))).read_bytes().splitlines()[0]
+        )
+
+    assert last_commit()["commitInfo"]["engineInfo"] == "tourneylake"
+    DeltaTable(lake.table_uri("t"), storage_options=storage_options(lake)).alter.set_table_properties(
+        {"delta.appendOnly": "true"}
+    )
+    lake.write_table("t", NIGHT + timedelta(days=1), small(1))
+    assert last_commit()["commitInfo"]["engineInfo"].startswith("delta-rs")
+    assert lake.partitions("t") == [NIGHT, NIGHT + timedelta(days=1)]

@@ -57,6 +57,7 @@ class _Actions:
     adds: tuple[SizedPart, ...]
     removes: tuple[str, ...]
     metadata: dict[str, Any] | None = None
+    protocol: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -66,6 +67,7 @@ class Snapshot:
     version: int
     parts: dict[str, SizedPart]
     metadata: dict[str, Any]
+    protocol: dict[str, Any]
 
     def columns(self) -> list[str]:
         """The table's columns, as its schema names them."""
@@ -74,6 +76,20 @@ class Snapshot:
     def setting(self, name: str) -> str | None:
         value = (self.metadata.get("configuration") or {}).get(name)
         return None if value is None else str(value)
+
+    def plain_writes(self) -> bool:
+        """Whether a commit of added and removed parts is all a writer of this table must write:
+        writer version 2 at most, no writer feature, no append-only, change feed, constraint or
+        invariant (a commit of such a table is delta-rs's, which knows them)."""
+        settings = self.metadata.get("configuration") or {}
+        return (
+            int(self.protocol.get("minWriterVersion") or 0) <= 2
+            and not self.protocol.get("writerFeatures")
+            and str(settings.get("delta.appendOnly", "false")).lower() != "true"
+            and str(settings.get("delta.enableChangeDataFeed", "false")).lower() != "true"
+            and not any(str(key).startswith("delta.constraints.") for key in settings)
+            and "delta.invariants" not in str(self.metadata.get("schemaString") or "")
+        )
 
 
 @dataclass(frozen=True)
@@ -111,16 +127,18 @@ def snapshot(log_dir: AnyPath, partition: str) -> Snapshot | None:
         raise Unreadable("commits missing from the log")
     parts: dict[str, SizedPart] = {}
     metadata: dict[str, Any] | None = None
+    protocol: dict[str, Any] | None = None
     for entry in ([base] if base is not None else []) + [commits[v] for v in range(first, latest + 1)]:
         actions = _actions(entry, partition)
         metadata = actions.metadata or metadata
+        protocol = actions.protocol or protocol
         for path in actions.removes:
             parts.pop(path, None)
         for part in actions.adds:
             parts[part[0]] = part
-    if metadata is None:
-        raise Unreadable("a log without the table's metadata")
-    return Snapshot(latest, parts, metadata)
+    if metadata is None or protocol is None:
+        raise Unreadable("a log without the table's metadata or protocol")
+    return Snapshot(latest, parts, metadata, protocol)
 
 
 def remember(log_dir: AnyPath, name: str, body: bytes, tag: str | None, partition: str) -> None:
@@ -193,7 +211,7 @@ def _keep(key: tuple[str, int, str], actions: _Actions) -> None:
 def _commit_actions(body: bytes, partition: str) -> _Actions:
     adds: list[SizedPart] = []
     removes: list[str] = []
-    metadata = None
+    metadata = protocol = None
     for line in body.splitlines():
         if not line.strip():
             continue
@@ -203,20 +221,21 @@ def _commit_actions(body: bytes, partition: str) -> _Actions:
         elif "remove" in action:
             removes.append(str(action["remove"]["path"]))
         elif "protocol" in action:
-            _check_protocol(action["protocol"])
+            protocol = _check_protocol(action["protocol"])
         elif "metaData" in action:
             metadata = _check_metadata(action["metaData"], partition)
-    return _Actions(tuple(adds), tuple(removes), metadata)
+    return _Actions(tuple(adds), tuple(removes), metadata, protocol)
 
 
 def _checkpoint_actions(body: bytes, partition: str) -> _Actions:
     """A checkpoint's active parts (its tombstones are not parts)."""
     table = pq.read_table(pa.BufferReader(body))
     names = set(table.column_names)
+    protocol = None
     if "protocol" in names:
-        for protocol in table.column("protocol").to_pylist():
-            if protocol is not None:
-                _check_protocol(protocol)
+        for found in table.column("protocol").to_pylist():
+            if found is not None:
+                protocol = _check_protocol(found)
     metadata = None
     if "metaData" in names:
         for found in table.column("metaData").to_pylist():
@@ -231,7 +250,7 @@ def _checkpoint_actions(body: bytes, partition: str) -> _Actions:
                 add = dict(add)
                 add["partitionValues"] = dict(add.get("partitionValues") or [])
                 adds.append(_part(add, partition))
-    return _Actions(tuple(adds), (), metadata)
+    return _Actions(tuple(adds), (), metadata, protocol)
 
 
 def _part(add: dict[str, Any], partition: str) -> SizedPart:
@@ -253,10 +272,11 @@ def _rows(stats: Any) -> int | None:
     return int(rows) if isinstance(rows, int) else None
 
 
-def _check_protocol(protocol: dict[str, Any]) -> None:
+def _check_protocol(protocol: dict[str, Any]) -> dict[str, Any]:
     features: Iterable[str] = protocol.get("readerFeatures") or ()
     if int(protocol.get("minReaderVersion") or 1) > 1 or any(features):
         raise Unreadable("a reader version or feature beyond this reader")
+    return protocol
 
 
 def _check_metadata(metadata: dict[str, Any], partition: str) -> dict[str, Any]:

@@ -12,7 +12,8 @@ empty); :meth:`Lake.claim` records the source the first time and then refuses an
 renames, fsyncs and locks with ``flock``; an object store has atomic PUTs but no rename and no
 lock, so a settled body is a copy then a delete (a kill in between leaves both, settled again
 next run), and one writer per account and night is the rule (Dagster's pools serialise runs).
-The tables are Delta tables on both, committed by delta-rs's conditional writes.
+The tables are Delta tables on both, each version's commit a conditional write (delta-rs's on
+a disk; on S3 the lake's own, as delta-rs writes one: :mod:`~tourneylake.lake.partitions`).
 """
 
 from __future__ import annotations

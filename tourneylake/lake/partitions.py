@@ -429,7 +429,7 @@ class PartitionWriter:
                 path for path, _, _ in self._written
             }:
                 return True  # already the table's: this writer's (a try whose answer was lost), or nothing to replace
-            if not set(self._file_schema().names) <= set(table.columns()):
+            if not table.plain_writes() or not set(self._file_schema().names) <= set(table.columns()):
                 return False
             name = f"{table.version + 1:020d}.json"
             body = self._commit_body(table)
@@ -443,7 +443,7 @@ class PartitionWriter:
                 time.sleep(0.02 * (attempt + 1) * (0.5 + random.random()))
                 continue
             remember(log_dir, name, body, tag, PARTITION)
-            self._checkpoint_if_due(table.version + 1, table.setting("delta.checkpointInterval"))
+            self._checkpoint_if_due(table, table.version + 1)
             return True
         raise LakeError(f"{what} ({one_line(failed) if failed else 'other writers kept committing first'})")
 
@@ -476,20 +476,22 @@ class PartitionWriter:
         ]  # fmt: skip
         return b"\n".join(orjson.dumps(action) for action in [{"commitInfo": info}, *adds, *removes])
 
-    def _checkpoint_if_due(self, version: int, interval: str | None) -> None:
+    def _checkpoint_if_due(self, table: Snapshot, version: int) -> None:
         """A checkpoint of the table after every ``delta.checkpointInterval`` commits, as delta-rs
-        makes one after its own commits (and the log's expired entries dropped, as it does then):
-        it opens the table to write it. A checkpoint that cannot be written is not this commit's
-        failure (readers replay the commits since the last one)."""
+        makes one after its own commits (and the log's expired entries dropped, as it does then
+        when the table asks it): it opens the table to write it. A checkpoint that cannot be
+        written is not this commit's failure (readers replay the commits since the last one)."""
         from deltalake import DeltaTable
 
-        every = int(interval) if interval and interval.isdigit() and int(interval) > 0 else 100
+        interval = table.setting("delta.checkpointInterval") or ""
+        every = int(interval) if interval.isdigit() and int(interval) > 0 else 100
         if (version + 1) % every:
             return
         try:
             delta = DeltaTable(table_uri(self.lake, self.table), storage_options=storage_options(self.lake))
             delta.create_checkpoint()
-            delta.cleanup_metadata()
+            if (table.setting("delta.enableExpiredLogCleanup") or "true").lower() == "true":
+                delta.cleanup_metadata()
         except Exception as exc:  # noqa: BLE001 - the next due checkpoint is tried again
             log.warning("%s: no checkpoint after version %d (%s)", self.table, version, one_line(exc))
 
