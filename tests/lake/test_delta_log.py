@@ -22,7 +22,7 @@ import pytest
 from deltalake import DeltaTable
 
 from tests.lake.test_object_store import lake_behind_proxy
-from tourneylake.lake import delta_log
+from tourneylake.lake import delta_log, partitions
 from tourneylake.lake.lake import Lake
 from tourneylake.lake.partitions import DELTA_LOG, PARTITION, expire_versions, storage_options
 
@@ -188,3 +188,16 @@ def test_a_table_with_a_writer_rule_is_committed_by_delta_rs(s3: str) -> None:
     lake.write_table("t", NIGHT + timedelta(days=1), small(1))
     assert last_commit()["commitInfo"]["engineInfo"].startswith("delta-rs")
     assert lake.partitions("t") == [NIGHT, NIGHT + timedelta(days=1)]
+
+
+def test_parts_stored_here_are_read_here_without_a_get(moto: str, s3_env: Callable[[str], None]) -> None:
+    """A part this process stored is read back from memory (the reference data's lookups, the
+    warehouse load); one another process stored is fetched."""
+    with lake_behind_proxy(moto, s3_env) as (proxy, lake, _):
+        lake.write_table("t", NIGHT, small(3))
+        proxy.reset()
+        assert lake.read_partition("t", NIGHT).num_rows == 3
+        assert proxy.stats()["counts"].get("GET .parquet", 0) == 0
+        partitions._STORED._kept.clear()  # another process: nothing stored here
+        assert lake.read_partition("t", NIGHT).num_rows == 3
+        assert proxy.stats()["counts"].get("GET .parquet", 0) == 1

@@ -49,6 +49,7 @@ from tourneylake.lake.partitions import (
     night_parts,
     part_shard,
     partition_dates,
+    read_parts,
     table_uri,
 )
 from tourneylake.lake.raw import (
@@ -546,7 +547,7 @@ class Lake:
         fetched: dict[str, bytes] = {}
         if isinstance(self.root, StorePath) and files:
             paths = {StorePath(self.root.fs, self._fs_path(path)): path for path in files}
-            fetched = {paths[found]: data for found, data in self.root.cat_many(list(paths)).items()}
+            fetched = {paths[found]: data for found, data in read_parts(list(paths)).items()}
         parts = []
         for path in files:
             try:

@@ -645,9 +645,50 @@ def _encoded(data: pa.Table) -> bytes:
 
 
 def _put(path: StorePath, payload: bytes) -> int:
-    """A part stored on a store (one PUT: whole or absent); its size."""
+    """A part stored on a store (one PUT: whole or absent); its size. A small one is kept for
+    this process's reads of it (:func:`read_parts`)."""
     path.write_bytes(payload)
+    _STORED.keep(path.path, payload)
     return len(payload)
+
+
+class _StoredParts:
+    """The small parts this process stored, by path, up to a total size (the oldest dropped
+    first): a part is never written again under its name (a writer's generation is in it), so
+    the night's later reads here (the reference data's lookups, the warehouse load) need no GET."""
+
+    def __init__(self, part_bytes: int, total_bytes: int) -> None:
+        self.part_bytes = part_bytes
+        self.total_bytes = total_bytes
+        self._kept: dict[str, bytes] = {}
+        self._size = 0
+        self._lock = threading.Lock()
+
+    def keep(self, path: str, payload: bytes) -> None:
+        if len(payload) > self.part_bytes:
+            return
+        with self._lock:
+            self._kept[path] = payload
+            self._size += len(payload)
+            while self._size > self.total_bytes:
+                self._size -= len(self._kept.pop(next(iter(self._kept))))
+
+    def get(self, path: str) -> bytes | None:
+        with self._lock:
+            return self._kept.get(path)
+
+
+_STORED = _StoredParts(part_bytes=4 << 20, total_bytes=64 << 20)
+
+
+def read_parts(paths: list[StorePath]) -> dict[StorePath, bytes]:
+    """Parts of a store whole: those this process stored from memory, the others fetched side by
+    side (one GET each); a missing one is left out."""
+    found = {path: data for path in paths if (data := _STORED.get(path.path)) is not None}
+    missing = [path for path in paths if path not in found]
+    if missing:
+        found.update(missing[0].cat_many(missing))
+    return found
 
 
 def _done(size: int) -> Future[int]:
