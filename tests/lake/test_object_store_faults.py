@@ -1,4 +1,4 @@
-"""A night on an object store that fails as real ones do: a proxy in front of moto fails 10 % of
+"""A night on an object store that fails as real ones do: a proxy in front of moto fails 15 % of
 the requests (HTTP 500, SlowDown, connections dropped before or after the store acted, answers cut
 half-way; bounded, never twice in a row for one object). The night completes, or fails with one
 line and completes when run again; either way no paid answer is lost (every target's answer is in
@@ -37,7 +37,7 @@ def test_a_night_on_a_failing_store_loses_nothing_and_pays_nothing_twice(
     bucket = f"lake-{uuid.uuid4().hex[:8]}"
     fsspec.filesystem("s3", endpoint_url=moto, key="testing", secret="testing", skip_instance_cache=True).mkdir(bucket)
     roster = sandbox.world.roster(PLAYERS)
-    with running_proxy(moto, faults=0.1, max_faults=400, seed=3) as proxy:
+    with running_proxy(moto, faults=0.15, max_faults=400, seed=3) as proxy:  # a night asks ~200 requests
         s3_env(proxy.url)
         settings = sandbox_settings(sandbox, tmp_path, warehouse=tmp_path / "w.duckdb", concurrency=4)
         settings = settings.with_overrides(data_dir=f"s3://{bucket}/lake")

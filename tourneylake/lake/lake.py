@@ -12,7 +12,8 @@ empty); :meth:`Lake.claim` records the source the first time and then refuses an
 renames, fsyncs and locks with ``flock``; an object store has atomic PUTs but no rename and no
 lock, so a settled body is a copy then a delete (a kill in between leaves both, settled again
 next run), and one writer per account and night is the rule (Dagster's pools serialise runs).
-The tables are Delta tables on both, committed by delta-rs's conditional writes.
+The tables are Delta tables on both, each version's commit a conditional write (delta-rs's on
+a disk; on S3 the lake's own, as delta-rs writes one: :mod:`~tourneylake.lake.partitions`).
 """
 
 from __future__ import annotations
@@ -48,6 +49,7 @@ from tourneylake.lake.partitions import (
     night_parts,
     part_shard,
     partition_dates,
+    read_parts,
     table_uri,
 )
 from tourneylake.lake.raw import (
@@ -545,7 +547,7 @@ class Lake:
         fetched: dict[str, bytes] = {}
         if isinstance(self.root, StorePath) and files:
             paths = {StorePath(self.root.fs, self._fs_path(path)): path for path in files}
-            fetched = {paths[found]: data for found, data in self.root.cat_many(list(paths)).items()}
+            fetched = {paths[found]: data for found, data in read_parts(list(paths)).items()}
         parts = []
         for path in files:
             try:

@@ -6,10 +6,14 @@ table's ``snapshot_date=D/`` folder, then commits them in one Delta transaction 
 the night (an overwrite on its date) — or, for a shard, that shard's parts of the night only.
 Until the commit no reader sees a part; a writer that fails deletes its parts, a killed one
 leaves them for :func:`expire_versions` (Delta's vacuum). Commits of other nights, or of other
-shards, may run at the same moment: delta-rs commits with a conditional write (a local file
-created only if absent; on S3 a PUT with ``If-None-Match: *``) and checks a loser against the
-winner, and a conflict or a store's transient failure is tried again here, after checking
-whether the commit had in fact landed. The same code serves a local folder and an object store.
+shards, may run at the same moment: each version's commit is a conditional write (a local file
+created only if absent; on S3 a PUT with ``If-None-Match: *``), and a conflict or a store's
+transient failure is tried again here, after checking whether the commit had in fact landed.
+On a local folder delta-rs commits (and checks a loser against the winner). On S3 the lake
+writes the commit itself, as delta-rs writes one, from its own reading of the log
+(:mod:`~tourneylake.lake.delta_log`): delta-rs's commit and creation read the table back after
+their PUT, a dozen requests where one listing and the PUT do; a log that reader does not read,
+or a commit that adds columns, is still delta-rs's.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ import contextlib
 import logging
 import random
 import re
+import tempfile
 import threading
 import time
 import uuid
@@ -33,12 +38,13 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from tourneylake.errors import LakeError, one_line
-from tourneylake.lake.storage import AnyPath, StorePath, fsync_dir, fsync_file
+from tourneylake.lake.storage import AnyPath, StorePath, entries_of, fsync_dir, fsync_file, mtime
 from tourneylake.runtime.threads import ProcessThreads
 
 if TYPE_CHECKING:
     from deltalake import DeltaTable
 
+    from tourneylake.lake.delta_log import Snapshot
     from tourneylake.lake.lake import Lake
 
 __all__ = [
@@ -59,6 +65,8 @@ log = logging.getLogger(__name__)
 PARTITION = "snapshot_date"
 TMP_DIR = "_tmp"
 DELTA_LOG = "_delta_log"
+#: A table's first commit in its log (version 0).
+FIRST_COMMIT = f"{0:020d}.json"
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 #: Every table's properties: a checkpoint every 5 commits (a reader replays at most 5 JSON
 #: commits: a GET each on an object store), the log's entries older than 30 days dropped at a checkpoint.
@@ -98,6 +106,14 @@ def table_uri(lake: Lake, table: str) -> str:
                 f"az://); {protocol}:// is not one"
             )
     return str(folder)
+
+
+def creates_conditionally(folder: StorePath) -> bool:
+    """Whether the store under ``folder`` is the lake's own S3 client, whose create-only PUT
+    refuses to replace an object (fsspec's other filesystems may not honour the mode)."""
+    from tourneylake.lake.s3store import S3ObjectStoreFileSystem
+
+    return isinstance(folder.fs, S3ObjectStoreFileSystem)
 
 
 def storage_options(lake: Lake) -> dict[str, str]:
@@ -163,16 +179,35 @@ def active_files(lake: Lake, table: str, night: date | None = None) -> dict[date
 
 
 def night_parts(lake: Lake, table: str, night: date | None = None) -> dict[date, list[tuple[str, int | None]]]:
-    """:func:`active_files` with each file's rows (``None`` when its commit did not say)."""
-    with opened(lake, table) as delta:
-        if delta is None:
-            return {}
-        actions = pa.table(delta.get_add_actions(flatten=True)).select(["path", "num_records", f"partition.{PARTITION}"])
+    """:func:`active_files` with each file's rows (``None`` when its commit did not say). Read
+    from the log by the lake's own reader (:mod:`~tourneylake.lake.delta_log`: a listing, and
+    only the commits not read before), else by opening the table with delta-rs."""
     out: dict[date, list[tuple[str, int | None]]] = {}
-    for path, rows, day in zip(*(column.to_pylist() for column in actions.columns), strict=True):
+    for path, day, rows in _current_parts(lake, table):
         if night is None or day == night:
             out.setdefault(day, []).append((path, rows))
     return {day: sorted(parts) for day, parts in sorted(out.items())}
+
+
+def _current_parts(lake: Lake, table: str) -> list[tuple[str, date, int | None]]:
+    """Every part of the table's current version with its night and rows (none: no table)."""
+    from tourneylake.lake.delta_log import Unreadable, table_parts
+
+    for attempt in range(_COMMIT_TRIES):
+        try:
+            return table_parts(lake.table_dir(table) / DELTA_LOG, PARTITION) or []
+        except Unreadable as exc:
+            log.debug("%s: its log is read by delta-rs (%s)", table, exc)
+            break
+        except FileNotFoundError:  # a commit cleaned up between the listing and its read: listed again
+            continue
+        except (OSError, LakeError) as exc:  # a store's failure: tried again, then one line
+            _transient(exc, attempt, f"cannot read the table {table_uri(lake, table)}")
+    with opened(lake, table) as delta:
+        if delta is None:
+            return []
+        actions = pa.table(delta.get_add_actions(flatten=True)).select(["path", f"partition.{PARTITION}", "num_records"])
+    return list(zip(*(column.to_pylist() for column in actions.columns), strict=True))
 
 
 #: The parts of the first layout (before the lake's tables were Delta tables): ``part-00000.parquet``
@@ -342,6 +377,9 @@ class PartitionWriter:
 
         uri = table_uri(self.lake, self.table)
         what = f"{uri}: night {self.snapshot_date} could not be committed"
+        folder = self.lake.table_dir(self.table)
+        if isinstance(folder, StorePath) and creates_conditionally(folder) and self._commit_by_put(folder, what):
+            return
         for attempt in range(_COMMIT_TRIES):
             try:
                 with opened(self.lake, self.table) as delta:
@@ -357,17 +395,120 @@ class PartitionWriter:
                 _transient(exc, attempt, what)
         raise LakeError(f"{what} (the table kept appearing and disappearing)")
 
+    def _commit_by_put(self, folder: StorePath, what: str) -> bool:
+        """The commit on a store with create-only PUTs, written here: the table's latest version
+        read by the lake's own reader (:mod:`~tourneylake.lake.delta_log`: a listing, and the
+        commits not read before), then the next version's commit stored with one conditional
+        PUT, which only one writer of that version can win; the loser reads again and commits on
+        the new version (its removals are then of what that version holds). delta-rs's commit
+        asks a dozen requests more (it reads the table back twice after its PUT). ``False``: this
+        commit is delta-rs's (a log this reader does not read, or parts with columns the table
+        does not have yet, whose schema delta-rs merges)."""
+        from tourneylake.lake.delta_log import Unreadable, remember, snapshot
+
+        log_dir = folder / DELTA_LOG
+        failed: BaseException | None = None
+        for attempt in range(_COMMIT_TRIES):
+            try:
+                table = snapshot(log_dir, PARTITION)
+            except Unreadable as exc:
+                log.debug("%s: committed by delta-rs (%s)", self.table, exc)
+                return False
+            except (OSError, LakeError) as exc:  # a commit cleaned up under the listing, a store's failure
+                failed = exc
+                time.sleep(0.02 * (attempt + 1) * (0.5 + random.random()))
+                continue
+            if table is None:
+                if not self._written:
+                    return True  # no table, and nothing to write: the night has no rows
+                self._refuse_legacy(without_log=True)
+                if self._create_on_store(folder):
+                    return True
+                continue
+            if {path for path, night, _, _ in table.parts.values() if night == self.snapshot_date and self._replaces(path)} == {
+                path for path, _, _ in self._written
+            }:
+                return True  # already the table's: this writer's (a try whose answer was lost), or nothing to replace
+            if not table.plain_writes() or not set(self._file_schema().names) <= set(table.columns()):
+                return False
+            name = f"{table.version + 1:020d}.json"
+            body = self._commit_body(table)
+            try:
+                tag = (log_dir / name).write_new(body)
+            except FileExistsError:  # another writer's commit (or this one's, its answer lost): read again
+                time.sleep(0.01 * (attempt + 1) * (0.5 + random.random()))
+                continue
+            except LakeError as exc:  # a store's failure (the commit may have landed: read again)
+                failed = exc
+                time.sleep(0.02 * (attempt + 1) * (0.5 + random.random()))
+                continue
+            remember(log_dir, name, body, tag, PARTITION)
+            self._checkpoint_if_due(table, table.version + 1)
+            return True
+        raise LakeError(f"{what} ({one_line(failed) if failed else 'other writers kept committing first'})")
+
+    def _commit_body(self, table: Snapshot) -> bytes:
+        """The next version's commit, as delta-rs writes one: the night's parts this writer
+        replaces removed (all of them; a shard's own with ``shard``; all but the kept shards'
+        with ``keep_shards``), this writer's parts added."""
+        now = int(time.time() * 1000)
+        values = {PARTITION: self.snapshot_date.isoformat()}
+        whole = self.shard is None and self.keep_shards is None
+        info = {
+            "timestamp": now,
+            "operation": "WRITE",
+            "operationParameters": {
+                "mode": "Overwrite" if whole else "Append",
+                "partitionBy": orjson.dumps([PARTITION]).decode(),
+            },
+            "engineInfo": "tourneylake",
+        }
+        removes = [
+            {"remove": {"path": path, "dataChange": True, "deletionTimestamp": now, "extendedFileMetadata": True,
+                        "partitionValues": values, "size": size}}
+            for path, night, _, size in table.parts.values()
+            if night == self.snapshot_date and self._replaces(path)
+        ]  # fmt: skip
+        adds = [
+            {"add": {"path": path, "partitionValues": values, "size": size, "modificationTime": now, "dataChange": True,
+                     "stats": orjson.dumps({"numRecords": rows}).decode()}}
+            for path, size, rows in self._written
+        ]  # fmt: skip
+        return b"\n".join(orjson.dumps(action) for action in [{"commitInfo": info}, *adds, *removes])
+
+    def _checkpoint_if_due(self, table: Snapshot, version: int) -> None:
+        """A checkpoint of the table after every ``delta.checkpointInterval`` commits, as delta-rs
+        makes one after its own commits (and the log's expired entries dropped, as it does then
+        when the table asks it): it opens the table to write it. A checkpoint that cannot be
+        written is not this commit's failure (readers replay the commits since the last one)."""
+        from deltalake import DeltaTable
+
+        interval = table.setting("delta.checkpointInterval") or ""
+        every = int(interval) if interval.isdigit() and int(interval) > 0 else 100
+        if (version + 1) % every:
+            return
+        try:
+            delta = DeltaTable(table_uri(self.lake, self.table), storage_options=storage_options(self.lake))
+            delta.create_checkpoint()
+            if (table.setting("delta.enableExpiredLogCleanup") or "true").lower() == "true":
+                delta.cleanup_metadata()
+        except Exception as exc:  # noqa: BLE001 - the next due checkpoint is tried again
+            log.warning("%s: no checkpoint after version %d (%s)", self.table, version, one_line(exc))
+
+    def _refuse_legacy(self, *, without_log: bool) -> None:
+        if is_legacy(self.lake, self.table, without_log=without_log):
+            raise LakeError(
+                f"{table_uri(self.lake, self.table)} holds the lake's first table layout: run `tourneylake rebuild "
+                "--all` to convert the lake's tables from its raw answers (no search)"
+            )
+
     def _commit_to(self, delta: DeltaTable | None) -> bool:
         """One try of the commit, on the table as it is now; ``False``: try again (another
         writer created the table meanwhile)."""
         if delta is None:
             if not self._written:
                 return True  # no table, and nothing to write: the night has no rows
-            if is_legacy(self.lake, self.table, without_log=True):
-                raise LakeError(
-                    f"{table_uri(self.lake, self.table)} holds the lake's first table layout: run `tourneylake rebuild "
-                    "--all` to convert the lake's tables from its raw answers (no search)"
-                )
+            self._refuse_legacy(without_log=True)
             return self._create()
         if self._landed(delta):
             return True
@@ -393,23 +534,61 @@ class PartitionWriter:
     def _create(self) -> bool:
         """The table created with this writer's parts as its first version (one commit);
         ``False`` when another writer created it at the same moment (this one then commits to it)."""
-        from deltalake import Schema
-        from deltalake.transaction import create_table_with_add_actions
-
+        folder = self.lake.table_dir(self.table)
+        if isinstance(folder, StorePath) and creates_conditionally(folder):
+            return self._create_on_store(folder)
         try:
-            create_table_with_add_actions(
-                table_uri(self.lake, self.table),
-                Schema.from_arrow(_with_partition(self._file_schema())),
-                self._adds(),
-                mode="error",
-                partition_by=[PARTITION],
-                configuration=TABLE_CONFIGURATION,
-                storage_options=storage_options(self.lake),
-            )
+            self._create_with_delta_rs(table_uri(self.lake, self.table), storage_options(self.lake))
         except Exception as exc:  # noqa: BLE001 - lost to another creator, or a store's failure: opened again
             log.info("%s: creating the table failed (%s): opening it again", self.table, one_line(exc)[:200])
             return False
         return True
+
+    def _create_with_delta_rs(self, uri: str, options: dict[str, str]) -> None:
+        from deltalake import Schema
+        from deltalake.transaction import create_table_with_add_actions
+
+        create_table_with_add_actions(
+            uri,
+            Schema.from_arrow(_with_partition(self._file_schema())),
+            self._adds(),
+            mode="error",
+            partition_by=[PARTITION],
+            configuration=TABLE_CONFIGURATION,
+            storage_options=options,
+        )
+
+    def _create_on_store(self, folder: StorePath) -> bool:
+        """:meth:`_create` on a store with create-only PUTs: the first commit as delta-rs writes it,
+        made in a local folder, then stored with one conditional PUT. delta-rs's own creation on a
+        store asks a listing before its PUT and reads the new table back twice after it; the PUT
+        alone is what makes the creation atomic (a second creator's is refused)."""
+        from tourneylake.lake.delta_log import remember
+
+        commit = self._first_commit(str(folder))
+        try:
+            tag = (folder / DELTA_LOG / FIRST_COMMIT).write_new(commit)
+        except FileExistsError:
+            log.info("%s: another writer created the table (or this one, its answer lost): opening it", self.table)
+            return False
+        except LakeError as exc:  # a store's failure: opened again (it may have landed), as delta-rs's own
+            log.info("%s: creating the table failed (%s): opening it again", self.table, one_line(exc)[:200])
+            return False
+        remember(folder / DELTA_LOG, FIRST_COMMIT, commit, tag, PARTITION)  # its readers here need not read it back
+        return True
+
+    def _first_commit(self, uri: str) -> bytes:
+        """The table's version 0 (its protocol, its metadata, this writer's parts) as delta-rs
+        writes it for a local table; the commit's information names the table's real location."""
+        with tempfile.TemporaryDirectory(prefix="tourneylake-delta-") as scratch:
+            self._create_with_delta_rs(scratch, {})
+            lines = (Path(scratch) / DELTA_LOG / FIRST_COMMIT).read_bytes().splitlines()
+        info = orjson.loads(lines[0])
+        parameters = info.get("commitInfo", {}).get("operationParameters")
+        if isinstance(parameters, dict) and "location" in parameters:
+            parameters["location"] = uri
+            lines[0] = orjson.dumps(info)
+        return b"\n".join(lines)
 
     def _landed(self, delta: DeltaTable) -> bool:
         """Whether this writer's commit is already the table's (a try whose answer was lost):
@@ -466,9 +645,50 @@ def _encoded(data: pa.Table) -> bytes:
 
 
 def _put(path: StorePath, payload: bytes) -> int:
-    """A part stored on a store (one PUT: whole or absent); its size."""
+    """A part stored on a store (one PUT: whole or absent); its size. A small one is kept for
+    this process's reads of it (:func:`read_parts`)."""
     path.write_bytes(payload)
+    _STORED.keep(path.path, payload)
     return len(payload)
+
+
+class _StoredParts:
+    """The small parts this process stored, by path, up to a total size (the oldest dropped
+    first): a part is never written again under its name (a writer's generation is in it), so
+    the night's later reads here (the reference data's lookups, the warehouse load) need no GET."""
+
+    def __init__(self, part_bytes: int, total_bytes: int) -> None:
+        self.part_bytes = part_bytes
+        self.total_bytes = total_bytes
+        self._kept: dict[str, bytes] = {}
+        self._size = 0
+        self._lock = threading.Lock()
+
+    def keep(self, path: str, payload: bytes) -> None:
+        if len(payload) > self.part_bytes:
+            return
+        with self._lock:
+            self._kept[path] = payload
+            self._size += len(payload)
+            while self._size > self.total_bytes:
+                self._size -= len(self._kept.pop(next(iter(self._kept))))
+
+    def get(self, path: str) -> bytes | None:
+        with self._lock:
+            return self._kept.get(path)
+
+
+_STORED = _StoredParts(part_bytes=4 << 20, total_bytes=64 << 20)
+
+
+def read_parts(paths: list[StorePath]) -> dict[StorePath, bytes]:
+    """Parts of a store whole: those this process stored from memory, the others fetched side by
+    side (one GET each); a missing one is left out."""
+    found = {path: data for path in paths if (data := _STORED.get(path.path)) is not None}
+    missing = [path for path in paths if path not in found]
+    if missing:
+        found.update(missing[0].cat_many(missing))
+    return found
 
 
 def _done(size: int) -> Future[int]:
@@ -548,12 +768,15 @@ def expire_versions(lake: Lake, keep_days: float, *, strays: bool = False) -> in
     parts of replaced nights, as the log names them), in every table; returns how many.
     ``strays``: also the parts no version ever named (a killed writer's), which takes a listing
     of every table's folder (a rebuild does it; a night does not). Without ``strays`` the tables
-    are the lake's folders, from its one listing (a folder holding no Delta table, the first
-    layout's, is opened for nothing) rather than a listing more per folder."""
+    are the lake's folders, from its one listing, and a table is opened only when its log says
+    a removal may be due (:func:`expiry_due`): most nights replace nothing, and a night's expiry
+    is then a listing per table, not a read of every table's log."""
 
     hours = max(0, round(keep_days * 24))
 
     def expire(table: str) -> int:
+        if not strays and not expiry_due(lake, table, hours):
+            return 0
         with opened(lake, table) as delta:
             if delta is None:
                 return 0
@@ -569,6 +792,45 @@ def expire_versions(lake: Lake, keep_days: float, *, strays: bool = False) -> in
     if removed:
         log.info("expired %d file(s) no version of the last %g day(s) needs", removed, keep_days)
     return removed
+
+
+#: A log object counts as old enough to hold a due removal this much before its age says so:
+#: a removal's time is taken before its commit is written, and the store's clock is not ours.
+_DUE_MARGIN_S = 3600.0
+#: A commit (``<version>.json``) or a checkpoint (``<version>.checkpoint[.<part>.<parts>].parquet``) in a log.
+_LOG_ENTRY = re.compile(r"^(?P<version>[0-9]{20})\.(?P<kind>json|checkpoint(\.[0-9]+\.[0-9]+)?\.parquet)$")
+
+
+def expiry_due(lake: Lake, table: str, hours: float) -> bool:
+    """Whether the table may hold a file removed over ``hours`` ago, which is all a night's
+    vacuum deletes: one listing of its log, where opening the table reads it. A removal is in a
+    commit no older than its object: only a commit or checkpoint that old can hold one due, and
+    never the first commit (it only adds). A log whose first commits were cleaned up (a
+    checkpoint stands for them) cannot say: always due. No log: nothing to expire. The listing is
+    one this process made a while ago when it is young enough to answer (see below)."""
+    from tourneylake.lake.delta_log import recent_listing
+
+    log_dir = lake.table_dir(table) / DELTA_LOG
+    # A listing this process made a little before (the warehouse load's, beside the expiry) misses
+    # only commits newer than it, whose removals cannot be due before the history kept has passed.
+    entries = recent_listing(log_dir, hours * 3600 - 2 * _DUE_MARGIN_S)
+    if entries is None:
+        entries = entries_of(log_dir)
+    oldest_allowed = time.time() - hours * 3600 + _DUE_MARGIN_S
+    commits = set()
+    for entry in entries:
+        found = _LOG_ENTRY.match(entry.name)
+        if found is None:
+            continue  # `_last_checkpoint`, a writer's temporary file
+        version = int(found.group("version"))
+        if found.group("kind") == "json":
+            commits.add(version)
+            if version == 0:
+                continue
+        written = mtime(entry)
+        if written is None or written < oldest_allowed:
+            return True
+    return bool(entries) and 0 not in commits
 
 
 def damaged_part(path: str | Path, night: date, exc: BaseException) -> LakeError:

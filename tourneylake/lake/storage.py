@@ -119,10 +119,11 @@ def _store_error(target: StorePath, exc: BaseException) -> Exception:
 
 @contextlib.contextmanager
 def _translated(target: StorePath) -> Iterator[None]:
-    """A store's failure as a one-line LakeError; a missing object stays FileNotFoundError."""
+    """A store's failure as a one-line LakeError; a missing object stays FileNotFoundError, an
+    object a create-only write found there FileExistsError."""
     try:
         yield
-    except (FileNotFoundError, TourneylakeError):
+    except (FileNotFoundError, FileExistsError, TourneylakeError):
         raise
     except Exception as exc:  # noqa: BLE001 - botocore, aiohttp, gcsfs…: one line, whatever the store
         raise _store_error(target, exc) from None
@@ -217,6 +218,14 @@ class StorePath:
         with _translated(self):
             self.fs.pipe_file(self.path, data)
 
+    def write_new(self, data: bytes) -> str | None:
+        """One object written only when there is none at this path (a create-only PUT), its tag
+        (ETag) when the store says it: :class:`FileExistsError` otherwise. Only on a filesystem
+        that honours it (the lake's S3 client)."""
+        with _translated(self):
+            tag = self.fs.pipe_file(self.path, data, mode="create")
+        return tag if isinstance(tag, str) else None
+
     def mkdir(self, parents: bool = False, exist_ok: bool = False) -> None:
         """Nothing to do: an object store's directories are the prefixes of its objects."""
 
@@ -260,6 +269,19 @@ AnyPath = Path | StorePath
 
 # ---------------------------------------------------------------------- operations
 _NEW_FILE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
+
+
+def entries_of(folder: AnyPath) -> list[AnyPath]:
+    """What is right under a folder (none when there is no such folder), in one listing: on a
+    store, where ``iterdir`` asks whether an empty prefix is an object (a HEAD), only the objects."""
+    if isinstance(folder, StorePath):
+        with _translated(folder):
+            found = folder.fs.find(folder.path, maxdepth=1, detail=True)
+        return sorted(StorePath(folder.fs, name, info) for name, info in found.items())
+    try:
+        return sorted(folder.iterdir())
+    except (FileNotFoundError, NotADirectoryError):
+        return []
 
 
 def read_if_there(path: AnyPath) -> bytes | None:

@@ -36,7 +36,7 @@ import pyarrow as pa
 
 from tourneylake.errors import TourneylakeError
 from tourneylake.lake.lake import Lake
-from tourneylake.lake.partitions import damaged_part
+from tourneylake.lake.partitions import damaged_part, read_parts
 from tourneylake.lake.storage import StorePath
 from tourneylake.schemas import TABLES, TableSpec, duckdb_type
 from tourneylake.tables.normalize.summary import SUMMARY_TABLES
@@ -448,7 +448,7 @@ def _fetched(lake: Lake, files: list[str]) -> Iterator[tuple[list[str], dict[str
         yield files, {}
         return
     paths = [StorePath(fs, fs._strip_protocol(file)) for file in files]
-    found = lake.root.cat_many(paths) if isinstance(lake.root, StorePath) else {}
+    found = read_parts(paths) if isinstance(lake.root, StorePath) else {}
     with tempfile.TemporaryDirectory(prefix="tourneylake-parts-") as folder:
         local: list[str] = []
         for path in paths:
