@@ -8,7 +8,8 @@ a normaliser that learns it rebuilds the history for free (``tourneylake rebuild
 envelope (``UserInfo``, an error) is the client's business and not looked at.
 
 :func:`night_drift` reads a sample of a night's accepted answers (drift is the service's
-change, so it shows in most answers; a sample keeps the check cheap on a large night).
+change, so it shows in most answers; a sample from a few of the night's segments keeps the check
+cheap on a large night).
 """
 
 from __future__ import annotations
@@ -22,12 +23,16 @@ from tourneylake.api import calls
 from tourneylake.api.tree import MalformedPayload, parse
 from tourneylake.lake.lake import Lake
 from tourneylake.lake.raw import read_raws
+from tourneylake.lake.segments import RawRef
 from tourneylake.tables.normalize._fast import TOURNAMENT_ATTRS
 from tourneylake.tables.normalize.summary import _EVENT_COLUMNS
 
-__all__ = ["MAPPED", "night_drift", "unmapped"]
+__all__ = ["MAPPED", "drift_sample", "night_drift", "unmapped"]
 
 log = logging.getLogger(__name__)
+
+#: Segments the sample is read from at most (see :func:`drift_sample`).
+SAMPLED_SEGMENTS = 4
 
 _VIEW = "Response/PlayerResponse/PlayerView"
 _PLAYER = _VIEW + "/Player"
@@ -89,14 +94,27 @@ def unmapped(raw: dict[str, Any]) -> dict[str, str]:
     return out
 
 
+def drift_sample(refs: list[RawRef], sample: int, *, segments: int = SAMPLED_SEGMENTS) -> list[RawRef]:
+    """Up to ``sample`` of ``refs``, spread over the night but from at most ``segments`` of its
+    segments (first, last and between): a segment on an object store is one GET, and this check
+    runs right after the harvest, on the night's critical path."""
+    if len(refs) <= sample:
+        return refs
+    by_location: dict[str, list[RawRef]] = {}
+    for ref in refs:
+        by_location.setdefault(str(ref.location), []).append(ref)
+    locations = list(by_location)
+    count = min(segments, len(locations))
+    chosen = [locations[round(i * (len(locations) - 1) / max(count - 1, 1))] for i in range(count)]
+    pool = [ref for location in dict.fromkeys(chosen) for ref in by_location[location]]
+    return pool if len(pool) <= sample else [pool[i * len(pool) // sample] for i in range(sample)]
+
+
 def night_drift(lake: Lake, night: date, *, sample: int = 50) -> dict[str, str]:
     """What up to ``sample`` of the night's accepted player summaries (spread over the night)
     carry that the normaliser does not map: ``Element@name`` → where it is kept."""
-    refs = lake.raw_refs(night, calls.PLAYER_SUMMARY)
-    if len(refs) > sample:
-        refs = [refs[i * len(refs) // sample] for i in range(sample)]
     found: dict[str, str] = {}
-    for raw in read_raws(refs):
+    for raw in read_raws(drift_sample(lake.raw_refs(night, calls.PLAYER_SUMMARY), sample)):
         try:
             tree = parse(raw.body, raw.fmt).raw
         except MalformedPayload:  # an unreadable answer is the normaliser's to report, not drift
