@@ -5,18 +5,15 @@ answers settled and reported — also when the child fails."""
 
 from __future__ import annotations
 
-import copy
 import logging
 import os
 import time
-from datetime import UTC, date, datetime
 from pathlib import Path
 
-import orjson
 import pyarrow as pa
 import pytest
 
-from tests.helpers import DATA
+from tests.tables.test_one_row_per_key import EARLY, FETCHED, LATE, METADATA, NIGHT, answer
 from tourneylake.api import calls
 from tourneylake.lake.lake import Lake
 from tourneylake.lake.raw import UNUSABLE
@@ -24,21 +21,7 @@ from tourneylake.tables import coverage, split_night
 from tourneylake.tables.night_tables import rebuild_night, stored_summary_refs, target_key
 from tourneylake.tables.reference import InForce
 
-NIGHT = date(2019, 12, 10)
-FETCHED = datetime(2019, 12, 10, 3, tzinfo=UTC)
-SUMMARY = orjson.loads((DATA / "recorded" / "player-summary.json").read_bytes())
-METADATA = (DATA / "recorded" / "metadata.json").read_bytes()
-EARLY, LATE = 1575947004, 1575947100
 TABLES = ("player_snapshots", "player_statistics", "player_datasets", "player_timeline", "tournaments", "tournament_entries")
-
-
-def answer(player: str, timestamp: int, entrants: str) -> tuple[dict[str, str], bytes]:
-    """A summary for ``player`` answered at ``timestamp`` whose first tournament lists ``entrants``."""
-    body = copy.deepcopy(SUMMARY)
-    body["Response"]["@timestamp"] = str(timestamp)
-    tournaments = body["Response"]["PlayerResponse"]["PlayerView"]["Player"]["RecentTournaments"]["Tournament"]
-    tournaments[0]["@totalEntrants"] = entrants
-    return calls.player_summary("PokerStars", player).key, orjson.dumps(body)
 
 
 # Every answer lists the same tournaments: most alike (one row each, whichever share reads
