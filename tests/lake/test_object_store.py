@@ -41,7 +41,7 @@ from tourneylake.lake.partitions import expire_versions, storage_options
 from tourneylake.lake.raw_saver import RawSaver
 from tourneylake.lake.segments import LINGER_S, forget_indexes, frames
 from tourneylake.lake.state import StateStore
-from tourneylake.lake.storage import StorePath
+from tourneylake.lake.storage import KeptBytes, StorePath
 from tourneylake.sandbox import running_sandbox
 from tourneylake.tables.rebuild import rebuild
 from tourneylake.tables.warehouse import Warehouse
@@ -530,3 +530,17 @@ def test_the_readme_says_how_to_use_object_storage() -> None:
     section = readme.split("## The lake on object storage", 1)[1].split("\n## ", 1)[0]
     for needle in ("TOURNEYLAKE_DATA_DIR", "TOURNEYLAKE_WAREHOUSE", "AWS_", "Delta", "If-None-Match", "segments", "One writer"):
         assert needle in section
+
+
+def test_kept_bytes_hold_at_most_their_total_dropping_the_oldest_and_take_forgets() -> None:
+    kept = KeptBytes(total_bytes=10, item_bytes=6)
+    kept.keep("a", b"1234")
+    kept.keep("b", b"5678")
+    kept.keep("too-big", b"1234567")  # over the item limit: not kept
+    assert kept.get("too-big") is None
+    kept.keep("c", b"90ab")  # 12 bytes > 10: the oldest ("a") goes
+    assert (kept.get("a"), kept.get("b"), kept.get("c")) == (None, b"5678", b"90ab")
+    kept.keep("b", b"56")  # kept again: its size counted once
+    kept.keep("d", b"cdef")  # 2 + 4 + 4 = 10: nothing dropped
+    assert kept.get("c") == b"90ab" and kept.get("d") == b"cdef"
+    assert kept.take("c") == b"90ab" and kept.get("c") is None

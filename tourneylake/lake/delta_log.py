@@ -25,13 +25,13 @@ import orjson
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from tourneylake.lake.storage import AnyPath, StorePath, entries_of
+from tourneylake.lake.storage import AnyPath, content_key, entries_of
 
-__all__ = ["Snapshot", "Unreadable", "recent_listing", "remember", "snapshot", "table_parts"]
+__all__ = ["LOG_ENTRY", "Snapshot", "Unreadable", "recent_listing", "remember", "snapshot", "table_parts"]
 
 #: A commit (``<version>.json``) or a checkpoint in one file (``<version>.checkpoint.parquet``);
 #: a checkpoint in several parts is matched so that it is refused, not taken for a commit.
-_ENTRY = re.compile(r"^(?P<version>[0-9]{20})\.(?P<kind>json|checkpoint\.parquet|checkpoint\.[0-9]+\.[0-9]+\.parquet)$")
+LOG_ENTRY = re.compile(r"^(?P<version>[0-9]{20})\.(?P<kind>json|checkpoint\.parquet|checkpoint\.[0-9]+\.[0-9]+\.parquet)$")
 #: The actions read so far, by the object that held them (its path, size and tag).
 _READ: dict[tuple[str, int, str], _Actions] = {}
 _READ_LOCK = threading.Lock()
@@ -144,7 +144,7 @@ def snapshot(log_dir: AnyPath, partition: str) -> Snapshot | None:
 def remember(log_dir: AnyPath, name: str, body: bytes, tag: str | None, partition: str) -> None:
     """Keep a commit this process wrote itself (``tag``: the store's for it), so that it is
     not read back."""
-    found = _ENTRY.match(name)
+    found = LOG_ENTRY.match(name)
     if found is None or found.group("kind") != "json" or not tag:
         return
     key = (str(log_dir / name), len(body), tag)
@@ -169,21 +169,10 @@ def _listing(log_dir: AnyPath) -> list[_Entry]:
     with _READ_LOCK:
         _LISTED[str(log_dir)] = (started, found)
     for path in found:
-        match = _ENTRY.match(path.name)
+        match = LOG_ENTRY.match(path.name)
         if match is not None:
-            out.append(_Entry(path.name, int(match.group("version")), match.group("kind"), _key(path), path))
+            out.append(_Entry(path.name, int(match.group("version")), match.group("kind"), content_key(path), path))
     return out
-
-
-def _key(path: AnyPath) -> tuple[str, int, str]:
-    """What identifies an object's content: its path, size and tag (a store's ETag, a file's
-    modification time)."""
-    if isinstance(path, StorePath):
-        info: dict[str, Any] = path._info or {}
-        tag = info.get("ETag") or info.get("LastModified") or ""
-        return (str(path), int(info.get("size") or 0), str(tag))
-    stat = path.stat()
-    return (str(path), stat.st_size, str(stat.st_mtime_ns))
 
 
 def _actions(entry: _Entry, partition: str) -> _Actions:

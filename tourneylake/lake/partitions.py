@@ -38,7 +38,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from tourneylake.errors import LakeError, one_line
-from tourneylake.lake.storage import AnyPath, StorePath, entries_of, fsync_dir, fsync_file, mtime
+from tourneylake.lake.storage import AnyPath, KeptBytes, StorePath, entries_of, fsync_dir, fsync_file, mtime
 from tourneylake.runtime.threads import ProcessThreads
 
 if TYPE_CHECKING:
@@ -652,33 +652,10 @@ def _put(path: StorePath, payload: bytes) -> int:
     return len(payload)
 
 
-class _StoredParts:
-    """The small parts this process stored, by path, up to a total size (the oldest dropped
-    first): a part is never written again under its name (a writer's generation is in it), so
-    the night's later reads here (the reference data's lookups, the warehouse load) need no GET."""
-
-    def __init__(self, part_bytes: int, total_bytes: int) -> None:
-        self.part_bytes = part_bytes
-        self.total_bytes = total_bytes
-        self._kept: dict[str, bytes] = {}
-        self._size = 0
-        self._lock = threading.Lock()
-
-    def keep(self, path: str, payload: bytes) -> None:
-        if len(payload) > self.part_bytes:
-            return
-        with self._lock:
-            self._kept[path] = payload
-            self._size += len(payload)
-            while self._size > self.total_bytes:
-                self._size -= len(self._kept.pop(next(iter(self._kept))))
-
-    def get(self, path: str) -> bytes | None:
-        with self._lock:
-            return self._kept.get(path)
-
-
-_STORED = _StoredParts(part_bytes=4 << 20, total_bytes=64 << 20)
+#: The small parts this process stored: a part is never written again under its name (a
+#: writer's generation is in it), so the night's later reads here (the reference data's lookups,
+#: the warehouse load) need no GET.
+_STORED = KeptBytes(total_bytes=64 << 20, item_bytes=4 << 20)
 
 
 def read_parts(paths: list[StorePath]) -> dict[StorePath, bytes]:
@@ -797,8 +774,6 @@ def expire_versions(lake: Lake, keep_days: float, *, strays: bool = False) -> in
 #: A log object counts as old enough to hold a due removal this much before its age says so:
 #: a removal's time is taken before its commit is written, and the store's clock is not ours.
 _DUE_MARGIN_S = 3600.0
-#: A commit (``<version>.json``) or a checkpoint (``<version>.checkpoint[.<part>.<parts>].parquet``) in a log.
-_LOG_ENTRY = re.compile(r"^(?P<version>[0-9]{20})\.(?P<kind>json|checkpoint(\.[0-9]+\.[0-9]+)?\.parquet)$")
 
 
 def expiry_due(lake: Lake, table: str, hours: float) -> bool:
@@ -808,7 +783,7 @@ def expiry_due(lake: Lake, table: str, hours: float) -> bool:
     never the first commit (it only adds). A log whose first commits were cleaned up (a
     checkpoint stands for them) cannot say: always due. No log: nothing to expire. The listing is
     one this process made a while ago when it is young enough to answer (see below)."""
-    from tourneylake.lake.delta_log import recent_listing
+    from tourneylake.lake.delta_log import LOG_ENTRY, recent_listing
 
     log_dir = lake.table_dir(table) / DELTA_LOG
     # A listing this process made a little before (the warehouse load's, beside the expiry) misses
@@ -819,7 +794,7 @@ def expiry_due(lake: Lake, table: str, hours: float) -> bool:
     oldest_allowed = time.time() - hours * 3600 + _DUE_MARGIN_S
     commits = set()
     for entry in entries:
-        found = _LOG_ENTRY.match(entry.name)
+        found = LOG_ENTRY.match(entry.name)
         if found is None:
             continue  # `_last_checkpoint`, a writer's temporary file
         version = int(found.group("version"))

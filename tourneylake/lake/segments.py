@@ -24,7 +24,6 @@ import struct
 import threading
 import time
 import uuid
-from collections import OrderedDict
 from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass, field, replace
@@ -35,7 +34,7 @@ from typing import Any
 import orjson
 
 from tourneylake.errors import LakeError, one_line
-from tourneylake.lake.storage import AnyPath, StorePath, fsync_dir
+from tourneylake.lake.storage import AnyPath, KeptBytes, StorePath, fsync_dir
 
 __all__ = ["NightIndex", "RawRef", "SegmentWriter", "night_index", "writer_for"]
 
@@ -510,7 +509,7 @@ class NightIndex:
                 if isinstance(head, BaseException):
                     raise head
                 if len(head) < _INDEX_PEEK:  # shorter than asked: the whole segment
-                    _keep_whole(path.path, bytes(head))
+                    _WHOLE.keep(path.path, bytes(head))
                 self._read_store_segment(path, bytes(head))
 
     def _read_store_segment(self, path: StorePath, head: bytes) -> None:
@@ -593,23 +592,14 @@ def forget_indexes() -> None:
         _WHOLE.clear()
 
 
-#: Object-store segments an index's peek fetched whole, oldest first (a segment on a store is
-#: stored once and never changes), so that reading their bodies next needs no second GET.
-_WHOLE: OrderedDict[str, bytes] = OrderedDict()
-
-
-def _keep_whole(path: str, data: bytes) -> None:
-    with _INDEXES_LOCK:
-        _WHOLE[path] = data
-        held = sum(len(d) for d in _WHOLE.values())
-        while held > _WHOLE_BYTES and _WHOLE:
-            held -= len(_WHOLE.popitem(last=False)[1])
+#: Object-store segments an index's peek fetched whole (a segment on a store is stored once and
+#: never changes), so that reading their bodies next needs no second GET: each taken once.
+_WHOLE = KeptBytes(total_bytes=_WHOLE_BYTES)
 
 
 def take_whole(path: str) -> bytes | None:
     """A segment's bytes that an index's peek fetched whole (then forgotten here), or ``None``."""
-    with _INDEXES_LOCK:
-        return _WHOLE.pop(path, None)
+    return _WHOLE.take(path)
 
 
 def _remember(writer: SegmentWriter, batch: list[_Pending], refs: list[RawRef | None]) -> None:

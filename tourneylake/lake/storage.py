@@ -20,6 +20,7 @@ import os
 import shutil
 import threading
 import uuid
+from collections import OrderedDict
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -368,6 +369,53 @@ def remove_tree(path: AnyPath) -> None:
             path.fs.rm(path.path, recursive=True)
         return
     shutil.rmtree(path, ignore_errors=True)
+
+
+def content_key(path: AnyPath) -> tuple[str, int, str]:
+    """What identifies an object's content: its path, size and tag (a store's ETag, else its
+    time of writing; a file's modification time); a store's object as the listing that found it says."""
+    if isinstance(path, StorePath):
+        info: dict[str, Any] = path._info or {}
+        return (str(path), int(info.get("size") or 0), str(info.get("ETag") or info.get("LastModified") or ""))
+    stat = path.stat()
+    return (str(path), stat.st_size, str(stat.st_mtime_ns))
+
+
+class KeptBytes:
+    """Objects' bytes kept in memory by path, up to ``total_bytes`` (the oldest dropped first;
+    none over ``item_bytes``), for objects that never change once written (a segment, a part)."""
+
+    def __init__(self, total_bytes: int, item_bytes: int | None = None) -> None:
+        self.total_bytes = total_bytes
+        self.item_bytes = total_bytes if item_bytes is None else item_bytes
+        self._kept: OrderedDict[str, bytes] = OrderedDict()
+        self._size = 0
+        self._lock = threading.Lock()
+
+    def keep(self, path: str, data: bytes) -> None:
+        if len(data) > self.item_bytes:
+            return
+        with self._lock:
+            self._size += len(data) - len(self._kept.pop(path, b""))
+            self._kept[path] = data
+            while self._size > self.total_bytes:
+                self._size -= len(self._kept.popitem(last=False)[1])
+
+    def get(self, path: str) -> bytes | None:
+        with self._lock:
+            return self._kept.get(path)
+
+    def take(self, path: str) -> bytes | None:
+        """The bytes kept for ``path``, then forgotten here."""
+        with self._lock:
+            data = self._kept.pop(path, None)
+            self._size -= len(data or b"")
+            return data
+
+    def clear(self) -> None:
+        with self._lock:
+            self._kept.clear()
+            self._size = 0
 
 
 def mtime(path: AnyPath) -> float | None:
