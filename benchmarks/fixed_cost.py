@@ -14,16 +14,24 @@ process), the fetch (the harvest's ``_fetch``), the warehouse load, the models j
 run, after its last night), the exit — and ``everything but the fetch`` is the whole process
 less the fetch; ``the night but the fetch`` leaves the models job out too. Prints one JSON line; the
 figures go to ``benchmarks/RESULTS.md`` with the machine and the date.
+
+``--standby``: each tree that has one also runs its nights through ``tourneylake standby`` (started
+once per tree, before the rounds; :mod:`pipelines.standby`), the command line's way when a standby
+waits; those rounds alternate with the others and are timed the same way (launch to exit of the
+caller). Their CPU is the standby's child's, which the caller's usage does not count: not given.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import signal
 import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -39,17 +47,21 @@ def _command(night: str, data: Path) -> list[str]:
     return ["run", "--date", night, "--data-dir", str(data)]
 
 
-def _round(tree: Path, base_url: str, folder: Path, warm: bool) -> tuple[float, float]:
-    """One whole ``tourneylake run`` from ``tree``: seconds from launch to exit, and its CPU
-    seconds (its own and its reaped children's: steadier than the wall on a shared host)."""
+def _entry(tree: Path) -> str:
+    """The module ``tree``'s console script runs: ``pipelines.command`` hands a night to a standby."""
+    return "pipelines.command" if (tree / "pipelines" / "command.py").is_file() else "pipelines.cli"
+
+
+def _round(tree: Path, base_url: str, folder: Path, warm: bool, standby: Path | None = None) -> tuple[float, float]:
+    """One whole ``tourneylake run`` from ``tree`` (through the standby listening on
+    ``standby``, if given): seconds from launch to exit, and its CPU seconds (its own and its
+    reaped children's: steadier than the wall on a shared host)."""
     data, home = folder / "data", folder / "home"
     watchlist = write_watchlist(folder / "watchlist.yaml", roster(1))
-    env = run_env(base_url, data, watchlist, home, 4, tree=tree)
+    env = run_env(base_url, data, watchlist, home, 4, tree=tree, TOURNEYLAKE_STANDBY=str(standby or "off"))
     nights = [NIGHT - timedelta(days=1), NIGHT] if warm else [NIGHT]
     for index, night in enumerate(nights):
-        done = measure(
-            [sys.executable, "-m", "pipelines.cli", *_command(night.isoformat(), data)], env=env, cwd=tree, timeout=300
-        )
+        done = measure([sys.executable, "-m", _entry(tree), *_command(night.isoformat(), data)], env=env, cwd=tree, timeout=300)
         if done.returncode != 0:
             raise RuntimeError(f"tourneylake run failed ({tree}): {done.stderr[-1500:]}")
         if index == len(nights) - 1:
@@ -100,6 +112,29 @@ def _breakdown(tree: Path, base_url: str, folder: Path, warm: bool) -> dict[str,
     return {name: round(value, 4) for name, value in out.items()}
 
 
+@contextmanager
+def _standby(tree: Path) -> Iterator[Path]:
+    """``tree``'s ``tourneylake standby`` on a socket of its own, stopped (by its pid) after."""
+    with scratch("tourneylake-standby-") as folder:
+        path = folder / "standby.sock"
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("TOURNEYLAKE_", "DAGSTER_"))}
+        env["TOURNEYLAKE_STANDBY"] = str(path)
+        waiting = subprocess.Popen(
+            [sys.executable, "-m", "pipelines.cli", "standby"], cwd=tree, env=env,
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+        )  # fmt: skip
+        try:
+            deadline = time.monotonic() + 60
+            while not path.exists():
+                if waiting.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError(f"the standby of {tree} did not start")
+                time.sleep(0.1)
+            yield path
+        finally:
+            os.killpg(waiting.pid, signal.SIGINT)
+            waiting.wait(timeout=60)
+
+
 def _steps(home: Path) -> dict[str, Any]:
     """The last run's steps (start to success), the gaps between them, from its event log."""
     os.environ["DAGSTER_HOME"] = str(home)
@@ -129,16 +164,23 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--latency-ms", type=float, default=0.0)
     parser.add_argument("--tree", type=Path, action="append", help="source trees to compare (default: this one)")
     parser.add_argument("--warm", action="store_true", help="time a lake's second night (same data and instance)")
+    parser.add_argument("--standby", action="store_true", help="also time each tree's nights through its standby")
     args = parser.parse_args(argv)
     trees = [tree.resolve() for tree in args.tree or [ROOT]]
 
-    walls: dict[str, list[tuple[float, float]]] = {str(tree): [] for tree in trees}
+    ways: list[tuple[str, Path, Path | None]] = [(str(tree), tree, None) for tree in trees]
+    walls: dict[str, list[tuple[float, float]]] = {}
     breakdowns: dict[str, dict[str, float]] = {}
-    with BenchServer(players=1, latency_ms=args.latency_ms) as server:
-        for _ in range(args.repeats):
+    with BenchServer(players=1, latency_ms=args.latency_ms) as server, ExitStack() as standbys:
+        if args.standby:
             for tree in trees:
+                if (tree / "pipelines" / "standby.py").is_file():
+                    ways.append((f"{tree} (standby)", tree, standbys.enter_context(_standby(tree))))
+        walls.update((name, []) for name, _, _ in ways)
+        for _ in range(args.repeats):
+            for name, tree, standby in ways:
                 with scratch("tourneylake-fixed-") as folder:
-                    walls[str(tree)].append(_round(tree, server.base_url, folder, args.warm))
+                    walls[name].append(_round(tree, server.base_url, folder, args.warm, standby))
         for tree in trees:
             with scratch("tourneylake-fixed-") as folder:
                 breakdowns[str(tree)] = _breakdown(tree, server.base_url, folder, args.warm)
@@ -149,7 +191,7 @@ def main(argv: list[str] | None = None) -> int:
         "trees": {
             tree: {
                 "whole_median_s": round(statistics.median(t for t, _ in rounds), 3),
-                "cpu_median_s": round(statistics.median(c for _, c in rounds), 3),
+                "cpu_median_s": None if tree.endswith("(standby)") else round(statistics.median(c for _, c in rounds), 3),
                 "rounds": [[round(t, 3), round(c, 3)] for t, c in rounds],
             }
             for tree, rounds in walls.items()

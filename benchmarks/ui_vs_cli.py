@@ -97,7 +97,7 @@ def _ui_night(url: str, night: date, job: str, selection: tuple[list[Any], list[
 def _cli_night(env: dict[str, str], night: date) -> dict[str, float]:
     t0 = time.perf_counter()
     done = subprocess.run(
-        [sys.executable, "-m", "pipelines.cli", "run", "--date", night.isoformat()],
+        [sys.executable, "-m", "pipelines.command", "run", "--date", night.isoformat()],
         cwd=ROOT,
         env=env,
         capture_output=True,
@@ -128,6 +128,20 @@ def _webserver(env: dict[str, str], port: int) -> subprocess.Popen[bytes]:
     raise RuntimeError("dagster dev did not come up")
 
 
+def _standby(env: dict[str, str]) -> subprocess.Popen[bytes]:
+    """``tourneylake standby`` on ``env``'s socket, once it listens."""
+    waiting = subprocess.Popen(
+        [sys.executable, "-m", "pipelines.cli", "standby"],
+        cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+    )  # fmt: skip
+    deadline = time.monotonic() + 60
+    while not Path(env["TOURNEYLAKE_STANDBY"]).exists():
+        if waiting.poll() is not None or time.monotonic() > deadline:
+            raise RuntimeError("the standby did not start")
+        time.sleep(0.1)
+    return waiting
+
+
 def _stop(ui: subprocess.Popen[bytes]) -> None:
     os.killpg(ui.pid, signal.SIGINT)
     try:
@@ -141,6 +155,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--watchlist", type=Path, default=ROOT / "watchlist.yaml")
+    parser.add_argument("--no-standby", action="store_true", help="every night in a process of its own (no standby)")
     args = parser.parse_args(argv)
     today = datetime.now(UTC).date()
     nights = [today - timedelta(days=2 + i) for i in range(3 * args.repeats + 1)]  # one to warm up
@@ -157,10 +172,12 @@ def main(argv: list[str] | None = None) -> int:
             TOURNEYLAKE_WATCHLIST=str(args.watchlist.resolve()),
             TOURNEYLAKE_FIRST_NIGHT=nights[-1].isoformat(),
             PYTHONWARNINGS="ignore",
+            TOURNEYLAKE_STANDBY="off" if args.no_standby else str(folder / "standby.sock"),
         )
         os.environ.update({k: v for k, v in env.items() if k.startswith("TOURNEYLAKE_")})
         selection = _nightly_selection()
         port = free_port()
+        waiting = None if args.no_standby else _standby(env)
         ui = _webserver(env, port)
         url = f"http://127.0.0.1:{port}/graphql"
         try:
@@ -171,6 +188,8 @@ def main(argv: list[str] | None = None) -> int:
                 timings["cli"].append(_cli_night(env, nights.pop()))
         finally:
             _stop(ui)
+            if waiting is not None:
+                _stop(waiting)
     medians = {way: {k: round(statistics.median(t[k] for t in rows), 3) for k in rows[0]} for way, rows in timings.items()}
     cli = medians["cli"]["wall_s"]
     print(
@@ -178,6 +197,7 @@ def main(argv: list[str] | None = None) -> int:
             {
                 "benchmark": "ui_vs_cli",
                 "watchlist": str(args.watchlist),
+                "standby": not args.no_standby,
                 "medians": medians,
                 "ratios_to_cli": {way: round(medians[way]["wall_s"] / cli, 2) for way in ("ui_job", "ui_assets")},
                 "rounds": timings,

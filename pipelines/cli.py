@@ -9,6 +9,7 @@ fast.
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import datetime, timedelta
@@ -309,8 +310,33 @@ def print_models(report: Any) -> None:
         console.print(f"report: {page}", highlight=False)
 
 
+@app.command()
+def standby(
+    idle_exit: Annotated[
+        float | None, typer.Option("--idle-exit", min=0.0, help="Stop after this many hours without a night (default: never).")
+    ] = None,
+) -> None:
+    """Wait with a night's code loaded: each `tourneylake run`, and each run the UI or the
+    schedule launches, forks from this process instead of loading it again (about a second a
+    night). Stop it with Ctrl-C or SIGTERM; it ends after the nights it started."""
+    from pipelines.standby import STANDBY_ENV, serve, socket_path
+
+    path = socket_path()
+    if path is None:
+        raise fail(f"{STANDBY_ENV}=off: no standby to start", USAGE)
+    idle_s = None if idle_exit is None else idle_exit * 3600
+
+    def ready() -> None:
+        err.print(f"standby: ready on {path} (pid {os.getpid()}); Ctrl-C stops it", highlight=False)
+
+    if serve(path, idle_exit_s=idle_s, ready=ready) != 0:
+        raise fail(f"a standby already runs on {path}")
+    err.print("standby: stopped", highlight=False)
+
+
 def main() -> None:
-    """The console script ``tourneylake`` (see :func:`tourneylake.cli.launch`)."""
+    """The console script ``tourneylake`` in this process (see :func:`tourneylake.cli.launch`;
+    :mod:`pipelines.command` hands a night to the standby first)."""
     launch(app)
 
 

@@ -41,9 +41,19 @@ hand_app = typer.Typer(no_args_is_help=True, help="Hand analysis (subscribers, 5
 app.add_typer(filter_app, name="filter")
 app.add_typer(hand_app, name="hand")
 
-# Piped output (CI logs, `make run | tee`) gets a wide console instead of 80 columns.
-console = Console() if sys.stdout.isatty() else Console(width=140)
-err = Console(stderr=True) if sys.stderr.isatty() else Console(stderr=True, width=140)
+console = Console()
+err = Console(stderr=True)
+
+
+def fit_consoles() -> None:
+    """Fit both consoles to the streams they write to now (at import, and in a night forked from
+    the standby, whose streams were the standby's): a terminal's width and colours; piped output
+    (CI logs, `make run | tee`) gets 140 columns instead of 80."""
+    for shown, stderr, stream in ((console, False, sys.stdout), (err, True, sys.stderr)):
+        shown.__init__(stderr=stderr) if stream.isatty() else shown.__init__(stderr=stderr, width=140)  # type: ignore[misc]
+
+
+fit_consoles()
 
 DataDir = Annotated[str | None, typer.Option("--data-dir", help="Data directory or fsspec URL (TOURNEYLAKE_DATA_DIR).")]
 Sandbox = Annotated[bool, typer.Option("--sandbox", help="Use the built-in sandbox whatever TOURNEYLAKE_BASE_URL says.")]
@@ -705,6 +715,7 @@ __all__ = [
     "ConfigError",
     "app",
     "fail",
+    "fit_consoles",
     "launch",
     "main",
     "one_line",
