@@ -25,31 +25,35 @@ from __future__ import annotations
 
 import argparse
 import os
-import signal
 import statistics
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
-from contextlib import ExitStack, contextmanager
+from contextlib import ExitStack
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 import orjson
 
-from benchmarks.common import NIGHT, ROOT, BenchServer, measure, roster, run_env, scratch, write_watchlist
+from benchmarks.common import (
+    NIGHT,
+    ROOT,
+    BenchServer,
+    entry_module,
+    measure,
+    roster,
+    run_env,
+    running_standby,
+    scratch,
+    write_watchlist,
+)
 
 CHILD = Path(__file__).resolve()
 
 
 def _command(night: str, data: Path) -> list[str]:
     return ["run", "--date", night, "--data-dir", str(data)]
-
-
-def _entry(tree: Path) -> str:
-    """The module ``tree``'s console script runs: ``pipelines.command`` hands a night to a standby."""
-    return "pipelines.command" if (tree / "pipelines" / "command.py").is_file() else "pipelines.cli"
 
 
 def _round(tree: Path, base_url: str, folder: Path, warm: bool, standby: Path | None = None) -> tuple[float, float]:
@@ -61,7 +65,12 @@ def _round(tree: Path, base_url: str, folder: Path, warm: bool, standby: Path | 
     env = run_env(base_url, data, watchlist, home, 4, tree=tree, TOURNEYLAKE_STANDBY=str(standby or "off"))
     nights = [NIGHT - timedelta(days=1), NIGHT] if warm else [NIGHT]
     for index, night in enumerate(nights):
-        done = measure([sys.executable, "-m", _entry(tree), *_command(night.isoformat(), data)], env=env, cwd=tree, timeout=300)
+        done = measure(
+            [sys.executable, "-m", entry_module(tree, standby), *_command(night.isoformat(), data)],
+            env=env,
+            cwd=tree,
+            timeout=300,
+        )
         if done.returncode != 0:
             raise RuntimeError(f"tourneylake run failed ({tree}): {done.stderr[-1500:]}")
         if index == len(nights) - 1:
@@ -112,29 +121,6 @@ def _breakdown(tree: Path, base_url: str, folder: Path, warm: bool) -> dict[str,
     return {name: round(value, 4) for name, value in out.items()}
 
 
-@contextmanager
-def _standby(tree: Path) -> Iterator[Path]:
-    """``tree``'s ``tourneylake standby`` on a socket of its own, stopped (by its pid) after."""
-    with scratch("tourneylake-standby-") as folder:
-        path = folder / "standby.sock"
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("TOURNEYLAKE_", "DAGSTER_"))}
-        env["TOURNEYLAKE_STANDBY"] = str(path)
-        waiting = subprocess.Popen(
-            [sys.executable, "-m", "pipelines.cli", "standby"], cwd=tree, env=env,
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
-        )  # fmt: skip
-        try:
-            deadline = time.monotonic() + 60
-            while not path.exists():
-                if waiting.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError(f"the standby of {tree} did not start")
-                time.sleep(0.1)
-            yield path
-        finally:
-            os.killpg(waiting.pid, signal.SIGINT)
-            waiting.wait(timeout=60)
-
-
 def _steps(home: Path) -> dict[str, Any]:
     """The last run's steps (start to success), the gaps between them, from its event log."""
     os.environ["DAGSTER_HOME"] = str(home)
@@ -175,7 +161,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.standby:
             for tree in trees:
                 if (tree / "pipelines" / "standby.py").is_file():
-                    ways.append((f"{tree} (standby)", tree, standbys.enter_context(_standby(tree))))
+                    ways.append((f"{tree} (standby)", tree, standbys.enter_context(running_standby(tree))))
         walls.update((name, []) for name, _, _ in ways)
         for _ in range(args.repeats):
             for name, tree, standby in ways:

@@ -10,6 +10,7 @@ Six figures, each measured on one machine in one run (never asserted as a timing
    by 0.3x between runs an hour apart), peak RSS of the whole process tree (sampled; ``wait4``'s
    largest process beside it).
    ``--variant`` adds arms (another source tree or environment) alternated with ours;
+   ``--standby`` adds ours with each night forked from ``tourneylake standby``;
 2. the harvest alone at 150 ms latency, 4 parallel calls: median <= 1.05 x latency x calls / 4,
    beside the host's floor (a bare client making the same calls, alternating);
 3. normalising <= 2x merely parsing, on sandbox summaries and on the recorded ``player-summary.json``;
@@ -37,6 +38,7 @@ import statistics
 import subprocess
 import sys
 import time
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from importlib import metadata as importlib_metadata
@@ -52,9 +54,11 @@ from benchmarks.common import (
     TODAY,
     BenchServer,
     cpu_jiffies,
+    entry_module,
     measure,
     roster,
     run_env,
+    running_standby,
     sandbox_bodies,
     scratch,
     steal_pct,
@@ -124,6 +128,7 @@ class Arm:
     label: str
     tree: Path = ROOT
     env: dict[str, str] = field(default_factory=dict)
+    standby: Path | None = None  # the socket of the tree's standby its nights fork from
 
 
 def views_built(warehouse: Path) -> None:
@@ -142,8 +147,8 @@ def views_built(warehouse: Path) -> None:
 
 
 def whole_run(server: BenchServer, arm: Arm, watchlist: Path, data_dir: Path, timeout: float) -> dict[str, Any]:
-    """``tourneylake run`` (``python -m pipelines.cli run``, the console script's module) from
-    process start to exit, over a fresh data directory (its warehouse's views built, see
+    """``tourneylake run`` (``python -m pipelines.cli run``; through the arm's standby, the console
+    script's module ``pipelines.command``) from process start to exit, over a fresh data directory (its warehouse's views built, see
     :func:`views_built`) and Dagster home, against ``server``."""
     views_built(data_dir / "warehouse.duckdb")
     server.reset()
@@ -154,10 +159,13 @@ def whole_run(server: BenchServer, arm: Arm, watchlist: Path, data_dir: Path, ti
         data_dir.parent / (data_dir.name + "-dagster"),
         HARVEST_CONCURRENCY,
         tree=arm.tree,
-        **arm.env,
+        **{"TOURNEYLAKE_STANDBY": str(arm.standby or "off"), **arm.env},
     )
     m = measure(
-        [sys.executable, "-m", "pipelines.cli", "run", "--date", NIGHT.isoformat()], env=env, cwd=arm.tree, timeout=timeout
+        [sys.executable, "-m", entry_module(arm.tree, arm.standby), "run", "--date", NIGHT.isoformat()],
+        env=env,
+        cwd=arm.tree,
+        timeout=timeout,
     )
     stats = server.stats()
     if m.returncode != 0:
@@ -837,6 +845,7 @@ def main(argv: list[str] | None = None) -> int:
         "(e.g. 'httpcore::TOURNEYLAKE_HTTP_BACKEND=httpcore')",
     )
     parser.add_argument("--tree", type=Path, default=ROOT, help="the source tree whose `tourneylake run` is measured")
+    parser.add_argument("--standby", action="store_true", help="benchmark 1: also ours with its nights forked from a standby")
     args = parser.parse_args(argv)
     only = {int(x) for x in args.only.split(",") if x}
     quick = args.quick
@@ -857,7 +866,9 @@ def main(argv: list[str] | None = None) -> int:
     repeats = args.repeats or (1 if quick else 5)
     memory_counts = [100, 300, 1000] if quick else [500, 2000, 20000]
     biggest = max(memory_counts) if 5 in only else players
-    with scratch("tourneylake-bench-lake-") as keep:
+    with scratch("tourneylake-bench-lake-") as keep, ExitStack() as standbys:
+        if args.standby:
+            arms.append(Arm("ours-standby", args.tree.resolve(), standby=standbys.enter_context(running_standby(args.tree))))
         lake_dir = keep / "lake-of-bench-1"
         known_rss: dict[int, float] = {}
         with BenchServer(biggest, 20.0, distinct=min(2000, biggest)) as server:

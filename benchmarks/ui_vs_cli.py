@@ -11,6 +11,10 @@ round harvests three fresh nights, one each way, alternating:
   for one partition (the implicit asset job, with the Definitions' default executor);
 - ``cli``: ``tourneylake run --date D`` on the same instance and lake (process start to exit).
 
+A ``tourneylake standby`` waits beside them (as ``make dagster`` starts one): the UI's runs and
+the command line's nights fork from it (``pipelines/standby.py``); ``--no-standby`` times the
+way without one (each night in a fresh process: the code server's run worker, the command line's).
+
 A UI night is timed from the launch request to the run's end as the API reports it (its
 queueing and launch included), and its own duration (start to end) beside it. Prints one JSON
 line with the medians and the ratios to the command line; the figures go to
@@ -27,6 +31,7 @@ import statistics
 import subprocess
 import sys
 import time
+from contextlib import ExitStack
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -34,7 +39,7 @@ from typing import Any
 import httpx
 import orjson
 
-from benchmarks.common import ROOT, SandboxProcess, free_port, scratch
+from benchmarks.common import ROOT, SandboxProcess, free_port, running_standby, scratch
 
 LAUNCH = """
 mutation Launch($params: ExecutionParams!) {
@@ -97,7 +102,7 @@ def _ui_night(url: str, night: date, job: str, selection: tuple[list[Any], list[
 def _cli_night(env: dict[str, str], night: date) -> dict[str, float]:
     t0 = time.perf_counter()
     done = subprocess.run(
-        [sys.executable, "-m", "pipelines.command", "run", "--date", night.isoformat()],
+        [sys.executable, "-m", "pipelines.command", "run", "--date", night.isoformat()],  # the console script's module
         cwd=ROOT,
         env=env,
         capture_output=True,
@@ -128,20 +133,6 @@ def _webserver(env: dict[str, str], port: int) -> subprocess.Popen[bytes]:
     raise RuntimeError("dagster dev did not come up")
 
 
-def _standby(env: dict[str, str]) -> subprocess.Popen[bytes]:
-    """``tourneylake standby`` on ``env``'s socket, once it listens."""
-    waiting = subprocess.Popen(
-        [sys.executable, "-m", "pipelines.cli", "standby"],
-        cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
-    )  # fmt: skip
-    deadline = time.monotonic() + 60
-    while not Path(env["TOURNEYLAKE_STANDBY"]).exists():
-        if waiting.poll() is not None or time.monotonic() > deadline:
-            raise RuntimeError("the standby did not start")
-        time.sleep(0.1)
-    return waiting
-
-
 def _stop(ui: subprocess.Popen[bytes]) -> None:
     os.killpg(ui.pid, signal.SIGINT)
     try:
@@ -160,7 +151,9 @@ def main(argv: list[str] | None = None) -> int:
     today = datetime.now(UTC).date()
     nights = [today - timedelta(days=2 + i) for i in range(3 * args.repeats + 1)]  # one to warm up
     timings: dict[str, list[dict[str, float]]] = {"ui_job": [], "ui_assets": [], "cli": []}
-    with scratch("tourneylake-ui-") as folder, SandboxProcess(players=200, latency_ms=0, today=today) as sandbox:
+    with ExitStack() as stack:
+        folder = stack.enter_context(scratch("tourneylake-ui-"))
+        sandbox = stack.enter_context(SandboxProcess(players=200, latency_ms=0, today=today))
         home = folder / "dagster_home"
         home.mkdir()
         shutil.copy(ROOT / "dagster_home" / "dagster.yaml", home / "dagster.yaml")
@@ -172,12 +165,12 @@ def main(argv: list[str] | None = None) -> int:
             TOURNEYLAKE_WATCHLIST=str(args.watchlist.resolve()),
             TOURNEYLAKE_FIRST_NIGHT=nights[-1].isoformat(),
             PYTHONWARNINGS="ignore",
-            TOURNEYLAKE_STANDBY="off" if args.no_standby else str(folder / "standby.sock"),
         )
         os.environ.update({k: v for k, v in env.items() if k.startswith("TOURNEYLAKE_")})
         selection = _nightly_selection()
         port = free_port()
-        waiting = None if args.no_standby else _standby(env)
+        standby = None if args.no_standby else stack.enter_context(running_standby())
+        env["TOURNEYLAKE_STANDBY"] = str(standby or "off")
         ui = _webserver(env, port)
         url = f"http://127.0.0.1:{port}/graphql"
         try:
@@ -188,8 +181,6 @@ def main(argv: list[str] | None = None) -> int:
                 timings["cli"].append(_cli_night(env, nights.pop()))
         finally:
             _stop(ui)
-            if waiting is not None:
-                _stop(waiting)
     medians = {way: {k: round(statistics.median(t[k] for t in rows), 3) for k in rows[0]} for way, rows in timings.items()}
     cli = medians["cli"]["wall_s"]
     print(

@@ -23,18 +23,15 @@ This module is the client's too, so it imports nothing but the standard library.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import io
 import json
 import os
-import selectors
 import signal
 import socket
 import struct
 import sys
-import sysconfig
-import tempfile
 import time
+import zlib
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -102,13 +99,13 @@ def socket_path() -> Path | None:
         return None
     if named:
         return Path(named)
-    runtime = os.environ.get("XDG_RUNTIME_DIR") or tempfile.gettempdir()
-    return Path(runtime) / f"tourneylake-{os.getuid()}" / f"{_identity()[:16]}.sock"
+    runtime = os.environ.get("XDG_RUNTIME_DIR") or os.environ.get("TMPDIR") or "/tmp"
+    return Path(runtime) / f"tourneylake-{os.getuid()}" / f"{zlib.crc32(_identity().encode()):08x}.sock"
 
 
 def _identity() -> str:
     """This checkout and interpreter: a standby serves only the code its callers would load."""
-    return hashlib.sha256(f"{TREE}\0{sys.executable}".encode()).hexdigest()
+    return f"{TREE}\0{sys.executable}"
 
 
 def _send(conn: socket.socket, message: dict[str, Any], fds: list[int] | None = None) -> None:
@@ -203,6 +200,7 @@ def serve(path: Path, *, idle_exit_s: float | None = None, ready: Callable[[], N
     stopped (SIGTERM or Ctrl-C, code changed on disk, ``idle_exit_s`` without a request), after
     the nights it forked ended (a second signal: at once); 1 when another standby listens there."""
     import importlib
+    import selectors
     import threading
 
     from tourneylake.runtime.collector import start_up
@@ -305,6 +303,8 @@ def _sources() -> dict[str, int]:
     files = {str(module.__file__) for module in list(sys.modules.values()) if getattr(module, "__file__", None)}
     files = {name for name in files if name.startswith(str(TREE))}
     files |= {str(found) for found in (TREE / "sql").rglob("*.sql")}
+    import sysconfig
+
     files.add(sysconfig.get_paths()["purelib"])
     return {name: os.stat(name).st_mtime_ns for name in files if os.path.exists(name)}
 
