@@ -153,6 +153,9 @@ def forward(argv: list[str], kind: str = "command", *, on_started: Callable[[int
     conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
         conn.connect(str(path))
+        if _peer_uid(conn) != os.getuid():  # the environment holds secrets: only to our own standby
+            conn.close()
+            return None
         request = {"kind": kind, "argv": argv, "cwd": os.getcwd(), "env": dict(os.environ), "identity": _identity()}
         _send(conn, request, [0, 1, 2])
         answer, _ = _receive(conn)
@@ -273,11 +276,20 @@ def _stop(_signum: int, _frame: Any) -> None:
     raise KeyboardInterrupt
 
 
+def _peer_uid(conn: socket.socket) -> int:
+    """The user the process at the other end of ``conn`` runs as (the kernel's word for it)."""
+    _pid, uid, _gid = struct.unpack("3i", conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i")))
+    return int(uid)
+
+
 def _listen(path: Path) -> socket.socket | None:
-    """The standby's socket at ``path`` (a stale one replaced), or ``None`` if one answers there."""
+    """The standby's socket at ``path`` (a stale one replaced), or ``None`` if one answers there.
+    The socket is the owner's alone (mode 0600); the default folder too (0700, ours)."""
     path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-    if path.parent.stat().st_uid != os.getuid():
-        raise PermissionError(f"{path.parent} belongs to another user: the standby's socket cannot live there")
+    if path.parent.name == f"tourneylake-{os.getuid()}":
+        if path.parent.stat().st_uid != os.getuid():
+            raise PermissionError(f"{path.parent} belongs to another user: the standby's socket cannot live there")
+        path.parent.chmod(0o700)
     if path.exists():
         probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
@@ -331,7 +343,7 @@ def _take(
         conn.close()
         return True
     try:
-        if request is None or len(fds) != 3 or request.get("identity") != _identity():
+        if request is None or len(fds) != 3 or request.get("identity") != _identity() or _peer_uid(conn) != os.getuid():
             _send(conn, {"refused": "another checkout or interpreter"})
             return True
         if _changed(watched):

@@ -136,7 +136,7 @@ def test_ctrl_c_reaches_the_night_in_the_standby(tmp_path: Path) -> None:
 def test_a_standby_steps_aside_for_changed_code_and_other_interpreters(tmp_path: Path) -> None:
     """A source file touched after the standby started: the night runs in the caller's own
     process, and the standby stops (its socket gone). A caller of another interpreter is never
-    served."""
+    served, and a caller never hands its environment to a socket another user answers."""
     from pipelines import standby as standby_module
 
     socket_file, data = tmp_path / "standby.sock", tmp_path / "data"
@@ -150,6 +150,12 @@ def test_a_standby_steps_aside_for_changed_code_and_other_interpreters(tmp_path:
             assert standby_module.forward(["run", "--help"]) is None  # refused: the caller runs it
         finally:
             standby_module._identity = identity  # type: ignore[assignment]
+        peer = standby_module._peer_uid
+        try:  # a socket another user answers gets nothing (the environment holds secrets)
+            standby_module._peer_uid = lambda conn: os.getuid() + 1  # type: ignore[assignment]
+            assert standby_module.forward(["run", "--help"]) is None
+        finally:
+            standby_module._peer_uid = peer  # type: ignore[assignment]
             os.environ.pop(standby_module.STANDBY_ENV)
         assert waiting.poll() is None
 
