@@ -208,6 +208,9 @@ def serve(path: Path, *, idle_exit_s: float | None = None, ready: Callable[[], N
 
     from tourneylake.runtime.collector import start_up
 
+    if _answered(path):  # said before a second of loading
+        return 1
+
     with start_up():  # what the imports made is never collected: each child skips it too
         for name in WARM_MODULES:
             importlib.import_module(name)
@@ -276,6 +279,18 @@ def _stop(_signum: int, _frame: Any) -> None:
     raise KeyboardInterrupt
 
 
+def _answered(path: Path) -> bool:
+    """Whether a process listens on the socket at ``path``."""
+    probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        probe.connect(str(path))
+        return True
+    except OSError:
+        return False
+    finally:
+        probe.close()
+
+
 def _peer_uid(conn: socket.socket) -> int:
     """The user the process at the other end of ``conn`` runs as (the kernel's word for it)."""
     _pid, uid, _gid = struct.unpack("3i", conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i")))
@@ -290,15 +305,10 @@ def _listen(path: Path) -> socket.socket | None:
         if path.parent.stat().st_uid != os.getuid():
             raise PermissionError(f"{path.parent} belongs to another user: the standby's socket cannot live there")
         path.parent.chmod(0o700)
-    if path.exists():
-        probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        try:
-            probe.connect(str(path))
-            return None
-        except OSError:
-            path.unlink()
-        finally:
-            probe.close()
+    if _answered(path):
+        return None
+    with contextlib.suppress(FileNotFoundError):
+        path.unlink()  # a standby's that ended without removing it (killed)
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     kept = os.umask(0o177)
     try:

@@ -26,11 +26,11 @@ NIGHT = date(2026, 11, 20)
 
 
 @contextmanager
-def standby(socket_file: Path, **extra: str) -> Iterator[subprocess.Popen[str]]:
+def standby(socket_file: Path, *options: str) -> Iterator[subprocess.Popen[str]]:
     """``tourneylake standby`` on ``socket_file``, once it listens; stopped by its pid after."""
-    env = clean_env(TOURNEYLAKE_STANDBY=str(socket_file), **extra)
+    env = clean_env(TOURNEYLAKE_STANDBY=str(socket_file))
     waiting = subprocess.Popen(
-        [sys.executable, "-m", "pipelines.cli", "standby"], cwd=REPO, env=env,
+        [sys.executable, "-m", "pipelines.cli", "standby", *options], cwd=REPO, env=env,
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
     )  # fmt: skip
     try:
@@ -174,3 +174,17 @@ def test_a_standby_steps_aside_for_changed_code_and_other_interpreters(tmp_path:
         assert run_pid(tmp_path / "home", NIGHT) == night.pid  # in the caller's own process
         waiting.wait(timeout=30)
     assert waiting.returncode == 0 and not socket_file.exists()
+
+
+def test_a_standby_ends_after_its_idle_hours_and_a_second_one_is_refused(tmp_path: Path) -> None:
+    socket_file = tmp_path / "standby.sock"
+    with standby(socket_file, "--idle-exit", "0.001") as waiting:  # 3.6 s without a night
+        second = subprocess.run(
+            [sys.executable, "-m", "pipelines.cli", "standby"], cwd=REPO, capture_output=True, text=True, timeout=120,
+            env=clean_env(TOURNEYLAKE_STANDBY=str(socket_file)),
+        )  # fmt: skip
+        assert second.returncode == 1
+        assert second.stderr.strip().splitlines() == [f"error: a standby already runs on {socket_file}"]
+        waiting.wait(timeout=60)  # by itself
+        assert waiting.returncode == 0 and not socket_file.exists()
+        assert waiting.stderr is not None and waiting.stderr.read().strip().endswith("standby: stopped")
