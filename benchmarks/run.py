@@ -251,9 +251,10 @@ def bench_vs_dlt(
                 data_dir = keep if (rep == repeats - 1 and arm is arms[0]) else tmp / f"{arm.label}-{rep}"
                 run = whole_run(server, arm, watchlist, data_dir, deadline.left(900))
                 runs.setdefault(arm.label, []).append(run)
+                usage = f"cpu {run['cpu_s']:.1f} s, peak {run['peak_rss_mb']:.0f} MB, " if arm.standby is None else ""
                 log(
-                    f"[1] {arm.label} run {rep + 1}: {run['seconds']:.2f} s, cpu {run['cpu_s']:.1f} s, "
-                    f"peak {run['peak_rss_mb']:.0f} MB, start-up {run['startup_s']:.2f} s, host steal {run['host_steal_pct']}%"
+                    f"[1] {arm.label} run {rep + 1}: {run['seconds']:.2f} s, {usage}"
+                    f"start-up {run['startup_s']:.2f} s, host steal {run['host_steal_pct']}%"
                 )
                 if run["summaries"] != players:
                     raise RuntimeError(f"{arm.label} fetched {run['summaries']} of {players}")
@@ -277,8 +278,10 @@ def bench_vs_dlt(
         )
     else:
         ratio, figure = float("nan"), f"ours {med[arms[0].label]:.2f} s (dlt not run)"
-    for arm in arms[1:]:
-        figure += f"; {arm.label} {med[arm.label]:.2f} s / {rss[arm.label]:.0f} MB"
+    for arm in arms[1:]:  # a standby's night runs in its child: the caller's memory is not the night's
+        memory = f" / {rss[arm.label]:.0f} MB" if arm.standby is None else ""
+        against = f" ({med['dlt'] / med[arm.label]:.2f}x dlt's)" if with_dlt else ""
+        figure += f"; {arm.label} {med[arm.label]:.2f} s{memory}{against}"
     steal = [r["host_steal_pct"] for v in runs.values() for r in v if r["host_steal_pct"] is not None]
     if steal:
         figure += f"; host steal {min(steal):.0f}-{max(steal):.0f}%"
