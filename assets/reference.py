@@ -1,16 +1,42 @@
 """Reference data: metadata (with the night's currency rates), countries and news. All free."""
 
-from dagster import AssetExecutionContext, Backoff, MaterializeResult, RetryPolicy, asset
+import functools
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from dagster import AssetExecutionContext, MaterializeResult, RetryRequested, asset
 
 from assets.partitions import SERVICE_POOL, nightly_partitions
 from assets.report import fails_cleanly, night_of
 from assets.resource import TourneylakeResource
+from tourneylake.api import ApiError
 from tourneylake.night.harvest import refresh_free_resource, refresh_metadata
 
-# Free calls: a transient failure is worth another try a little later (a wrong password or a
-# data directory of another source is not: those are errors tourneylake raises on purpose, and
-# Dagster retries only what the policy is given, so the policy stays on free transient calls).
-FREE_CALL_RETRY = RetryPolicy(max_retries=2, delay=2, backoff=Backoff.EXPONENTIAL)
+F = TypeVar("F", bound=Callable[..., Any])
+
+#: Free calls that failed transiently (the client's own retries spent) are tried again this many
+#: times, 2 s then 4 s later.
+FREE_CALL_RETRIES = 2
+
+
+def retried_when_transient(body: F) -> F:
+    """A free call's step tried again when the service failed transiently, asked by the step
+    itself (Dagster's ``RetryRequested``). Not a retry policy: Dagster retries an *interrupted*
+    step that has one, so a Ctrl-C or a terminate from the UI during the night's first calls was
+    tried again and the night went on. A wrong password or a data directory of another source
+    is not retried either (``fails_cleanly``: errors tourneylake raises on purpose)."""
+
+    @functools.wraps(body)
+    def wrapper(context: AssetExecutionContext, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return body(context, *args, **kwargs)
+        except ApiError as exc:
+            if not exc.retryable:
+                raise
+            wait = 2.0 * 2**context.retry_number
+            raise RetryRequested(max_retries=FREE_CALL_RETRIES, seconds_to_wait=wait) from exc
+
+    return wrapper  # type: ignore[return-value]
 
 
 @asset(
@@ -18,9 +44,9 @@ FREE_CALL_RETRY = RetryPolicy(max_retries=2, delay=2, backoff=Backoff.EXPONENTIA
     kinds={"python", "parquet"},
     partitions_def=nightly_partitions,
     pool=SERVICE_POOL,
-    retry_policy=FREE_CALL_RETRY,
     description="Service metadata for the night, fetched with our hash: downloaded only when it changed (rates refresh daily).",
 )
+@retried_when_transient
 @fails_cleanly
 def metadata(context: AssetExecutionContext, tourneylake: TourneylakeResource) -> MaterializeResult:
     outcome = refresh_metadata(tourneylake.session(night_of(context)))
@@ -40,9 +66,9 @@ def metadata(context: AssetExecutionContext, tourneylake: TourneylakeResource) -
     kinds={"python", "parquet"},
     partitions_def=nightly_partitions,
     pool=SERVICE_POOL,
-    retry_policy=FREE_CALL_RETRY,
     description="Countries the service recognises (free; once per night).",
 )
+@retried_when_transient
 @fails_cleanly
 def countries(context: AssetExecutionContext, tourneylake: TourneylakeResource) -> MaterializeResult:
     outcome = refresh_free_resource(tourneylake.session(night_of(context)), "countries")
@@ -55,9 +81,9 @@ def countries(context: AssetExecutionContext, tourneylake: TourneylakeResource) 
     kinds={"python", "parquet"},
     partitions_def=nightly_partitions,
     pool=SERVICE_POOL,
-    retry_policy=FREE_CALL_RETRY,
     description="Product news from What's New (free; once per night).",
 )
+@retried_when_transient
 @fails_cleanly
 def news(context: AssetExecutionContext, tourneylake: TourneylakeResource) -> MaterializeResult:
     outcome = refresh_free_resource(tourneylake.session(night_of(context)), "whats_new")

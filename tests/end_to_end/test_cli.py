@@ -399,6 +399,36 @@ def test_ctrl_c_exits_130_with_one_line_and_keeps_every_paid_answer(tmp_path: Pa
         assert f"reused from the lake: {paid}," in again.stdout
 
 
+def test_ctrl_c_during_the_free_calls_ends_the_night(tmp_path: Path) -> None:
+    """SIGINT while the night's first steps (the free calls, which Dagster retries on a
+    transient failure) wait on the service: the night stops there, exit 130, one line, no
+    search spent. (Dagster retries an interrupted step that has a retry policy: the night went on.)"""
+    from datetime import date
+
+    from tourneylake.config import SANDBOX_USERNAME
+    from tourneylake.sandbox import running_sandbox
+
+    night = date(2026, 11, 20)
+    with running_sandbox(seed=7, today=night, latency_ms=1000) as server:
+        env = clean_env(TOURNEYLAKE_BASE_URL=server.base_url)
+        args = ["run", "--date", night.isoformat(), "--data-dir", str(tmp_path / "data"), "--watchlist", "watchlist.yaml"]
+        before = server.accounts.remaining(SANDBOX_USERNAME)
+        process = subprocess.Popen(
+            [*CLI, *args], cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
+        )
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and process.poll() is None and not server.app.requests:
+            time.sleep(0.02)
+        time.sleep(0.2)  # the first free call waits on the service (1 s)
+        os.killpg(process.pid, signal.SIGINT)
+        out, err = process.communicate(timeout=120)
+        assert process.returncode == 130, (out[-1500:], err[-2000:])
+        errors = [line for line in err.splitlines() if line.startswith("error:")]
+        assert errors == [err.strip().splitlines()[-1]] and errors[0].startswith("error: interrupted")
+        assert "Traceback" not in err + out and "retry" not in err.lower()
+        assert server.accounts.remaining(SANDBOX_USERNAME) == before  # stopped before the searches
+
+
 @pytest.mark.parametrize(
     ("why", "env"),
     [
