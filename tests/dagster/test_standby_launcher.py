@@ -1,7 +1,8 @@
 """Runs launched from the UI forked from ``tourneylake standby``: `dagster dev` on a loopback port
 with the project's instance (its run launcher, pipelines/standby_launcher.py) and a standby
 beside it; a night launched through the GraphQL API runs in the standby's child, and a night
-terminated from the UI ends canceled, its worker stopped."""
+terminated from the UI, in its harvest or while its first free call waits, ends canceled, its
+worker stopped."""
 
 from __future__ import annotations
 
@@ -66,7 +67,7 @@ def test_ui_runs_fork_from_the_standby_and_terminate(tmp_path: Path) -> None:
     shutil.copy(REPO / "dagster_home" / "dagster.yaml", home / "dagster.yaml")
     socket_file = tmp_path / "standby.sock"
     port = _free_port()
-    with running_sandbox(seed=7, today=date(2026, 11, 21), latency_ms=300) as server:
+    with running_sandbox(seed=7, today=date(2026, 11, 22), latency_ms=300) as server:
         env = {k: v for k, v in os.environ.items() if not k.startswith(("TOURNEYLAKE_", "DAGSTER_"))}
         env.update(
             DAGSTER_HOME=str(home),
@@ -110,6 +111,14 @@ def test_ui_runs_fork_from_the_standby_and_terminate(tmp_path: Path) -> None:
                     time.sleep(0.05)
                 assert _graphql(url, TERMINATE, {"runId": stopped})["terminateRun"]["__typename"] == "TerminateRunSuccess"
                 assert _ended(url, stopped, deadline + 360) == "CANCELED"
+
+                asked = server.app.requests
+                early = _launch(url, "2026-11-21")  # terminated while its first free call waits
+                while server.app.requests == asked:
+                    assert time.monotonic() < deadline + 420, "the third night did not call the service"
+                    time.sleep(0.02)
+                assert _graphql(url, TERMINATE, {"runId": early})["terminateRun"]["__typename"] == "TerminateRunSuccess"
+                assert _ended(url, early, deadline + 480) == "CANCELED"  # not tried again (it was)
                 assert waiting.poll() is None
             finally:
                 os.killpg(ui.pid, signal.SIGINT)
@@ -122,7 +131,7 @@ def test_ui_runs_fork_from_the_standby_and_terminate(tmp_path: Path) -> None:
     os.environ["DAGSTER_HOME"] = str(home)
     try:
         instance = DagsterInstance.get()
-        for run_id in (night, stopped):
+        for run_id in (night, stopped, early):
             run: Any = instance.get_run_by_id(run_id)
             worker = int(run.tags[STANDBY_PID_TAG])  # launched through the standby
             messages = [
