@@ -29,6 +29,7 @@ from dagster import __version__ as dagster_version
 from dagster._core.storage.event_log.sqlite.sqlite_event_log import INDEX_SHARD_NAME, SqliteEventLogStorage
 from sqlalchemy import create_engine
 from sqlalchemy.engine import Connection, Engine
+from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.pool import StaticPool
 
 __all__ = ["OpenSqliteEventLogStorage"]
@@ -47,6 +48,10 @@ class OpenSqliteEventLogStorage(SqliteEventLogStorage):
     def __init__(self, base_dir: str, inst_data: Any = None) -> None:
         self._engines: OrderedDict[str, Engine] = OrderedDict()
         self._engines_pid = os.getpid()
+        # Schema facts seen true: Dagster asks them again for every event it stores (a new
+        # engine and connection each, or the table's columns), and a migration only adds.
+        self._tables_seen: set[str] = set()
+        self._columns_seen: set[str] = set()
         super().__init__(base_dir, inst_data=inst_data)
 
     @classmethod
@@ -93,6 +98,32 @@ class OpenSqliteEventLogStorage(SqliteEventLogStorage):
                 self._engines.popitem(last=False)[1].dispose()
         return engine
 
+    def _initdb(self, engine: Engine, for_index_shard: bool = False) -> None:
+        """Dagster's, once the database is known to be stamped. Dagster creates the schema of a
+        database its migrations have not stamped, and checks nothing else: a stamped one needs
+        no more than reading its stamp, not the revision of every migration script (which
+        Dagster loads, file by file, to learn the newest)."""
+        with contextlib.suppress(sqlite3.Error, SQLAlchemyError), engine.connect() as conn:
+            if conn.exec_driver_sql("SELECT version_num FROM alembic_version").scalar():
+                return
+        super()._initdb(engine, for_index_shard=for_index_shard)
+
+    def has_table(self, table_name: str) -> bool:
+        if table_name in self._tables_seen:
+            return True
+        found = super().has_table(table_name)
+        if found:
+            self._tables_seen.add(table_name)
+        return found
+
+    def _has_asset_key_col_on_connection(self, conn: Connection, column_name: str) -> bool:
+        if column_name in self._columns_seen:
+            return True
+        found: bool = super()._has_asset_key_col_on_connection(conn, column_name)
+        if found:
+            self._columns_seen.add(column_name)
+        return found
+
     def _template(self) -> str:
         # Named for the Dagster version (its schema); no `.db`: Dagster's listings never see it.
         return os.path.join(self._base_dir, f".run-shard-{dagster_version}.sqlite")
@@ -137,9 +168,16 @@ class OpenSqliteEventLogStorage(SqliteEventLogStorage):
         with self._db_lock, self._engine(shard).connect() as conn, conn.begin():
             yield conn
 
+    def wipe(self) -> None:
+        self._close_engines()  # the run databases are deleted: none of their connections may be reused
+        super().wipe()
+
     def dispose(self) -> None:
+        self._close_engines()
+        super().dispose()
+
+    def _close_engines(self) -> None:
         with self._db_lock:
             for engine in self._engines.values():
                 engine.dispose()
             self._engines.clear()
-        super().dispose()

@@ -8,6 +8,7 @@ The report is plain data; the CLI renders it.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import io
 import logging
@@ -45,6 +46,46 @@ log = logging.getLogger(__name__)
 # Dagster's console logger stays quiet: the command line prints the run's outcome itself (one
 # line for a failure); the events, stack traces included, are in the instance for the UI.
 QUIET_LOGS = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}
+
+
+_kept: tuple[int, str, DagsterInstance] | None = None  # (pid, DAGSTER_HOME, its instance): see `persistent_instance`
+
+
+def persistent_instance() -> DagsterInstance:
+    """The instance of ``$DAGSTER_HOME``, one per process: the nights and the models of one
+    ``tourneylake run`` record their runs through it. Each instance loads its storages and checks
+    their schemas when made; the command's runs share that work instead of repeating it. A
+    process whose ``DAGSTER_HOME`` changes (a test) gets the new home's instance (the old one is
+    disposed), a forked child one of its own; the last is disposed at exit."""
+    global _kept
+    home = os.environ["DAGSTER_HOME"]
+    if _kept is not None and _kept[:2] == (os.getpid(), home):
+        return _kept[2]
+    _dispose_kept()
+    instance = DagsterInstance.get()
+    if _kept is None:
+        atexit.register(_dispose_kept)
+    _kept = (os.getpid(), home, instance)
+    return instance
+
+
+def _dispose_kept() -> None:
+    global _kept
+    if _kept is not None and _kept[0] == os.getpid():  # a parent's instance is the parent's to dispose
+        _kept[2].dispose()
+    _kept = None
+
+
+@contextlib.contextmanager
+def run_instance() -> Iterator[DagsterInstance]:
+    """The instance a run of this process records into: :func:`persistent_instance` when
+    ``DAGSTER_HOME`` is set (``make run``: the runs show in ``dagster dev``, and its pools
+    serialise overlapping runs on one account), else a throwaway one for the block."""
+    if os.environ.get("DAGSTER_HOME"):
+        yield persistent_instance()
+    else:
+        with DagsterInstance.ephemeral() as instance:
+            yield instance
 
 
 def _alive(pid: int) -> bool:
@@ -142,9 +183,9 @@ def report_current_models(settings: Settings) -> RunReport | None:
     if written is not None:
         events.append(AssetMaterialization(nightly_report.key, metadata=report_metadata(written)))
     if os.environ.get("DAGSTER_HOME"):
-        with DagsterInstance.get() as instance:
-            for event in events:
-                instance.report_runless_asset_event(event)
+        instance = persistent_instance()
+        for event in events:
+            instance.report_runless_asset_event(event)
     for event in events:
         if isinstance(event, AssetMaterialization):
             report.assets[event.asset_key.to_user_string()] = {key: value.value for key, value in event.metadata.items()}
@@ -168,9 +209,7 @@ def _execute(settings: Settings, job_name: str, night: date | None, *, sandbox_s
         )
     job = definitions.resolve_job_def(job_name)
     started = time.perf_counter()
-    # The persistent instance when DAGSTER_HOME is set (`make run`: the runs show in `dagster dev`
-    # and its pools serialise overlapping runs on one account), else a throwaway one.
-    with DagsterInstance.get() if os.environ.get("DAGSTER_HOME") else DagsterInstance.ephemeral() as instance:
+    with run_instance() as instance:
         for run_id in release_dead_runs(instance):
             log.warning("freed the pool slots of run %s: its process died", run_id)
         result = job.execute_in_process(
@@ -212,7 +251,7 @@ def _execute_side_by_side(settings: Settings, night: date, accounts: list[str], 
         with_first = settings.model_copy(update={"first_night": first})
         stack.enter_context(_environment(settings_environment(with_first, base_url=endpoint.base_url)))
         if os.environ.get("DAGSTER_HOME"):
-            instance = stack.enter_context(DagsterInstance.get())
+            instance = persistent_instance()
         else:  # a throwaway instance on disk: the steps' processes share it
             folder = stack.enter_context(tempfile.TemporaryDirectory(prefix="tourneylake-dagster-"))
             storage = {**_OPEN_EVENT_LOG, "config": {"base_dir": os.path.join(folder, "history", "runs")}}
