@@ -21,6 +21,7 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from datetime import date
+from pathlib import Path
 from typing import Any
 
 import duckdb
@@ -168,24 +169,26 @@ def report_current_models(settings: Settings) -> RunReport | None:
     instance as events outside a run. The job's cost without its work: importing dagster-dbt and
     dbt, and setting up a run."""
     warehouse = settings.warehouse_path
-    if not views_current(warehouse):
-        return None
-    started = time.perf_counter()
+    instance = persistent_instance() if os.environ.get("DAGSTER_HOME") else None
     report = RunReport(None, True, None, 0.0)
-    # The tests' queries beside the report's pages (DuckDB lets go of the GIL while it queries).
-    with ThreadPoolExecutor(1, thread_name_prefix="dbt-tests") as beside:
-        tested = beside.submit(check_current_views, warehouse)
-        try:
-            written: Report | None = write_report(warehouse, watchlist=settings.watchlist)
-        except TourneylakeError as exc:  # no night to report: the job's step would fail the same way
-            report.success, report.failure, written = False, " ".join(str(exc).split()), None
-        events: list[Any] = reported_events(tested.result())
+    with _opened_once(warehouse):
+        if not views_current(warehouse):
+            return None
+        started = time.perf_counter()
+        # The tests' queries, then their events stored, beside the report's pages (DuckDB lets go
+        # of the GIL while it queries): the report's materialisation is the last event, as before.
+        with ThreadPoolExecutor(1, thread_name_prefix="dbt-tests") as beside:
+            tested = beside.submit(_tested_and_told, warehouse, instance)
+            try:
+                written: Report | None = write_report(warehouse, watchlist=settings.watchlist)
+            except TourneylakeError as exc:  # no night to report: the job's step would fail the same way
+                report.success, report.failure, written = False, " ".join(str(exc).split()), None
+            events: list[Any] = tested.result()
     if written is not None:
-        events.append(AssetMaterialization(nightly_report.key, metadata=report_metadata(written)))
-    if os.environ.get("DAGSTER_HOME"):
-        instance = persistent_instance()
-        for event in events:
-            instance.report_runless_asset_event(event)
+        page = AssetMaterialization(nightly_report.key, metadata=report_metadata(written))
+        if instance is not None:
+            instance.report_runless_asset_event(page)
+        events.append(page)
     for event in events:
         if isinstance(event, AssetMaterialization):
             report.assets[event.asset_key.to_user_string()] = {key: value.value for key, value in event.metadata.items()}
@@ -193,6 +196,29 @@ def report_current_models(settings: Settings) -> RunReport | None:
             report.checks[f"{event.asset_key.to_user_string()}:{event.check_name}"] = event.passed
     report.duration_s = time.perf_counter() - started
     return report
+
+
+def _tested_and_told(warehouse: Path, instance: DagsterInstance | None) -> list[Any]:
+    """The tests of current views, their events (each model current, each test's check) reported
+    to ``instance`` when there is one; the events."""
+    events: list[Any] = reported_events(check_current_views(warehouse))
+    if instance is not None:
+        for event in events:
+            instance.report_runless_asset_event(event)
+    return events
+
+
+@contextlib.contextmanager
+def _opened_once(warehouse: Path) -> Iterator[None]:
+    """The warehouse file held open read-only for the block, when it exists: DuckDB opens a file
+    once per process while a connection to it is open, so the block's readers (the views' check,
+    the tests, the report: each its own connection) share that one opening (reading the file's
+    catalog) instead of each making its own."""
+    if not warehouse.is_file():
+        yield
+        return
+    with duckdb.connect(str(warehouse), read_only=True):
+        yield
 
 
 def _execute(settings: Settings, job_name: str, night: date | None, *, sandbox_seed: int = 7) -> RunReport:
