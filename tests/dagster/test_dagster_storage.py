@@ -8,6 +8,8 @@ reading many runs keeps only a bounded number of databases open.
 
 from __future__ import annotations
 
+import os
+import sqlite3
 import threading
 from pathlib import Path
 
@@ -140,3 +142,104 @@ def test_a_process_keeps_one_instance_per_home(home: Path, tmp_path: Path, monke
     assert not child.event_log_storage._engines  # the previous home's instance was disposed
     nightly._dispose_kept()
     assert nightly._kept is None
+
+
+# The storages an instance may name beside the event log (see pipelines/dagster_storage.py).
+STAMPED = """
+run_storage:
+  module: pipelines.dagster_storage
+  class: StampedSqliteRunStorage
+schedule_storage:
+  module: pipelines.dagster_storage
+  class: StampedSqliteScheduleStorage
+compute_logs:
+  module: pipelines.dagster_storage
+  class: ThreadMirroredComputeLogManager
+"""
+
+
+def test_stamped_run_and_schedule_storages_share_dagsters_files(home: Path, monkeypatch) -> None:
+    """Runs and schedules written through the stamped storages are Dagster's own files (the
+    default storages read them, and the other way round); a stamped database is opened by its
+    stamp, not checked against every migration."""
+    from dagster._core.storage.runs.sqlite import sqlite_run_storage
+    from dagster._core.storage.schedules.sqlite import sqlite_schedule_storage
+
+    from pipelines.dagster_storage import StampedSqliteRunStorage, StampedSqliteScheduleStorage
+
+    shipped = (home / "dagster.yaml").read_text()
+    with DagsterInstance.get() as default:  # Dagster's run and schedule storages make the files
+        first = materialize([counted], instance=default).run_id
+    (home / "dagster.yaml").write_text(shipped + STAMPED)
+    checked: list[str] = []
+    for module in (sqlite_run_storage, sqlite_schedule_storage):
+        real = module.check_alembic_revision
+        monkeypatch.setattr(module, "check_alembic_revision", lambda *a, real=real: checked.append("x") or real(*a))
+    with DagsterInstance.get() as instance:
+        assert isinstance(instance.run_storage, StampedSqliteRunStorage)
+        assert isinstance(instance.schedule_storage, StampedSqliteScheduleStorage)
+        assert checked == []  # both stamped: read by their stamps
+        second = materialize([counted], instance=instance).run_id
+        assert {r.run_id for r in instance.get_runs()} == {first, second}
+        assert instance.get_run_by_id(second).is_success and instance.all_instigator_state() == []
+    (home / "dagster.yaml").write_text(shipped)
+    with DagsterInstance.get() as default:  # the default storages read what the stamped ones wrote
+        assert default.get_run_by_id(second).is_success and len(default.get_runs()) == 2
+
+
+def test_stamped_storages_make_a_new_homes_databases(home: Path) -> None:
+    """On a new home the stamped storages make their databases as Dagster's do (schema, stamp)."""
+    (home / "dagster.yaml").write_text((home / "dagster.yaml").read_text() + STAMPED)
+    with DagsterInstance.get() as instance:
+        assert materialize([counted], instance=instance).success
+    for database in (home / "history" / "runs.db", home / "schedules" / "schedules.db"):
+        with sqlite3.connect(database) as db:
+            assert db.execute("SELECT version_num FROM alembic_version").fetchone()
+
+
+SAYS = """
+import os, subprocess, sys
+from dagster import DagsterInstance, asset, materialize
+
+@asset
+def says() -> None:
+    print("to stdout", flush=True)
+    print("to stderr", file=sys.stderr, flush=True)
+    subprocess.run(["echo", "from a child"], check=True)
+
+with DagsterInstance.get() as instance:
+    run = materialize([says], instance=instance)
+    print("run", run.run_id, flush=True)
+"""
+
+
+def test_a_runs_output_is_captured_for_the_ui_and_shown_on_the_terminal(home: Path, tmp_path: Path) -> None:
+    """The thread-mirrored compute logs: what a run's step writes (its children included) is in
+    the run's captured logs, which the UI reads, and on the terminal as it is written; no
+    `tail` process is started for it."""
+    import subprocess
+    import sys
+
+    from tests.helpers import REPO
+
+    (home / "dagster.yaml").write_text((home / "dagster.yaml").read_text() + STAMPED)
+    script = tmp_path / "says.py"
+    script.write_text(SAYS)
+    tails = tmp_path / "bin"
+    tails.mkdir()
+    (tails / "tail").write_text("#!/bin/sh\necho tail-was-run >&2\nexit 1\n")
+    (tails / "tail").chmod(0o755)
+    env = {**os.environ, "PATH": f"{tails}:{os.environ['PATH']}", "PYTHONPATH": str(REPO)}
+    done = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=120, check=True)
+    assert "to stdout" in done.stdout and "from a child" in done.stdout and "to stderr" in done.stderr
+    assert "tail-was-run" not in done.stderr
+    run_id = done.stdout.split("run ", 1)[1].split()[0]
+    with DagsterInstance.get() as instance:
+        (captured,) = [
+            e.dagster_event.logs_captured_data
+            for e in instance.all_logs(run_id)
+            if e.dagster_event and e.dagster_event.event_type_value == "LOGS_CAPTURED"
+        ]
+        manager = instance.compute_log_manager
+        data = manager.get_log_data(manager.build_log_key_for_run(run_id, captured.file_key))
+    assert b"to stdout" in data.stdout and b"from a child" in data.stdout and b"to stderr" in data.stderr
