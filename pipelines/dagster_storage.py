@@ -69,6 +69,7 @@ class OpenSqliteEventLogStorage(SqliteEventLogStorage):
 
     def __init__(self, base_dir: str, inst_data: Any = None) -> None:
         self._engines: OrderedDict[str, Engine] = OrderedDict()
+        self._connections: dict[str, Connection] = {}  # each engine's one connection, kept checked out
         self._engines_pid = os.getpid()
         # Schema facts seen true: Dagster asks them again for every event it stores (a new
         # engine and connection each, or the table's columns), and a migration only adds.
@@ -86,7 +87,7 @@ class OpenSqliteEventLogStorage(SqliteEventLogStorage):
 
     def _engine(self, shard: str) -> Engine:
         if self._engines_pid != os.getpid():  # a forked child never shares its parent's connections
-            self._engines, self._engines_pid = OrderedDict(), os.getpid()
+            self._engines, self._connections, self._engines_pid = OrderedDict(), {}, os.getpid()
         engine = self._engines.get(shard)
         if engine is not None:
             self._engines.move_to_end(shard)
@@ -109,7 +110,11 @@ class OpenSqliteEventLogStorage(SqliteEventLogStorage):
                 conn.exec_driver_sql("PRAGMA synchronous=NORMAL")
             self._engines[shard] = engine
             if len(self._engines) > _OPEN_SHARDS:
-                self._engines.popitem(last=False)[1].dispose()
+                oldest, closing = self._engines.popitem(last=False)
+                kept = self._connections.pop(oldest, None)
+                if kept is not None:
+                    kept.close()
+                closing.dispose()
         return engine
 
     def _initdb(self, engine: Engine, for_index_shard: bool = False) -> None:
@@ -179,8 +184,13 @@ class OpenSqliteEventLogStorage(SqliteEventLogStorage):
 
     @contextmanager
     def _connect(self, shard: str) -> Iterator[Connection]:
-        with self._db_lock, self._engine(shard).connect() as conn, conn.begin():
-            yield conn
+        with self._db_lock:
+            engine = self._engine(shard)
+            conn = self._connections.get(shard)
+            if conn is None or conn.engine is not engine:
+                conn = self._connections[shard] = engine.connect()
+            with conn.begin():
+                yield conn
 
     def wipe(self) -> None:
         self._close_engines()  # the run databases are deleted: none of their connections may be reused
@@ -192,6 +202,9 @@ class OpenSqliteEventLogStorage(SqliteEventLogStorage):
 
     def _close_engines(self) -> None:
         with self._db_lock:
+            for conn in self._connections.values():
+                conn.close()
+            self._connections.clear()
             for engine in self._engines.values():
                 engine.dispose()
             self._engines.clear()

@@ -79,6 +79,7 @@ def test_a_process_reading_many_runs_keeps_few_databases_open(home: Path) -> Non
         storage = instance.event_log_storage
         assert isinstance(storage, OpenSqliteEventLogStorage)
         assert len(storage._engines) <= _OPEN_SHARDS
+        assert set(storage._connections) <= set(storage._engines)  # a connection only for an open database
 
 
 def test_a_stamped_database_is_opened_without_reading_every_migration(home: Path, monkeypatch) -> None:
@@ -139,7 +140,7 @@ def test_a_process_keeps_one_instance_per_home(home: Path, tmp_path: Path, monke
     other.mkdir()
     monkeypatch.setenv("DAGSTER_HOME", str(other))
     assert nightly.persistent_instance() is not child
-    assert not child.event_log_storage._engines  # the previous home's instance was disposed
+    assert not child.event_log_storage._engines and not child.event_log_storage._connections  # disposed
     nightly._dispose_kept()
     assert nightly._kept is None
 
