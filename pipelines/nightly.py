@@ -8,6 +8,7 @@ The report is plain data; the CLI renders it.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import io
 import logging
@@ -20,6 +21,7 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from datetime import date
+from pathlib import Path
 from typing import Any
 
 import duckdb
@@ -45,6 +47,46 @@ log = logging.getLogger(__name__)
 # Dagster's console logger stays quiet: the command line prints the run's outcome itself (one
 # line for a failure); the events, stack traces included, are in the instance for the UI.
 QUIET_LOGS = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}
+
+
+_kept: tuple[int, str, DagsterInstance] | None = None  # (pid, DAGSTER_HOME, its instance): see `persistent_instance`
+
+
+def persistent_instance() -> DagsterInstance:
+    """The instance of ``$DAGSTER_HOME``, one per process: the nights and the models of one
+    ``tourneylake run`` record their runs through it. Each instance loads its storages and checks
+    their schemas when made; the command's runs share that work instead of repeating it. A
+    process whose ``DAGSTER_HOME`` changes (a test) gets the new home's instance (the old one is
+    disposed), a forked child one of its own; the last is disposed at exit."""
+    global _kept
+    home = os.environ["DAGSTER_HOME"]
+    if _kept is not None and _kept[:2] == (os.getpid(), home):
+        return _kept[2]
+    _dispose_kept()
+    instance = DagsterInstance.get()
+    if _kept is None:
+        atexit.register(_dispose_kept)
+    _kept = (os.getpid(), home, instance)
+    return instance
+
+
+def _dispose_kept() -> None:
+    global _kept
+    if _kept is not None and _kept[0] == os.getpid():  # a parent's instance is the parent's to dispose
+        _kept[2].dispose()
+    _kept = None
+
+
+@contextlib.contextmanager
+def run_instance() -> Iterator[DagsterInstance]:
+    """The instance a run of this process records into: :func:`persistent_instance` when
+    ``DAGSTER_HOME`` is set (``make run``: the runs show in ``dagster dev``, and its pools
+    serialise overlapping runs on one account), else a throwaway one for the block."""
+    if os.environ.get("DAGSTER_HOME"):
+        yield persistent_instance()
+    else:
+        with DagsterInstance.ephemeral() as instance:
+            yield instance
 
 
 def _alive(pid: int) -> bool:
@@ -127,24 +169,26 @@ def report_current_models(settings: Settings) -> RunReport | None:
     instance as events outside a run. The job's cost without its work: importing dagster-dbt and
     dbt, and setting up a run."""
     warehouse = settings.warehouse_path
-    if not views_current(warehouse):
-        return None
-    started = time.perf_counter()
+    instance = persistent_instance() if os.environ.get("DAGSTER_HOME") else None
     report = RunReport(None, True, None, 0.0)
-    # The tests' queries beside the report's pages (DuckDB lets go of the GIL while it queries).
-    with ThreadPoolExecutor(1, thread_name_prefix="dbt-tests") as beside:
-        tested = beside.submit(check_current_views, warehouse)
-        try:
-            written: Report | None = write_report(warehouse, watchlist=settings.watchlist)
-        except TourneylakeError as exc:  # no night to report: the job's step would fail the same way
-            report.success, report.failure, written = False, " ".join(str(exc).split()), None
-        events: list[Any] = reported_events(tested.result())
+    with _opened_once(warehouse):
+        if not views_current(warehouse):
+            return None
+        started = time.perf_counter()
+        # The tests' queries, then their events stored, beside the report's pages (DuckDB lets go
+        # of the GIL while it queries): the report's materialisation is the last event, as before.
+        with ThreadPoolExecutor(1, thread_name_prefix="dbt-tests") as beside:
+            tested = beside.submit(_tested_and_told, warehouse, instance)
+            try:
+                written: Report | None = write_report(warehouse, watchlist=settings.watchlist)
+            except TourneylakeError as exc:  # no night to report: the job's step would fail the same way
+                report.success, report.failure, written = False, " ".join(str(exc).split()), None
+            events: list[Any] = tested.result()
     if written is not None:
-        events.append(AssetMaterialization(nightly_report.key, metadata=report_metadata(written)))
-    if os.environ.get("DAGSTER_HOME"):
-        with DagsterInstance.get() as instance:
-            for event in events:
-                instance.report_runless_asset_event(event)
+        page = AssetMaterialization(nightly_report.key, metadata=report_metadata(written))
+        if instance is not None:
+            instance.report_runless_asset_event(page)
+        events.append(page)
     for event in events:
         if isinstance(event, AssetMaterialization):
             report.assets[event.asset_key.to_user_string()] = {key: value.value for key, value in event.metadata.items()}
@@ -152,6 +196,29 @@ def report_current_models(settings: Settings) -> RunReport | None:
             report.checks[f"{event.asset_key.to_user_string()}:{event.check_name}"] = event.passed
     report.duration_s = time.perf_counter() - started
     return report
+
+
+def _tested_and_told(warehouse: Path, instance: DagsterInstance | None) -> list[Any]:
+    """The tests of current views, their events (each model current, each test's check) reported
+    to ``instance`` when there is one; the events."""
+    events: list[Any] = reported_events(check_current_views(warehouse))
+    if instance is not None:
+        for event in events:
+            instance.report_runless_asset_event(event)
+    return events
+
+
+@contextlib.contextmanager
+def _opened_once(warehouse: Path) -> Iterator[None]:
+    """The warehouse file held open read-only for the block, when it exists: DuckDB opens a file
+    once per process while a connection to it is open, so the block's readers (the views' check,
+    the tests, the report: each its own connection) share that one opening (reading the file's
+    catalog) instead of each making its own."""
+    if not warehouse.is_file():
+        yield
+        return
+    with duckdb.connect(str(warehouse), read_only=True):
+        yield
 
 
 def _execute(settings: Settings, job_name: str, night: date | None, *, sandbox_seed: int = 7) -> RunReport:
@@ -168,9 +235,7 @@ def _execute(settings: Settings, job_name: str, night: date | None, *, sandbox_s
         )
     job = definitions.resolve_job_def(job_name)
     started = time.perf_counter()
-    # The persistent instance when DAGSTER_HOME is set (`make run`: the runs show in `dagster dev`
-    # and its pools serialise overlapping runs on one account), else a throwaway one.
-    with DagsterInstance.get() if os.environ.get("DAGSTER_HOME") else DagsterInstance.ephemeral() as instance:
+    with run_instance() as instance:
         for run_id in release_dead_runs(instance):
             log.warning("freed the pool slots of run %s: its process died", run_id)
         result = job.execute_in_process(
@@ -212,7 +277,7 @@ def _execute_side_by_side(settings: Settings, night: date, accounts: list[str], 
         with_first = settings.model_copy(update={"first_night": first})
         stack.enter_context(_environment(settings_environment(with_first, base_url=endpoint.base_url)))
         if os.environ.get("DAGSTER_HOME"):
-            instance = stack.enter_context(DagsterInstance.get())
+            instance = persistent_instance()
         else:  # a throwaway instance on disk: the steps' processes share it
             folder = stack.enter_context(tempfile.TemporaryDirectory(prefix="tourneylake-dagster-"))
             storage = {**_OPEN_EVENT_LOG, "config": {"base_dir": os.path.join(folder, "history", "runs")}}

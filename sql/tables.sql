@@ -121,14 +121,18 @@ CREATE TABLE IF NOT EXISTS tourneylake_meta.lake_loads (
     PRIMARY KEY (table_name, snapshot_date)
 );
 
--- name: loads_of_table
-SELECT snapshot_date, parts FROM tourneylake_meta.lake_loads WHERE table_name = $table_name;
+-- Read once a load, written once a load (its tables' nights, each a statement, cost a DuckDB
+-- statement's overhead each): bound as a list of (table_name, snapshot_date[, parts]) structs.
+-- name: loads_all
+SELECT table_name, snapshot_date, parts FROM tourneylake_meta.lake_loads;
 
 -- name: loads_record
-INSERT OR REPLACE INTO tourneylake_meta.lake_loads VALUES ($table_name, $snapshot_date, $parts, now());
+INSERT OR REPLACE INTO tourneylake_meta.lake_loads
+SELECT l.table_name, l.snapshot_date, l.parts, now() FROM (SELECT unnest($loads) AS l);
 
 -- name: loads_forget
-DELETE FROM tourneylake_meta.lake_loads WHERE table_name = $table_name AND snapshot_date = $snapshot_date;
+DELETE FROM tourneylake_meta.lake_loads
+WHERE (table_name, snapshot_date) IN (SELECT (l.table_name, l.snapshot_date) FROM (SELECT unnest($loads) AS l));
 
 -- A night's rows in the lake when its commit did not say them (Parquet footers only).
 -- name: count_parts

@@ -326,6 +326,9 @@ def _the_command_lines_current_models(settings: Any, home: Path, monkeypatch: py
                        for e in instance.all_logs("", of_type=DagsterEventType.ASSET_CHECK_EVALUATION)
                        if e.dagster_event.asset_check_evaluation_data.asset_check_key == check]  # fmt: skip
         assert evaluations == [True, False]
+        # Each models' events (stored beside the report's writing) end with the report's page.
+        told = [e.dagster_event for e in instance.all_logs("") if e.dagster_event is not None]
+        assert told[-1].asset_key == AssetKey("nightly_report") and len(told) == 2 * len(report.assets) + 2 * len(report.checks)
     with console.capture() as captured:
         print_models(broken)
     assert "models tests failing" in captured.get() and "stake_currencies_converted" in captured.get()

@@ -124,6 +124,9 @@ def test_a_load_reads_only_what_the_night_changed_the_ledger_included(lake: Lake
     first = db.load_night(lake, NIGHT1)
     held = {t for t in LOAD_ORDER if lake.partitions(t)}
     assert {t for t, _ in read} == held and {n for _, n in read} == {NIGHT1}
+    # What each table's night was loaded from, recorded in the load's transaction (one row each).
+    recorded = db.query("SELECT table_name, snapshot_date FROM tourneylake_meta.lake_loads").to_pylist()
+    assert sorted((r["table_name"], r["snapshot_date"]) for r in recorded) == sorted((t, NIGHT1) for t in held)
     read.clear()
     assert db.load_night(lake, NIGHT1) == first and read == []  # nothing changed: nothing read, the same counts
     _write_night(lake, NIGHT2)

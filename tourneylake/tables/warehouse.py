@@ -291,7 +291,10 @@ class Warehouse:
             )
         loaded: dict[str, int] = {}
         self.reloaded = {}
-        changed = {table: self._changed(table, day, parts[table]) for table in wanted}
+        recorded: dict[str, dict[date, str]] = {}
+        for table, night, digest in con.execute(_templates()["loads_all"].template).fetchall():
+            recorded.setdefault(table, {})[night] = digest
+        changed = {table: self._changed(table, day, parts[table], recorded.get(table, {})) for table in wanted}
         for setting in _LOAD_SETTINGS:
             con.execute(setting)
         # Every changed part at once (from an object store, side by side), then the loads.
@@ -304,6 +307,7 @@ class Warehouse:
                         loaded[table] = self._load_changed(table, day, parts[table], changed[table], named)
                     except (duckdb.IOException, duckdb.InvalidInputException) as exc:  # a lake part DuckDB cannot read
                         raise _damaged_lake_part(table, day, exc) from None
+                self._record_loads(changed)
                 con.execute("COMMIT")
             except BaseException as exc:
                 # DuckDB takes Ctrl-C while a query runs and answers in its own words once the query
@@ -319,10 +323,13 @@ class Warehouse:
                     con.execute(reset)
         return loaded
 
-    def _changed(self, table: str, day: date, nights: dict[date, list[tuple[str, int | None]]]) -> list[tuple[date, list[str]]]:
-        """The nights of ``table`` whose parts changed since they were loaded, with those parts:
-        ``day``, or (a whole table) any night the lake or the last loads know."""
-        recorded = dict(self.connection.execute(_templates()["loads_of_table"].template, {"table_name": table}).fetchall())
+    @staticmethod
+    def _changed(
+        table: str, day: date, nights: dict[date, list[tuple[str, int | None]]], recorded: dict[date, str]
+    ) -> list[tuple[date, list[str]]]:
+        """The nights of ``table`` whose parts changed since they were loaded (``recorded``: each
+        night's parts as last loaded), with those parts: ``day``, or (a whole table) any night the
+        lake or the last loads know."""
         targets = {day} if TABLES[table].load != "whole" else {day, *nights, *recorded}
         out = []
         for night in sorted(targets):
@@ -342,8 +349,6 @@ class Warehouse:
         """Load ``table``'s ``changed`` nights from their parts as DuckDB reads them (fetched from
         an object store: ``named`` gives each local copy's URL, see :func:`_fetched`); the rows
         ``day`` holds."""
-        con = self.connection
-        templates = _templates()
         where = {url: path for path, url in named.items()}
         for night, files in changed:
             try:
@@ -351,12 +356,28 @@ class Warehouse:
             except (duckdb.IOException, duckdb.InvalidInputException) as exc:  # named as the lake names the part
                 raise type(exc)(functools.reduce(lambda text, pair: text.replace(*pair), named.items(), str(exc))) from None
             self.reloaded.setdefault(table, []).append(night)
-            key = {"table_name": table, "snapshot_date": night}
-            if files:
-                con.execute(templates["loads_record"].template, {**key, "parts": _parts_digest(files)})
-            else:
-                con.execute(templates["loads_forget"].template, key)
         return self._rows_in_lake(nights.get(day, []))
+
+    def _record_loads(self, changed: dict[str, list[tuple[date, list[str]]]]) -> None:
+        """What the load read, in its transaction: each changed night's parts (a night without
+        any forgotten), for the next load to compare (``_changed``)."""
+        templates = _templates()
+        loads = [
+            {"table_name": table, "snapshot_date": night, "parts": _parts_digest(files)}
+            for table, nights in changed.items()
+            for night, files in nights
+            if files
+        ]
+        gone = [
+            {"table_name": table, "snapshot_date": night}
+            for table, nights in changed.items()
+            for night, files in nights
+            if not files
+        ]
+        if loads:
+            self.connection.execute(templates["loads_record"].template, {"loads": loads})
+        if gone:
+            self.connection.execute(templates["loads_forget"].template, {"loads": gone})
 
     def _rows_in_lake(self, parts: list[tuple[str, int | None]]) -> int:
         """A night's rows, as its Delta commits say (or, when one did not, as its parts' footers do)."""
