@@ -214,6 +214,7 @@ def serve(path: Path, *, idle_exit_s: float | None = None, ready: Callable[[], N
     with start_up():  # what the imports made is never collected: each child skips it too
         for name in WARM_MODULES:
             importlib.import_module(name)
+        _warm_up()
     if threading.active_count() != 1:  # a fork copies no other thread: none may hold a lock then
         names = [thread.name for thread in threading.enumerate() if thread is not threading.main_thread()]
         raise RuntimeError(f"the standby started threads while loading ({', '.join(names)}): it cannot fork safely")
@@ -273,6 +274,22 @@ def serve(path: Path, *, idle_exit_s: float | None = None, ready: Callable[[], N
             if caller is not None:
                 caller.close()
     return 0
+
+
+#: The variables the TLS context is built from: a caller with other values builds its own.
+_TLS_ENV = ("SSL_CERT_FILE", "SSL_CERT_DIR")
+
+
+def _warm_up() -> None:
+    """What every night of this checkout makes alike, made once: the TLS context (from the
+    standby's certificate settings, see :data:`_TLS_ENV`) and the dbt manifest parsed (kept by
+    its path and modification time, so a newer one is read again)."""
+    from tourneylake.api.client import tls_context
+    from tourneylake.tables.models import manifest_document
+
+    tls_context()
+    with contextlib.suppress(Exception):  # a manifest that cannot be parsed: each night says why
+        manifest_document()
 
 
 def _stop(_signum: int, _frame: Any) -> None:
@@ -415,6 +432,10 @@ def _become(request: dict[str, Any], fds: list[int], conn: socket.socket, closin
             if isinstance(stream, io.TextIOWrapper):
                 stream.reconfigure(line_buffering=stream.isatty())
         os.chdir(request["cwd"])
+        if any(request["env"].get(name) != os.environ.get(name) for name in _TLS_ENV):
+            from tourneylake.api.client import tls_context
+
+            tls_context.cache_clear()
         os.environ.clear()
         os.environ.update(request["env"])
         if request["kind"] == "dagster_run":

@@ -250,7 +250,7 @@ class _Protocol:
             "headers": self.headers(),
             "timeout": self.timeout(),
             "limits": httpx.Limits(max_connections=connections, max_keepalive_connections=connections),
-            "verify": _tls_context(),
+            "verify": tls_context(),
         }
 
     def headers(self) -> dict[str, str]:
@@ -499,7 +499,7 @@ def _tell(hook: BodyStatus | None, status: str) -> None:
 
 
 @functools.cache
-def _tls_context() -> ssl.SSLContext:
+def tls_context() -> ssl.SSLContext:
     """httpx's default TLS context, built once for every client of the process (httpx would
     build it and load the CA bundle anew for each client; a night opens several)."""
     return httpx.create_ssl_context()
@@ -790,7 +790,7 @@ class _AiohttpLane:
         import aiohttp
 
         connect, read = self.timeouts
-        connector = aiohttp.TCPConnector(limit=self.connections, ssl=_tls_context(), keepalive_timeout=5.0)
+        connector = aiohttp.TCPConnector(limit=self.connections, ssl=tls_context(), keepalive_timeout=5.0)
         # trust_env=False: aiohttp would read the proxy variables on every request;
         # the client uses httpx instead when they name a proxy (see _env_proxy_for).
         return aiohttp.ClientSession(
@@ -849,7 +849,7 @@ def _httpx_aiohttp_transport(connections: int) -> httpx.AsyncBaseTransport | Non
         from httpx_aiohttp import AiohttpTransport
     except ImportError:
         return None
-    context = _tls_context()
+    context = tls_context()
 
     def session() -> aiohttp.ClientSession:
         connector = aiohttp.TCPConnector(limit=connections, ssl=context, keepalive_timeout=5.0)
