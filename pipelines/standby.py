@@ -348,14 +348,15 @@ def _sources() -> dict[str, int]:
     return {name: os.stat(name).st_mtime_ns for name in files if os.path.exists(name)}
 
 
-def _changed(watched: dict[str, int]) -> bool:
+def _changed(watched: dict[str, int]) -> str | None:
+    """The first watched file changed (or gone) since the standby started, if any."""
     for name, mtime in watched.items():
         try:
             if os.stat(name).st_mtime_ns != mtime:
-                return True
+                return name
         except OSError:
-            return True
-    return False
+            return name
+    return None
 
 
 def _take(
@@ -373,7 +374,9 @@ def _take(
         if request is None or len(fds) != 3 or request.get("identity") != _identity() or _peer_uid(conn) != os.getuid():
             _send(conn, {"refused": "another checkout or interpreter"})
             return True
-        if _changed(watched):
+        changed = _changed(watched)
+        if changed is not None:
+            print(f"standby: {changed} changed since it started: stopping (nights run in their own process)", file=sys.stderr)
             _send(conn, {"refused": "the code changed since the standby started"})
             return False
         pid = os.fork()

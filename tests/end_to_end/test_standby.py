@@ -25,12 +25,25 @@ COMMAND = [sys.executable, "-m", "pipelines.command"]
 NIGHT = date(2026, 11, 20)
 
 
+# A standby that also watches the file named by its first argument, as it watches its own
+# sources: a test changes that file, not one of the checkout's (other tests' standbys watch those).
+WATCHING = """
+import os, sys
+import pipelines.standby as standby
+found, extra = standby._sources, sys.argv.pop(1)
+standby._sources = lambda: {**found(), extra: os.stat(extra).st_mtime_ns}
+from pipelines.cli import main
+main()
+"""
+
+
 @contextmanager
-def standby(socket_file: Path, *options: str) -> Iterator[subprocess.Popen[str]]:
+def standby(socket_file: Path, *options: str, watching: Path | None = None) -> Iterator[subprocess.Popen[str]]:
     """``tourneylake standby`` on ``socket_file``, once it listens; stopped by its pid after."""
     env = clean_env(TOURNEYLAKE_STANDBY=str(socket_file))
+    command = ["-m", "pipelines.cli"] if watching is None else ["-c", WATCHING, str(watching)]
     waiting = subprocess.Popen(
-        [sys.executable, "-m", "pipelines.cli", "standby", *options], cwd=REPO, env=env,
+        [sys.executable, *command, "standby", *options], cwd=REPO, env=env,
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
     )  # fmt: skip
     try:
@@ -81,7 +94,9 @@ def test_a_night_handed_to_the_standby_runs_in_its_fork_with_the_callers_setting
         assert "searches spent: 13" in out and "run ok" in out and "models ok: 17 built" in out
         assert "summaries: 13/13 (" in err  # the library's progress lines, on the caller's stderr
         assert (data / "warehouse.duckdb").is_file()
-        assert run_pid(home, NIGHT) not in (night.pid, waiting.pid)  # a fork of the standby's
+        if run_pid(home, NIGHT) in (night.pid, waiting.pid):
+            waiting.terminate()
+            raise AssertionError(waiting.communicate(timeout=60)[1][-3000:])
 
         wrong = subprocess.run(
             [*COMMAND, *args], cwd=REPO, capture_output=True, text=True, timeout=240,
@@ -142,7 +157,9 @@ def test_a_standby_steps_aside_for_changed_code_and_other_interpreters(tmp_path:
     socket_file, data = tmp_path / "standby.sock", tmp_path / "data"
     env = clean_env(TOURNEYLAKE_STANDBY=str(socket_file), DAGSTER_HOME=str(tmp_path / "home"))
     (tmp_path / "home").mkdir()
-    with standby(socket_file) as waiting:
+    source = tmp_path / "watched.py"  # one of the standby's sources, for this test alone
+    source.write_text("")
+    with standby(socket_file, watching=source) as waiting:
         os.environ[standby_module.STANDBY_ENV] = str(socket_file)
         try:
             identity = standby_module._identity
@@ -159,21 +176,16 @@ def test_a_standby_steps_aside_for_changed_code_and_other_interpreters(tmp_path:
             os.environ.pop(standby_module.STANDBY_ENV)
         assert waiting.poll() is None
 
-        source = REPO / "tourneylake" / "tables" / "normalize" / "summary.py"
         stat = source.stat()
-        os.utime(source, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000_000))
-        try:
-            args = ["run", "--sandbox", "--date", NIGHT.isoformat(), "--data-dir", str(data), "--watchlist", "watchlist.yaml"]
-            night = subprocess.Popen(
-                [*COMMAND, *args], cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-            )
-            out, err = night.communicate(timeout=240)
-        finally:
-            os.utime(source, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+        os.utime(source, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000_000))  # an edit
+        args = ["run", "--sandbox", "--date", NIGHT.isoformat(), "--data-dir", str(data), "--watchlist", "watchlist.yaml"]
+        night = subprocess.Popen([*COMMAND, *args], cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        out, err = night.communicate(timeout=240)
         assert night.returncode == 0 and "run ok" in out, err[-2000:]
         assert run_pid(tmp_path / "home", NIGHT) == night.pid  # in the caller's own process
-        waiting.wait(timeout=30)
+        _, said = waiting.communicate(timeout=30)
     assert waiting.returncode == 0 and not socket_file.exists()
+    assert f"standby: {source} changed since it started: stopping" in said
 
 
 def test_a_standby_ends_after_its_idle_hours_and_a_second_one_is_refused(tmp_path: Path) -> None:
