@@ -114,7 +114,9 @@ def _cli_night(env: dict[str, str], night: date) -> dict[str, float]:
     return {"wall_s": wall}
 
 
-def _webserver(env: dict[str, str], port: int) -> subprocess.Popen[bytes]:
+def dagster_dev(env: dict[str, str], port: int, *, settle_s: float = 5.0) -> subprocess.Popen[bytes]:
+    """``dagster dev`` of this checkout on a loopback ``port`` (its own process group), once its
+    webserver answers and ``settle_s`` more seconds (the daemon's first ticks) have passed."""
     ui = subprocess.Popen(
         [sys.executable, "-m", "dagster", "dev", "-w", "workspace.yaml", "-h", "127.0.0.1", "-p", str(port)],
         cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
@@ -125,21 +127,24 @@ def _webserver(env: dict[str, str], port: int) -> subprocess.Popen[bytes]:
             raise RuntimeError("dagster dev exited")
         try:
             if httpx.get(f"http://127.0.0.1:{port}/server_info", timeout=2).status_code == 200:
-                time.sleep(5)  # the daemon's first ticks
+                time.sleep(settle_s)
                 return ui
         except httpx.HTTPError:
             pass
         time.sleep(0.5)
+    stop_group(ui)
     raise RuntimeError("dagster dev did not come up")
 
 
-def _stop(ui: subprocess.Popen[bytes]) -> None:
-    os.killpg(ui.pid, signal.SIGINT)
+def stop_group(process: subprocess.Popen[bytes]) -> None:
+    """Stop ``process`` and its process group (``dagster dev``'s code servers, daemon, webserver)
+    by its pid: Ctrl-C, then SIGKILL after a minute."""
+    os.killpg(process.pid, signal.SIGINT)
     try:
-        ui.wait(timeout=60)
+        process.wait(timeout=60)
     except subprocess.TimeoutExpired:
-        os.killpg(ui.pid, signal.SIGKILL)
-        ui.wait(timeout=10)
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait(timeout=10)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -171,7 +176,7 @@ def main(argv: list[str] | None = None) -> int:
         port = free_port()
         standby = None if args.no_standby else stack.enter_context(running_standby())
         env["TOURNEYLAKE_STANDBY"] = str(standby or "off")
-        ui = _webserver(env, port)
+        ui = dagster_dev(env, port)
         url = f"http://127.0.0.1:{port}/graphql"
         try:
             _cli_night(env, nights.pop())  # the instance's storage made, the sandbox warm
@@ -180,7 +185,7 @@ def main(argv: list[str] | None = None) -> int:
                 timings["ui_assets"].append(_ui_night(url, nights.pop(), "__ASSET_JOB", selection))
                 timings["cli"].append(_cli_night(env, nights.pop()))
         finally:
-            _stop(ui)
+            stop_group(ui)
     medians = {way: {k: round(statistics.median(t[k] for t in rows), 3) for k in rows[0]} for way, rows in timings.items()}
     cli = medians["cli"]["wall_s"]
     print(

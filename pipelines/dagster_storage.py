@@ -236,29 +236,34 @@ def _stamped(path: str, *tables: str) -> bool:
     return set(tables) <= names
 
 
-class StampedSqliteRunStorage(SqliteRunStorage):
-    """``SqliteRunStorage`` opening a stamped database by its stamp, its engine kept (see the
-    module docstring). ``base_dir`` defaults to ``$DAGSTER_HOME/history``, where Dagster keeps it."""
+class _OpenedByStamp:
+    """What the stamped run and schedule storages share: a stamped database in ``FOLDER``
+    (``$DAGSTER_HOME/<FOLDER>`` by default, where Dagster keeps it), named ``DATABASE`` and
+    holding ``TABLES``, opened by its stamp, and one engine kept (see the module docstring)."""
+
+    FOLDER: str
+    DATABASE: str
+    TABLES: tuple[str, ...]
 
     def __init__(self, conn_string: str, inst_data: Any = None) -> None:
         # NullPool: a connection per use, as Dagster's, so threads and forked children share nothing.
         self._kept_engine = create_engine(conn_string, poolclass=NullPool)
-        super().__init__(conn_string, inst_data)
+        super().__init__(conn_string, inst_data)  # type: ignore[call-arg]
 
     @classmethod
     def config_type(cls) -> dict[str, Any]:
         return {"base_dir": Field(StringSource, is_required=False)}
 
     @classmethod
-    def from_config_value(cls, inst_data: Any, config_value: Any) -> StampedSqliteRunStorage:
-        return cls.from_local(_base_dir(cls, config_value, "history"), inst_data=inst_data)
+    def from_config_value(cls, inst_data: Any, config_value: Any) -> Any:
+        return cls.from_local(_base_dir(cls, config_value, cls.FOLDER), inst_data=inst_data)
 
     @classmethod
-    def from_local(cls, base_dir: str, inst_data: Any = None) -> StampedSqliteRunStorage:
+    def from_local(cls, base_dir: str, inst_data: Any = None) -> Any:
         mkdir_p(base_dir)
-        if _stamped(os.path.join(base_dir, "runs.db"), "runs", "instance_info"):  # all Dagster's would do
-            return cls(create_db_conn_string(base_dir, "runs"), inst_data)
-        return super().from_local(base_dir, inst_data=inst_data)
+        if _stamped(os.path.join(base_dir, f"{cls.DATABASE}.db"), *cls.TABLES):  # all Dagster's would do
+            return cls(create_db_conn_string(base_dir, cls.DATABASE), inst_data)
+        return super().from_local(base_dir, inst_data=inst_data)  # type: ignore[misc]
 
     @contextmanager
     def connect(self) -> Iterator[Connection]:
@@ -267,40 +272,19 @@ class StampedSqliteRunStorage(SqliteRunStorage):
 
     def dispose(self) -> None:
         self._kept_engine.dispose()
-        super().dispose()
+        super().dispose()  # type: ignore[misc]
 
 
-class StampedSqliteScheduleStorage(SqliteScheduleStorage):
-    """``SqliteScheduleStorage`` opening a stamped database by its stamp, its engine kept (see
-    the module docstring). ``base_dir`` defaults to ``$DAGSTER_HOME/schedules``."""
+class StampedSqliteRunStorage(_OpenedByStamp, SqliteRunStorage):
+    """``SqliteRunStorage`` opening a stamped database by its stamp, its engine kept."""
 
-    def __init__(self, conn_string: str, inst_data: Any = None) -> None:
-        self._kept_engine = create_engine(conn_string, poolclass=NullPool)
-        super().__init__(conn_string, inst_data)
+    FOLDER, DATABASE, TABLES = "history", "runs", ("runs", "instance_info")
 
-    @classmethod
-    def config_type(cls) -> dict[str, Any]:
-        return {"base_dir": Field(StringSource, is_required=False)}
 
-    @classmethod
-    def from_config_value(cls, inst_data: Any, config_value: Any) -> StampedSqliteScheduleStorage:
-        return cls.from_local(_base_dir(cls, config_value, "schedules"), inst_data=inst_data)
+class StampedSqliteScheduleStorage(_OpenedByStamp, SqliteScheduleStorage):
+    """``SqliteScheduleStorage`` opening a stamped database by its stamp, its engine kept."""
 
-    @classmethod
-    def from_local(cls, base_dir: str, inst_data: Any = None) -> StampedSqliteScheduleStorage:
-        mkdir_p(base_dir)
-        if _stamped(os.path.join(base_dir, "schedules.db"), "jobs", "job_ticks"):
-            return cls(create_db_conn_string(base_dir, "schedules"), inst_data)
-        return super().from_local(base_dir, inst_data=inst_data)  # type: ignore[return-value]
-
-    @contextmanager
-    def connect(self) -> Iterator[Connection]:
-        with self._kept_engine.connect() as conn, conn.begin():
-            yield conn
-
-    def dispose(self) -> None:
-        self._kept_engine.dispose()
-        super().dispose()
+    FOLDER, DATABASE, TABLES = "schedules", "schedules", ("jobs", "job_ticks")
 
 
 class ThreadMirroredComputeLogManager(LocalComputeLogManager):

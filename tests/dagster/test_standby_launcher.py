@@ -8,20 +8,16 @@ from __future__ import annotations
 
 import os
 import shutil
-import signal
-import subprocess
-import sys
 import time
 from datetime import date
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 
-from benchmarks.ui_vs_cli import LAUNCH
+from benchmarks.ui_vs_cli import LAUNCH, dagster_dev, stop_group
 from benchmarks.ui_vs_cli import graphql as _graphql
-from tests.dagster.test_webserver import IN_FLIGHT, RUNS, STATUS, _free_port
+from tests.dagster.test_webserver import STATUS, _free_port, quiet
 from tests.end_to_end.test_cli import _summaries_kept
 from tests.end_to_end.test_standby import standby
 from tests.helpers import REPO
@@ -80,27 +76,11 @@ def test_ui_runs_fork_from_the_standby_and_terminate(tmp_path: Path) -> None:
             PYTHONWARNINGS="ignore",
         )
         with standby(socket_file) as waiting:  # no settings of its own: each run has the launcher's
-            ui = subprocess.Popen(
-                [sys.executable, "-m", "dagster", "dev", "-w", "workspace.yaml", "-h", "127.0.0.1", "-p", str(port)],
-                cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
-            )  # fmt: skip
+            ui = dagster_dev(env, port, settle_s=0)
             try:
                 url = f"http://127.0.0.1:{port}/graphql"
                 deadline = time.monotonic() + 180
-                while True:
-                    assert ui.poll() is None and time.monotonic() < deadline, "dagster dev did not come up"
-                    try:
-                        if httpx.get(f"http://127.0.0.1:{port}/server_info", timeout=2).status_code == 200:
-                            break
-                    except httpx.HTTPError:
-                        pass
-                    time.sleep(0.5)
-                while True:  # the freshness checks' run at start-up, ended
-                    runs = _graphql(url, RUNS, {})["runsOrError"]["results"]
-                    if runs and not any(run["status"] in IN_FLIGHT for run in runs):
-                        break
-                    assert time.monotonic() < deadline, f"the freshness checks' run at start-up did not end: {runs}"
-                    time.sleep(0.5)
+                quiet(url, deadline)
 
                 night = _launch(url, "2026-11-20")
                 assert _ended(url, night, deadline + 240) == "SUCCESS"
@@ -121,12 +101,7 @@ def test_ui_runs_fork_from_the_standby_and_terminate(tmp_path: Path) -> None:
                 assert _ended(url, early, deadline + 480) == "CANCELED"  # not tried again (it was)
                 assert waiting.poll() is None
             finally:
-                os.killpg(ui.pid, signal.SIGINT)
-                try:
-                    ui.wait(timeout=30)
-                except subprocess.TimeoutExpired:
-                    os.killpg(ui.pid, signal.SIGKILL)
-                    ui.wait(timeout=10)
+                stop_group(ui)
 
     os.environ["DAGSTER_HOME"] = str(home)
     try:

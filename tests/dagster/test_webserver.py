@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import signal
 import socket
 import subprocess
 import sys
@@ -15,10 +14,9 @@ import time
 from datetime import UTC, date, datetime
 from pathlib import Path
 
-import httpx
 import pytest
 
-from benchmarks.ui_vs_cli import LAUNCH
+from benchmarks.ui_vs_cli import LAUNCH, dagster_dev, stop_group
 from benchmarks.ui_vs_cli import graphql as _graphql
 from tests.helpers import REPO
 
@@ -34,6 +32,18 @@ def _free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
+
+
+def quiet(url: str, deadline: float) -> None:
+    """Wait until the freshness checks' run at start-up has ended: their sensor launches one at
+    start-up (no check evaluated yet), then only at their deadlines, so a night launched once it
+    has ended has nothing in flight beside it."""
+    while True:
+        runs = _graphql(url, RUNS, {})["runsOrError"]["results"]
+        if runs and not any(run["status"] in IN_FLIGHT for run in runs):
+            return
+        assert time.monotonic() < deadline, f"the freshness checks' run at start-up did not end: {runs}"
+        time.sleep(0.5)
 
 
 def test_a_night_launched_from_the_ui_and_one_from_the_cli_share_the_instance(tmp_path: Path) -> None:
@@ -55,29 +65,11 @@ def test_a_night_launched_from_the_ui_and_one_from_the_cli_share_the_instance(tm
             TOURNEYLAKE_FIRST_NIGHT="2026-11-19",  # the lake is empty: its partitions would start yesterday
             PYTHONWARNINGS="ignore",
         )
-        ui = subprocess.Popen(
-            [sys.executable, "-m", "dagster", "dev", "-w", "workspace.yaml", "-h", "127.0.0.1", "-p", str(port)],
-            cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
-        )  # fmt: skip
+        ui = dagster_dev(env, port, settle_s=0)  # its webserver answers once the code location has loaded
         try:
             url = f"http://127.0.0.1:{port}/graphql"
             deadline = time.monotonic() + 120
-            while True:  # the webserver answers once the code location has loaded
-                assert ui.poll() is None and time.monotonic() < deadline, "dagster dev did not come up"
-                try:
-                    if httpx.get(f"http://127.0.0.1:{port}/server_info", timeout=2).status_code == 200:
-                        break
-                except httpx.HTTPError:
-                    pass
-                time.sleep(0.5)
-            # The freshness checks' sensor launches one run at start-up (no check evaluated yet), then
-            # only at their deadlines: the night goes once that run has ended, with nothing in flight.
-            while True:
-                runs = _graphql(url, RUNS, {})["runsOrError"]["results"]
-                if runs and not any(run["status"] in IN_FLIGHT for run in runs):
-                    break
-                assert time.monotonic() < deadline, f"the freshness checks' run at start-up did not end: {runs}"
-                time.sleep(0.5)
+            quiet(url, deadline)
             params = {
                 "selector": {"repositoryLocationName": "tourneylake", "repositoryName": "__repository__", "jobName": "nightly"},
                 "executionMetadata": {"tags": [{"key": "dagster/partition", "value": "2026-11-20"}]},
@@ -121,12 +113,7 @@ def test_a_night_launched_from_the_ui_and_one_from_the_cli_share_the_instance(tm
             nights = (datetime.now(UTC).date() - date(2026, 11, 19)).days  # to yesterday, both counted
             assert stats["metadata"] == {"numMaterialized": 3, "numPartitions": nights}
         finally:
-            os.killpg(ui.pid, signal.SIGINT)
-            try:
-                ui.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                os.killpg(ui.pid, signal.SIGKILL)
-                ui.wait(timeout=10)
+            stop_group(ui)
 
     os.environ["DAGSTER_HOME"] = str(home)
     try:
