@@ -15,7 +15,7 @@ from tourneylake.night.harvest import refresh_free_resource, refresh_metadata
 F = TypeVar("F", bound=Callable[..., Any])
 
 #: Free calls that failed transiently (the client's own retries spent) are tried again this many
-#: times, 2 s then 4 s later.
+#: times, 4x then 8x the client's first backoff wait later (2 s, 4 s by default).
 FREE_CALL_RETRIES = 2
 
 
@@ -27,13 +27,13 @@ def retried_when_transient(body: F) -> F:
     is not retried either (``fails_cleanly``: errors tourneylake raises on purpose)."""
 
     @functools.wraps(body)
-    def wrapper(context: AssetExecutionContext, *args: Any, **kwargs: Any) -> Any:
+    def wrapper(context: AssetExecutionContext, tourneylake: TourneylakeResource) -> Any:
         try:
-            return body(context, *args, **kwargs)
+            return body(context, tourneylake)
         except ApiError as exc:
             if not exc.retryable:
                 raise
-            wait = 2.0 * 2**context.retry_number
+            wait = 4 * tourneylake.settings().retry_initial_wait_s * 2**context.retry_number
             raise RetryRequested(max_retries=FREE_CALL_RETRIES, seconds_to_wait=wait) from exc
 
     return wrapper  # type: ignore[return-value]
