@@ -170,12 +170,13 @@ def whole_run(server: BenchServer, arm: Arm, watchlist: Path, data_dir: Path, ti
     stats = server.stats()
     if m.returncode != 0:
         raise RuntimeError(f"tourneylake run ({arm.label}) exited {m.returncode}: {m.stderr[-2000:]} {m.stdout[-1000:]}")
+    forked = arm.standby is not None  # the night ran in the standby's child: the caller's usage is not the night's
     return {
         "tool": arm.label,
         "seconds": m.seconds,
-        "cpu_s": m.user_s + m.sys_s,
-        "peak_rss_mb": m.tree_peak_rss_mb,
-        "largest_process_rss_mb": m.peak_rss_mb,
+        "cpu_s": None if forked else m.user_s + m.sys_s,
+        "peak_rss_mb": None if forked else m.tree_peak_rss_mb,
+        "largest_process_rss_mb": None if forked else m.peak_rss_mb,
         "host_steal_pct": m.steal_pct,
         # process start -> first request; last request -> exit
         "startup_s": (stats["first_at"] - m.started_at) if stats["first_at"] else None,

@@ -339,11 +339,11 @@ def _listen(path: Path) -> socket.socket | None:
 def _sources() -> dict[str, int]:
     """Every file this checkout's code is read from (its loaded modules, its SQL) and the
     installed packages' folder, with their modification times: a change means a stale standby."""
+    import sysconfig
+
     files = {str(module.__file__) for module in list(sys.modules.values()) if getattr(module, "__file__", None)}
     files = {name for name in files if name.startswith(str(TREE))}
     files |= {str(found) for found in (TREE / "sql").rglob("*.sql")}
-    import sysconfig
-
     files.add(sysconfig.get_paths()["purelib"])
     return {name: os.stat(name).st_mtime_ns for name in files if os.path.exists(name)}
 

@@ -41,19 +41,24 @@ hand_app = typer.Typer(no_args_is_help=True, help="Hand analysis (subscribers, 5
 app.add_typer(filter_app, name="filter")
 app.add_typer(hand_app, name="hand")
 
-console = Console()
-err = Console(stderr=True)
+
+def _fitted(stderr: bool) -> dict[str, Any]:
+    """A console's settings for the stream it writes to now: a terminal's width and colours;
+    piped output (CI logs, `make run | tee`) gets 140 columns instead of 80."""
+    stream = sys.stderr if stderr else sys.stdout
+    return {"stderr": stderr} if stream.isatty() else {"stderr": stderr, "width": 140}
+
+
+console = Console(**_fitted(False))
+err = Console(**_fitted(True))
 
 
 def fit_consoles() -> None:
-    """Fit both consoles to the streams they write to now (at import, and in a night forked from
-    the standby, whose streams were the standby's): a terminal's width and colours; piped output
-    (CI logs, `make run | tee`) gets 140 columns instead of 80."""
-    for shown, stderr, stream in ((console, False, sys.stdout), (err, True, sys.stderr)):
-        shown.__init__(stderr=stderr) if stream.isatty() else shown.__init__(stderr=stderr, width=140)  # type: ignore[misc]
+    """Fit both consoles again to the streams they write to now (in a night forked from the
+    standby, whose streams were the standby's), keeping the objects other modules imported."""
+    for shown, stderr in ((console, False), (err, True)):
+        shown.__init__(**_fitted(stderr))  # type: ignore[misc]
 
-
-fit_consoles()
 
 DataDir = Annotated[str | None, typer.Option("--data-dir", help="Data directory or fsspec URL (TOURNEYLAKE_DATA_DIR).")]
 Sandbox = Annotated[bool, typer.Option("--sandbox", help="Use the built-in sandbox whatever TOURNEYLAKE_BASE_URL says.")]
