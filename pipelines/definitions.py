@@ -41,6 +41,7 @@ from dagster import (
     in_process_executor,
     job,
     load_assets_from_modules,
+    multiprocess_executor,
     run_status_sensor,
 )
 
@@ -100,17 +101,14 @@ def assets_for(accounts: list[str] | None = None, *, with_models: bool = True) -
     return [a for a in every if not (isinstance(a, AssetsDefinition) and single in a.keys)] + account_assets(accounts)
 
 
-def default_execution(accounts: list[str] | None = None) -> dict[str, Any]:
-    """The nightly job's default run config on Dagster's default executor (in-process or
-    multiprocess): in-process for one account, so a night's steps share one process (the
-    resource and the built-in sandbox set up once; the steps are sequential anyway, the
-    parallelism is inside the harvest); multiprocess for several, so each account's harvest (its
-    own step and pool) fetches beside the others. The launchpad or run config chooses otherwise
-    (`execution: {config: {multiprocess: {max_concurrent: 4}}}`); the asset graph's Materialize
-    takes Dagster's default (multiprocess). Celery, Docker or Kubernetes executors replace it in
-    a deployment (README, "Beyond one machine")."""
-    how = "multiprocess" if accounts and len(accounts) > 1 else "in_process"
-    return {"execution": {"config": {how: {}}}}
+def default_executor(accounts: list[str] | None = None) -> ExecutorDefinition:
+    """Dagster's in-process executor for one account: a night's steps run one after another
+    anyway (each needs the one before; the parallelism is inside the harvest), so one process
+    sets up the resource and the built-in sandbox once per run, and no step waits for a pool
+    slot another step of its run holds. Its multiprocess executor for several accounts, so each
+    account's harvest (its own step and pool) fetches beside the others. Celery, Docker or
+    Kubernetes executors replace it in a deployment (README, "Beyond one machine")."""
+    return multiprocess_executor if accounts and len(accounts) > 1 else in_process_executor
 
 
 def nightly(
@@ -119,10 +117,10 @@ def nightly(
     model_checks: AssetSelection | None = None,
     config: dict[str, Any] | None = None,
 ) -> Any:
-    """The nightly job, on the Definitions' executor (Dagster's default unless a deployment's:
-    ``celery_executor``, ``docker_executor``, ``k8s_job_executor``), with ``config`` as its
-    default run config (:func:`default_execution`, or the deployment's own, e.g.
-    ``deploy/*/run_config.yaml``). ``without``: checks its run leaves to their own schedule
+    """The nightly job, on the Definitions' executor (:func:`default_executor`, or a
+    deployment's: ``celery_executor``, ``docker_executor``, ``k8s_job_executor``), with
+    ``config``, the deployment's run config, as its default (e.g. ``deploy/*/run_config.yaml``).
+    ``without``: checks its run leaves to their own schedule
     (freshness: a night just made is fresh); ``model_checks``: the dbt tests, which run with the
     models."""
     leave = AssetSelection.checks(*without) | (model_checks or AssetSelection.checks())
@@ -245,8 +243,7 @@ def build_definitions(
     assets, partitions = user_nights(assets_for(accounts, with_models=with_models), first)
     fresh = freshness_checks(settings.landed_by_hour_utc, first)
     models = model_definitions() if with_models else None
-    config = executor_config if executor else default_execution(accounts)
-    job = nightly(executor, [fresh], models.checks if models else None, config)
+    job = nightly(executor, [fresh], models.checks if models else None, executor_config)
     resources: dict[str, Any] = {"tourneylake": resource}
     if models:
         from assets.models import dbt_resource
@@ -263,7 +260,7 @@ def build_definitions(
         ],
         sensors=[night_failed_sensor, *([models_after(job, models.job)] if models else [])],
         resources=resources,
-        executor=executor,
+        executor=executor or default_executor(accounts),
     )
 
 

@@ -177,8 +177,8 @@ def reconstructable_nightly(accounts: list[str], first: date) -> Any:
 
 
 def _execute_side_by_side(settings: Settings, night: date, accounts: list[str], first: date, *, sandbox_seed: int) -> RunReport:
-    """The nightly job on Dagster's multiprocess executor: every step in a process of its own
-    (Dagster's default start, a fresh interpreter), the accounts' harvests side by side (each in
+    """The nightly job on Dagster's multiprocess executor (the Definitions' for several
+    accounts): every step in a process of its own (Dagster's default start, a fresh interpreter), the accounts' harvests side by side (each in
     its own pool). Each step's process builds the job again (:func:`nightly_job`, from this run's
     accounts and first night: a job of other accounts is another job) and reads its settings
     from ``TOURNEYLAKE_*`` variables, set here for the run's processes (secrets included: they
@@ -198,7 +198,7 @@ def _execute_side_by_side(settings: Settings, night: date, accounts: list[str], 
         for run_id in release_dead_runs(instance):
             log.warning("freed the pool slots of run %s: its process died", run_id)
         job = reconstructable_nightly(accounts, first)
-        run_config = {"execution": {"config": {"multiprocess": {"max_concurrent": workers + 1}}}, **QUIET_LOGS}
+        run_config = {"execution": {"config": {"max_concurrent": workers + 1}}, **QUIET_LOGS}
         tags = {**_tags(), "dagster/partition": night.isoformat()}
         with execute_job(job, instance, run_config=run_config, tags=tags, raise_on_error=False) as result:
             report = _report(settings, "nightly", night, result)

@@ -112,13 +112,17 @@ def test_the_schedule_asks_for_the_night_that_has_just_ended() -> None:
 
 
 def test_a_run_builds_its_resource_once_in_one_process() -> None:
-    for location, name in ((defs, "hands"), (defs, "rebuild"), (defs, "freshness"), (models_location, "models")):
+    """Every job of one account, and the UI's "Materialize" (the implicit asset job), runs
+    in-process (several accounts: tests/dagster/test_executors.py)."""
+    for location, name in (
+        (defs, "nightly"),
+        (defs, "hands"),
+        (defs, "rebuild"),
+        (defs, "freshness"),
+        (models_location, "models"),
+    ):
         assert location.resolve_job_def(name).executor_def.name == "in_process", name
-    # The nightly job runs in-process unless run config asks for multiprocess (its default run
-    # config: tests/dagster/test_executors.py); the UI's "Materialize" (the implicit asset job)
-    # on Dagster's default executor.
-    for job in (defs.resolve_job_def("nightly"), defs.resolve_implicit_global_asset_job_def()):
-        assert job.executor_def.name == "multi_or_in_process_executor"
+    assert defs.resolve_implicit_global_asset_job_def().executor_def.name == "in_process"
 
 
 def test_the_code_location_loads_as_dagster_dev_would() -> None:

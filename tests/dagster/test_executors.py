@@ -1,8 +1,8 @@
 """The nightly job under Dagster's executors.
 
-The job's default is in-process for one account (what ``tourneylake run`` and the schedule
-use); the same job runs under the multiprocess executor when run config asks for it, as a deployment on Celery,
-Docker or Kubernetes would run it: every step in its own process, the code location loaded from
+The job runs in-process for one account (``tourneylake run`` and the schedule alike) and
+under the multiprocess executor for several, as a deployment on Celery, Docker or Kubernetes
+would run it: every step in its own process, the code location loaded from
 ``pipelines.definitions:defs``, the settings from ``TOURNEYLAKE_*`` variables, a persistent
 instance with the shipped pools. Two accounts make the two harvest steps independent, so they
 run side by side. The lake and warehouse it leaves are the ones an in-process run leaves.
@@ -56,19 +56,13 @@ def _tables(settings) -> dict[str, int]:
     }
 
 
-def test_the_nightly_job_defaults_to_in_process_and_offers_multiprocess() -> None:
-    """Dagster's default executor (in-process or multiprocess), the nightly job's default run
-    config choosing in-process for one account, multiprocess for several."""
-
-    def default(job) -> dict:
-        return job.partitioned_config.get_run_config_for_partition_key(NIGHT.isoformat())
-
-    job = build_definitions(TourneylakeResource(), "0 3 * * *").resolve_job_def("nightly")
-    assert job.executor_def.name == "multi_or_in_process_executor"
-    assert default(job) == {"execution": {"config": {"in_process": {}}}}
-    # Several accounts: multiprocess by default, so their harvests fetch side by side.
-    several = build_definitions(TourneylakeResource(), "0 3 * * *", ["left", "right"]).resolve_job_def("nightly")
-    assert default(several) == {"execution": {"config": {"multiprocess": {}}}}
+def test_the_nightly_job_runs_in_process_for_one_account_and_multiprocess_for_several() -> None:
+    """Dagster's own executors: in-process for one account, multiprocess for several (each
+    account's harvest in a process of its own), a deployment's when it passes one."""
+    for accounts, executor in (([], "in_process"), (["left", "right"], "multiprocess")):
+        definitions = build_definitions(TourneylakeResource(), "0 3 * * *", accounts)
+        for job in (definitions.resolve_job_def("nightly"), definitions.resolve_implicit_global_asset_job_def()):
+            assert job.executor_def.name == executor
     # A deployment passes its own executor (celery_executor, docker_executor, k8s_job_executor…):
     # the nightly job and its schedule take it, with the deployment's run config.
     deployed = build_definitions(TourneylakeResource(), "0 3 * * *", executor=in_process_executor)
@@ -88,7 +82,7 @@ def test_the_nightly_job_under_the_multiprocess_executor_matches_in_process(sand
     home.mkdir()
     shutil.copy(REPO / "dagster_home" / "dagster.yaml", home / "dagster.yaml")
     config = tmp_path / "multiprocess.yaml"
-    config.write_text(json.dumps({"execution": {"config": {"multiprocess": {"max_concurrent": 2}}}}))
+    config.write_text(json.dumps({"execution": {"config": {"max_concurrent": 2}}}))
     env = dagster_cli_env(sandbox, multi, home, NIGHT)
     result = subprocess.run(
         [sys.executable, "-m", "dagster", "job", "execute", "-m", "pipelines.definitions", "-a", "defs", "-j", "nightly",

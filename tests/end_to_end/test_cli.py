@@ -166,7 +166,7 @@ def test_a_killed_run_keeps_what_it_paid_for(tmp_path: Path, tables_worker: str)
             worker.wait(timeout=30)
         assert not (data / "lake" / "player_snapshots").exists()  # nothing committed by the dead run
 
-        rerun = tourneylake(*args, env=env, timeout=120)  # without freeing the dead run's slot it would wait forever
+        rerun = tourneylake(*args, env=env, timeout=240)  # without freeing the dead run's slot it would wait forever
         assert rerun.returncode == 0, rerun.stderr[-2000:]
         assert "freed the pool slots of run" in rerun.stderr
         reused = int(rerun.stdout.split("reused from the lake: ")[1].split(",")[0])
