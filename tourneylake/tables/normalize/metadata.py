@@ -61,9 +61,9 @@ def _rate(value: Any) -> float | None:
 class Rates:
     """USD conversion rates of one metadata snapshot (units of a currency per 1 USD).
 
-    ``to_usd`` never guesses: an unknown currency, or one whose rate metadata omitted, converts
-    to ``None``. USD itself is always rate 1, by definition (reference §2.3), so USD amounts
-    convert even with the recorded (rate-less) metadata.
+    ``rate`` never guesses: an unknown currency, or one whose rate metadata omitted, has none.
+    USD itself is always rate 1, by definition, so USD amounts convert even with metadata that
+    carries no rates.
     """
 
     rates: Mapping[str, float | None] = field(default_factory=dict)
@@ -92,19 +92,6 @@ class Rates:
         if currency == USD:
             return 1.0
         return self.rates.get(currency)
-
-    def to_usd(self, amount: float | str | None, currency: str | None) -> float | None:
-        rate = self.rate(currency)
-        if rate is None or amount is None:
-            return None
-        try:
-            value = float(amount)
-        except (TypeError, ValueError):
-            return None
-        return value / rate if math.isfinite(value) else None
-
-    def known(self, currency: str | None) -> bool:
-        return self.rate(currency) is not None
 
 
 def _table(name: str, columns: dict[str, pa.Array | list[Any]], n: int, snapshot_date: date) -> pa.Table:
