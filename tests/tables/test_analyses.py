@@ -527,3 +527,12 @@ def test_breakdowns_by_field_size_hour_of_the_week_and_month(con) -> None:
     hour = _one(con, "SELECT hour_of_week FROM player_entries WHERE player = 'alice' AND tournament_id = 'T2'")
     assert hour == {"hour_of_week": 2 * 24 + 8}
     assert buckets("month") == {"2026-03": 4, "2026-04": 1}
+
+
+def test_every_table_is_counted_per_night(built) -> None:
+    """`rows_per_night` reads every warehouse table: each table's tests run (and show) with the models."""
+    from tourneylake.schemas import TABLES
+    from tourneylake.tables.models import manifest_document
+
+    (node,) = [n for n in manifest_document()["nodes"].values() if n["name"] == "rows_per_night"]
+    assert {uid.rsplit(".", 1)[-1] for uid in node["depends_on"]["nodes"]} == set(TABLES)
