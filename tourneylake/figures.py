@@ -99,7 +99,10 @@ _FORMAT = {"money": money, "percent": percent, "count": count, "number": number}
 
 
 def figure(column: str, value: Any) -> str:
-    """``value`` of ``column`` written by its kind (text as it is; nothing is a dash)."""
+    """``value`` of ``column`` written by its kind (text as it is, a truth as yes or no; nothing is
+    a dash)."""
+    if isinstance(value, bool):
+        return "yes" if value else "no"
     kind = kind_of(column, value)
     if kind == "text" or isinstance(value, bool) or (value is not None and not isinstance(value, int | float)):
         return MISSING if value is None else str(value)
