@@ -296,7 +296,7 @@ class Settings(BaseSettings):
         return int(hours) * 3600 + int(minutes) * 60
 
     @property
-    def model_vars(self) -> dict[str, str]:
+    def model_vars(self) -> dict[str, object]:
         """The dbt vars the settings give the models (``sql/dbt_project.yml``'s ``vars``)."""
         return {"time_zone": self.time_zone}
 

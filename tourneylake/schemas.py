@@ -55,9 +55,6 @@ class TableSpec:
     codes: tuple[tuple[str, tuple[str, ...]], ...] = ()
     #: Key columns that may be NULL (every other key column never is: dbt's ``not_null``).
     nullable_key: tuple[str, ...] = ()
-    #: The table each row belongs to and the columns naming its key there: dbt's relationship
-    #: test on the source (an entry's tournament is in ``tournaments``).
-    belongs_to: tuple[str, tuple[str, ...]] | None = None
 
     @property
     def schema(self) -> pa.Schema:
@@ -300,7 +297,6 @@ _SPECS: list[TableSpec] = [
             ("authorized", BOOL, 'false when the account may not see this statistic (`@authorized="false"`)'),
             _USD_MISSING,
         ),
-        belongs_to=("player_snapshots", ("snapshot_date", "network", "player", "filter_name")),
     ),
     TableSpec(
         "player_datasets",
@@ -453,7 +449,6 @@ _SPECS: list[TableSpec] = [
             _USD_MISSING,
             _LISTED_AT,
         ),
-        belongs_to=("tournaments", ("network", "tournament_id")),
     ),
     # ------------------------------------------------------------------ the budget ledger
     TableSpec(

@@ -5,8 +5,9 @@ library's side of it, free of Dagster:
 
 * :func:`sources_yaml` renders ``sql/models/sources.yml`` from the table catalogue (every table
   and column with its description and type; each table's key as a ``unique_key`` test (never
-  twice, never NULL), its coded columns' ``accepted_values``, the table its rows belong to):
-  ``python -m docs.generate`` writes it, a test keeps it current.
+  twice, never NULL) and its coded columns' ``accepted_values``: ``python -m docs.generate``
+  writes it, a test keeps it current. (A relationship between two tables is tested on the model
+  that joins them: a source's test of two sources is no Dagster check of either.)
 * :func:`ensure_manifest` runs ``dbt parse`` when ``sql/target/manifest.json`` is missing or
   older than a file of the project (``make sync`` builds it; ``assets.models`` reads it).
 * :func:`build_models` runs ``dbt build`` on a warehouse file in a child process (``tourneylake
@@ -96,12 +97,7 @@ def sources_yaml() -> str:
         key: dict[str, object] = {"columns": list(spec.row_key)}  # one row per key, never NULL but where said
         if spec.nullable_key:
             key["nullable"] = list(spec.nullable_key)
-        table_tests: list[object] = [{"unique_key": {"arguments": key}}]
-        if spec.belongs_to is not None:
-            parent, columns_there = spec.belongs_to
-            arguments = {"columns": list(columns_there), "to": f"source('{SOURCE_NAME}', '{parent}')"}
-            table_tests.append({"belongs_to": {"arguments": arguments}})
-        table["data_tests"] = table_tests
+        table["data_tests"] = [{"unique_key": {"arguments": key}}]
         tables.append(table)
     document = {
         "version": 2,

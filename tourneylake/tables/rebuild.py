@@ -199,7 +199,7 @@ def _rebuild_nights(lake: Lake, nights: list[date], workers: int) -> Iterator[tu
 
 
 @contextmanager
-def _warehouse(path: Path, *, fresh: bool, variables: dict[str, str] | None = None) -> Iterator[Warehouse]:
+def _warehouse(path: Path, *, fresh: bool, variables: dict[str, object] | None = None) -> Iterator[Warehouse]:
     """The warehouse the rebuilt nights are loaded into; ``fresh``: a new file that replaces the
     old one once every night is in (a failure leaves the old one as it was)."""
     target = path.with_name(path.name + ".rebuild") if fresh else path
