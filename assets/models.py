@@ -76,11 +76,12 @@ def dbt_models(context: AssetExecutionContext, dbt: DbtCliResource, tourneylake:
     """``dbt build`` of the selected models and their tests on the settings' warehouse file; or,
     when its views are current (:func:`~tourneylake.tables.models.views_current`), their tests
     alone, run here."""
-    warehouse = tourneylake.settings().warehouse_path
-    if views_current(warehouse):
+    settings = tourneylake.settings()
+    warehouse = settings.warehouse_path
+    if views_current(warehouse, settings.model_vars):
         yield from current_views_events(context, check_current_views(warehouse))
         return
-    args = ["build", "--vars", warehouse_vars(warehouse)]
+    args = ["build", "--vars", warehouse_vars(warehouse, **settings.model_vars)]
     yield from dbt.cli(args, context=context, target_path=target_dir(warehouse)).stream()
 
 

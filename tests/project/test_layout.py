@@ -16,7 +16,7 @@ from tests.helpers import REPO
 
 #: The library's rooms, by floor: a module imports its own room and rooms on lower floors only.
 FLOORS: dict[str, int] = {
-    "ground": 0,  # errors, config, schemas, runtime/: import nothing of ours above them
+    "ground": 0,  # errors, config, schemas, figures, fonts, runtime/: import nothing of ours above them
     "api": 1,  # the wire
     "lake": 1,  # bytes at rest (neither the wire nor the lake imports the other)
     "sandbox": 2,  # the emulator: the ground and the wire only
@@ -24,7 +24,14 @@ FLOORS: dict[str, int] = {
     "night": 3,  # one night's work
     "top": 4,  # cli.py, questions.py, hands.py, report.py, notebook.py: beside the command line
 }
-GROUND = {"tourneylake", "tourneylake.errors", "tourneylake.config", "tourneylake.schemas"}
+GROUND = {
+    "tourneylake",
+    "tourneylake.errors",
+    "tourneylake.config",
+    "tourneylake.schemas",
+    "tourneylake.figures",
+    "tourneylake.fonts",
+}
 TOP = {"tourneylake.cli", "tourneylake.questions", "tourneylake.hands", "tourneylake.report", "tourneylake.notebook"}
 
 

@@ -4,8 +4,10 @@ dbt declares each model and its lineage once (``ref``/``source`` in its SQL); th
 library's side of it, free of Dagster:
 
 * :func:`sources_yaml` renders ``sql/models/sources.yml`` from the table catalogue (every table
-  and column with its description and type, and each deduplicated or reference table's key as a
-  ``unique_key`` test): ``python -m docs.generate`` writes it, a test keeps it current.
+  and column with its description and type; each table's key as a ``unique_key`` test (never
+  twice, never NULL) and its coded columns' ``accepted_values``: ``python -m docs.generate``
+  writes it, a test keeps it current. (A relationship between two tables is tested on the model
+  that joins them: a source's test of two sources is no Dagster check of either.)
 * :func:`ensure_manifest` runs ``dbt parse`` when ``sql/target/manifest.json`` is missing or
   older than a file of the project (``make sync`` builds it; ``assets.models`` reads it).
 * :func:`build_models` runs ``dbt build`` on a warehouse file in a child process (``tourneylake
@@ -80,15 +82,22 @@ def sources_yaml() -> str:
     """``sql/models/sources.yml``: the warehouse tables as dbt sources, from the catalogue."""
     tables = []
     for spec in TABLES.values():
+        codes = dict(spec.codes)
+        columns = []
+        for name, dtype, text in spec.columns:
+            column: dict[str, object] = {"name": name, "data_type": duckdb_type(dtype), "description": text}
+            if name in codes:
+                column["data_tests"] = [{"accepted_values": {"arguments": {"values": list(codes[name])}}}]
+            columns.append(column)
         table: dict[str, object] = {
             "name": spec.name,
             "description": f"{spec.doc} Grain: {spec.grain}. Warehouse load: {spec.load}.",
-            "columns": [
-                {"name": name, "data_type": duckdb_type(dtype), "description": text} for name, dtype, text in spec.columns
-            ],
+            "columns": columns,
         }
-        if spec.load == "dedup":  # one row per key, across nights
-            table["data_tests"] = [{"unique_key": {"arguments": {"columns": list(spec.key)}}}]
+        key: dict[str, object] = {"columns": list(spec.row_key)}  # one row per key, never NULL but where said
+        if spec.nullable_key:
+            key["nullable"] = list(spec.nullable_key)
+        table["data_tests"] = [{"unique_key": {"arguments": key}}]
         tables.append(table)
     document = {
         "version": 2,
