@@ -45,6 +45,7 @@ def dbt_resource() -> DbtCliResource:
 @dbt_assets(manifest=ensure_manifest(), dagster_dbt_translator=TRANSLATOR, name="dbt_models", pool=WAREHOUSE_POOL)
 def dbt_models(context: AssetExecutionContext, dbt: DbtCliResource, tourneylake: TourneylakeResource) -> Iterator[Any]:
     """``dbt build`` of the selected models and their tests on the settings' warehouse file."""
-    warehouse = tourneylake.settings().warehouse_path
-    args = ["build", "--vars", warehouse_vars(warehouse)]
+    settings = tourneylake.settings()
+    warehouse = settings.warehouse_path
+    args = ["build", "--vars", warehouse_vars(warehouse, **settings.model_vars)]
     yield from dbt.cli(args, context=context, target_path=target_dir(warehouse)).stream()

@@ -53,18 +53,25 @@ use.
 * **Nights.** `snapshot_date` (DATE) is the night the row was harvested for. *snapshot* tables
   (`player_*`) keep every night (re-loading a night replaces that night); *whole* tables
   (`search_ledger`) are reloaded from every night's partition each time;
-  *reference* tables (metadata, countries, news) hold the latest snapshot only; *dedup* tables
+  *reference* tables (metadata but `currencies`, countries, news) hold the latest snapshot only; *dedup* tables
   (`tournaments`, `tournament_entries`) keep one row per key, from the latest night that saw it.
 * **Times are UTC**, as `TIMESTAMPTZ` (= `TIMESTAMP WITH TIME ZONE`), converted from the
   service's epoch seconds; the warehouse session runs with `TimeZone = 'UTC'`.
-* **Money** is `DOUBLE` in the currency the service served it in, and every money column has a
-  **`_usd` twin** = amount ÷ rate, with the rates of the metadata snapshot *in force that night*
-  (`currencies.rate`, units per USD) — not the rate of the day a tournament was played.
-* **`usd_rate_missing`** is true when the row's currency had no usable rate that night (the sandbox
-  lists CNY without one): the `_usd` columns are then NULL, never guessed. Views that sum USD
-  leave such rows out and count them (`roi_by_stake_usd.entries_without_rate`).
-* **Periods** are UTC: `day`, ISO `week` (starting on Monday), `month`, and `all` (every night
-  held; its `period_start` is NULL).
+* **Money** is `DOUBLE` in the currency the service served it in, and every money column of a
+  table has a **`_usd` twin** = amount ÷ rate, with the rates of the metadata snapshot *in force
+  the night that harvested the row* (`currencies.rate`, units per USD). The models convert each
+  entry at the rates of **the night its tournament started in** instead (`player_results_usd`):
+  a later night that lists the entry again never moves a finished night's USD, and a rebuild gives
+  the same. `currencies` keeps every night's rates for that.
+* **`usd_rate_missing`** is true when the row's currency had no usable rate (the sandbox lists CNY
+  without one): the `_usd` columns are then NULL, never guessed. Views that sum USD leave such
+  rows out and count them (`entries_without_rate`).
+* **Withheld is NULL.** A statistic the service withholds (`authorized = false`: the player has
+  not opted in) has a NULL value, never 0; the models that add results up leave it out and say how
+  many they left out (`player_summaries_withheld`).
+* **Periods** are UTC: `day`, ISO `week` (starting on Monday), `month`, `year`, and `all` (every
+  night held; its `period_start` is NULL), and rolling windows of 7, 30, 90 and 365 days ending at
+  the latest night held (`last_7_days`, …).
 * **Keys are never NULL**: `filter_name` is `''` for the unfiltered view of a player.
 * **`search_ledger`** records every metered call attempt: `cost` is the searches spent,
   `remaining_after` the account's searches left after it, `outcome` (`ok`, `service_error`,

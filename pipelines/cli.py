@@ -234,7 +234,7 @@ def run(
         _ = settings.warehouse_path  # a lake at a URL needs TOURNEYLAKE_WAREHOUSE: said before any search
         from tourneylake.tables.worker import prestart, worker_wanted
 
-        if worker_wanted(settings, listed):
+        if worker_wanted(settings, len(listed.targets())):
             prestart(store=settings.lake_is_remote)  # the tables worker starts on the other core while Dagster is imported
         from pipelines.nightly import run_night  # Dagster is imported only when a night runs
     skip_pandas_sniffing()  # a night makes no data frame

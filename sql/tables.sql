@@ -34,8 +34,12 @@ SELECT coalesce(max(snapshot_date) <= $snapshot_date, true) FROM @table;
 -- name: delete_all
 DELETE FROM @table;
 
--- Deduplicated tables keep one row per key across nights: the latest snapshot wins, an older
--- night never overwrites a newer row, and loading a night twice changes nothing. A night's
+-- Deduplicated tables keep one row per key across nights: the latest snapshot wins (the service's
+-- latest word on a tournament or an entry; every earlier answer stays in the lake), an older
+-- night never overwrites a newer row, and loading a night twice changes nothing. The models convert
+-- an entry's money at the rates of the night its tournament started in, not at the listing night's
+-- (`player_results_usd`): a later listing moves a finished night's USD only where the service
+-- changed the entry itself. A night's
 -- partition holds each key once (the lake keeps one row per key: night_one_per_key), which the
 -- key columns alone confirm, cheaply; only a partition that breaks that is merged through
 -- dedup_merge_first (a window over the whole rows costs ~3x the check).

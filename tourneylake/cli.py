@@ -650,7 +650,7 @@ def query(
         numeric = pa.types.is_integer(field.type) or pa.types.is_floating(field.type) or pa.types.is_decimal(field.type)
         table.add_column(name, justify="right" if numeric else "left")
     for row in result.slice(0, shown).to_pylist():
-        table.add_row(*(_cell(v) for v in row.values()))
+        table.add_row(*(_cell(name, value) for name, value in row.items()))
     console.print(table)
     if result.num_rows > shown:
         console.print(f"… and {result.num_rows - shown:,} more rows (--limit to show more)", highlight=False)
@@ -683,9 +683,14 @@ def report(
         webbrowser.open(written.path.resolve().as_uri())
 
 
-def _cell(value: Any) -> str:
-    if isinstance(value, float | int) and not isinstance(value, bool):  # full precision: 0.917264 stays 0.917264
-        return format(value, ",")
+def _cell(column: str, value: Any) -> str:
+    """A value as the table shows it: money, percentages and counts written by their kind, as the
+    report writes them (``tourneylake.figures``: a column's kind is in its name, ``…_usd``,
+    ``…_pct``); any other number at full precision (0.917264 stays 0.917264)."""
+    from tourneylake.figures import figure, kind_of
+
+    if isinstance(value, float | int) and not isinstance(value, bool):
+        return figure(column, value) if kind_of(column, value) in ("money", "percent", "count") else format(value, ",")
     return "" if value is None else str(value)
 
 

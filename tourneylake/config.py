@@ -17,6 +17,7 @@ import re
 from datetime import date
 from pathlib import Path
 from typing import Annotated, Any, Literal
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import BeforeValidator, Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -234,6 +235,11 @@ class Settings(BaseSettings):
         description="the hour (UTC) of the next day by which a night is expected in the lake and the warehouse: "
         "the freshness check fails after it",
     )
+    time_zone: str = Field(
+        "UTC",
+        description="the time zone (an IANA name, e.g. `Europe/London`) the analyses' hour-of-week breakdown reads "
+        "tournament starts in (the dbt var `time_zone`); days, weeks and months stay UTC",
+    )
     alert_webhook_url: SecretStr | None = Field(
         None,
         description="a URL that receives a JSON post (night, job, reason, searches spent; never a secret) when a "
@@ -264,6 +270,15 @@ class Settings(BaseSettings):
             raise ValueError("must be a daily cron expression 'M H * * *' (UTC), e.g. '0 3 * * *'")
         return value
 
+    @field_validator("time_zone")
+    @classmethod
+    def _known_zone(cls, value: str) -> str:
+        try:
+            ZoneInfo(value)
+        except (ZoneInfoNotFoundError, ValueError):
+            raise ValueError(f"{value!r} is no time zone this machine knows: use an IANA name such as 'Europe/London'") from None
+        return value
+
     @field_validator("quota_reset_utc")
     @classmethod
     def _time_of_day(cls, value: str) -> str:
@@ -279,6 +294,11 @@ class Settings(BaseSettings):
         """The quota reset, in seconds after midnight UTC."""
         hours, minutes = self.quota_reset_utc.split(":")
         return int(hours) * 3600 + int(minutes) * 60
+
+    @property
+    def model_vars(self) -> dict[str, object]:
+        """The dbt vars the settings give the models (``sql/dbt_project.yml``'s ``vars``)."""
+        return {"time_zone": self.time_zone}
 
     @property
     def is_sandbox(self) -> bool:

@@ -29,10 +29,9 @@ __all__ = [
     "open_warehouse",
     "project_dir",
     "project_settings",
+    "table",
 ]
 
-#: Fonts tried after matplotlib's own for the glyphs it lacks (player names in CJK scripts).
-FALLBACK_FONTS = ("Noto Sans CJK JP", "Noto Sans CJK SC", "WenQuanYi Zen Hei", "Droid Sans Fallback", "Arial Unicode MS")
 #: What marks the directory tourneylake commands are run from.
 PROJECT_MARKERS = (".env", "watchlist.yaml", "data/warehouse.duckdb")
 
@@ -170,12 +169,12 @@ class WarehouseReader:
 
 def chart_style() -> None:
     """matplotlib's settings for the notebooks' charts: their size, a light grid, a layout that
-    keeps titles apart, and fallback fonts for names in scripts DejaVu Sans lacks (those that
-    are installed)."""
+    keeps titles apart, and fonts that draw every player's name (DejaVu Sans, then Noto Sans CJK
+    from the lock file for the Chinese, Japanese and Korean glyphs it lacks: :mod:`tourneylake.fonts`)."""
     import matplotlib.pyplot as plt
-    from matplotlib import font_manager
 
-    installed = {font.name for font in font_manager.fontManager.ttflist}
+    from tourneylake.fonts import matplotlib_families
+
     plt.rcParams.update(
         {
             "figure.figsize": (10, 4),
@@ -183,9 +182,22 @@ def chart_style() -> None:
             "figure.constrained_layout.use": True,
             "axes.grid": True,
             "grid.alpha": 0.3,
-            "font.family": ["DejaVu Sans", *(name for name in FALLBACK_FONTS if name in installed)],
+            "font.family": matplotlib_families(),
         }
     )
+
+
+def table(frame: Any) -> Any:
+    """A data frame as people read it: each column's figures written by their kind (money with 2
+    decimals, percentages with 1, counts whole: :mod:`tourneylake.figures`), headers in words,
+    no index (a pandas ``Styler``, which the notebook shows as a table)."""
+    from tourneylake.figures import figure, words
+
+    plain = frame.reset_index(drop=True)
+    shown = plain.astype(object).where(plain.notna(), None)
+    shown.columns = [words(str(column)) for column in plain.columns]
+    formats = {words(str(column)): (lambda value, column=str(column): figure(column, value)) for column in plain.columns}
+    return shown.style.format(formats).hide(axis="index")
 
 
 def nights_axis(ax: Any) -> None:

@@ -50,6 +50,11 @@ class TableSpec:
     load: str  # "snapshot" | "reference" | "dedup" | "whole"
     key: tuple[str, ...]
     columns: tuple[tuple[str, pa.DataType, str], ...]
+    #: Columns holding this project's own codes (not the service's open-ended ones), with every
+    #: value they take: dbt's ``accepted_values`` on the source.
+    codes: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    #: Key columns that may be NULL (every other key column never is: dbt's ``not_null``).
+    nullable_key: tuple[str, ...] = ()
 
     @property
     def schema(self) -> pa.Schema:
@@ -58,6 +63,12 @@ class TableSpec:
     @property
     def descriptions(self) -> dict[str, str]:
         return {name: desc for name, _, desc in self.columns}
+
+    @property
+    def row_key(self) -> tuple[str, ...]:
+        """What names one row of the warehouse table: the key, with the night for every table
+        that keeps several nights (all but the deduplicated ones)."""
+        return self.key if self.load == "dedup" else ("snapshot_date", *self.key)
 
 
 _SNAP = ("snapshot_date", DATE, "night of the harvest (hive partition in the lake)")
@@ -77,9 +88,16 @@ _USD_MISSING = (
 )
 
 
-def _reference(name: str, doc: str, grain: str, key: tuple[str, ...], *columns: tuple[str, pa.DataType, str]) -> TableSpec:
+def _reference(
+    name: str,
+    doc: str,
+    grain: str,
+    key: tuple[str, ...],
+    *columns: tuple[str, pa.DataType, str],
+    codes: tuple[tuple[str, tuple[str, ...]], ...] = (),
+) -> TableSpec:
     """A reference table: the latest snapshot is the warehouse's, every night's is the lake's."""
-    return TableSpec(name, doc, grain, "reference", key, (_SNAP, *columns))
+    return TableSpec(name, doc, grain, "reference", key, (_SNAP, *columns), codes=codes)
 
 
 def _summary_key(dtype: pa.DataType) -> tuple[tuple[str, pa.DataType, str], ...]:
@@ -93,17 +111,23 @@ def _summary_key(dtype: pa.DataType) -> tuple[tuple[str, pa.DataType, str], ...]
 
 _SPECS: list[TableSpec] = [
     # ------------------------------------------------------------------ metadata (reference)
-    _reference(
+    TableSpec(
         "currencies",
-        "Currencies of the metadata snapshot, with the USD rates in force that night.",
+        "Currencies of the metadata snapshot, with the USD rates in force that night. Unlike the other metadata "
+        "tables, the warehouse keeps every night's: the models convert each entry's money at the rates of the night "
+        "its tournament started in (`player_results_usd`).",
         "one row per snapshot and currency",
+        "snapshot",
         ("iso",),
-        ("iso", STR, "ISO code (`Currency/@iso`)"),
-        ("symbol", STR, "display symbol"),
-        ("rate", F64, "units of this currency per 1 USD (`@rate`); NULL when the service did not send one"),
-        ("rate_known", BOOL, "true when `rate` is usable (present, positive); USD is always known (rate 1)"),
-        ("metadata_hash", STR, "`Response/@metadataHash` of the metadata snapshot"),
-        ("extra", STR_MAP, "any other attributes, as served"),
+        (
+            _SNAP,
+            ("iso", STR, "ISO code (`Currency/@iso`)"),
+            ("symbol", STR, "display symbol"),
+            ("rate", F64, "units of this currency per 1 USD (`@rate`); NULL when the service did not send one"),
+            ("rate_known", BOOL, "true when `rate` is usable (present, positive); USD is always known (rate 1)"),
+            ("metadata_hash", STR, "`Response/@metadataHash` of the metadata snapshot"),
+            ("extra", STR_MAP, "any other attributes, as served"),
+        ),
     ),
     _reference(
         "networks",
@@ -173,6 +197,7 @@ _SPECS: list[TableSpec] = [
         ("name", STR, "display name"),
         ("type", STR, "value type: Number, Currency, Percentage, Timestamp, String"),
         ("description", STR, "description"),
+        codes=(("scope", ("player", "tournament")),),
     ),
     _reference(
         "dataset_definitions",
@@ -188,6 +213,7 @@ _SPECS: list[TableSpec] = [
         ("series", STR, "series id (e.g. `Profit`)"),
         ("series_title", STR, "series title"),
         ("type", STR, "series value type (Number, Currency, Percentage, ...)"),
+        codes=(("scope", ("player", "tournament")),),
     ),
     # ------------------------------------------------------------------ countries, news
     _reference(
@@ -250,6 +276,7 @@ _SPECS: list[TableSpec] = [
             ("metadata_hash", STR, "`Response/@metadataHash`"),
             ("fetched_at", TS, "when the response was received"),
         ),
+        codes=(("filter_window", ("as_of", "day")),),
     ),
     TableSpec(
         "player_statistics",
@@ -293,6 +320,7 @@ _SPECS: list[TableSpec] = [
             ("display_currency", DSTR, "the summary's display currency"),
             _USD_MISSING,
         ),
+        nullable_key=("z",),
     ),
     TableSpec(
         "player_timeline",
@@ -339,17 +367,41 @@ _SPECS: list[TableSpec] = [
             ("duration_s", I64, "duration in seconds"),
             ("currency", STR, "currency of every money column of the tournament"),
             ("stake", F64, "stake (buy-in without rake); 0 for a freeroll"),
-            ("stake_usd", F64, "stake in USD"),
+            (
+                "stake_usd",
+                F64,
+                "stake in USD at the rates of the night that listed it (the models convert at the night the tournament started: `player_results_usd`)",
+            ),
             ("rake", F64, "rake (fee)"),
-            ("rake_usd", F64, "rake in USD"),
+            (
+                "rake_usd",
+                F64,
+                "rake in USD at the rates of the night that listed it (the models convert at the night the tournament started: `player_results_usd`)",
+            ),
             ("buy_in", F64, "stake + rake"),
-            ("buy_in_usd", F64, "buy-in in USD"),
+            (
+                "buy_in_usd",
+                F64,
+                "buy-in in USD at the rates of the night that listed it (the models convert at the night the tournament started: `player_results_usd`)",
+            ),
             ("prize_pool", F64, "prize pool, when served"),
-            ("prize_pool_usd", F64, "prize pool in USD"),
+            (
+                "prize_pool_usd",
+                F64,
+                "prize pool in USD at the rates of the night that listed it (the models convert at the night the tournament started: `player_results_usd`)",
+            ),
             ("guarantee", F64, "guaranteed prize pool, when served"),
-            ("guarantee_usd", F64, "guarantee in USD"),
+            (
+                "guarantee_usd",
+                F64,
+                "guarantee in USD at the rates of the night that listed it (the models convert at the night the tournament started: `player_results_usd`)",
+            ),
             ("overlay", F64, "overlay, when served"),
-            ("overlay_usd", F64, "overlay in USD"),
+            (
+                "overlay_usd",
+                F64,
+                "overlay in USD at the rates of the night that listed it (the models convert at the night the tournament started: `player_results_usd`)",
+            ),
             ("re_entries", I32, "re-entries, when served"),
             ("total_entrants", I32, "entrants"),
             ("players_per_table", I32, "seats per table"),
@@ -358,7 +410,7 @@ _SPECS: list[TableSpec] = [
             ("structure", STR, "betting structure (e.g. `NL`)"),
             ("flags", pa.list_(STR), "flags (`@flags` split on commas, e.g. `[B, T, SO, HU]`)"),
             ("state", STR, "state (e.g. `Completed`)"),
-            ("usd_rate", F64, "rate used (units of `currency` per USD)"),
+            ("usd_rate", F64, "rate used (units of `currency` per USD): the listing night's"),
             _USD_MISSING,
             ("extra", STR_MAP, "any other attributes, as served"),
             _LISTED_AT,
@@ -378,14 +430,22 @@ _SPECS: list[TableSpec] = [
             ("position", I32, "finishing position"),
             ("cashed", BOOL, "the player won a prize (`@prize` present and > 0)"),
             ("prize", F64, "prize; NULL when the player did not cash (the service sends no `@prize`)"),
-            ("prize_usd", F64, "prize in USD"),
+            (
+                "prize_usd",
+                F64,
+                "prize in USD at the rates of the night that listed it (the models convert at the night the tournament started: `player_results_usd`)",
+            ),
             ("multientries", I32, "the player's re-entries (`@multientries`), when served"),
             ("currency", STR, "tournament currency"),
             ("stake", F64, "tournament stake"),
             ("rake", F64, "tournament rake"),
             ("profit", F64, "prize − stake − rake (prize 0 when not cashed)"),
-            ("profit_usd", F64, "profit in USD"),
-            ("usd_rate", F64, "rate used"),
+            (
+                "profit_usd",
+                F64,
+                "profit in USD at the rates of the night that listed it (the models convert at the night the tournament started: `player_results_usd`)",
+            ),
+            ("usd_rate", F64, "rate used (units of `currency` per USD): the listing night's"),
             _USD_MISSING,
             _LISTED_AT,
         ),
@@ -414,6 +474,10 @@ _SPECS: list[TableSpec] = [
             ("last_seen", DATE, "the earlier night compared with: the last metadata, or the pair's last snapshot"),
             ("statistics", pa.list_(STR), "the statistics withheld or restored; NULL for other changes"),
             ("detail", STR, "the change in a sentence"),
+        ),
+        codes=(
+            ("subject", ("network", "player")),
+            ("change", ("network_removed", "network_added", "player_not_found", "statistics_withheld", "statistics_restored")),
         ),
     ),
     TableSpec(
@@ -457,6 +521,24 @@ _SPECS: list[TableSpec] = [
                 "whenever it was fetched (a pair owed to an earlier night is booked to that night)",
             ),
         ),
+        codes=(
+            (
+                "outcome",
+                (
+                    "ok",
+                    "service_error",
+                    "transport_error",
+                    "malformed_response",
+                    "unusable_response",
+                    "malformed_call",
+                    "reconciled",
+                    "reconciled_after_crash",
+                    "not_charged",
+                    "external_spending",
+                ),
+            ),
+        ),
+        nullable_key=("network", "player", "filter_name"),
     ),
 ]
 

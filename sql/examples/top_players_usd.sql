@@ -1,5 +1,6 @@
--- Players by profit in USD over every harvested tournament (amounts converted with the night's
--- metadata rates; tournaments in a currency without a rate are counted apart, never guessed).
+-- Players by profit in USD over every harvested tournament (amounts converted at the rates of the
+-- night each tournament started in; tournaments in a currency without a rate are counted apart,
+-- never guessed). `tourneylake query` writes money with 2 decimals, percentages with 1.
 SELECT
     network,
     player,

@@ -28,6 +28,7 @@ from tourneylake.api import (
     UnusableResponse,
     encode_password,
 )
+from tourneylake.api.answers import metadata_is_cached
 from tourneylake.api.client import AdaptiveLimit, _described, retry_after_seconds
 from tourneylake.api.tree import Element, to_json, to_xml
 from tourneylake.config import Settings
@@ -306,7 +307,7 @@ def test_metadata_hash_current_marker() -> None:
     with ScriptedServer().play(Reply(body=to_json(cached))) as server, Client(settings(), base_url=server.base_url) as client:
         response = client.metadata(hash="abc")
     assert server.received[0].query == {"hash": ["abc"]}
-    assert response.metadata_is_current
+    assert metadata_is_cached(response.root) and response.envelope.metadata_hash == "abc"
 
 
 @pytest.mark.parametrize("status", [429, 503])

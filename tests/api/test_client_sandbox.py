@@ -17,6 +17,7 @@ from tourneylake.api import (
     SubscriptionError,
     TransportError,
 )
+from tourneylake.api.answers import metadata_is_cached
 from tourneylake.config import Settings
 from tourneylake.sandbox import Faults, SandboxServer, running_sandbox
 
@@ -52,7 +53,8 @@ def test_every_resource(sandbox: SandboxServer, fmt: str) -> None:
         metadata = client.metadata()
         assert metadata.payload.find("Currencies") is not None and metadata.envelope.user_info is None
         current = client.metadata(hash=metadata.envelope.metadata_hash)
-        assert current.metadata_is_current and current.envelope.app_version is None
+        assert metadata_is_cached(current.root) and current.envelope.metadata_hash == metadata.envelope.metadata_hash
+        assert current.envelope.app_version is None
 
         countries = client.countries()
         assert len(countries.payload.all("Country")) > 10 and countries.remaining_searches is not None

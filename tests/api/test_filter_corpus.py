@@ -77,7 +77,6 @@ def test_corpus_verdicts_against_the_recorded_metadata(entry: dict[str, Any]) ->
     problems = catalog.problems(text)
     if entry["verdict"] == "valid":
         assert problems == [], entry["why"]
-        assert catalog.check(text) == parse_filter(text)
         assert format_filter(parse_filter(text)) == text.removesuffix(";")  # the one rewrite: a trailing ';'
     else:
         assert problems, f"accepted, though {entry['why']}"

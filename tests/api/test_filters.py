@@ -17,7 +17,6 @@ from tourneylake.api.filters import (
     FilterCatalog,
     FilterProblem,
     FilterSyntaxError,
-    FilterValidationError,
     Range,
     format_filter,
     parse_date,
@@ -116,7 +115,6 @@ def test_syntax_errors_say_what_and_where(text: str, position: int, fragment: st
     assert error.position == position
     assert fragment in str(error)
     assert f"at position {position}" in str(error)
-    assert error.pointer().splitlines()[1] == " " * position + "^"
 
 
 def test_syntax_error_names_the_constraint() -> None:
@@ -338,7 +336,6 @@ def test_catalog_accepts_the_response_root_or_the_payload(catalog: FilterCatalog
 @pytest.mark.parametrize("text", [*DOC_EXAMPLES, ""])
 def test_documented_examples_pass_recorded_metadata(catalog: FilterCatalog, text: str) -> None:
     assert catalog.problems(text) == []
-    assert catalog.check(text) == parse_filter(text)
 
 
 @pytest.mark.parametrize(
@@ -397,19 +394,15 @@ def test_every_problem_is_listed(catalog: FilterCatalog) -> None:
     text = "Class:SNGG;Foo:1;Stake:USD2~*;Rakeback:5~1"
     problems = catalog.problems(text)
     assert [(p.constraint, p.position) for p in problems] == [("Class", 6), ("Foo", 11), ("Rakeback", 39)]
-    with pytest.raises(FilterValidationError) as info:
-        catalog.check(text)
-    message = str(info.value)
-    assert isinstance(info.value, ValueError)
-    assert info.value.problems == problems
+    message = "; ".join(map(str, problems))
     assert "'SNGG' is not an option of Class (did you mean 'SNG'?) at position 6" in message
     assert "unknown constraint 'Foo' at position 11" in message
     assert "low bound 5 is above high bound 1 at position 39" in message
 
 
-def test_check_accepts_a_filter_object(catalog: FilterCatalog) -> None:
+def test_problems_of_a_filter_object(catalog: FilterCatalog) -> None:
     f = Filter((Constraint("Class", False, ("SNG",)), Constraint("Type", True, ("SAT",))))
-    assert catalog.check(f) is f
+    assert catalog.problems(f) == []
     bad = Filter((Constraint("Class", False, ("Nope",)),))
     assert catalog.problems(bad) == [FilterProblem("Class", 6, "'Nope' is not an option of Class")]
     unwritable = Filter((Constraint("Class", False, ("a,b",)),))
@@ -556,7 +549,7 @@ def _end_of(night: date) -> int:
 
 
 def test_errors_are_tourneylake_errors_and_value_errors() -> None:
-    for error in (FilterSyntaxError, FilterValidationError, NightFilterError):
+    for error in (FilterSyntaxError, NightFilterError):
         assert issubclass(error, TourneylakeError) and issubclass(error, ValueError)
     with pytest.raises(TourneylakeError):
         parse_filter("Type:")
@@ -1139,5 +1132,3 @@ def test_integer_constraints_take_whole_numbers() -> None:
 def test_str_of_a_problem_names_position_and_constraint(catalog: FilterCatalog) -> None:
     [problem] = catalog.problems("Class:SNG;Saved!:Mine")
     assert str(problem) == "Saved cannot be inverted: remove the '!' after Saved at position 15 (constraint 'Saved')"
-    with pytest.raises(FilterValidationError, match=r"Saved cannot be inverted: remove the '!' after Saved at position 15"):
-        catalog.check("Class:SNG;Saved!:Mine")

@@ -1,9 +1,11 @@
 """Three sandbox nights harvested once (real HTTP, real Dagster runs, a real dbt build and the
-report the models job writes), shared by the notebook and report tests of this folder: they run
-in one xdist group, so one worker builds it once."""
+report the models job writes), shared by the notebook, report and USD tests of this folder: they
+run in one xdist group, so one worker builds it once. A copy of the warehouse as it was before the
+last night landed is kept beside it (`Harvest.before_last_night`)."""
 
 from __future__ import annotations
 
+import shutil
 from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
@@ -21,8 +23,9 @@ SEED = 11
 WATCHLIST = """
 filters:
   sng_30d: "Class:SNG;Date:30D"
+  sng_day: {filter: "Class:SNG", window: day}
 players:
-  - {network: PokerStars, name: "Borbas.Geri", filters: [sng_30d]}
+  - {network: PokerStars, name: "Borbas.Geri", filters: [sng_30d, sng_day]}
   - {network: iPoker, name: "Zoë O'Brien"}
   - {network: PartyPoker, name: "mr. Müller", priority: 1}
   - {network: GGNetwork, name: "王小明"}
@@ -35,6 +38,8 @@ class Harvest:
     watchlist: Path
     settings: Settings
     models: RunReport
+    #: the warehouse file copied after the night before the last (its tables; no models built on it)
+    before_last_night: Path
 
     @property
     def warehouse(self) -> Path:
@@ -56,6 +61,10 @@ def three_nights(tmp_path_factory: pytest.TempPathFactory) -> Harvest:
             capped = settings.with_overrides(max_searches_per_run=2) if night == CAPPED_NIGHT else settings
             report = run_night(capped, night)
             assert report.success, report.failure
+            if night == NIGHTS[-2]:
+                for suffix in ("", ".wal"):  # the file as a reader would open it
+                    if (data / f"warehouse.duckdb{suffix}").is_file():
+                        shutil.copy(data / f"warehouse.duckdb{suffix}", root / f"before-last-night.duckdb{suffix}")
         models = run_models(settings)  # the views and the report, once after the last night, as `tourneylake run` does
         assert models.success, models.failure
-    return Harvest(data, watchlist, settings, models)
+    return Harvest(data, watchlist, settings, models, root / "before-last-night.duckdb")

@@ -1,9 +1,11 @@
 """The nightly report on the shared three-night warehouse (``conftest.three_nights``): the models
-job wrote it, its numbers are the models', its links resolve, names are escaped, and
-``tourneylake report`` writes any night held. Content is checked, not pixels."""
+job wrote it, its numbers are the models', written by kind, its front page charts the players and
+the group, its words are words, its links resolve, names are escaped and come with their glyphs,
+and ``tourneylake report`` writes any night held. Content is checked, not pixels."""
 
 from __future__ import annotations
 
+import re
 import shutil
 from collections.abc import Iterator
 from html.parser import HTMLParser
@@ -15,7 +17,9 @@ from typer.testing import CliRunner
 
 from tests.end_to_end.conftest import CAPPED_NIGHT, NIGHTS, Harvest
 from tourneylake.cli import app
-from tourneylake.report import money, number, player_page_name, write_report
+from tourneylake.figures import count, figure, money, percent, words
+from tourneylake.fonts import NAMES_FAMILY
+from tourneylake.report import _board, player_page_name, write_report
 
 pytestmark = [pytest.mark.xdist_group("notebook"), pytest.mark.slow]
 
@@ -97,8 +101,8 @@ def test_the_leaderboard_and_the_bill_are_the_models_numbers(three_nights: Harve
     shown = page.rows("leaderboard-all")
     assert [r["player"] for r in shown] == [b["player"] for b in board] and board
     for row, expected in zip(shown, board, strict=True):
-        assert row["profit"] == money(expected["profit_usd"]) and row["entries"] == number(expected["entries"])
-        assert row["#"] == number(expected["rank_by_profit"])
+        assert row["profit"] == money(expected["profit_usd"]) and row["entries"] == count(expected["entries"])
+        assert row["#"] == count(expected["rank_by_profit"])
     ledger = models(three_nights.warehouse, "SELECT sum(cost) AS searches FROM search_ledger WHERE snapshot_date = ?", night)
     assert sum(int(r["searches"].replace(",", "")) for r in page.rows("bill-night")) == ledger[0]["searches"] > 0
     movers = models(three_nights.warehouse, "SELECT count(*) AS n FROM movers WHERE snapshot_date = ? AND mover_rank <= 3 AND type <> 'Timestamp'", night)  # fmt: skip
@@ -108,11 +112,11 @@ def test_the_leaderboard_and_the_bill_are_the_models_numbers(three_nights: Harve
 def test_a_capped_night_shows_the_pairs_it_did_not_harvest(three_nights: Harvest) -> None:
     page = read(write_report(three_nights.warehouse, CAPPED_NIGHT, watchlist=three_nights.watchlist).path)
     coverage = " ".join("".join(page.text).split())
-    assert "Pairs (player, filter) of the watchlist: 4; harvested this night: 2; called without an answer: 0; not called (deferred by the budget, or skipped): 2 (50.0 % of the watchlist)" in coverage  # fmt: skip
+    assert "Pairs (player, filter) of the watchlist: 5; harvested this night: 2; called without an answer: 0; not called (deferred by the budget, or skipped): 3 (60.0 % of the watchlist)" in coverage  # fmt: skip
     recent = {r["night"]: r for r in page.rows("bill-recent")}
     assert set(recent) == {n.isoformat() for n in NIGHTS[:2]}, "nights up to the report's"
     assert (
-        recent[CAPPED_NIGHT.isoformat()]["pairs not called"] == "2" and recent[NIGHTS[0].isoformat()]["pairs not called"] == "0"
+        recent[CAPPED_NIGHT.isoformat()]["pairs not called"] == "3" and recent[NIGHTS[0].isoformat()]["pairs not called"] == "0"
     )
 
 
@@ -130,9 +134,16 @@ def test_every_link_resolves_and_each_player_page_holds_their_numbers(three_nigh
         player = read(target)
         assert all((target.parent / back).is_file() for back in player.links), player.links
     geri = read(written.path.parent / str(written.night) / player_page_name("PokerStars", "Borbas.Geri"))
-    expected = models(three_nights.warehouse, "SELECT * FROM player_results_by_period WHERE player = 'Borbas.Geri' AND period = 'all'")[0]  # fmt: skip
-    every = next(r for r in geri.rows("player-results") if r["period"] == "every night held")
-    assert every["entries"] == number(expected["entries"]) and every["profit"] == money(expected["profit_usd"])
+    expected = {
+        r["period"]: r
+        for r in models(three_nights.warehouse, "SELECT * FROM player_results_by_period WHERE player = 'Borbas.Geri' AND period NOT IN ('day', 'week')")
+    }  # fmt: skip
+    shown = {r["period"]: r for r in geri.rows("player-results")}
+    for period, label in (("all", "every night held"), ("last_7_days", "last 7 days"), ("last_30_days", "last 30 days"), ("year", "year-to-date")):  # fmt: skip
+        row = expected[period]
+        assert shown[label]["entries"] == count(row["entries"]) and shown[label]["profit"] == money(row["profit_usd"]), period
+        assert shown[label]["days won"] == count(row["winning_days"]), period
+        assert shown[label]["longest run lost (days)"] == count(row["longest_losing_run_days"]), period
     assert "svg" in geri.elements and "Borbas.Geri (PokerStars) — cumulative profit (USD)" in geri.text
 
 
@@ -189,3 +200,71 @@ def test_the_player_pages_are_written_as_one_folder(tmp_path: Path) -> None:
     with pytest.raises(OSError, match="disk full"):
         _write_folder(night, failing())
     assert [p.name for p in tmp_path.iterdir()] == ["2026-11-20"] and (night / "a.html").read_bytes() == b"a2"
+
+
+def test_the_front_page_charts_each_player_and_the_group(three_nights: Harvest) -> None:
+    text = write_report(three_nights.warehouse, watchlist=three_nights.watchlist).path.read_text(encoding="utf-8")
+    page = Page(text)
+    assert "charts" in page.ids and "svg" in page.elements and "script" not in page.elements
+    charts = text[text.index('id="charts"') : text.index('id="leaderboard"')]
+    assert charts.count("<svg") == 2
+    board = models(three_nights.warehouse, "SELECT player, entries, profit_usd FROM leaderboard WHERE period = 'all' AND avg_roi_pct IS NOT NULL")  # fmt: skip
+    for player in board:  # each player with an interval, their entries and profit (escaped as the page escapes)
+        assert f"{player['player']} ({count(player['entries'])})".replace("'", "&#x27;") in charts
+        assert money(player["profit_usd"]) in charts
+    assert "<polyline" in charts[charts.index("The watchlist together") :], "the group's cumulative line"
+    assert "王小明" in charts and f'font-family:"{NAMES_FAMILY}"' in text, "the CJK glyphs come with the page"
+
+
+def test_figures_are_written_by_kind_and_headers_in_words(three_nights: Harvest) -> None:
+    written = write_report(three_nights.warehouse, watchlist=three_nights.watchlist)
+    pages = [read(written.path), *(read(p) for p in (written.path.parent / str(written.night)).glob("*.html"))]
+    kinds = {
+        re.compile(r"^(−?\$[\d,]+\.\d\d|—)$"): ("profit", "ABI", "buy-ins", "buy-in", "change (USD)"),
+        re.compile(r"^(−?[\d,]+\.\d %|—)$"): ("total ROI", "average ROI", "ITM", "change (%)", "field beaten"),
+        re.compile(r"^([\d,]+|—)$"): ("#", "entries", "wins", "searches", "attempts", "retries", "nights", "players", "days won"),
+    }
+    checked = 0
+    for page in pages:
+        for table in page.tables:
+            header = page.tables[table][0] if page.tables[table] else []
+            assert not [h for h in header if "_" in h], (table, header)  # words, not snake_case
+            for row in page.rows(table):
+                for column, value in row.items():
+                    for pattern, columns in kinds.items():
+                        if column in columns and value:
+                            assert pattern.match(value), (table, column, value)
+                            checked += 1
+    assert checked > 100
+    latest = [r["finish"] for page in pages if "player-latest" in page.tables for r in page.rows("player-latest")]
+    assert latest and not [f for f in latest if "_" in f] and set(latest) <= {"won", "final table", "top 10 %", "cashed", "out"}
+    front = " ".join("".join(pages[0].text).split())
+    assert f"{written.night:%B %Y}, month-to-date" in front and "searches per player, month-to-date" in front
+
+
+def test_a_player_whose_results_are_withheld_is_said_never_ranked_as_zero() -> None:
+    rows = [
+        dict(player="ann", network="N", qualified=True, entries=12, min_entries=10, nights_withheld=0, rank_by_profit=1,
+             abi_usd=1.0, profit_usd=3.0, total_roi_pct=25.0, avg_roi_pct=20.0, roi_ci_low_pct=-5.0, roi_ci_high_pct=45.0,
+             roi_sample_too_small=True, itm_pct=20.0, wins=1),
+        dict(player="王小明", network="N", qualified=False, entries=None, min_entries=10, nights_withheld=3, rank_by_profit=None,
+             abi_usd=None, profit_usd=None, total_roi_pct=None, avg_roi_pct=None, roi_ci_low_pct=None, roi_ci_high_pct=None,
+             roi_sample_too_small=None, itm_pct=None, wins=None),
+    ]  # fmt: skip
+    page = Page(_board("board", rows, {}, "night"))
+    assert [r["player"] for r in page.rows("board")] == ["ann"]
+    said = " ".join("".join(page.text).split())
+    assert "Withheld by the service (not authorised" in said and "王小明 (3 night(s))" in said and "Not ranked" not in said
+
+
+def test_figures_read_the_same_everywhere() -> None:
+    assert (money(1234.5), money(-3.2), money(None), money(-0.001)) == ("$1,234.50", "−$3.20", "—", "$0.00")
+    assert (percent(12.345), percent(-4.0), count(13.0), count(1234), count(2.333)) == ("12.3 %", "−4.0 %", "13", "1,234", "2.3")
+    assert figure("searches_per_player_month", 13.0) == "13" and figure("avg_roi_pct", -0.04) == "0.0 %"
+    assert figure("profit_usd_a", 2.5) == "$2.50" and figure("name", "x") == "x" and figure("night", None) == "—"
+    assert words("total_roi_pct") == "total ROI (%)" and words("profit_usd") == "profit (USD)"
+    assert (
+        words("top_10pct") == "top 10 %"
+        and words("final_table") == "final table"
+        and words("roi_ci_low_pct") == "ROI interval low (%)"
+    )

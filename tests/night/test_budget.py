@@ -223,14 +223,13 @@ def test_cost_model_prior_and_learning() -> None:
     assert costs.cost(HAND_ANALYSIS) == 5
     assert costs.cost(METADATA) == 0
     assert costs.cost("something_new") == 1  # assumed metered until observed
-    assert not costs.learned(PLAYER_SUMMARY)
 
     assert not costs.observe(PLAYER_SUMMARY, 350, 150)  # someone else spent 199 meanwhile: not a price
     assert not costs.observe(PLAYER_SUMMARY, 150, 150)  # let off (a player not found): not a price either
     assert costs.observe(PLAYER_SUMMARY, 152, 150)
-    assert costs.cost(PLAYER_SUMMARY) == 1 and not costs.learned(PLAYER_SUMMARY)  # one reading: outvoted
+    assert costs.cost(PLAYER_SUMMARY) == 1  # one reading: outvoted
     assert costs.observe(PLAYER_SUMMARY, 150, 148)
-    assert costs.cost(PLAYER_SUMMARY) == 2 and costs.learned(PLAYER_SUMMARY)  # two readings agree
+    assert costs.cost(PLAYER_SUMMARY) == 2  # two readings agree
     assert costs.observe(PLAYER_SUMMARY, 148, 147)
     assert costs.cost(PLAYER_SUMMARY) == 1  # 1 (the documented vote) and 1 against 2 and 2: a tie it wins
     assert costs.observe(PLAYER_SUMMARY, 147, 146)
@@ -398,7 +397,7 @@ def test_budget_learns_cost_only_from_isolated_calls() -> None:
     assert budget.try_reserve(PLAYER_SUMMARY) and budget.try_reserve(PLAYER_SUMMARY)
     budget.settle(PLAYER_SUMMARY, 98, charged=True)
     budget.settle(PLAYER_SUMMARY, 99, charged=True)  # stale, out of order: never raises remaining
-    assert not costs.learned(PLAYER_SUMMARY)
+    assert costs.cost(PLAYER_SUMMARY) == 1  # still the prior
     assert budget.remaining == 98 and budget.spent == 2
 
 
@@ -411,7 +410,7 @@ def test_budget_stops_learning_after_an_abandoned_call() -> None:
     budget.settle(PLAYER_SUMMARY, None, charged=False)  # timed out: no reading
     assert budget.try_reserve(PLAYER_SUMMARY)
     budget.settle(PLAYER_SUMMARY, 98, charged=True)  # dropped 2: ours and the abandoned one
-    assert not costs.learned(PLAYER_SUMMARY) and costs.cost(PLAYER_SUMMARY) == 1
+    assert costs.cost(PLAYER_SUMMARY) == 1
     assert budget.remaining == 98
 
 
@@ -423,7 +422,7 @@ def test_budget_without_a_reading_estimates_and_does_not_learn() -> None:
     assert budget.remaining == 99
     assert budget.try_reserve(PLAYER_SUMMARY)
     budget.settle(PLAYER_SUMMARY, 90, charged=True)  # the "before" was an estimate: no lesson
-    assert not costs.learned(PLAYER_SUMMARY)
+    assert costs.cost(PLAYER_SUMMARY) == 1  # still the prior
     assert budget.remaining == 90
 
 

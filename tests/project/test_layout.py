@@ -1,6 +1,7 @@
 """The floor plan holds: dependencies point one way (pipelines → assets → tourneylake), the
 library never imports Dagster (a notebook or script uses it alone; the CLI starts without it),
-no import circle anywhere in the library, and imports point down its floors."""
+no import circle between any modules of the project (a function's import and a type's count),
+and the library's imports point down its floors (tables/ never imports night/, not even a type)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from tests.helpers import REPO
 
 #: The library's rooms, by floor: a module imports its own room and rooms on lower floors only.
 FLOORS: dict[str, int] = {
-    "ground": 0,  # errors, config, schemas, runtime/: import nothing of ours above them
+    "ground": 0,  # errors, config, schemas, figures, fonts, runtime/: import nothing of ours above them
     "api": 1,  # the wire
     "lake": 1,  # bytes at rest (neither the wire nor the lake imports the other)
     "sandbox": 2,  # the emulator: the ground and the wire only
@@ -23,7 +24,14 @@ FLOORS: dict[str, int] = {
     "night": 3,  # one night's work
     "top": 4,  # cli.py, questions.py, hands.py, report.py, notebook.py: beside the command line
 }
-GROUND = {"tourneylake", "tourneylake.errors", "tourneylake.config", "tourneylake.schemas"}
+GROUND = {
+    "tourneylake",
+    "tourneylake.errors",
+    "tourneylake.config",
+    "tourneylake.schemas",
+    "tourneylake.figures",
+    "tourneylake.fonts",
+}
 TOP = {"tourneylake.cli", "tourneylake.questions", "tourneylake.hands", "tourneylake.report", "tourneylake.notebook"}
 
 
@@ -41,21 +49,26 @@ def imported_packages(folder: str) -> dict[str, set[str]]:
     return out
 
 
-def library_modules(root: Path) -> dict[str, Path]:
-    """Dotted name → file of every module of the library under ``root``."""
+#: The project's packages whose modules the import checks read.
+PACKAGES = ("tourneylake", "assets", "pipelines")
+
+
+def project_modules(root: Path) -> dict[str, Path]:
+    """Dotted name → file of every module of the project's packages under ``root``."""
     out = {}
-    for path in sorted((root / "tourneylake").rglob("*.py")):
-        parts = list(path.relative_to(root).with_suffix("").parts)
-        if parts[-1] == "__init__":
-            parts.pop()
-        out[".".join(parts)] = path
+    for package in PACKAGES:
+        for path in sorted((root / package).rglob("*.py")):
+            parts = list(path.relative_to(root).with_suffix("").parts)
+            if parts[-1] == "__init__":
+                parts.pop()
+            out[".".join(parts)] = path
     return out
 
 
-def import_graph(root: Path) -> dict[str, set[str]]:
-    """Module → the library's modules it imports, at any depth of its code (a function's
-    lazy import too), except under ``if TYPE_CHECKING:``."""
-    modules = library_modules(root)
+def import_graph(root: Path, *, type_imports: bool = True) -> dict[str, set[str]]:
+    """Module → the project's modules it imports, at any depth of its code (a function's lazy
+    import too); with ``type_imports=False``, not those under ``if TYPE_CHECKING:``."""
+    modules = project_modules(root)
 
     def resolve(name: str) -> str | None:
         while name and name not in modules:
@@ -65,12 +78,16 @@ def import_graph(root: Path) -> dict[str, set[str]]:
     graph: dict[str, set[str]] = {}
     for name, path in modules.items():
         tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
-        skipped = {
-            id(inner)
-            for node in ast.walk(tree)
-            if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test)
-            for inner in ast.walk(node)
-        }
+        skipped = (
+            set()
+            if type_imports
+            else {
+                id(inner)
+                for node in ast.walk(tree)
+                if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test)
+                for inner in ast.walk(node)
+            }
+        )
         package = name if path.name == "__init__.py" else name.rpartition(".")[0]
         found: set[str] = set()
         for node in ast.walk(tree):
@@ -83,43 +100,66 @@ def import_graph(root: Path) -> dict[str, set[str]]:
                 if node.level:
                     anchor = package.split(".")[: len(package.split(".")) - (node.level - 1)]
                     base = ".".join([*anchor, *([node.module] if node.module else [])])
-                if base.split(".")[0] != "tourneylake":
+                if base.split(".")[0] not in PACKAGES:
                     continue
                 found.update(r for alias in node.names if (r := resolve(f"{base}.{alias.name}")))
         graph[name] = found - {name}
     return graph
 
 
-def circles(graph: dict[str, set[str]]) -> list[list[str]]:
-    """The graph's strongly connected components of more than one module (Tarjan's)."""
+def circles(graph: dict[str, set[str]]) -> list[str]:
+    """Every import circle, one per group of modules that reach each other (the graph's
+    strongly connected components of more than one module, by Tarjan's algorithm), named by its
+    shortest round from its first module, and its other modules when the group holds more."""
     index: dict[str, int] = {}
     low: dict[str, int] = {}
     stack: list[str] = []
-    out: list[list[str]] = []
+    components: list[set[str]] = []
 
     def visit(node: str) -> None:
         index[node] = low[node] = len(index)
         stack.append(node)
-        for nxt in graph.get(node, ()):
+        for nxt in sorted(graph.get(node, ())):
             if nxt not in index:
                 visit(nxt)
                 low[node] = min(low[node], low[nxt])
             elif nxt in stack:
                 low[node] = min(low[node], index[nxt])
         if low[node] == index[node]:
-            component = []
+            component = set()
             while True:
                 member = stack.pop()
-                component.append(member)
+                component.add(member)
                 if member == node:
                     break
             if len(component) > 1:
-                out.append(sorted(component))
+                components.append(component)
 
     for node in sorted(graph):
         if node not in index:
             visit(node)
-    return out
+    out = []
+    for component in components:
+        first = min(component)
+        round_ = _shortest_round(graph, first, component)
+        others = sorted(component - set(round_))
+        out.append(" → ".join([*round_, first]) + (f" (with {', '.join(others)})" if others else ""))
+    return sorted(out)
+
+
+def _shortest_round(graph: dict[str, set[str]], start: str, within: set[str]) -> list[str]:
+    """The shortest path of imports from ``start`` back to it inside ``within`` (its last step
+    back to ``start`` left out)."""
+    paths = {start: [start]}
+    queue = [start]
+    for node in queue:  # breadth first: the queue grows as the loop reads it
+        for nxt in sorted(graph.get(node, set()) & within):
+            if nxt == start:
+                return paths[node]
+            if nxt not in paths:
+                paths[nxt] = [*paths[node], nxt]
+                queue.append(nxt)
+    raise AssertionError(f"{start} is in no circle")
 
 
 def room(module: str) -> str:
@@ -133,28 +173,62 @@ def room(module: str) -> str:
 
 
 def upward_imports(graph: dict[str, set[str]]) -> list[str]:
+    """The library's imports of a room on its own floor or above (another room's)."""
     return sorted(
         f"{source} ({room(source)}) imports {target} ({room(target)})"
         for source, targets in graph.items()
+        if source.split(".")[0] == "tourneylake"
         for target in targets
         if room(source) != room(target) and FLOORS[room(target)] >= FLOORS[room(source)]
     )
 
 
-def test_the_library_has_no_import_circle() -> None:
-    assert circles(import_graph(REPO)) == []
+def imports_of(graph: dict[str, set[str]], source: str, target: str) -> list[str]:
+    """The imports of the package ``target`` (or its modules) by the modules of ``source``."""
+
+    def inside(module: str, package: str) -> bool:
+        return module == package or module.startswith(f"{package}.")
+
+    return sorted(f"{s} imports {t}" for s, ts in graph.items() if inside(s, source) for t in ts if inside(t, target))
+
+
+def test_no_import_circle() -> None:
+    """No two modules of the project import each other, directly or round a longer circle: not
+    inside a function, not for a type either."""
+    found = circles(import_graph(REPO))
+    assert not found, "import circles:\n" + "\n".join(found)
 
 
 def test_imports_point_down_the_floors() -> None:
-    assert upward_imports(import_graph(REPO)) == []
+    assert upward_imports(import_graph(REPO, type_imports=False)) == []
 
 
-def test_the_checks_find_a_circle_and_an_upward_import() -> None:
-    """The two checks above see what they are for, on a graph that has both."""
-    graph = {"tourneylake.lake.raw": {"tourneylake.lake.lake"}, "tourneylake.lake.lake": {"tourneylake.lake.raw"}}
-    assert circles(graph) == [["tourneylake.lake.lake", "tourneylake.lake.raw"]]
+def test_the_tables_never_import_the_night() -> None:
+    """tables/ is below night/: what it needs of a night comes as plain data, not even a type."""
+    assert imports_of(import_graph(REPO), "tourneylake.tables", "tourneylake.night") == []
+
+
+def test_the_checks_find_circles_and_upward_imports() -> None:
+    """The checks above see what they are for, on graphs that have them."""
+    graph = {
+        "tourneylake.lake.raw": {"tourneylake.lake.lake"},
+        "tourneylake.lake.lake": {"tourneylake.lake.raw"},
+        "pipelines.a": {"pipelines.b", "tourneylake.lake.raw"},
+        "pipelines.b": {"pipelines.c"},
+        "pipelines.c": {"pipelines.a", "pipelines.d"},
+        "pipelines.d": {"pipelines.b"},
+    }
+    assert circles(graph) == [
+        "pipelines.a → pipelines.b → pipelines.c → pipelines.a (with pipelines.d)",
+        "tourneylake.lake.lake → tourneylake.lake.raw → tourneylake.lake.lake",
+    ]
     graph = {"tourneylake.api.client": {"tourneylake.night.session"}, "tourneylake.night.session": set()}
     assert upward_imports(graph) == ["tourneylake.api.client (api) imports tourneylake.night.session (night)"]
+    assert imports_of(graph, "tourneylake.api", "tourneylake.night") == [
+        "tourneylake.api.client imports tourneylake.night.session"
+    ]
+    graph = {"tourneylake.tables.worker": {"tourneylake.night"}, "tourneylake.tablesx": {"tourneylake.night.watchlist"}}
+    assert imports_of(graph, "tourneylake.tables", "tourneylake.night") == ["tourneylake.tables.worker imports tourneylake.night"]
 
 
 @pytest.mark.parametrize(

@@ -115,6 +115,20 @@ def test_players_differ_in_skill_with_heavy_tailed_results(world: World) -> None
     assert max(best_entry) > 2_000 and stats.median(best_entry) > 300  # rare big scores
 
 
+@pytest.mark.parametrize("seed", [7, 11])
+def test_the_watchlists_players_win_and_lose_over_a_month(seed: int) -> None:
+    """The fixed players (the demo watchlist) are spread as in the field: over their last month
+    (a Date:30D summary) some win and most lose, whatever the seed; over their whole history the
+    most skilled win and the least skilled lose."""
+    world = World(seed=seed, players=len(FIXED_PLAYERS), today=NIGHT)
+    month = [float(truth(world, n, p, "Date:30D")["TotalROI"] or 0) for n, p in FIXED_PLAYERS]
+    winners = sum(roi > 0 for roi in month)
+    assert 2 <= winners < len(FIXED_PLAYERS) / 2, month
+    skills = {(n, p): world.player(n, p).skill for n, p in FIXED_PLAYERS}  # type: ignore[union-attr]
+    best, worst = max(skills, key=skills.__getitem__), min(skills, key=skills.__getitem__)
+    assert float(truth(world, *best)["TotalROI"] or 0) > 0 > float(truth(world, *worst)["TotalROI"] or 0)
+
+
 def test_players_differ_in_volume(world: World) -> None:
     per_day, active_weeks = [], []
     for network, name in world.roster():

@@ -10,9 +10,17 @@ The rows (USD unless said; buy-in = stake + rake, profit = prize − buy-in):
     T4          Wed 2026-04-01     0 (freeroll)   200       9      -
     T5          Thu 2026-03-05     3 XXX (no USD rate)  20  9      -
 
+    T6          Tue 2026-03-10     EUR 100 + 10   200       9      -     (EUR per USD: 0.8 on 10 March, 0.9 on 11 March)
+    T7          Thu 2026-03-05     EUR 30 + 3     6         6      -     (before the first night: 10 March's rates)
+    T8          Wed 2026-03-11 01:00  2 + 0.2     6         6      6MX   (one table: no final table)
+
     alice: T1 1st (prize 300), T2 30th, T3 2nd (prize 15), T4 150th, T5 5th (prize 10 XXX)
     bob:   T1 8th (prize 20), T2 5th (prize 44)
     carol: T1 50th
+    erin:  T6 3rd (prize EUR 400, listed again by the night of 11 March at its rates), T7 6th, T8 5th
+    dave:  the service withholds his results (not authorised): no entries, every statistic NULL
+
+The models build with the time zone Asia/Tokyo (UTC+9, no summer time) for the hour of the week.
 """
 
 from __future__ import annotations
@@ -39,7 +47,12 @@ TOURNAMENTS = {  # id: (start, currency, stake, rake, usd_rate, entrants, seats,
     "T3": (datetime(2026, 3, 10, 12, tzinfo=UTC), "USD", 5.0, 0.5, 1.0, 10, 6, ["ST"], "sng", "NL"),
     "T4": (datetime(2026, 4, 1, 18, tzinfo=UTC), "USD", 0.0, 0.0, 1.0, 200, 9, [], "scheduled", "NL"),
     "T5": (datetime(2026, 3, 5, 9, tzinfo=UTC), "XXX", 3.0, 0.0, None, 20, 9, [], "sng", "NL"),
+    "T6": (datetime(2026, 3, 10, 20, tzinfo=UTC), "EUR", 100.0, 10.0, 0.9, 200, 9, [], "scheduled", "NL"),
+    "T7": (datetime(2026, 3, 5, 12, tzinfo=UTC), "EUR", 30.0, 3.0, 0.9, 6, 6, [], "sng", "NL"),
+    "T8": (datetime(2026, 3, 11, 1, tzinfo=UTC), "USD", 2.0, 0.2, 1.0, 6, 6, ["6MX"], "sng", "NL"),
 }
+#: The metadata rates of each night (units per USD): the warehouse keeps every night's.
+RATES = {NIGHT1: {"USD": 1.0, "EUR": 0.8}, NIGHT2: {"USD": 1.0, "EUR": 0.9}}
 ENTRIES = [  # (player, tournament, position, prize or None)
     ("alice", "T1", 1, 300.0),
     ("alice", "T2", 30, None),
@@ -49,8 +62,14 @@ ENTRIES = [  # (player, tournament, position, prize or None)
     ("bob", "T1", 8, 20.0),
     ("bob", "T2", 5, 44.0),
     ("carol", "T1", 50, None),
+    ("erin", "T6", 3, 400.0),
+    ("erin", "T7", 6, None),
+    ("erin", "T8", 5, None),
 ]
+#: Entries listed again by the second night (their rows carry that night's rates, as the lake's do).
+LISTED_AGAIN = {("erin", "T6"), ("erin", "T7")}
 MIN_ENTRIES = 2  # the leaderboard's minimum, passed as a dbt var (the default is 10)
+TIME_ZONE = "Asia/Tokyo"
 
 
 def _usd(amount: float | None, rate: float | None) -> float | None:
@@ -75,12 +94,21 @@ def _entry_rows() -> list[dict]:
     for player, tid, position, prize in ENTRIES:
         _, currency, stake, rake, rate, *_ = TOURNAMENTS[tid]
         profit = (prize or 0.0) - stake - rake
+        night = NIGHT2 if (player, tid) in LISTED_AGAIN else NIGHT1
         rows.append(
-            dict(snapshot_date=NIGHT1, network=NET, tournament_id=tid, player=player, position=position,
+            dict(snapshot_date=night, network=NET, tournament_id=tid, player=player, position=position,
                  cashed=bool(prize), prize=prize, prize_usd=_usd(prize, rate), currency=currency, stake=stake,
                  rake=rake, profit=profit, profit_usd=_usd(profit, rate), usd_rate=rate, usd_rate_missing=rate is None)
         )  # fmt: skip
     return rows
+
+
+def _currency_rows() -> list[dict]:
+    return [
+        dict(snapshot_date=night, iso=iso, rate=rate, rate_known=True)
+        for night, rates in RATES.items()
+        for iso, rate in rates.items()
+    ]
 
 
 def _epoch(day: date, end: bool = False) -> int:
@@ -100,6 +128,9 @@ def _snapshot_rows() -> list[dict]:
                          anchored=True, filter_sent=sent, found=True, tournament_count=listed))  # fmt: skip
     rows.append(dict(snapshot_date=NIGHT2, network=NET, player="alice", filter_name="daily", filter_window="day", anchored=True,
                      filter_sent=f"Date:{_epoch(NIGHT2)}~{_epoch(NIGHT2, end=True)}", found=True, tournament_count=3))  # fmt: skip
+    for night in (NIGHT1, NIGHT2):  # dave: found, every statistic withheld
+        rows.append(dict(snapshot_date=night, network=NET, player="dave", filter_name="daily", filter_window="day", anchored=True,
+                         filter_sent=f"Date:{_epoch(night)}~{_epoch(night, end=True)}", found=True, tournament_count=0))  # fmt: skip
     rows.append(dict(snapshot_date=NIGHT1, network=NET, player="alice", filter_name="sng", filter_window="day",
                      anchored=True, filter_sent=f"Class:SNG;Date:{_epoch(date(2026, 3, 2))}~{_epoch(date(2026, 3, 2), end=True)}",
                      found=True, tournament_count=1))  # fmt: skip
@@ -124,12 +155,16 @@ def _statistic_rows() -> list[dict]:
         (NIGHT1, "carol", "daily"): {"Count": 2.0, "TotalROI": -100.0, "AvROI": -100.0, "ITM": 0.0},  # one entry in the lake
         (NIGHT1, "alice", "sng"): {"Count": 7.0, "TotalROI": 1.0, "AvROI": 1.0, "ITM": 1.0},  # Class: not comparable
     }
+    withheld = [
+        dict(snapshot_date=night, network=NET, player="dave", filter_name="daily", statistic=statistic, authorized=False)
+        for night in (NIGHT1, NIGHT2) for statistic in ("Count", "Profit", "Stake", "Rake", "AvROI")
+    ]  # fmt: skip
     return [
         dict(snapshot_date=night, network=NET, player=player, filter_name=name, statistic=statistic,
              value=str(value), value_number=value, authorized=True,
              value_usd=value if statistic in ("Profit", "Stake", "Rake") else None)
         for (night, player, name), stats in values.items() for statistic, value in stats.items()
-    ]  # fmt: skip
+    ] + withheld  # fmt: skip
 
 
 LEDGER = [  # (night, account, resource, player, filter, attempt, cost, outcome)
@@ -165,6 +200,7 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, ModelsBuild]:
     path = tmp_path_factory.mktemp("analyses") / "warehouse.duckdb"
     with Warehouse(path) as db:
         con = db.connection
+        _insert(con, "currencies", _currency_rows())
         _insert(con, "tournaments", _tournament_rows())
         _insert(con, "tournament_entries", _entry_rows())
         _insert(con, "player_snapshots", _snapshot_rows())
@@ -176,7 +212,7 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, ModelsBuild]:
             "filter_options",
             [dict(snapshot_date=NIGHT1, constraint_id="Type", option_id=o, name=n, type="Speed") for o, n in speeds],
         )
-    return path, build_models(path, variables={"leaderboard_min_entries": MIN_ENTRIES})
+    return path, build_models(path, variables={"leaderboard_min_entries": MIN_ENTRIES, "time_zone": TIME_ZONE})
 
 
 @pytest.fixture
@@ -251,11 +287,17 @@ def test_periods_are_utc_days_iso_weeks_and_months(con) -> None:
     ).fetchall()
     assert rows == [
         ("all", None, 5),
+        # rolling windows end at the latest night held (11 March): T4 (1 April) is after it
+        ("last_30_days", date(2026, 2, 10), 4),
+        ("last_365_days", date(2025, 3, 12), 4),
+        ("last_7_days", date(2026, 3, 5), 2),  # T5 (5 March) and T3 (10 March)
+        ("last_90_days", date(2025, 12, 12), 4),
         ("month", date(2026, 3, 1), 4),
         ("month", date(2026, 4, 1), 1),
         ("week", date(2026, 3, 2), 3),  # T1 Mon, T2 Tue, T5 Thu
         ("week", date(2026, 3, 9), 1),
         ("week", date(2026, 3, 30), 1),  # Wednesday 1 April: its ISO week starts on Monday 30 March
+        ("year", date(2026, 1, 1), 5),
     ]
 
 
@@ -265,15 +307,17 @@ def test_the_leaderboard_ranks_only_players_with_the_minimum_entries(con) -> Non
         "WHERE period = 'all' ORDER BY player"
     ).fetchall()
     assert rows == [
-        ("alice", 5, True, MIN_ENTRIES, 1, 1),
-        ("bob", 2, True, MIN_ENTRIES, 2, 2),
+        ("alice", 5, True, MIN_ENTRIES, 2, 1),  # $276.50
+        ("bob", 2, True, MIN_ENTRIES, 3, 3),  # $31
         ("carol", 1, False, MIN_ENTRIES, None, None),
+        ("dave", None, False, MIN_ENTRIES, None, None),  # withheld: NULL, never ranked as a zero
+        ("erin", 3, True, MIN_ENTRIES, 1, 2),  # $319.05
     ]
     march = con.execute(
         "SELECT player, rank_by_roi FROM leaderboard WHERE period = 'month' AND period_start = '2026-03-01' AND qualified ORDER BY player"
     ).fetchall()
-    # alice in March: (289 − 22 + 9.5) / 38.5 = 718 %; bob: 31 / 33 = 94 %
-    assert march == [("alice", 1), ("bob", 2)]
+    # alice in March: (289 − 22 + 9.5) / 38.5 = 718 %; erin: 319.05 / 181.45 = 176 %; bob: 31 / 33 = 94 %
+    assert march == [("alice", 1), ("bob", 3), ("erin", 2)]
 
 
 def test_two_players_side_by_side(con) -> None:
@@ -304,7 +348,7 @@ def test_breakdowns_by_stake_speed_class_and_network(con) -> None:
     assert stake["total_roi_pct"] == pytest.approx(100 * 287 / (3 * 11 + 2 * 22))
     assert bucket("stake_bucket", "freeroll")["entries"] == 1 and bucket("stake_bucket", "no USD rate")["entries"] == 1
     assert bucket("speed", "Turbo")["entries"] == 3 and bucket("speed", "Super Turbo")["entries"] == 1
-    assert bucket("speed", "Normal")["entries"] == 4
+    assert bucket("speed", "Normal")["entries"] == 7  # alice's T2, T4, T5, bob's T2, erin's three
     assert bucket("game_class", "sng", "player", "alice")["entries"] == 3
     assert bucket("network", NET)["entries"] == len(ENTRIES)
 
@@ -328,7 +372,7 @@ def test_the_bill_adds_up_to_the_ledger(con) -> None:
     assert nightly == ledger == {NIGHT1: 5, NIGHT2: 1}
     summary = _one(con, "SELECT * FROM bill_nightly WHERE night = ? AND resource = 'player_summary'", NIGHT1)
     assert (summary["attempts"], summary["retries"], summary["failed_attempts"], summary["searches"]) == (3, 1, 1, 2)
-    assert summary["pairs_harvested_that_night"] == 6  # alice, bob unfiltered; three daily windows; alice's sng
+    assert summary["pairs_harvested_that_night"] == 7  # alice, bob unfiltered; four daily windows; alice's sng
     reconciled = _one(con, "SELECT searches, searches_reconciled FROM bill_nightly WHERE resource = 'unattributed'")
     assert reconciled == {"searches": 2, "searches_reconciled": 2}
     by_player = con.execute("SELECT night, account, player, searches FROM bill_by_player ORDER BY ALL").fetchall()
@@ -369,3 +413,126 @@ def test_a_day_filters_served_results_add_up_per_period(con) -> None:
     assert (week["period_start"], week["days_harvested"], week["entries"]) == (date(2026, 3, 9), 2, 4)
     assert week["buy_ins_usd"] == pytest.approx(22 + 16.5) and week["profit_usd"] == pytest.approx(-22 + 30)
     assert week["abi_usd"] == pytest.approx(38.5 / 4) and week["total_roi_pct"] == pytest.approx(100 * 8 / 38.5)
+
+
+def test_usd_is_at_the_rates_of_the_night_the_tournament_started(con) -> None:
+    """erin's T6 started on 10 March and was listed again by the night of 11 March, whose row
+    carries that night's rate: the models convert at 10 March's (EUR 0.8 per USD), whichever
+    night listed it. T7 started before the first night held: the first night's rates, flagged."""
+    rows = {
+        r[0]: r[1:]
+        for r in con.execute(
+            "SELECT tournament_id, snapshot_date, usd_rate, usd_rate_night, usd_rate_of_another_night, buy_in_usd, prize_usd, "
+            "profit_usd FROM player_results_usd WHERE player = 'erin'"
+        ).fetchall()
+    }
+    assert rows["T6"] == (
+        NIGHT2,
+        0.8,
+        NIGHT1,
+        False,
+        pytest.approx(110 / 0.8),
+        pytest.approx(400 / 0.8),
+        pytest.approx(290 / 0.8),
+    )
+    assert rows["T7"] == (NIGHT2, 0.8, NIGHT1, True, pytest.approx(33 / 0.8), None, pytest.approx(-33 / 0.8))
+    assert rows["T8"] == (NIGHT1, 1.0, NIGHT2, False, pytest.approx(2.2), None, pytest.approx(-2.2))  # USD: rate 1
+    erin = _one(con, "SELECT profit_usd, buy_ins_usd FROM player_results_by_period WHERE player = 'erin' AND period = 'all'")
+    assert erin["profit_usd"] == pytest.approx(290 / 0.8 - 33 / 0.8 - 2.2)
+    t5 = _one(con, "SELECT usd_rate, usd_rate_missing, profit_usd FROM player_results_usd WHERE tournament_id = 'T5'")
+    assert t5 == {"usd_rate": None, "usd_rate_missing": True, "profit_usd": None}  # no rate for XXX, never guessed
+
+
+def test_withheld_results_are_null_with_their_reason_and_counted(con) -> None:
+    days = con.execute(
+        "SELECT day, tournaments, profit_usd, buy_ins_usd, withheld, withheld_reason, cumulative_days_withheld "
+        "FROM player_daily_results WHERE player = 'dave' ORDER BY day"
+    ).fetchall()
+    assert days == [(NIGHT1, None, None, None, True, "not_authorized", 1), (NIGHT2, None, None, None, True, "not_authorized", 2)]
+    alice = _one(
+        con,
+        "SELECT tournaments, withheld, withheld_reason FROM player_daily_results WHERE player = 'alice' AND filter_name = 'daily' AND day = ?",
+        NIGHT1,
+    )
+    assert alice == {"tournaments": 1, "withheld": False, "withheld_reason": None}
+    week = _one(
+        con,
+        "SELECT days_harvested, days_withheld, entries, profit_usd FROM filter_results_by_period WHERE player = 'dave' AND period = 'week'",
+    )
+    assert week == {"days_harvested": 2, "days_withheld": 2, "entries": None, "profit_usd": None}  # not 0 tournaments, not $0
+    board = _one(
+        con,
+        "SELECT entries, profit_usd, nights_withheld, withheld_reason, players_withheld FROM leaderboard WHERE player = 'dave' AND period = 'all'",
+    )
+    assert board == {
+        "entries": None,
+        "profit_usd": None,
+        "nights_withheld": 2,
+        "withheld_reason": "not_authorized",
+        "players_withheld": 1,
+    }
+    withheld = con.execute("SELECT snapshot_date, statistics_withheld FROM player_summaries_withheld ORDER BY ALL").fetchall()
+    assert withheld == [(night, ["AvROI", "Count", "Profit", "Rake", "Stake"]) for night in (NIGHT1, NIGHT2)]
+
+
+def test_days_won_and_lost_and_the_longest_run_of_each(con) -> None:
+    days = con.execute(
+        "SELECT day, profit_usd, day_result, run_days FROM player_days WHERE player = 'alice' ORDER BY day"
+    ).fetchall()
+    assert days == [
+        (date(2026, 3, 2), pytest.approx(289.0), "won", 1),
+        (date(2026, 3, 3), pytest.approx(-22.0), "lost", 1),
+        (date(2026, 3, 5), None, None, None),  # T5 only, no USD rate: no result
+        (date(2026, 3, 10), pytest.approx(9.5), "won", 1),
+        (date(2026, 4, 1), 0.0, "even", 1),  # a freeroll out of the money
+    ]
+    alice = _one(con, "SELECT * FROM player_results_by_period WHERE player = 'alice' AND period = 'all'")
+    assert (alice["winning_days"], alice["losing_days"], alice["break_even_days"]) == (2, 1, 1)
+    assert (alice["longest_winning_run_days"], alice["longest_losing_run_days"]) == (1, 1)
+    erin = con.execute("SELECT day, day_result, run_days FROM player_days WHERE player = 'erin' ORDER BY day").fetchall()
+    assert erin == [(date(2026, 3, 5), "lost", 1), (date(2026, 3, 10), "won", 1), (date(2026, 3, 11), "lost", 1)]
+    bob = _one(
+        con, "SELECT winning_days, longest_winning_run_days FROM player_results_by_period WHERE player = 'bob' AND period = 'all'"
+    )
+    assert bob == {"winning_days": 2, "longest_winning_run_days": 2}  # 2 and 3 March, both won: a run of two
+
+
+def test_a_final_table_needs_a_field_larger_than_one_table(con) -> None:
+    finishes = dict(con.execute("SELECT tournament_id, finish FROM player_entries WHERE player = 'erin'").fetchall())
+    assert finishes == {"T6": "final_table", "T7": "out", "T8": "out"}  # 5th and 6th of a 6-max sit'n'go: out, not final table
+    assert con.execute(
+        "SELECT bool_or(final_table) FROM player_entries WHERE total_entrants <= players_per_table"
+    ).fetchone() == (False,)
+    t3 = _one(con, "SELECT finish, final_table, field_beaten_pct FROM player_entries WHERE tournament_id = 'T3'")
+    assert t3 == {
+        "finish": "final_table",
+        "final_table": True,
+        "field_beaten_pct": pytest.approx(800 / 9),
+    }  # 2nd of 10 at 6 seats
+
+
+def test_breakdowns_by_field_size_hour_of_the_week_and_month(con) -> None:
+    def buckets(dimension: str) -> dict:
+        return dict(
+            con.execute(
+                "SELECT bucket, entries FROM player_breakdowns WHERE scope = 'player' AND player = 'alice' AND dimension = ?",
+                [dimension],
+            ).fetchall()
+        )
+
+    assert buckets("field_size") == {"46–100": 2, "19–45": 1, "10–18": 1, "181–500": 1}  # 100, 50; 20; 10; 200
+    # Asia/Tokyo (UTC+9): T1 Mon 10:00 UTC is Mon 19:00; T2 Tue 23:30 UTC is Wed 08:30
+    hours = buckets("hour_of_week")
+    assert hours["Mon 19:00"] == 1 and hours["Wed 08:00"] == 1
+    hour = _one(con, "SELECT hour_of_week FROM player_entries WHERE player = 'alice' AND tournament_id = 'T2'")
+    assert hour == {"hour_of_week": 2 * 24 + 8}
+    assert buckets("month") == {"2026-03": 4, "2026-04": 1}
+
+
+def test_every_table_is_counted_per_night(built) -> None:
+    """`rows_per_night` reads every warehouse table: each table's tests run (and show) with the models."""
+    from tourneylake.schemas import TABLES
+    from tourneylake.tables.models import manifest_document
+
+    (node,) = [n for n in manifest_document()["nodes"].values() if n["name"] == "rows_per_night"]
+    assert {uid.rsplit(".", 1)[-1] for uid in node["depends_on"]["nodes"]} == set(TABLES)

@@ -1,6 +1,7 @@
 """The dbt models on real warehouses, built by real dbt: the views that were ``sql/views.sql``
-give the same rows as that SQL on a harvested warehouse (``EXCEPT ALL`` both ways), their values
-on the recorded night, and what the build does (contracts, tests, a file renamed)."""
+and kept their meaning give the same rows as that SQL on a harvested warehouse (``EXCEPT ALL``
+both ways), their values on the recorded night, and what the build does (contracts, tests, a file
+renamed)."""
 
 from __future__ import annotations
 
@@ -29,6 +30,10 @@ VIEWS = (
     "roi_by_stake_usd",
     "player_daily_results",
 )
+#: Those whose rows are still the old SQL's. The others changed on purpose: USD at the rates of the
+#: night a tournament started in (`player_results_usd`, `roi_by_stake_usd`), withheld results NULL
+#: with their reason, never 0 (`player_daily_results`): tests/tables/test_analyses.py.
+UNCHANGED = ("latest_player_statistics", "player_statistics_over_time")
 WATCHLIST = "\n".join(
     [
         "filters:",
@@ -86,7 +91,7 @@ def test_the_models_give_the_rows_of_the_sql_they_replace(harvested, tmp_path: P
     with duckdb.connect(str(copy)) as con:
         con.execute("SET TimeZone = 'UTC'")
         con.execute(_old_views())
-        for view in VIEWS:
+        for view in UNCHANGED:
             rows = con.execute(f"SELECT count(*) FROM {view}").fetchone()[0]
             assert rows > 0, f"{view} is empty: the comparison would prove nothing"
             for a, b in ((view, f"old_{view}"), (f"old_{view}", view)):

@@ -101,18 +101,15 @@ def test_recorded_metadata_has_no_rates_but_usd_is_one(metadata: tree.Node) -> N
     assert currencies["USD"]["rate"] == 1.0 and currencies["USD"]["rate_known"]
     assert currencies["EUR"]["rate"] is None and not currencies["EUR"]["rate_known"]
     rates = Rates.from_response(metadata)
-    assert rates.to_usd("1.32", "USD") == pytest.approx(1.32)
-    assert rates.to_usd(10, "EUR") is None
+    assert rates.rate("USD") == 1.0 and rates.rate("EUR") is None
 
 
 def test_rates(rated_metadata: tree.Node) -> None:
     rates = Rates.from_response(rated_metadata)
-    assert rates.to_usd(9, "EUR") == pytest.approx(10.0)
-    assert rates.to_usd("8.00", "GBP") == pytest.approx(10.0)
-    assert rates.to_usd(10, "SEK") is None  # rate omitted: unknown
-    assert rates.to_usd(10, "XYZ") is None  # not in metadata at all
-    assert rates.to_usd(None, "EUR") is None
-    assert rates.to_usd("garbage", "EUR") is None
+    assert rates.rate("EUR") == pytest.approx(0.9) and rates.rate("GBP") == pytest.approx(0.8)
+    assert rates.rate("SEK") is None  # rate omitted: unknown
+    assert rates.rate("XYZ") is None  # not in metadata at all
+    assert rates.rate(None) is None
     table = normalize_metadata(rated_metadata, NIGHT)["currencies"]
     again = Rates.from_table(table)
     for iso in ("USD", "EUR", "GBP", "CAD", "SEK", "XYZ"):
@@ -127,7 +124,7 @@ def test_bad_rates_are_unknown(rated_metadata: tree.Node) -> None:
         if c["@iso"] == "GBP":
             c["@rate"] = "n/a"
     rates = Rates.from_response(tree.Node("Response", raw))
-    assert rates.to_usd(1, "EUR") is None and rates.to_usd(1, "GBP") is None
+    assert rates.rate("EUR") is None and rates.rate("GBP") is None
 
 
 # ---------------------------------------------------------------------------- summaries

@@ -176,8 +176,9 @@ def test_dedup_across_nights(lake: Lake, db: Warehouse) -> None:
     before = _snapshot(db)
     db.load_night(lake, NIGHT1)
     assert _snapshot(db) == before
-    # reference tables hold the latest snapshot only
-    assert db.query("SELECT DISTINCT snapshot_date FROM currencies").column(0).to_pylist() == [NIGHT2]
+    # reference tables hold the latest snapshot only; currencies every night's rates (the models convert at the night played)
+    assert db.query("SELECT DISTINCT snapshot_date FROM networks").column(0).to_pylist() == [NIGHT2]
+    assert db.query("SELECT DISTINCT snapshot_date FROM currencies ORDER BY 1").column(0).to_pylist() == [NIGHT1, NIGHT2]
 
 
 @pytest.mark.parametrize("loaded_before", [False, True], ids=["empty table", "night already loaded"])

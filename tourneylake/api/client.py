@@ -41,7 +41,7 @@ import tenacity
 
 from tourneylake import __version__
 from tourneylake.api import calls
-from tourneylake.api.answers import call_payload, metadata_is_cached, read_accepted_envelope, read_answer
+from tourneylake.api.answers import call_payload, read_accepted_envelope, read_answer
 from tourneylake.api.calls import Call
 from tourneylake.api.envelope import Envelope, service_error
 from tourneylake.api.errors import (
@@ -125,13 +125,6 @@ class ApiResponse:
     @property
     def remaining_searches(self) -> int | None:
         return self.envelope.remaining_searches
-
-    @property
-    def metadata_is_current(self) -> bool:
-        """For a metadata call made with ``hash``: the service says our copy is the latest, so
-        nothing needs downloading, parsing or writing again."""
-        sent = self.call.params.get("hash")
-        return bool(sent) and sent == self.envelope.metadata_hash and metadata_is_cached(self.root)
 
 
 @dataclass(frozen=True, slots=True)

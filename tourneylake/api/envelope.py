@@ -131,21 +131,17 @@ def read_envelope(root: Node) -> Envelope:
 def service_error(root: Node, envelope: Envelope, resource: str | None) -> ServiceError:
     """The error a ``success="false"`` response carries. Never raises: an ``Error`` it cannot
     read gives code -1 (callers use it where only a service error is expected)."""
+    remaining = envelope.remaining_searches
     try:
         error = root.find("ErrorResponse/Error")
         if error is None:
             return error_for_code(
-                -1, "the service reported a failure without an Error element", resource=resource, envelope=envelope
+                -1, "the service reported a failure without an Error element", resource=resource, remaining_searches=remaining
             )
         code = _int(error.attr("id"))
         message = error.text or ""
     except MalformedPayload as exc:
         return error_for_code(
-            -1, f"the service reported a failure with an unreadable Error: {exc}", resource=resource, envelope=envelope
+            -1, f"the service reported a failure with an unreadable Error: {exc}", resource=resource, remaining_searches=remaining
         )
-    return error_for_code(
-        code if code is not None else -1,
-        message,
-        resource=resource,
-        envelope=envelope,
-    )
+    return error_for_code(code if code is not None else -1, message, resource=resource, remaining_searches=remaining)

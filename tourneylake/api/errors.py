@@ -13,12 +13,7 @@ Match on the class (or ``code``), never on the text: the service localises it.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from tourneylake.errors import TourneylakeError
-
-if TYPE_CHECKING:
-    from tourneylake.api.envelope import Envelope
 
 
 class ApiError(TourneylakeError):
@@ -32,7 +27,8 @@ class ApiError(TourneylakeError):
 
 
 class ServiceError(ApiError):
-    """The service answered ``success="false"`` with an ``Error``."""
+    """The service answered ``success="false"`` with an ``Error``. ``remaining_searches``: the
+    account's searches left, as the answer's envelope tells them (``None`` when it does not)."""
 
     def __init__(
         self,
@@ -40,18 +36,12 @@ class ServiceError(ApiError):
         message: str,
         *,
         resource: str | None = None,
-        envelope: Envelope | None = None,
+        remaining_searches: int | None = None,
     ) -> None:
         self.code = code
         self.service_message = message
-        self.envelope = envelope
+        self.remaining_searches = remaining_searches
         super().__init__(f"service error {code}: {message}", resource=resource)
-
-    @property
-    def remaining_searches(self) -> int | None:
-        """The account's searches left, when the error's ``UserInfo`` is logged in (a logged-out
-        one reports the anonymous allowance, not the account's: service-notes §5)."""
-        return self.envelope.remaining_searches if self.envelope else None
 
 
 class CredentialsError(ServiceError):
@@ -125,7 +115,7 @@ SUBSCRIPTION_CODES = {102004, 102005}
 NOT_FOUND_CODES = {103001}
 
 
-def error_for_code(code: int, message: str, *, resource: str | None, envelope: Envelope | None) -> ServiceError:
+def error_for_code(code: int, message: str, *, resource: str | None, remaining_searches: int | None) -> ServiceError:
     """The :class:`ServiceError` subclass for an ``Error/@id``."""
     cls: type[ServiceError]
     if code == 0:
@@ -144,4 +134,4 @@ def error_for_code(code: int, message: str, *, resource: str | None, envelope: E
         cls = NotFoundError
     else:
         cls = UnknownServiceError
-    return cls(code, message, resource=resource, envelope=envelope)
+    return cls(code, message, resource=resource, remaining_searches=remaining_searches)

@@ -39,7 +39,6 @@ __all__ = [
     "FilterCatalog",
     "FilterProblem",
     "FilterSyntaxError",
-    "FilterValidationError",
     "NightFilter",
     "NightFilterError",
     "Range",
@@ -113,10 +112,6 @@ class FilterSyntaxError(TourneylakeError, ValueError):
         self.constraint = constraint
         super().__init__(f"{reason} at position {position} of {text!r}")
 
-    def pointer(self) -> str:
-        """The text with a caret under the position, for a terminal."""
-        return f"{self.text}\n{' ' * self.position}^"
-
 
 @dataclass(frozen=True)
 class FilterProblem:
@@ -129,16 +124,6 @@ class FilterProblem:
     def __str__(self) -> str:
         where = f" (constraint {self.constraint!r})" if self.constraint else ""
         return f"{self.message} at position {self.position}{where}"
-
-
-class FilterValidationError(TourneylakeError, ValueError):
-    """A well-formed filter that the service's metadata rejects (see :meth:`FilterCatalog.check`)."""
-
-    def __init__(self, problems: list[FilterProblem], text: str) -> None:
-        self.problems = problems
-        self.text = text
-        listed = "; ".join(f"{p.message} at position {p.position}" for p in problems)
-        super().__init__(f"filter {text!r} is invalid: {listed}")
 
 
 # ----------------------------------------------------------------------------------- model
@@ -650,14 +635,6 @@ class FilterCatalog:
             found.extend(self._constraint_problems(span))
         return found
 
-    def check(self, f: Filter | str) -> Filter:
-        """The parsed filter, or :class:`FilterValidationError` listing every problem and where."""
-        found = self.problems(f)
-        if found:
-            text = f if isinstance(f, str) else _safe_format(f)
-            raise FilterValidationError(found, text)
-        return f if isinstance(f, Filter) else parse_filter(f)
-
     # -------------------------------------------------------------------------- internals
 
     def _constraint_problems(self, span: _Span) -> list[FilterProblem]:
@@ -847,13 +824,6 @@ class FilterCatalog:
                 span = f" ({lowest}–{highest})" if lowest is not None and highest is not None else ""
                 return [FilterProblem(name, position + offset, f"{name}: {bound} is not {what}{span}")]
         return []
-
-
-def _safe_format(f: Filter) -> str:
-    try:
-        return format_filter(f)
-    except ValueError:
-        return repr(f)
 
 
 # ----------------------------------------------------------------------------------- nights

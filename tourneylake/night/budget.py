@@ -208,10 +208,6 @@ class CostModel:
                 return prior
             return next(value for value in reversed(seen) if votes[value] == best)
 
-    def learned(self, resource: str) -> bool:
-        """Whether ``cost(resource)`` comes from observations rather than the prior."""
-        return self.cost(resource) != self._prior_cost(resource)
-
     def snapshot(self) -> dict[str, int]:
         """Current cost of every resource known from the prior or observations."""
         with self._lock:

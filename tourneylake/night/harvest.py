@@ -426,7 +426,7 @@ def _harvest(
     warm_async_transport()
     with ExitStack() as worker_stack:
         worker = None
-        if keep_tables and worker_wanted(session.settings, watchlist):
+        if keep_tables and worker_wanted(session.settings, len(watchlist.targets())):
             worker = worker_stack.enter_context(TablesWorker(session.lake, session.night, batch_size))
         try:
             return _harvest_night(session, watchlist, batch_size, keep_tables, worker, owed, shares)

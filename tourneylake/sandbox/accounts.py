@@ -135,14 +135,6 @@ class Accounts:
             user.remaining = remaining
             user.quota_day = self.quota_day()
 
-    def set_daily_quota(self, username: str, quota: int) -> None:
-        with self._lock:
-            self.users[username].daily_quota = quota
-
-    def set_level(self, username: str, level: Level) -> None:
-        with self._lock:
-            self.users[username].level = level
-
     def remaining(self, username: str) -> int:
         with self._lock:
             user = self.users[username]
@@ -164,10 +156,6 @@ class Accounts:
     def quota_day(self) -> date:
         """The current quota day, named by the date of the reset that began it."""
         return date.fromordinal(date(1970, 1, 1).toordinal() + (self.now() - self.quota_reset_s) // DAY)
-
-    def next_reset(self) -> int:
-        """Epoch seconds of the next reset."""
-        return day_start(self.quota_day()) + self.quota_reset_s + DAY
 
     def _roll(self, user: User) -> None:
         current = self.quota_day()

@@ -9,8 +9,6 @@ versions and processes (unlike ``hash()`` of strings).
 
 from __future__ import annotations
 
-import hashlib
-
 _MASK = (1 << 64) - 1
 _K = (0x9E3779B97F4A7C15, 0xC2B2AE3D27D4EB4F, 0x165667B19E3779F9, 0xD6E8FEB86659FD93, 0xFF51AFD7ED558CCD)
 
@@ -29,19 +27,3 @@ def mix(*parts: int) -> int:
 def unit(*parts: int) -> float:
     """A float in [0, 1) from integers."""
     return (mix(*parts) >> 11) * (1.0 / (1 << 53))
-
-
-def units4(*parts: int) -> tuple[float, float, float, float]:
-    """Four floats in [0, 1) (16-bit resolution) from one hash."""
-    h = mix(*parts)
-    return (
-        (h & 0xFFFF) / 65536,
-        ((h >> 16) & 0xFFFF) / 65536,
-        ((h >> 32) & 0xFFFF) / 65536,
-        (h >> 48) / 65536,
-    )
-
-
-def text_key(text: str) -> int:
-    """A stable 64-bit integer for a string (names, networks)."""
-    return int.from_bytes(hashlib.blake2b(text.encode("utf-8"), digest_size=8).digest(), "big")

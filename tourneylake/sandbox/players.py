@@ -4,7 +4,8 @@ A player's traits are drawn once from the seed and their roster index: network, 
 **skill** (their odds of finishing ahead of a field player), **volume** (the share of days they
 play, entries on a day of play, months off) and **taste** (templates by stake tier and class).
 The fixed players heading every roster (the demo watchlist) are regulars who play most days and
-every side of their network; the rest of the roster is mostly recreational.
+every side of their network, with skills spread as in the field (:data:`FIXED_SKILLS`: a few
+winners, most losing); the rest of the roster is mostly recreational, most of it losing.
 
 Play is generated a calendar year at a time (the current year up to the clock's month) from one
 ``random.Random`` per (player, year), so a day's games are the same whichever day they are asked
@@ -25,7 +26,7 @@ from datetime import date, timedelta
 from tourneylake.sandbox.hashing import mix, unit
 from tourneylake.sandbox.tournaments import EPOCH_DATE, NETWORKS, Result, Template, Tournament
 
-__all__ = ["FIXED_PLAYERS", "MAX_ENTRIES_PER_DAY", "Player", "identity", "make_player", "play_year"]
+__all__ = ["FIXED_PLAYERS", "FIXED_SKILLS", "MAX_ENTRIES_PER_DAY", "Player", "identity", "make_player", "play_year"]
 
 #: The most entries a player plays in one UTC day (a summary lists its 30 most recent).
 MAX_ENTRIES_PER_DAY = 24
@@ -51,6 +52,10 @@ FIXED_PLAYERS: tuple[tuple[str, str], ...] = (
     ("GGNetwork", "王小明"),
 )
 _FIXED_SET = frozenset(FIXED_PLAYERS)
+#: The fixed players' skills, dealt to them in an order drawn from the seed: as in the field, a few
+#: winners (an expected ROI of about +15 % to +75 %) and most losing to the rake and the field
+#: (−15 % to −60 %), so that over a month a few of them win, most lose, whatever the seed.
+FIXED_SKILLS = (2.2, 1.7, 1.3, 0.9, 0.75, 0.7, 0.65, 0.6, 0.55, 0.5, 0.45, 0.4)
 
 _FIRST = (
     "José", "Ana", "Zoë", "Luca", "Chloé", "Søren", "Élodie", "Dmitrij", "Mária", "Björn",
@@ -129,7 +134,9 @@ def make_player(seed: int, index: int, templates: list[Template]) -> Player:
     first, span = (FIXED_START, 365) if fixed else (FIRST_START, (LAST_START - FIRST_START).days)
     start = first + timedelta(days=rng.randrange(span))
     country = rng.choice(NETWORKS[_NETWORK_INDEX[network]].country_pool)
-    skill = min(2.5, max(0.35, math.exp(rng.gauss(-0.12, 0.3))))
+    skill = min(2.5, max(0.35, math.exp(rng.gauss(-0.12, 0.3))))  # drawn for every player: the rest of the draws stay put
+    if fixed:
+        skill = _fixed_skill(seed, index)
     active_share, entries_per_day, break_chance = _regular_volume(rng) if fixed else _roster_volume(rng)
     template_ids, template_cum = _taste(templates, rng, broad=fixed)
     return Player(
@@ -145,6 +152,13 @@ def make_player(seed: int, index: int, templates: list[Template]) -> Player:
         template_ids=template_ids,
         template_cum=template_cum,
     )
+
+
+def _fixed_skill(seed: int, index: int) -> float:
+    """The ``index``-th fixed player's skill: :data:`FIXED_SKILLS` dealt in an order drawn from the seed."""
+    order = list(range(len(FIXED_SKILLS)))
+    random.Random(mix(seed, 37)).shuffle(order)
+    return FIXED_SKILLS[order[index % len(FIXED_SKILLS)]]
 
 
 def _regular_volume(rng: random.Random) -> tuple[float, float, float]:

@@ -19,7 +19,6 @@ import math
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Iterator
 from datetime import UTC, date, datetime, timedelta
 from functools import lru_cache
 
@@ -229,10 +228,6 @@ class World:
         """Every player as (network, name), in a stable order (the first ``limit`` if given)."""
         count = self.players if limit is None else min(limit, self.players)
         return [identity(self.seed, i) for i in range(count)]
-
-    def iter_roster(self) -> Iterator[tuple[str, str]]:
-        for i in range(self.players):
-            yield identity(self.seed, i)
 
     def find(self, network: str, name: str) -> int | None:
         """The roster index of a player, or ``None``."""

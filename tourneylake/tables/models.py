@@ -4,8 +4,10 @@ dbt declares each model and its lineage once (``ref``/``source`` in its SQL); th
 library's side of it, free of Dagster:
 
 * :func:`sources_yaml` renders ``sql/models/sources.yml`` from the table catalogue (every table
-  and column with its description and type, and each deduplicated or reference table's key as a
-  ``unique_key`` test): ``python -m docs.generate`` writes it, a test keeps it current.
+  and column with its description and type; each table's key as a ``unique_key`` test (never
+  twice, never NULL) and its coded columns' ``accepted_values``: ``python -m docs.generate``
+  writes it, a test keeps it current. (A relationship between two tables is tested on the model
+  that joins them: a source's test of two sources is no Dagster check of either.)
 * :func:`ensure_manifest` runs ``dbt parse`` when ``sql/target/manifest.json`` is missing or
   older than a file of the project (``make sync`` builds it; ``assets.models`` reads it).
 * :func:`build_models` runs ``dbt build`` on a warehouse file in a child process (``tourneylake
@@ -18,6 +20,7 @@ child gets no credentials (:func:`~tourneylake.runtime.pipes.worker_env`).
 from __future__ import annotations
 
 import fcntl
+import functools
 import json
 import os
 import shutil
@@ -27,6 +30,7 @@ import tempfile
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -44,6 +48,7 @@ __all__ = [
     "dbt_env",
     "dbt_executable",
     "ensure_manifest",
+    "manifest_document",
     "sources_yaml",
     "target_dir",
     "warehouse_vars",
@@ -68,15 +73,22 @@ def sources_yaml() -> str:
     """``sql/models/sources.yml``: the warehouse tables as dbt sources, from the catalogue."""
     tables = []
     for spec in TABLES.values():
+        codes = dict(spec.codes)
+        columns = []
+        for name, dtype, text in spec.columns:
+            column: dict[str, object] = {"name": name, "data_type": duckdb_type(dtype), "description": text}
+            if name in codes:
+                column["data_tests"] = [{"accepted_values": {"arguments": {"values": list(codes[name])}}}]
+            columns.append(column)
         table: dict[str, object] = {
             "name": spec.name,
             "description": f"{spec.doc} Grain: {spec.grain}. Warehouse load: {spec.load}.",
-            "columns": [
-                {"name": name, "data_type": duckdb_type(dtype), "description": text} for name, dtype, text in spec.columns
-            ],
+            "columns": columns,
         }
-        if spec.load == "dedup":  # one row per key, across nights
-            table["data_tests"] = [{"unique_key": {"arguments": {"columns": list(spec.key)}}}]
+        key: dict[str, object] = {"columns": list(spec.row_key)}  # one row per key, never NULL but where said
+        if spec.nullable_key:
+            key["nullable"] = list(spec.nullable_key)
+        table["data_tests"] = [{"unique_key": {"arguments": key}}]
         tables.append(table)
     document = {
         "version": 2,
@@ -167,6 +179,17 @@ def ensure_manifest() -> Path:
             for name in ("partial_parse.msgpack", "manifest.json"):  # the manifest last: its time says "current"
                 os.replace(Path(staging) / name, MANIFEST.parent / name)
     return MANIFEST
+
+
+def manifest_document() -> dict[str, Any]:
+    """:func:`ensure_manifest`'s manifest, parsed once a version (the file is ~1 MB)."""
+    path = ensure_manifest()
+    return _parsed(path, path.stat().st_mtime_ns)
+
+
+@functools.lru_cache(maxsize=1)
+def _parsed(path: Path, version: int) -> dict[str, Any]:
+    return dict(json.loads(path.read_text(encoding="utf-8")))
 
 
 @dataclass

@@ -51,7 +51,6 @@ UNREADABLE = (MalformedPayload, MalformedResponse, UnusableResponse)
 
 if TYPE_CHECKING:
     from tourneylake.api.client import ApiResponse
-    from tourneylake.tables.split_night import Helper
 
 __all__ = [
     "FREE_RESOURCES",
@@ -300,16 +299,11 @@ class SummarySink:
             self.lake.settle_raw(ref, UNUSABLE)
         log.warning("night %s: the answer for %s cannot be read and is kept raw: %s", self.night, summary_name(key), reason)
 
-    def add_stored(self, helper: Helper | None = None) -> StoredSummaries:
+    def add_stored(self) -> StoredSummaries:
         """Normalise the summaries already paid for tonight (zero searches), those marked
-        unusable included (the normaliser may have been fixed since). With ``helper`` (a
-        process forked for the night), this sink reads its share, then takes the helper's rows."""
+        unusable included (the normaliser may have been fixed since)."""
         with collector.paused():  # the answers' trees hold no cycles: the collector's passes would find nothing
-            if helper is None:
-                return self._add_stored()
-            stored = self.add_refs(helper.mine, StoredSummaries())
-            helper.hand_over(self, stored)
-            return stored
+            return self._add_stored()
 
     def _add_stored(self) -> StoredSummaries:
         # Listed first (the loop names some anew), then read a batch at a time: a night's bodies
@@ -543,21 +537,23 @@ def player_tables(
     unusable: list[str] | None = None,
     *,
     in_force: InForce | None = None,
-    helper: Helper | None = None,
+    read_stored: Callable[[SummarySink], StoredSummaries] | None = None,
     before_commit: Callable[[], object] | None = None,
 ) -> dict[str, int]:
     """The night's six summary tables and its ``search_ledger`` export from the raw answers and
     the ledger (what several accounts' harvests make together, and part of every rebuild);
-    returns rows written per table. Answers that cannot be read go to ``unusable``. ``helper``:
-    a process forked for the night that reads a share of its summaries (see :mod:`.split_night`);
-    ``before_commit``: called before the tables are committed (whether or not they are)."""
+    returns rows written per table. Answers that cannot be read go to ``unusable``.
+    ``read_stored``: reads the night's stored summaries into the sink (by default
+    :meth:`SummarySink.add_stored`, all in this process; :mod:`.split_night` shares them with a
+    forked process); ``before_commit``: called before the tables are committed (whether or not
+    they are)."""
     unusable = [] if unusable is None else unusable
     rows: dict[str, int] = {}
     with ExitStack() as stack:
         sink = SummarySink(lake, night, in_force or InForce(lake, night), stack)
         if before_commit is not None:
             stack.callback(before_commit)  # runs before the sink's commits (pushed earlier)
-        stored = sink.add_stored(helper)
+        stored = sink.add_stored() if read_stored is None else read_stored(sink)
         for target, why in stored.unusable.items():
             unusable.append(f"{night} {target_name(target)}: {why}")
         if stored.done:

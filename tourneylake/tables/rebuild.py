@@ -96,7 +96,11 @@ def _rebuild(settings: Settings, lake: Lake, wanted: list[date], *, every: bool,
     outcome = RebuildOutcome(nights=wanted, fresh_warehouse=every and warehouse)
     # `--all` fills a fresh file while the nights are rebuilt (queries keep the old one until
     # the swap); a rebuild in place loads the live file at the end, holding its lock only then.
-    with _warehouse(settings.warehouse_path, fresh=True) if every and warehouse else nullcontext() as fresh:
+    with (
+        _warehouse(settings.warehouse_path, fresh=True, variables=settings.model_vars)
+        if every and warehouse
+        else nullcontext() as fresh
+    ):
         loads = None if fresh is None else _NightLoads(lake, wanted, fresh)
         in_order = _InOrder(wanted)
         for night, rows, unusable in _rebuild_nights(lake, wanted, settings.rebuild_workers):
@@ -195,7 +199,7 @@ def _rebuild_nights(lake: Lake, nights: list[date], workers: int) -> Iterator[tu
 
 
 @contextmanager
-def _warehouse(path: Path, *, fresh: bool) -> Iterator[Warehouse]:
+def _warehouse(path: Path, *, fresh: bool, variables: dict[str, object] | None = None) -> Iterator[Warehouse]:
     """The warehouse the rebuilt nights are loaded into; ``fresh``: a new file that replaces the
     old one once every night is in (a failure leaves the old one as it was)."""
     target = path.with_name(path.name + ".rebuild") if fresh else path
@@ -205,7 +209,7 @@ def _warehouse(path: Path, *, fresh: bool) -> Iterator[Warehouse]:
     with Warehouse(target) as db:
         yield db
     if fresh:  # its views (the dbt models) made before it replaces the live file, which had them
-        built = build_models(target, artifacts=target_dir(path))
+        built = build_models(target, artifacts=target_dir(path), variables=variables)
         if built.named("warn", "fail", "error", "skipped"):
             log.warning("models built; dbt tests not passing: %s", ", ".join(built.named("warn", "fail", "error", "skipped")))
         os.replace(target, path)

@@ -33,11 +33,6 @@ class InForce:
         self.night = night
         self.own = dict(own or {})
 
-    def partition(self, table: str) -> date | None:
-        """The night whose snapshot of ``table`` is in force: this night's, else the latest before."""
-        dates = [d for d in self.lake.partitions(table) if d <= self.night]
-        return dates[-1] if dates else None
-
     def table(self, name: str) -> pa.Table | None:
         """The snapshot of ``name`` in force (the table's log read once)."""
         if name in self.own:

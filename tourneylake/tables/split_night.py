@@ -78,7 +78,8 @@ def rebuild_night_on_two_cores(lake: Lake, night: date, unusable: list[str] | No
         # interpreter), before the player tables' commits.
         with ThreadPoolExecutor(1, thread_name_prefix="tourneylake-reference") as pool:
             written = pool.submit(write_reference_tables, lake, night, tables)
-            rows = player_tables(lake, night, unusable, in_force=in_force, helper=helper, before_commit=written.result)
+            read_stored = None if helper is None else helper.read_into
+            rows = player_tables(lake, night, unusable, in_force=in_force, read_stored=read_stored, before_commit=written.result)
         rows.update(written.result())
     return rows
 
@@ -158,6 +159,14 @@ class Helper:
         finally:
             os.close(self._go)
             self._go = None
+
+    def read_into(self, sink: SummarySink) -> StoredSummaries:
+        """The night's stored summaries into ``sink``: this process's share read here, then the
+        child's handed over (:meth:`hand_over`)."""
+        with collector.paused():  # the answers' trees hold no cycles
+            stored = sink.add_refs(self.mine, StoredSummaries())
+            self.hand_over(sink, stored)
+        return stored
 
     def hand_over(self, sink: SummarySink, stored: StoredSummaries) -> None:
         """The child's share into ``sink`` (which has read this process's share): its rows

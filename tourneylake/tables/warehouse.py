@@ -121,13 +121,13 @@ def table_ddl(spec: TableSpec) -> str:
 
 
 @cache
-def _damaged_lake_part(table: str, day: date, exc: duckdb.Error) -> Exception:
+def _damaged_lake_part(table: str, night: date, exc: duckdb.Error) -> Exception:
     """DuckDB's error about a part it cannot read, as the lake words it (file, then what to do)."""
     text = str(exc).split("\nLINE ")[0]
     named = re.search(r"'([^']+\.parquet)'", text)
     why = text.replace(f" '{named.group(1)}'", "") if named else text
     return damaged_part(
-        named.group(1) if named else f"a part of {table}", day, RuntimeError(why.removeprefix("Invalid Input Error: "))
+        named.group(1) if named else f"a part of {table}", night, RuntimeError(why.removeprefix("Invalid Input Error: "))
     )
 
 
@@ -269,11 +269,11 @@ class Warehouse:
         con.execute(_templates()["loads_create"].template)
 
     # ------------------------------------------------------------------ loading
-    def load_night(self, lake: Lake, snapshot_date: date | str, tables: Sequence[str] | None = None) -> dict[str, int]:
+    def load_night(self, lake: Lake, night: date | str, tables: Sequence[str] | None = None) -> dict[str, int]:
         """Load what changed of one night of every table (or of ``tables``) from ``lake`` (see the
         module docstring); returns the rows each table's night holds in the lake. One
         transaction: all or nothing. :attr:`reloaded` says which nights were read, by table."""
-        day = snapshot_date if isinstance(snapshot_date, date) else date.fromisoformat(snapshot_date)
+        night = night if isinstance(night, date) else date.fromisoformat(night)
         unknown = set(tables or ()) - set(LOAD_ORDER)
         if unknown:
             raise WarehouseError(f"no such warehouse tables: {sorted(unknown)}")
@@ -285,16 +285,16 @@ class Warehouse:
             parts = dict(
                 zip(
                     wanted,
-                    pool.map(lambda t: lake.night_parts(t, None if TABLES[t].load == "whole" else day), wanted),
+                    pool.map(lambda t: lake.night_parts(t, None if TABLES[t].load == "whole" else night), wanted),
                     strict=True,
                 )
             )
         loaded: dict[str, int] = {}
         self.reloaded = {}
         recorded: dict[str, dict[date, str]] = {}
-        for table, night, digest in con.execute(_templates()["loads_all"].template).fetchall():
-            recorded.setdefault(table, {})[night] = digest
-        changed = {table: self._changed(table, day, parts[table], recorded.get(table, {})) for table in wanted}
+        for table, loaded_night, digest in con.execute(_templates()["loads_all"].template).fetchall():
+            recorded.setdefault(table, {})[loaded_night] = digest
+        changed = {table: self._changed(table, night, parts[table], recorded.get(table, {})) for table in wanted}
         for setting in _LOAD_SETTINGS:
             con.execute(setting)
         # Every changed part at once (from an object store, side by side), then the loads.
@@ -304,9 +304,9 @@ class Warehouse:
             try:
                 for table in wanted:
                     try:
-                        loaded[table] = self._load_changed(table, day, parts[table], changed[table], named)
+                        loaded[table] = self._load_changed(table, night, parts[table], changed[table], named)
                     except (duckdb.IOException, duckdb.InvalidInputException) as exc:  # a lake part DuckDB cannot read
-                        raise _damaged_lake_part(table, day, exc) from None
+                        raise _damaged_lake_part(table, night, exc) from None
                 self._record_loads(changed)
                 con.execute("COMMIT")
             except BaseException as exc:
@@ -325,38 +325,38 @@ class Warehouse:
 
     @staticmethod
     def _changed(
-        table: str, day: date, nights: dict[date, list[tuple[str, int | None]]], recorded: dict[date, str]
+        table: str, night: date, nights: dict[date, list[tuple[str, int | None]]], recorded: dict[date, str]
     ) -> list[tuple[date, list[str]]]:
         """The nights of ``table`` whose parts changed since they were loaded (``recorded``: each
-        night's parts as last loaded), with those parts: ``day``, or (a whole table) any night the
+        night's parts as last loaded), with those parts: ``night``, or (a whole table) any night the
         lake or the last loads know."""
-        targets = {day} if TABLES[table].load != "whole" else {day, *nights, *recorded}
+        candidates = {night} if TABLES[table].load != "whole" else {night, *nights, *recorded}
         out = []
-        for night in sorted(targets):
-            files = [path for path, _ in nights.get(night, [])]
-            if recorded.get(night, "") != _parts_digest(files):  # else the same parts as last time (or none, and none loaded)
-                out.append((night, files))
+        for candidate in sorted(candidates):
+            files = [path for path, _ in nights.get(candidate, [])]
+            if recorded.get(candidate, "") != _parts_digest(files):  # else the same parts as last time (or none, and none loaded)
+                out.append((candidate, files))
         return out
 
     def _load_changed(
         self,
         table: str,
-        day: date,
+        night: date,
         nights: dict[date, list[tuple[str, int | None]]],
         changed: list[tuple[date, list[str]]],
         named: dict[str, str],
     ) -> int:
         """Load ``table``'s ``changed`` nights from their parts as DuckDB reads them (fetched from
         an object store: ``named`` gives each local copy's URL, see :func:`_fetched`); the rows
-        ``day`` holds."""
+        ``night`` holds."""
         where = {url: path for path, url in named.items()}
-        for night, files in changed:
+        for changed_night, files in changed:
             try:
-                self._load_table(table, night, [where.get(file, file) for file in files])
+                self._load_table(table, changed_night, [where.get(file, file) for file in files])
             except (duckdb.IOException, duckdb.InvalidInputException) as exc:  # named as the lake names the part
                 raise type(exc)(functools.reduce(lambda text, pair: text.replace(*pair), named.items(), str(exc))) from None
-            self.reloaded.setdefault(table, []).append(night)
-        return self._rows_in_lake(nights.get(day, []))
+            self.reloaded.setdefault(table, []).append(changed_night)
+        return self._rows_in_lake(nights.get(night, []))
 
     def _record_loads(self, changed: dict[str, list[tuple[date, list[str]]]]) -> None:
         """What the load read, in its transaction: each changed night's parts (a night without
@@ -401,18 +401,18 @@ class Warehouse:
             raise WarehouseError(f"cannot read the lake {lake!r} from DuckDB: {' '.join(str(exc).split())}") from None
         self._registered |= protocols
 
-    def _load_table(self, table: str, day: date, files: list[str]) -> int:
+    def _load_table(self, table: str, night: date, files: list[str]) -> int:
         con = self.connection
         statements = _loads(table)
         kind = TABLES[table].load
         params = {"files": files}
         if kind in ("whole", "snapshot"):  # a night's rows replaced
-            con.execute(statements["delete"], {"snapshot_date": day})
+            con.execute(statements["delete"], {"snapshot_date": night})
             return _rows(con.execute(statements["insert"], params)) if files else 0
         if not files:
             return 0  # no snapshot of this table tonight: keep the one in force
         if kind == "reference":
-            if not _rows(con.execute(statements["is_latest"], {"snapshot_date": day})):
+            if not _rows(con.execute(statements["is_latest"], {"snapshot_date": night})):
                 return 0  # an older night never replaces a newer reference snapshot
             con.execute(statements["delete"])
             return _rows(con.execute(statements["insert"], params))
@@ -421,7 +421,7 @@ class Warehouse:
             log.warning(
                 "%s, night %s: %d key(s) more than once in the lake's partition; one row of each is loaded, by content",
                 table,
-                day,
+                night,
                 repeated,
             )
             return _rows(con.execute(_loads(table, parts_rank(con, files))["merge_first"], params))
@@ -440,9 +440,9 @@ class Warehouse:
         columns = self.connection.execute(templates["relation_columns"].template, {"name": relation}).fetchall()
         return rows, [(str(name), str(kind)) for name, kind in columns]
 
-    def night_rows(self, table: str, snapshot_date: date | str) -> int:
+    def night_rows(self, table: str, night: date | str) -> int:
         """Rows ``table`` holds for the night (the load's check: as many as the lake gave)."""
-        return _rows(self.connection.execute(_render("night_rows", TABLES[table]), {"snapshot_date": snapshot_date}))
+        return _rows(self.connection.execute(_render("night_rows", TABLES[table]), {"snapshot_date": night}))
 
     def query(
         self,

@@ -41,7 +41,6 @@ if TYPE_CHECKING:
     from tourneylake.api.client import ApiResponse
     from tourneylake.config import Settings
     from tourneylake.lake.lake import Lake
-    from tourneylake.night.watchlist import Watchlist
 
 __all__ = ["RebuildWorkers", "TablesWorker", "TablesWorkerError", "prestart", "rebuild_workers", "worker_wanted"]
 
@@ -83,13 +82,13 @@ def _spawn(*, store: bool, own_session: bool = False) -> subprocess.Popen[bytes]
 WORKER_MIN_PAIRS = 200
 
 
-def worker_wanted(settings: Settings, watchlist: Watchlist) -> bool:
-    """Whether a harvest of ``watchlist`` makes its tables in a worker process."""
+def worker_wanted(settings: Settings, pairs: int) -> bool:
+    """Whether a harvest of ``pairs`` (player, filter) pairs makes its tables in a worker process."""
     if settings.tables_worker == "off" or str(settings.data_dir).startswith("memory://"):
         return False  # a memory:// store lives in this process alone
     if settings.tables_worker == "on":
         return True
-    return (os.cpu_count() or 1) >= 2 and len(watchlist.targets()) >= WORKER_MIN_PAIRS
+    return (os.cpu_count() or 1) >= 2 and pairs >= WORKER_MIN_PAIRS
 
 
 _started_ahead: subprocess.Popen[bytes] | None = None

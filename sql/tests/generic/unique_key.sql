@@ -1,8 +1,12 @@
-{#- A table or model holds each value of its key (several columns) once: the rows returned are
-    the keys found more than once, with how often. -#}
-{% test unique_key(model, columns) %}
+{#- A table's or model's key (several columns) names one row: no key value is found twice, and
+    no key column is NULL but those in `nullable`. The rows returned are the keys found more than
+    once, or with a NULL, with how often. -#}
+{% test unique_key(model, columns, nullable=[]) %}
 SELECT {{ columns | join(', ') }}, count(*) AS rows_with_key
 FROM {{ model }}
 GROUP BY {{ columns | join(', ') }}
 HAVING count(*) > 1
+{%- for column in columns if column not in nullable %}
+    OR {{ column }} IS NULL
+{%- endfor %}
 {% endtest %}

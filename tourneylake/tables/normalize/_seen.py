@@ -25,29 +25,29 @@ class SeenKeys:
     against what earlier batches kept; the caller checks its own batch with :attr:`batch`
     (a set), adds with :meth:`add`, and :meth:`commit` at flush."""
 
-    __slots__ = ("_night", "batch")
+    __slots__ = ("_committed", "batch")
 
     def __init__(self) -> None:
-        self._night: np.ndarray = _EMPTY
+        self._committed: np.ndarray = _EMPTY
         self.batch: set[int] = set()
 
     def __len__(self) -> int:
-        return len(self._night) + len(self.batch)
+        return len(self._committed) + len(self.batch)
 
     @property
     def nbytes(self) -> int:
         """Memory of the night's committed hashes (not counting the batch's set)."""
-        return int(self._night.nbytes)
+        return int(self._committed.nbytes)
 
     def unseen_before(self, hashes: list[int]) -> list[bool]:
         """Per hash: whether no earlier batch kept it (the current batch is not looked at)."""
-        night = self._night
-        if not len(night) or not hashes:
+        committed = self._committed
+        if not len(committed) or not hashes:
             return [True] * len(hashes)
         h = np.array(hashes, dtype=np.int64)
-        pos = np.searchsorted(night, h)
-        pos[pos == len(night)] = 0  # beyond the last: compare against any other value
-        return (night[pos] != h).tolist()
+        pos = np.searchsorted(committed, h)
+        pos[pos == len(committed)] = 0  # beyond the last: compare against any other value
+        return (committed[pos] != h).tolist()
 
     def add(self, hashes: Iterable[int]) -> None:
         self.batch.update(hashes)
@@ -59,7 +59,7 @@ class SeenKeys:
             return
         new = np.fromiter(self.batch, dtype=np.int64, count=len(self.batch))
         new.sort()
-        merged = np.concatenate((self._night, new))
+        merged = np.concatenate((self._committed, new))
         merged.sort(kind="stable")
-        self._night = merged
+        self._committed = merged
         self.batch = set()

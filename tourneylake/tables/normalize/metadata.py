@@ -61,9 +61,9 @@ def _rate(value: Any) -> float | None:
 class Rates:
     """USD conversion rates of one metadata snapshot (units of a currency per 1 USD).
 
-    ``to_usd`` never guesses: an unknown currency, or one whose rate metadata omitted, converts
-    to ``None``. USD itself is always rate 1, by definition (reference §2.3), so USD amounts
-    convert even with the recorded (rate-less) metadata.
+    ``rate`` never guesses: an unknown currency, or one whose rate metadata omitted, has none.
+    USD itself is always rate 1, by definition, so USD amounts convert even with metadata that
+    carries no rates.
     """
 
     rates: Mapping[str, float | None] = field(default_factory=dict)
@@ -93,33 +93,20 @@ class Rates:
             return 1.0
         return self.rates.get(currency)
 
-    def to_usd(self, amount: float | str | None, currency: str | None) -> float | None:
-        rate = self.rate(currency)
-        if rate is None or amount is None:
-            return None
-        try:
-            value = float(amount)
-        except (TypeError, ValueError):
-            return None
-        return value / rate if math.isfinite(value) else None
 
-    def known(self, currency: str | None) -> bool:
-        return self.rate(currency) is not None
-
-
-def _table(name: str, columns: dict[str, pa.Array | list[Any]], n: int, snapshot_date: date) -> pa.Table:
+def _table(name: str, columns: dict[str, pa.Array | list[Any]], n: int, night: date) -> pa.Table:
     schema = SCHEMAS[name]
     arrays = []
     for f in schema:
         if f.name == "snapshot_date":
-            arrays.append(pa.array([snapshot_date] * n, pa.date32()))
+            arrays.append(pa.array([night] * n, pa.date32()))
         else:
             col = columns[f.name]
             arrays.append(col if isinstance(col, pa.Array) else pa.array(col, f.type))
     return pa.Table.from_arrays(arrays, schema=schema)
 
 
-def _currencies(payload: Node, snapshot_date: date, metadata_hash: str | None) -> pa.Table:
+def _currencies(payload: Node, night: date, metadata_hash: str | None) -> pa.Table:
     node = payload.one("Currencies")
     rows = node.all("Currency") if node else []
     iso, symbol, rate, known, extra = [], [], [], [], []
@@ -141,7 +128,7 @@ def _currencies(payload: Node, snapshot_date: date, metadata_hash: str | None) -
         "metadata_hash": [metadata_hash] * len(iso),
         "extra": C.map_array(extra),
     }
-    return _table("currencies", cols, len(iso), snapshot_date)
+    return _table("currencies", cols, len(iso), night)
 
 
 _NETWORK_ATTRS = {
@@ -169,7 +156,7 @@ _NETWORK_KNOWN = {
 }
 
 
-def _networks(payload: Node, snapshot_date: date) -> pa.Table:
+def _networks(payload: Node, night: date) -> pa.Table:
     node = payload.one("Networks")
     rows = node.all("Network") if node else []
     cols: dict[str, list[Any]] = {
@@ -207,10 +194,10 @@ def _networks(payload: Node, snapshot_date: date) -> pa.Table:
     arrays["tracked_games_count"] = C.int_array(cols["tracked_games_count"], column="networks.tracked_games_count")
     arrays["skins"] = pa.array(cols["skins"], schema.field("skins").type)
     arrays["extra"] = C.map_array(cols["extra"])
-    return _table("networks", arrays, len(rows), snapshot_date)
+    return _table("networks", arrays, len(rows), night)
 
 
-def _regions(payload: Node, snapshot_date: date) -> pa.Table:
+def _regions(payload: Node, night: date) -> pa.Table:
     node = payload.one("Regions")
     rows = node.all("Region") if node else []
     cols = {
@@ -218,10 +205,10 @@ def _regions(payload: Node, snapshot_date: date) -> pa.Table:
         "name": [r.attr("name") for r in rows],
         "image": [r.attr("image") for r in rows],
     }
-    return _table("regions", cols, len(rows), snapshot_date)
+    return _table("regions", cols, len(rows), night)
 
 
-def _filters(payload: Node, snapshot_date: date) -> tuple[pa.Table, pa.Table]:
+def _filters(payload: Node, night: date) -> tuple[pa.Table, pa.Table]:
     node = payload.one("FilterDefinition")
     constraints = node.all("ConstraintDefinition") if node else []
     c_cols: dict[str, list[Any]] = {"constraint_id": [], "type": [], "option_count": []}
@@ -241,8 +228,8 @@ def _filters(payload: Node, snapshot_date: date) -> tuple[pa.Table, pa.Table]:
             children = o.attr("children")
             o_cols["children"].append([x.strip() for x in children.split(",") if x.strip()] if children else [])
     return (
-        _table("filter_constraints", c_cols, len(constraints), snapshot_date),
-        _table("filter_options", o_cols, len(o_cols["option_id"]), snapshot_date),
+        _table("filter_constraints", c_cols, len(constraints), night),
+        _table("filter_options", o_cols, len(o_cols["option_id"]), night),
     )
 
 
@@ -252,7 +239,7 @@ _DEFINITION_GROUPS = (
 )
 
 
-def _definitions(payload: Node, snapshot_date: date) -> tuple[pa.Table, pa.Table]:
+def _definitions(payload: Node, night: date) -> tuple[pa.Table, pa.Table]:
     s_cols: dict[str, list[Any]] = {k: [] for k in ("scope", "statistic_id", "name", "type", "description")}
     d_cols: dict[str, list[Any]] = {
         k: []
@@ -290,24 +277,24 @@ def _definitions(payload: Node, snapshot_date: date) -> tuple[pa.Table, pa.Table
                 d_cols["series_title"].append(s.attr("title"))
                 d_cols["type"].append(s.attr("type"))
     return (
-        _table("statistic_definitions", s_cols, len(s_cols["scope"]), snapshot_date),
-        _table("dataset_definitions", d_cols, len(d_cols["scope"]), snapshot_date),
+        _table("statistic_definitions", s_cols, len(s_cols["scope"]), night),
+        _table("dataset_definitions", d_cols, len(d_cols["scope"]), night),
     )
 
 
-def normalize_metadata(response: Node, snapshot_date: date | str) -> dict[str, pa.Table]:
+def normalize_metadata(response: Node, night: date | str) -> dict[str, pa.Table]:
     """A ``/metadata`` response → ``currencies``, ``networks``, ``regions``,
     ``filter_constraints``, ``filter_options``, ``statistic_definitions``, ``dataset_definitions``.
     """
-    day = as_date(snapshot_date)
+    night = as_date(night)
     payload = metadata_payload(response)
     metadata_hash = response.attr("metadataHash") if response.name == "Response" else None
-    constraints, options = _filters(payload, day)
-    statistics, datasets = _definitions(payload, day)
+    constraints, options = _filters(payload, night)
+    statistics, datasets = _definitions(payload, night)
     return {
-        "currencies": _currencies(payload, day, metadata_hash),
-        "networks": _networks(payload, day),
-        "regions": _regions(payload, day),
+        "currencies": _currencies(payload, night, metadata_hash),
+        "networks": _networks(payload, night),
+        "regions": _regions(payload, night),
         "filter_constraints": constraints,
         "filter_options": options,
         "statistic_definitions": statistics,

@@ -138,9 +138,9 @@ def _time(value: str | None) -> float | None:
     return int(parsed.timestamp())
 
 
-def _table(name: str, cols: dict[str, Any], n: int, snapshot_date: date) -> pa.Table:
+def _table(name: str, cols: dict[str, Any], n: int, night: date) -> pa.Table:
     schema = SCHEMAS[name]
-    cols = {"snapshot_date": C.repeat(snapshot_date, n, pa.date32()), **cols}
+    cols = {"snapshot_date": C.repeat(night, n, pa.date32()), **cols}
     arrays = [c if isinstance(c := cols[f.name], pa.Array) else pa.array(c, f.type) for f in schema]
     return pa.Table.from_arrays(arrays, schema=schema)
 
@@ -163,9 +163,9 @@ def _records(response: Node, what: str, warnings: list[str]) -> tuple[list[Any],
     return found[1], None, f"{where}/…/{element_path([found[0]])}"
 
 
-def normalize_countries(response: Node, snapshot_date: date | str) -> NormalizeResult:
+def normalize_countries(response: Node, night: date | str) -> NormalizeResult:
     """``/metadata/countries`` → ``countries(code, name, attributes, raw_json)``."""
-    day = as_date(snapshot_date)
+    night = as_date(night)
     warnings: list[str] = []
     records, unread, where = _records(response, "countries", warnings)
     code, name, attrs, raw = [], [], [], []
@@ -193,12 +193,12 @@ def normalize_countries(response: Node, snapshot_date: date | str) -> NormalizeR
     if missing:
         warnings.append(f"countries: {missing} record(s) without a recognisable code; kept in raw_json")
     cols = {"code": code, "name": name, "attributes": C.map_array(attrs), "raw_json": raw}
-    return NormalizeResult(_table("countries", cols, len(code), day), warnings)
+    return NormalizeResult(_table("countries", cols, len(code), night), warnings)
 
 
-def normalize_news(response: Node, snapshot_date: date | str) -> NormalizeResult:
+def normalize_news(response: Node, night: date | str) -> NormalizeResult:
     """``/news/whatsnew`` → ``news(item_index, news_id, title, published_at, url, body, ...)``."""
-    day = as_date(snapshot_date)
+    night = as_date(night)
     warnings: list[str] = []
     records, unread, where = _records(response, "news", warnings)
     cols: dict[str, list[Any]] = {
@@ -230,4 +230,4 @@ def normalize_news(response: Node, snapshot_date: date | str) -> NormalizeResult
     arrays: dict[str, Any] = dict(cols)
     arrays["published_at"] = pa.array(cols["published_at"], pa.int64()).cast(SCHEMAS["news"].field("published_at").type)
     arrays["attributes"] = C.map_array(cols["attributes"])
-    return NormalizeResult(_table("news", arrays, n, day), warnings)
+    return NormalizeResult(_table("news", arrays, n, night), warnings)

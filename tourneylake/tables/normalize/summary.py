@@ -495,7 +495,7 @@ class SummaryNormalizer:
 
     def __init__(
         self,
-        snapshot_date: date | str,
+        night: date | str,
         rates: Rates,
         statistic_types: Mapping[str, str],
         series_types: Mapping[tuple[str, str], str] | None = None,
@@ -503,7 +503,7 @@ class SummaryNormalizer:
         *,
         fast: bool = True,
     ) -> None:
-        self.snapshot_date = as_date(snapshot_date)
+        self.night = as_date(night)
         self.rates = rates
         self.statistic_types = dict(statistic_types)
         self.series_types = dict(series_types or {})
@@ -968,7 +968,7 @@ class SummaryNormalizer:
             kept.add(hashes)
 
     def _date_col(self, n: int) -> pa.Array:
-        return C.repeat(self.snapshot_date, n, pa.date32())
+        return C.repeat(self.night, n, pa.date32())
 
     def _per_player(self, name: str, runs: list[int], dtype: pa.DataType = _STR) -> pa.Array:
         return C.runs(self._snap[name], runs, dtype)

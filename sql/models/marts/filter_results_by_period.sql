@@ -1,9 +1,10 @@
--- Per player and `window: day` filter, the served day results added up per ISO week, month and
--- every night held: what the service counted for the filter, whatever the lake's entries hold.
+-- Per player and `window: day` filter, the served day results added up per period (the macro
+-- periods()): what the service counted for the filter, whatever the lake's entries hold. Days
+-- whose statistics the service withheld are left out of the sums and counted.
 WITH periods AS (
     SELECT d.*, {{ period_columns('d.day') }}
     FROM {{ ref('player_daily_results') }} AS d
-    {{ periods() }}
+    {{ periods('d.day') }}
 )
 SELECT
     network,
@@ -12,6 +13,7 @@ SELECT
     period,
     period_start,
     count(*) AS days_harvested,
+    count(*) FILTER (WHERE withheld) AS days_withheld,
     sum(tournaments)::BIGINT AS entries,
     sum(buy_ins_usd) AS buy_ins_usd,
     sum(buy_ins_usd) / nullif(sum(tournaments), 0) AS abi_usd,

@@ -1,0 +1,54 @@
+-- The coaches' measures per player and period (calendar periods, every night held and the
+-- rolling windows: the macro periods()), with the days won and lost and the longest run of each.
+WITH entry_periods AS (
+    SELECT e.*, {{ period_columns('e.day') }}
+    FROM {{ ref('player_entries') }} AS e
+    {{ periods('e.day') }}
+),
+measures AS (
+    SELECT network, player, period, period_start, {{ entry_metrics() }}
+    FROM entry_periods
+    GROUP BY network, player, period, period_start
+),
+day_periods AS (
+    SELECT d.network, d.player, d.day, d.day_result, {{ period_columns('d.day') }}
+    FROM {{ ref('player_days') }} AS d
+    {{ periods('d.day') }}
+),
+runs AS (  -- the period's days played in a row with one result (see player_days)
+    SELECT
+        network, player, period, period_start, day_result,
+        row_number() OVER (PARTITION BY network, player, period, period_start ORDER BY day)
+            - row_number() OVER (PARTITION BY network, player, period, period_start, day_result ORDER BY day) AS run_id
+    FROM day_periods
+),
+run_days AS (
+    SELECT network, player, period, period_start, day_result, count(*) AS days
+    FROM runs
+    GROUP BY network, player, period, period_start, day_result, run_id
+),
+days AS (
+    SELECT
+        network,
+        player,
+        period,
+        period_start,
+        sum(days) FILTER (WHERE day_result = 'won') AS winning_days,
+        sum(days) FILTER (WHERE day_result = 'lost') AS losing_days,
+        sum(days) FILTER (WHERE day_result = 'even') AS break_even_days,
+        max(days) FILTER (WHERE day_result = 'won') AS longest_winning_run_days,
+        max(days) FILTER (WHERE day_result = 'lost') AS longest_losing_run_days
+    FROM run_days
+    GROUP BY network, player, period, period_start
+)
+SELECT
+    m.*,
+    coalesce(d.winning_days, 0)::BIGINT AS winning_days,
+    coalesce(d.losing_days, 0)::BIGINT AS losing_days,
+    coalesce(d.break_even_days, 0)::BIGINT AS break_even_days,
+    coalesce(d.longest_winning_run_days, 0)::BIGINT AS longest_winning_run_days,
+    coalesce(d.longest_losing_run_days, 0)::BIGINT AS longest_losing_run_days
+FROM measures AS m
+LEFT JOIN days AS d
+    ON d.network = m.network AND d.player = m.player AND d.period = m.period
+    AND d.period_start IS NOT DISTINCT FROM m.period_start

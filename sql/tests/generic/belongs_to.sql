@@ -1,0 +1,11 @@
+{#- Every row of a table or model belongs to a row of `to` with the same values of `columns`
+    (a key of several columns: dbt's own `relationships` test takes one): the rows returned are
+    those whose key `to` lacks. -#}
+{% test belongs_to(model, columns, to) %}
+SELECT {{ columns | join(', ') }}
+FROM {{ model }} AS child
+WHERE NOT EXISTS (
+    SELECT 1 FROM {{ to }} AS parent
+    WHERE {% for column in columns %}parent.{{ column }} = child.{{ column }}{% if not loop.last %} AND {% endif %}{% endfor %}
+)
+{% endtest %}
