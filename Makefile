@@ -60,13 +60,9 @@ notebook: $(STAMP)
 	$(UV) sync --locked --group notebook
 	$(VENV)/bin/jupyter lab $(if $(filter 0,$(shell id -u)),--allow-root) notebooks/player.ipynb
 
-# workspace.yaml names the code location and its `defs`; the warning filter hides Dagster's
+# workspace.yaml names the code locations and their `defs`; the warning filter hides Dagster's
 # notice that `dagster dev` has a successor in the `dg` tool (which this project does not use).
-# `tourneylake standby` waits beside it: the runs the UI and the schedule launch, and any
-# `tourneylake run` meanwhile, fork from it (pipelines/standby.py); it stops with dagster dev.
 dagster: $(STAMP)
-	$(VENV)/bin/tourneylake standby & standby=$$!; \
-	trap 'kill $$standby 2>/dev/null; wait $$standby' EXIT INT TERM; \
 	DAGSTER_HOME=$(DAGSTER_HOME) PYTHONWARNINGS='ignore:Function `dev_command` is superseded' $(VENV)/bin/dagster dev -w workspace.yaml
 
 clean:

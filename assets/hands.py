@@ -7,9 +7,10 @@ pays for hands nobody asked to analyse tonight.
 
 from dagster import AssetExecutionContext, MaterializeResult, asset
 
-from assets.partitions import SERVICE_POOL, nightly_partitions
-from assets.report import fails_cleanly, listing, night_of
+from assets.nights import nightly_partitions
+from assets.pools import SERVICE_POOL
 from assets.resource import TourneylakeResource
+from assets.steps import fails_cleanly, listing, night_of
 from tourneylake.hands import analyze_inbox, hands_dir, inbox_dir
 
 

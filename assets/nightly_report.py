@@ -5,9 +5,9 @@ from typing import Any
 
 from dagster import AssetExecutionContext, MaterializeResult, MetadataValue, asset
 
-from assets.partitions import WAREHOUSE_POOL
-from assets.report import fails_cleanly
+from assets.pools import WAREHOUSE_POOL
 from assets.resource import TourneylakeResource
+from assets.steps import fails_cleanly
 from assets.warehouse import table_key
 from tourneylake.report import Report, write_report
 

@@ -25,9 +25,10 @@ from dagster import (
 )
 
 from assets.backfill import refuse_oversized_backfill
-from assets.partitions import SERVICE_POOL, account_pool, nightly_partitions
-from assets.report import fails_cleanly, listing, night_of
+from assets.nights import nightly_partitions
+from assets.pools import SERVICE_POOL, account_pool
 from assets.resource import TourneylakeResource
+from assets.steps import fails_cleanly, listing, night_of
 from tourneylake.config import Settings
 from tourneylake.night.accounts import load_share, save_shares, shares_digest
 from tourneylake.night.harvest import HarvestOutcome, harvest_account, harvest_players, target_lines

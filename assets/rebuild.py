@@ -7,9 +7,9 @@ this job in the UI.
 
 from dagster import OpExecutionContext, op
 
-from assets.partitions import WAREHOUSE_POOL
-from assets.report import fails_cleanly, listing, night_of
+from assets.pools import WAREHOUSE_POOL
 from assets.resource import TourneylakeResource
+from assets.steps import fails_cleanly, listing, night_of
 from tourneylake.tables.rebuild import rebuild
 
 

@@ -6,9 +6,10 @@ from typing import Any, TypeVar
 
 from dagster import AssetExecutionContext, MaterializeResult, RetryRequested, asset
 
-from assets.partitions import SERVICE_POOL, nightly_partitions
-from assets.report import fails_cleanly, night_of
+from assets.nights import nightly_partitions
+from assets.pools import SERVICE_POOL
 from assets.resource import TourneylakeResource
+from assets.steps import fails_cleanly, night_of
 from tourneylake.api import ApiError
 from tourneylake.night.harvest import refresh_free_resource, refresh_metadata
 

@@ -24,9 +24,10 @@ from dagster import (
     multi_asset,
 )
 
-from assets.partitions import WAREHOUSE_POOL, nightly_partitions
-from assets.report import fails_cleanly, night_of
+from assets.nights import nightly_partitions
+from assets.pools import WAREHOUSE_POOL
 from assets.resource import TourneylakeResource
+from assets.steps import fails_cleanly, night_of
 from tourneylake.lake.partitions import expire_versions
 from tourneylake.night.status import night_bytes, record_load
 from tourneylake.schemas import TABLES, duckdb_type

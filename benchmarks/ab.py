@@ -31,7 +31,6 @@ from typing import Any
 import orjson
 
 from benchmarks.common import NIGHT, ROOT, BenchServer, measure, roster, run_env, write_watchlist
-from benchmarks.run import views_built
 
 CONCURRENCY = 16
 #: What ``tourneylake run`` prints once its night is over, before its models job.
@@ -61,8 +60,6 @@ def night(server: BenchServer, tree: Path, work: Path, label: str, extra: dict[s
     watchlist = work / "watchlist.yaml"
     home = work / f"{label}-dagster-{uuid.uuid4().hex[:6]}"
     env = run_env(server.base_url, data_dir, watchlist, home, CONCURRENCY, tree=tree, **extra)
-    if tree.resolve() == ROOT.resolve():  # a baseline's warehouse is its own (its schema, no models)
-        views_built(Path(env.get("TOURNEYLAKE_WAREHOUSE") or Path(data_dir) / "warehouse.duckdb"))
     env["PYTHONUNBUFFERED"] = "1"  # the night's last line ("run ok in …") seen when it is printed
     run = measure(
         [sys.executable, "-m", "pipelines.cli", "run", "--date", NIGHT.isoformat()],

@@ -272,36 +272,6 @@ def scratch(prefix: str = "tourneylake-bench-") -> Iterator[Path]:
         shutil.rmtree(path, ignore_errors=True)
 
 
-@contextlib.contextmanager
-def running_standby(tree: Path = ROOT) -> Iterator[Path]:
-    """``tree``'s ``tourneylake standby`` (``pipelines/standby.py``) on a socket of its own, once
-    it listens, with none of this process's settings (each night brings its own); its socket's
-    path, for ``TOURNEYLAKE_STANDBY``. Stopped by its pid after."""
-    with scratch("tourneylake-standby-") as folder:
-        path = folder / "standby.sock"
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("TOURNEYLAKE_", "DAGSTER_"))}
-        env["TOURNEYLAKE_STANDBY"] = str(path)
-        waiting = subprocess.Popen(
-            [sys.executable, "-m", "pipelines.cli", "standby"], cwd=tree, env=env,
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
-        )  # fmt: skip
-        try:
-            deadline = time.monotonic() + 60
-            while not path.exists():
-                if waiting.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError(f"the standby of {tree} did not start")
-                time.sleep(0.05)
-            yield path
-        finally:
-            stop_process(waiting)
-
-
-def entry_module(tree: Path, standby: Path | None) -> str:
-    """The module a ``tourneylake`` command line of ``tree`` runs: the console script's
-    (``pipelines.command``, which hands a night to the standby) when ``standby`` is given."""
-    return "pipelines.command" if standby is not None else "pipelines.cli"
-
-
 # ------------------------------------------------------------------------- the bench server
 
 

@@ -14,11 +14,6 @@ process), the fetch (the harvest's ``_fetch``), the warehouse load, the models j
 run, after its last night), the exit — and ``everything but the fetch`` is the whole process
 less the fetch; ``the night but the fetch`` leaves the models job out too. Prints one JSON line; the
 figures go to ``benchmarks/RESULTS.md`` with the machine and the date.
-
-``--standby``: each tree that has one also runs its nights through ``tourneylake standby`` (started
-once per tree, before the rounds; :mod:`pipelines.standby`), the command line's way when a standby
-waits; those rounds alternate with the others and are timed the same way (launch to exit of the
-caller). Their CPU is the standby's child's, which the caller's usage does not count: not given.
 """
 
 from __future__ import annotations
@@ -29,7 +24,6 @@ import statistics
 import subprocess
 import sys
 import time
-from contextlib import ExitStack
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -40,11 +34,9 @@ from benchmarks.common import (
     NIGHT,
     ROOT,
     BenchServer,
-    entry_module,
     measure,
     roster,
     run_env,
-    running_standby,
     scratch,
     write_watchlist,
 )
@@ -56,17 +48,16 @@ def _command(night: str, data: Path) -> list[str]:
     return ["run", "--date", night, "--data-dir", str(data)]
 
 
-def _round(tree: Path, base_url: str, folder: Path, warm: bool, standby: Path | None = None) -> tuple[float, float]:
-    """One whole ``tourneylake run`` from ``tree`` (through the standby listening on
-    ``standby``, if given): seconds from launch to exit, and its CPU seconds (its own and its
-    reaped children's: steadier than the wall on a shared host)."""
+def _round(tree: Path, base_url: str, folder: Path, warm: bool) -> tuple[float, float]:
+    """One whole ``tourneylake run`` from ``tree``: seconds from launch to exit, and its CPU
+    seconds (its own and its reaped children's: steadier than the wall on a shared host)."""
     data, home = folder / "data", folder / "home"
     watchlist = write_watchlist(folder / "watchlist.yaml", roster(1))
-    env = run_env(base_url, data, watchlist, home, 4, tree=tree, TOURNEYLAKE_STANDBY=str(standby or "off"))
+    env = run_env(base_url, data, watchlist, home, 4, tree=tree)
     nights = [NIGHT - timedelta(days=1), NIGHT] if warm else [NIGHT]
     for index, night in enumerate(nights):
         done = measure(
-            [sys.executable, "-m", entry_module(tree, standby), *_command(night.isoformat(), data)],
+            [sys.executable, "-m", "pipelines.cli", *_command(night.isoformat(), data)],
             env=env,
             cwd=tree,
             timeout=300,
@@ -150,23 +141,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--latency-ms", type=float, default=0.0)
     parser.add_argument("--tree", type=Path, action="append", help="source trees to compare (default: this one)")
     parser.add_argument("--warm", action="store_true", help="time a lake's second night (same data and instance)")
-    parser.add_argument("--standby", action="store_true", help="also time each tree's nights through its standby")
     args = parser.parse_args(argv)
     trees = [tree.resolve() for tree in args.tree or [ROOT]]
 
-    ways: list[tuple[str, Path, Path | None]] = [(str(tree), tree, None) for tree in trees]
-    walls: dict[str, list[tuple[float, float]]] = {}
+    walls: dict[str, list[tuple[float, float]]] = {str(tree): [] for tree in trees}
     breakdowns: dict[str, dict[str, float]] = {}
-    with BenchServer(players=1, latency_ms=args.latency_ms) as server, ExitStack() as standbys:
-        if args.standby:
-            for tree in trees:
-                if (tree / "pipelines" / "standby.py").is_file():
-                    ways.append((f"{tree} (standby)", tree, standbys.enter_context(running_standby(tree))))
-        walls.update((name, []) for name, _, _ in ways)
+    with BenchServer(players=1, latency_ms=args.latency_ms) as server:
         for _ in range(args.repeats):
-            for name, tree, standby in ways:
+            for tree in trees:
                 with scratch("tourneylake-fixed-") as folder:
-                    walls[name].append(_round(tree, server.base_url, folder, args.warm, standby))
+                    walls[str(tree)].append(_round(tree, server.base_url, folder, args.warm))
         for tree in trees:
             with scratch("tourneylake-fixed-") as folder:
                 breakdowns[str(tree)] = _breakdown(tree, server.base_url, folder, args.warm)
@@ -177,7 +161,7 @@ def main(argv: list[str] | None = None) -> int:
         "trees": {
             tree: {
                 "whole_median_s": round(statistics.median(t for t, _ in rounds), 3),
-                "cpu_median_s": None if tree.endswith("(standby)") else round(statistics.median(c for _, c in rounds), 3),
+                "cpu_median_s": round(statistics.median(c for _, c in rounds), 3),
                 "rounds": [[round(t, 3), round(c, 3)] for t, c in rounds],
             }
             for tree, rounds in walls.items()

@@ -10,7 +10,6 @@ Six figures, each measured on one machine in one run (never asserted as a timing
    by 0.3x between runs an hour apart), peak RSS of the whole process tree (sampled; ``wait4``'s
    largest process beside it).
    ``--variant`` adds arms (another source tree or environment) alternated with ours;
-   ``--standby`` adds ours with each night forked from ``tourneylake standby``;
 2. the harvest alone at 150 ms latency, 4 parallel calls: median <= 1.05 x latency x calls / 4,
    beside the host's floor (a bare client making the same calls, alternating);
 3. normalising <= 2x merely parsing, on sandbox summaries and on the recorded ``player-summary.json``;
@@ -38,7 +37,6 @@ import statistics
 import subprocess
 import sys
 import time
-from contextlib import ExitStack
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from importlib import metadata as importlib_metadata
@@ -54,11 +52,9 @@ from benchmarks.common import (
     TODAY,
     BenchServer,
     cpu_jiffies,
-    entry_module,
     measure,
     roster,
     run_env,
-    running_standby,
     sandbox_bodies,
     scratch,
     steal_pct,
@@ -128,29 +124,11 @@ class Arm:
     label: str
     tree: Path = ROOT
     env: dict[str, str] = field(default_factory=dict)
-    standby: Path | None = None  # the socket of the tree's standby its nights fork from
-
-
-def views_built(warehouse: Path) -> None:
-    """A warehouse as every night but the first finds it: its tables, and its views built by an
-    earlier night's models run (dbt, seconds, once per file: a night then pays only the views'
-    tests; benchmark 7 times both), so a timed run is such a night."""
-    from tourneylake.tables.models import build_models
-    from tourneylake.tables.warehouse import Warehouse
-
-    warehouse.parent.mkdir(parents=True, exist_ok=True)
-    with Warehouse(warehouse):
-        pass
-    built = build_models(warehouse)
-    if not built.ok:
-        raise RuntimeError(f"models on an empty warehouse: {built.counts}")
 
 
 def whole_run(server: BenchServer, arm: Arm, watchlist: Path, data_dir: Path, timeout: float) -> dict[str, Any]:
-    """``tourneylake run`` (``python -m pipelines.cli run``; through the arm's standby, the console
-    script's module ``pipelines.command``) from process start to exit, over a fresh data directory (its warehouse's views built, see
-    :func:`views_built`) and Dagster home, against ``server``."""
-    views_built(data_dir / "warehouse.duckdb")
+    """``tourneylake run`` (``python -m pipelines.cli run``) from process start to exit, over a
+    fresh data directory and Dagster home, against ``server``: the night, then its models."""
     server.reset()
     env = run_env(
         server.base_url,
@@ -159,10 +137,10 @@ def whole_run(server: BenchServer, arm: Arm, watchlist: Path, data_dir: Path, ti
         data_dir.parent / (data_dir.name + "-dagster"),
         HARVEST_CONCURRENCY,
         tree=arm.tree,
-        **{"TOURNEYLAKE_STANDBY": str(arm.standby or "off"), **arm.env},
+        **arm.env,
     )
     m = measure(
-        [sys.executable, "-m", entry_module(arm.tree, arm.standby), "run", "--date", NIGHT.isoformat()],
+        [sys.executable, "-m", "pipelines.cli", "run", "--date", NIGHT.isoformat()],
         env=env,
         cwd=arm.tree,
         timeout=timeout,
@@ -170,13 +148,12 @@ def whole_run(server: BenchServer, arm: Arm, watchlist: Path, data_dir: Path, ti
     stats = server.stats()
     if m.returncode != 0:
         raise RuntimeError(f"tourneylake run ({arm.label}) exited {m.returncode}: {m.stderr[-2000:]} {m.stdout[-1000:]}")
-    forked = arm.standby is not None  # the night ran in the standby's child: the caller's usage is not the night's
     return {
         "tool": arm.label,
         "seconds": m.seconds,
-        "cpu_s": None if forked else m.user_s + m.sys_s,
-        "peak_rss_mb": None if forked else m.tree_peak_rss_mb,
-        "largest_process_rss_mb": None if forked else m.peak_rss_mb,
+        "cpu_s": m.user_s + m.sys_s,
+        "peak_rss_mb": m.tree_peak_rss_mb,
+        "largest_process_rss_mb": m.peak_rss_mb,
         "host_steal_pct": m.steal_pct,
         # process start -> first request; last request -> exit
         "startup_s": (stats["first_at"] - m.started_at) if stats["first_at"] else None,
@@ -252,9 +229,9 @@ def bench_vs_dlt(
                 data_dir = keep if (rep == repeats - 1 and arm is arms[0]) else tmp / f"{arm.label}-{rep}"
                 run = whole_run(server, arm, watchlist, data_dir, deadline.left(900))
                 runs.setdefault(arm.label, []).append(run)
-                usage = f"cpu {run['cpu_s']:.1f} s, peak {run['peak_rss_mb']:.0f} MB, " if arm.standby is None else ""
                 log(
-                    f"[1] {arm.label} run {rep + 1}: {run['seconds']:.2f} s, {usage}"
+                    f"[1] {arm.label} run {rep + 1}: {run['seconds']:.2f} s, cpu {run['cpu_s']:.1f} s, "
+                    f"peak {run['peak_rss_mb']:.0f} MB, "
                     f"start-up {run['startup_s']:.2f} s, host steal {run['host_steal_pct']}%"
                 )
                 if run["summaries"] != players:
@@ -279,10 +256,9 @@ def bench_vs_dlt(
         )
     else:
         ratio, figure = float("nan"), f"ours {med[arms[0].label]:.2f} s (dlt not run)"
-    for arm in arms[1:]:  # a standby's night runs in its child: the caller's memory is not the night's
-        memory = f" / {rss[arm.label]:.0f} MB" if arm.standby is None else ""
+    for arm in arms[1:]:
         against = f" ({med['dlt'] / med[arm.label]:.2f}x dlt's)" if with_dlt else ""
-        figure += f"; {arm.label} {med[arm.label]:.2f} s{memory}{against}"
+        figure += f"; {arm.label} {med[arm.label]:.2f} s / {rss[arm.label]:.0f} MB{against}"
     steal = [r["host_steal_pct"] for v in runs.values() for r in v if r["host_steal_pct"] is not None]
     if steal:
         figure += f"; host steal {min(steal):.0f}-{max(steal):.0f}%"
@@ -624,11 +600,10 @@ def bench_warehouse(lake_dir: Path, repeats: int) -> Result:
 
 
 def bench_models(lake_dir: Path, repeats: int) -> Result:
-    """A night's models after its load, as ``tourneylake run`` pays them: a fresh warehouse's
-    models built by dbt (timed: the first build on a file, the whole dbt process, as an earlier
-    night made them), benchmark 1's night loaded (timed: the load a night pays), the models
-    built again (timed: views current, their dbt tests run in process), then one ``SELECT
-    count(*)`` of every model (views: their cost is paid when read)."""
+    """A night's models after its load, as every night pays them: benchmark 1's night loaded
+    into a fresh warehouse (timed: the load a night pays), every model built and tested by dbt
+    (timed: ``dbt build``, the whole dbt process, as the ``models`` job runs it), then one
+    ``SELECT count(*)`` of every model (views: their cost is paid when read)."""
     import duckdb
 
     from tourneylake.lake.lake import Lake
@@ -637,49 +612,42 @@ def bench_models(lake_dir: Path, repeats: int) -> Result:
 
     manifest = orjson.loads(ensure_manifest().read_bytes())
     models = sorted(n["name"] for n in manifest["nodes"].values() if n["resource_type"] == "model")
-    loads, firsts, nightly, dbt_own, reads = [], [], [], [], []
+    loads, builds, dbt_own, reads = [], [], [], []
     rows = 0
     with scratch() as tmp:
         for rep in range(repeats):
             path = tmp / f"w{rep}" / "warehouse.duckdb"
             path.parent.mkdir()
-            with Warehouse(path):
-                pass
-            t0 = time.perf_counter()
-            first = build_models(path)  # the views made on an earlier night (here on empty tables)
-            firsts.append(time.perf_counter() - t0)
-            dbt_own.append(first.elapsed_s)
             with Warehouse(path) as warehouse:
                 t0 = time.perf_counter()
                 rows = sum(warehouse.load_night(Lake(lake_dir), NIGHT).values())
                 loads.append(time.perf_counter() - t0)
             t0 = time.perf_counter()
             built = build_models(path)
-            nightly.append(time.perf_counter() - t0)
-            if not (first.ok and built.ok and first.rebuilt and not built.rebuilt):
-                raise RuntimeError(f"models: first {first.counts}, then {built.counts} (rebuilt: {built.rebuilt})")
+            builds.append(time.perf_counter() - t0)
+            dbt_own.append(built.elapsed_s)
+            if not built.ok:
+                raise RuntimeError(f"models: {built.counts}")
             with duckdb.connect(str(path), read_only=True) as con:
                 t0 = time.perf_counter()
                 for model in models:
                     con.execute(f"SELECT count(*) FROM {model}").fetchall()
                 reads.append(time.perf_counter() - t0)
             log(
-                f"[7] load {loads[-1]:.3f} s, models after it {nightly[-1]:.3f} s; first build {firsts[-1]:.3f} s "
-                f"(dbt's own {dbt_own[-1]:.3f} s), read all {reads[-1]:.3f} s"
+                f"[7] load {loads[-1]:.3f} s, models after it {builds[-1]:.3f} s (dbt's own {dbt_own[-1]:.3f} s), "
+                f"read all {reads[-1]:.3f} s"
             )
-    load, build = statistics.median(loads), statistics.median(nightly)
+    load, build = statistics.median(loads), statistics.median(builds)
     return Result(
         7,
-        f"the {len(models)} dbt models after a night ({rows} rows loaded): views current, their tests",
-        f"models after the night {build:.2f} s vs load_night {load:.2f} s: {build / load:.2f}x; the first build on a "
-        f"file (dbt) {statistics.median(firsts):.2f} s (dbt's own run {statistics.median(dbt_own):.2f} s); reading every "
-        f"model once {statistics.median(reads):.2f} s",
+        f"the {len(models)} dbt models after a night ({rows} rows loaded): dbt build, views and tests",
+        f"models after the night {build:.2f} s (dbt's own run {statistics.median(dbt_own):.2f} s) vs load_night "
+        f"{load:.2f} s: {build / load:.2f}x; reading every model once {statistics.median(reads):.2f} s",
         "<= 1x load_night",
         build <= load,
         {
             "load_night_s": [round(x, 3) for x in loads],
-            "models_after_night_s": [round(x, 3) for x in nightly],
-            "first_build_s": [round(x, 3) for x in firsts],
+            "models_after_night_s": [round(x, 3) for x in builds],
             "dbt_elapsed_s": [round(x, 3) for x in dbt_own],
             "read_models_s": [round(x, 3) for x in reads],
         },
@@ -849,7 +817,6 @@ def main(argv: list[str] | None = None) -> int:
         "(e.g. 'httpcore::TOURNEYLAKE_HTTP_BACKEND=httpcore')",
     )
     parser.add_argument("--tree", type=Path, default=ROOT, help="the source tree whose `tourneylake run` is measured")
-    parser.add_argument("--standby", action="store_true", help="benchmark 1: also ours with its nights forked from a standby")
     args = parser.parse_args(argv)
     only = {int(x) for x in args.only.split(",") if x}
     quick = args.quick
@@ -870,9 +837,7 @@ def main(argv: list[str] | None = None) -> int:
     repeats = args.repeats or (1 if quick else 5)
     memory_counts = [100, 300, 1000] if quick else [500, 2000, 20000]
     biggest = max(memory_counts) if 5 in only else players
-    with scratch("tourneylake-bench-lake-") as keep, ExitStack() as standbys:
-        if args.standby:
-            arms.append(Arm("ours-standby", args.tree.resolve(), standby=standbys.enter_context(running_standby(args.tree))))
+    with scratch("tourneylake-bench-lake-") as keep:
         lake_dir = keep / "lake-of-bench-1"
         known_rss: dict[int, float] = {}
         with BenchServer(biggest, 20.0, distinct=min(2000, biggest)) as server:

@@ -8,8 +8,7 @@ cost) and :mod:`benchmarks.threaded_server` (a plain threaded Python server: wha
 per night and per request does). Each round runs ours and dlt (dlt first in odd rounds) on one
 server, then on the other (whole processes: wall, CPU, peak RSS of the process tree, and the
 server's CPU), then a bare client (:mod:`benchmarks.floor`, the same calls, bodies dropped): the
-server's own floor, beside the ideal ``players x latency / sessions``; ``--standby``: ours also
-with its night forked from ``tourneylake standby``. Medians and each round's
+server's own floor, beside the ideal ``players x latency / sessions``. Medians and each round's
 dlt/ours ratio: one JSON line and a markdown table on stdout; ``--record`` appends the table to
 RESULTS.md.
 
@@ -21,7 +20,6 @@ from __future__ import annotations
 import argparse
 import statistics
 import sys
-from contextlib import ExitStack
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -30,7 +28,7 @@ import orjson
 import psutil
 
 import benchmarks.run as bench_run
-from benchmarks.common import ROOT, BenchServer, roster, running_standby, scratch, write_watchlist
+from benchmarks.common import ROOT, BenchServer, roster, scratch, write_watchlist
 from benchmarks.run import RESULTS, Arm, child, dlt_run, log, machine, whole_run
 from benchmarks.threaded_server import ThreadedBenchServer
 
@@ -43,16 +41,13 @@ def server_cpu_s(server: BenchServer) -> float:
     return times.user + times.system
 
 
-def one_round(
-    server: BenchServer, players: int, sessions: int, watchlist: Path, tmp: Path, rep: int, standby: Path | None = None
-) -> dict[str, Any]:
-    """Ours and dlt (dlt first in odd rounds), ours through ``standby`` when given, then the bare
-    client, each against ``server``; the server's CPU during each."""
-    env = {"TOURNEYLAKE_CONCURRENCY": str(sessions)}
-    arms = {"ours": Arm("ours", ROOT, env), "ours-standby": Arm("ours-standby", ROOT, env, standby=standby)}
+def one_round(server: BenchServer, players: int, sessions: int, watchlist: Path, tmp: Path, rep: int) -> dict[str, Any]:
+    """Ours and dlt (dlt first in odd rounds), then the bare client, each against ``server``; the
+    server's CPU during each."""
+    arms = {"ours": Arm("ours", ROOT, {"TOURNEYLAKE_CONCURRENCY": str(sessions)})}
     tools = ("ours", "dlt") if rep % 2 == 0 else ("dlt", "ours")
     runs: dict[str, Any] = {}
-    for tool in (*tools, *(("ours-standby",) if standby is not None else ()), "floor"):
+    for tool in (*tools, "floor"):
         cpu0 = server_cpu_s(server)
         if tool in arms:
             run = whole_run(server, arms[tool], watchlist, tmp / f"{tool}-{rep}", TIMEOUT)
@@ -79,16 +74,12 @@ def summarise(name: str, rounds: list[dict[str, Any]], players: int, sessions: i
         return round(statistics.median(values), 3) if values else None
 
     ratios = [round(r["dlt"]["seconds"] / r["ours"]["seconds"], 3) for r in rounds]
-    standby = [round(r["dlt"]["seconds"] / r["ours-standby"]["seconds"], 3) for r in rounds if "ours-standby" in r]
     return {
         "server": name,
         "ideal_s": round(players * latency_ms / 1000 / sessions, 3),
         "medians": {tool: {key: med(tool, key) for key in KEPT if key in rounds[0][tool]} for tool in rounds[0]},
         "round_ratios_dlt_over_ours": ratios,
         "median_ratio": statistics.median(ratios),
-        **(
-            {"round_ratios_dlt_over_ours_standby": standby, "median_ratio_standby": statistics.median(standby)} if standby else {}
-        ),
         "rounds": rounds,
     }
 
@@ -112,12 +103,6 @@ def table(results: list[dict[str, Any]], players: int, sessions: int, latency_ms
             f"| {r['server']} | {r['ideal_s']:.2f} s | {r['medians']['floor']['seconds']:.2f} s | {cells[0]} | {cells[1]} "
             f"| **{r['median_ratio']:.2f}x** ({rounds}) |"
         )
-        if "median_ratio_standby" in r:  # its memory and CPU are the standby's child's: its wall alone
-            rounds = ", ".join(f"{x:.2f}" for x in r["round_ratios_dlt_over_ours_standby"])
-            lines.append(
-                f"| {r['server']}, ours through its standby | | | {r['medians']['ours-standby']['seconds']:.2f} s | "
-                f"| **{r['median_ratio_standby']:.2f}x** ({rounds}) |"
-            )
     return "\n".join(lines)
 
 
@@ -128,19 +113,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--latency-ms", type=float, default=20.0)
     parser.add_argument("--record", action="store_true", help="append the table to benchmarks/RESULTS.md")
-    parser.add_argument("--standby", action="store_true", help="also ours with each night forked from a standby")
     args = parser.parse_args(argv)
     bench_run.DLT_WORKERS = args.sessions  # dlt_run's worker count (a module setting of run.py)
     servers = {"bench_server": BenchServer, "threaded_server": ThreadedBenchServer}
     rounds: dict[str, list[dict[str, Any]]] = {name: [] for name in servers}
-    with scratch() as tmp, ExitStack() as stack:
-        standby = stack.enter_context(running_standby()) if args.standby else None
+    with scratch() as tmp:
         watchlist = write_watchlist(tmp / "watchlist.yaml", roster(args.players))
         started = {name: cls(args.players, args.latency_ms).start() for name, cls in servers.items()}
         try:
             for rep in range(args.repeats):
                 for name, server in started.items():
-                    runs = one_round(server, args.players, args.sessions, watchlist, tmp / name, rep, standby)
+                    runs = one_round(server, args.players, args.sessions, watchlist, tmp / name, rep)
                     rounds[name].append(runs)
                     log(f"[{name} round {rep + 1}] " + "; ".join(f"{t} {r['seconds']:.2f} s" for t, r in runs.items()))
         finally:

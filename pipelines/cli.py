@@ -9,7 +9,6 @@ fast.
 from __future__ import annotations
 
 import logging
-import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import datetime, timedelta
@@ -37,7 +36,6 @@ from tourneylake.cli import (
 from tourneylake.night.accounts import account_settings
 from tourneylake.night.progress import ProgressSnapshot, listening
 from tourneylake.night.watchlist import load_watchlist
-from tourneylake.runtime.collector import start_up
 from tourneylake.runtime.without_pandas import skip_pandas_sniffing
 
 __all__ = ["PARTIAL", "WATCHLIST", "app", "main"]
@@ -238,8 +236,7 @@ def run(
 
         if worker_wanted(settings, len(listed.targets())):
             prestart(store=settings.lake_is_remote)  # the tables worker starts on the other core while Dagster is imported
-        with start_up():  # no collector pass over Dagster's objects, then or after
-            from pipelines.nightly import run_night  # Dagster is imported only when a night runs
+        from pipelines.nightly import run_night  # Dagster is imported only when a night runs
     skip_pandas_sniffing()  # a night makes no data frame
 
     first = when - timedelta(days=nights - 1)
@@ -278,28 +275,25 @@ def run(
 
 
 def build_models(settings: Any) -> None:
-    """The models job (dbt views and tests) on the warehouse the nights loaded, and one line on it."""
+    """The models job (dbt builds the views and runs their tests) on the warehouse the nights
+    loaded, and one line on it."""
     from pipelines.nightly import run_models
 
     with reported():
         report = run_models(settings)
     print_models(report)
     if not report.success:
-        raise fail(f"models failed: {report.failure}")
+        failing = sorted(name.split(":", 1)[1] for name, ok in report.checks.items() if not ok)
+        why = "dbt tests not passing: " + ", ".join(failing) if failing else report.failure
+        raise fail(f"models failed: {why}")
 
 
 def print_models(report: Any) -> None:
-    from tourneylake.tables.models import CURRENT  # not at the command line's start: it imports DuckDB
-
     models = [key for key in report.assets if key.startswith("warehouse/")]
-    current = [key for key in models if report.value(key, "status") == CURRENT]
     failed = sorted(name.split(":", 1)[1] for name, ok in report.checks.items() if not ok)
     state = "[red]failed[/]" if not report.success else "[yellow]tests failing[/]" if failed else "[green]ok[/]"
-    made = (
-        f"{len(current)} current (their SQL unchanged), {len(models) - len(current)} built" if current else f"{len(models)} built"
-    )
     console.print(
-        f"models {state}: {made}, {len(report.checks) - len(failed)} of {len(report.checks)} tests passed "
+        f"models {state}: {len(models)} built, {len(report.checks) - len(failed)} of {len(report.checks)} tests passed "
         f"in {report.duration_s:.1f} s",
         highlight=False,
     )
@@ -310,33 +304,8 @@ def print_models(report: Any) -> None:
         console.print(f"report: {page}", highlight=False)
 
 
-@app.command()
-def standby(
-    idle_exit: Annotated[
-        float | None, typer.Option("--idle-exit", min=0.0, help="Stop after this many hours without a night (default: never).")
-    ] = None,
-) -> None:
-    """Wait with a night's code loaded: each `tourneylake run`, and each run the UI or the
-    schedule launches, forks from this process instead of loading it again (about a second a
-    night). Stop it with Ctrl-C or SIGTERM; it ends after the nights it started."""
-    from pipelines.standby import STANDBY_ENV, serve, socket_path
-
-    path = socket_path()
-    if path is None:
-        raise fail(f"{STANDBY_ENV}=off: no standby to start", USAGE)
-    idle_s = None if idle_exit is None else idle_exit * 3600
-
-    def ready() -> None:
-        err.print(f"standby: ready on {path} (pid {os.getpid()}); Ctrl-C stops it", highlight=False)
-
-    if serve(path, idle_exit_s=idle_s, ready=ready) != 0:
-        raise fail(f"a standby already runs on {path}")
-    err.print("standby: stopped", highlight=False)
-
-
 def main() -> None:
-    """The console script ``tourneylake`` in this process (see :func:`tourneylake.cli.launch`;
-    :mod:`pipelines.command` hands a night to the standby first)."""
+    """The console script ``tourneylake`` (see :func:`tourneylake.cli.launch`)."""
     launch(app)
 
 

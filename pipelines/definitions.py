@@ -1,5 +1,5 @@
-"""The ``Definitions``: assets, checks, the nightly, models, drain and rebuild jobs, their
-schedules, and the sensors (the models after a night, alerts, freshness).
+"""The ``Definitions``: assets, checks, the nightly, models, drain, rebuild and freshness jobs,
+their schedules, and the sensors (the models after a night, alerts).
 
 Two code locations on one machine (``workspace.yaml``): ``tourneylake`` (:func:`defs`: the
 nights, without the dbt models) and ``tourneylake_models`` (``pipelines.models``: the models,
@@ -27,7 +27,6 @@ from dagster import (
     Definitions,
     EnvVar,
     ExecutorDefinition,
-    Field,
     JobDefinition,
     JobSelector,
     PartitionsDefinition,
@@ -42,18 +41,18 @@ from dagster import (
     in_process_executor,
     job,
     load_assets_from_modules,
-    multi_or_in_process_executor,
+    multiprocess_executor,
     run_status_sensor,
 )
 
 from assets import hands, players, reference, warehouse
 from assets.drain import drain_backlog, load_drained_nights
-from assets.partitions import first_night, user_nights
+from assets.nights import first_night, user_nights
 from assets.players import account_assets
 from assets.rebuild import rebuild_night
 from assets.resource import SETTING_FIELDS, TourneylakeResource
 from pipelines.failures import night_failed_sensor
-from pipelines.freshness import freshness_checks, freshness_sensor
+from pipelines.freshness import freshness_checks, freshness_schedule
 from tourneylake.config import Settings, load_settings
 from tourneylake.night.drain import drain_cron
 
@@ -102,31 +101,14 @@ def assets_for(accounts: list[str] | None = None, *, with_models: bool = True) -
     return [a for a in every if not (isinstance(a, AssetsDefinition) and single in a.keys)] + account_assets(accounts)
 
 
-def nightly_executor(accounts: list[str] | None = None) -> ExecutorDefinition:
-    """Dagster's in-process-or-multiprocess executor, defaulting to in-process for one account.
-
-    In-process, a night's steps share one process, so the resource and the built-in sandbox are
-    set up once per run and no step waits for a pool slot another step of the run holds: with
-    one account the steps are sequential anyway (each waits for the one before; the parallelism
-    is inside the harvest). With several accounts the default is multiprocess, so each
-    account's harvest (its own step and pool) fetches beside the others. Either is chosen in the
-    launchpad or run config (`execution: {config: {multiprocess: {max_concurrent: 4}}}`); the
-    UI's "Materialize" takes the default. Celery, Docker or Kubernetes executors replace it in a
-    deployment (README, "Beyond one machine")."""
-    base = multi_or_in_process_executor
-    default = "multiprocess" if accounts and len(accounts) > 1 else "in_process"
-    return ExecutorDefinition(
-        name=base.name,
-        config_schema=Field(base.config_schema.config_type, default_value={default: {}}),
-        requirements=base.get_requirements,
-        executor_creation_fn=base.executor_creation_fn,
-        description=f"In-process or multiprocess (default {default.replace('_', '-')}).",
-    )
-
-
-#: Run config that runs a night in-process whatever the default (`tourneylake run`'s settings
-#: are handed over in this process, so its steps must run here).
-IN_PROCESS: dict[str, Any] = {"execution": {"config": {"in_process": {}}}}
+def default_executor(accounts: list[str] | None = None) -> ExecutorDefinition:
+    """Dagster's in-process executor for one account: a night's steps run one after another
+    anyway (each needs the one before; the parallelism is inside the harvest), so one process
+    sets up the resource and the built-in sandbox once per run, and no step waits for a pool
+    slot another step of its run holds. Its multiprocess executor for several accounts, so each
+    account's harvest (its own step and pool) fetches beside the others. Celery, Docker or
+    Kubernetes executors replace it in a deployment (README, "Beyond one machine")."""
+    return multiprocess_executor if accounts and len(accounts) > 1 else in_process_executor
 
 
 def nightly(
@@ -135,18 +117,18 @@ def nightly(
     model_checks: AssetSelection | None = None,
     config: dict[str, Any] | None = None,
 ) -> Any:
-    """The nightly job, on the Definitions' executor (:func:`nightly_executor`), or on
-    ``executor`` (a deployment's: ``celery_executor``, ``docker_executor``,
-    ``k8s_job_executor``), configured by the deployment's own run config (``config``: its
-    default, e.g. ``deploy/*/run_config.yaml``). ``without``: checks its run leaves to their own
-    sensor (freshness: a night just made is fresh); ``model_checks``: the dbt tests, which run
-    with the models."""
+    """The nightly job, on the Definitions' executor (:func:`default_executor`, or a
+    deployment's: ``celery_executor``, ``docker_executor``, ``k8s_job_executor``), with
+    ``config``, the deployment's run config, as its default (e.g. ``deploy/*/run_config.yaml``).
+    ``without``: checks its run leaves to their own schedule
+    (freshness: a night just made is fresh); ``model_checks``: the dbt tests, which run with the
+    models."""
     leave = AssetSelection.checks(*without) | (model_checks or AssetSelection.checks())
     return define_asset_job(
         "nightly",
         selection=AssetSelection.groups("reference", "players", "warehouse") - leave,
         executor_def=executor,
-        config=config if executor else None,
+        config=config,
         description="One night: metadata, countries and news, player summaries within budget, then the warehouse.",
     )
 
@@ -253,15 +235,15 @@ def build_definitions(
     """Everything Dagster loads. ``accounts``: the watchlist's (see :func:`assets_for`);
     ``executor``: the nightly job's, for a deployment beyond one machine (``deploy/``), with
     ``executor_config``, its default run config; ``first``: the first night of the partitions
-    (default: :func:`assets.partitions.first_night` of the resource's settings); ``drain_at``:
+    (default: :func:`assets.nights.first_night` of the resource's settings); ``drain_at``:
     the drain schedule's cron (default: the settings'); ``with_models``: the dbt models, their
     job and sensor (a night's run of ``tourneylake run`` goes without: it does not import dbt)."""
     settings = _settings_when_loaded(resource)
     first = first or first_night(settings)
     assets, partitions = user_nights(assets_for(accounts, with_models=with_models), first)
-    fresh = freshness_checks(settings.landed_by_hour_utc)
+    fresh = freshness_checks(settings.landed_by_hour_utc, first)
     models = model_definitions() if with_models else None
-    job = nightly(executor, fresh, models.checks if models else None, executor_config)
+    job = nightly(executor, [fresh], models.checks if models else None, executor_config)
     resources: dict[str, Any] = {"tourneylake": resource}
     if models:
         from assets.models import dbt_resource
@@ -269,12 +251,16 @@ def build_definitions(
         resources["dbt"] = dbt_resource()
     return Definitions(
         assets=assets,
-        asset_checks=fresh,
+        asset_checks=[fresh],
         jobs=[job, hands_job, rebuild_job(partitions), drain, *([models.job] if models else [])],
-        schedules=[nightly_schedule(schedule_cron, job), drain_schedule(drain_at or drain_cron(settings))],
-        sensors=[night_failed_sensor, freshness_sensor(fresh), *([models_after(job, models.job)] if models else [])],
+        schedules=[
+            nightly_schedule(schedule_cron, job),
+            drain_schedule(drain_at or drain_cron(settings)),
+            freshness_schedule(settings.landed_by_hour_utc, fresh),
+        ],
+        sensors=[night_failed_sensor, *([models_after(job, models.job)] if models else [])],
         resources=resources,
-        executor=executor or nightly_executor(accounts),
+        executor=executor or default_executor(accounts),
     )
 
 

@@ -1,99 +1,103 @@
 """Freshness: the night's assets landed by ``TOURNEYLAKE_LANDED_BY_HOUR_UTC`` the next day.
 
-One check per asset of :data:`LANDED` that the night due by the latest deadline (the deadline at
-hour H on day D asks for night D-1) is materialised, failing (an error) when it is not, and the
-sensor that evaluates them from ``dagster dev``'s daemon. Dagster's
-``build_time_partition_freshness_checks`` asks the same, but fails with an error of its own
-("Expected non-None value") while no night is due yet: between midnight and the deadline on a lake
-whose first night is yesterday, a new user's first hours. Here that case passes, saying when the
-first night is due. The check keeps Dagster's name, parameters and metadata (when it is fresh
-until, the deadline it judged), so Dagster's freshness sensor and UI read it as theirs.
+One ``night_landed`` check per asset of :data:`LANDED`: the night due by the latest deadline
+(the deadline at hour H on day D asks for night D-1) is materialised, failing (an error) when it
+is not. A lake whose first night is not due yet passes, saying when it is (Dagster's
+``build_time_partition_freshness_checks`` fails with an error of its own there: a new user's
+first hours). Dagster's freshness policies ask for any materialisation in a window (a rebuild of
+an old night would pass); this asks for the latest night itself. The ``freshness`` job runs the
+checks, its schedule at each deadline.
 """
 
 # No `from __future__ import annotations`: Dagster reads the check's `context` annotation as a type.
-import warnings
-from collections.abc import Iterator, Sequence
-from datetime import UTC, datetime, timedelta
-from typing import Any
+from collections.abc import Iterator
+from datetime import UTC, date, datetime, timedelta
 
 from dagster import (
     AssetCheckExecutionContext,
     AssetCheckResult,
     AssetChecksDefinition,
     AssetCheckSeverity,
+    AssetCheckSpec,
     AssetKey,
-    DefaultSensorStatus,
-    JsonMetadataValue,
-    MetadataValue,
-    SupersessionWarning,
-    TimestampMetadataValue,
-    TimeWindowPartitionsDefinition,
-    build_sensor_for_freshness_checks,
+    AssetRecordsFilter,
+    AssetSelection,
+    DefaultScheduleStatus,
+    ScheduleDefinition,
+    define_asset_job,
+    in_process_executor,
+    multi_asset_check,
 )
-from dagster._core.definitions.asset_checks.asset_check_factories.utils import (
-    DEADLINE_CRON_PARAM_KEY,
-    FRESH_UNTIL_METADATA_KEY,
-    LATEST_CRON_TICK_METADATA_KEY,
-    TIMEZONE_PARAM_KEY,
-    freshness_multi_asset_check,
-    retrieve_last_update_record,
-)
-from dagster._utils.schedules import get_latest_completed_cron_tick, get_next_cron_tick
 
-__all__ = ["LANDED", "freshness_checks", "freshness_sensor"]
+__all__ = ["LANDED", "freshness_checks", "freshness_schedule", "latest_deadline"]
 
 #: The night's assets whose partition must be in by ``TOURNEYLAKE_LANDED_BY_HOUR_UTC``.
 LANDED = (AssetKey("metadata"), AssetKey("player_summaries"), AssetKey("warehouse"))
 
 
-def freshness_checks(hour: int) -> Sequence[AssetChecksDefinition]:
-    """A check per asset of :data:`LANDED` that its night due by ``hour`` UTC is in (see the
-    module's docstring)."""
-    # Dagster suggests a FreshnessPolicy instead; its cron policy asks for any materialisation
-    # in the window (a rebuild of an old night would pass), these for the latest night itself.
-    cron = f"0 {hour} * * *"
-    params = JsonMetadataValue({TIMEZONE_PARAM_KEY: "UTC", DEADLINE_CRON_PARAM_KEY: cron})
+def latest_deadline(hour: int, now: datetime) -> datetime:
+    """The last deadline (``hour``:00 UTC) at or before ``now``."""
+    today = now.astimezone(UTC).replace(hour=hour, minute=0, second=0, microsecond=0)
+    return today if now >= today else today - timedelta(days=1)
 
-    @freshness_multi_asset_check(params_metadata=params, asset_keys=list(LANDED), blocking=False)
+
+def freshness_checks(hour: int, first: date) -> AssetChecksDefinition:
+    """A check per asset of :data:`LANDED` that its night due by ``hour`` UTC is in; ``first``:
+    the user's first night (none is due before it has ended and its deadline passed)."""
+    specs = [
+        AssetCheckSpec(
+            "night_landed",
+            asset=key,
+            description=f"The night due by {hour:02d}:00 UTC (the night before) has landed.",
+        )
+        for key in LANDED
+    ]
+
+    @multi_asset_check(specs=specs, can_subset=True, name="night_landed")
     def night_landed(context: AssetCheckExecutionContext) -> Iterator[AssetCheckResult]:
-        now = datetime.now(UTC)
-        deadline = get_latest_completed_cron_tick(cron, now, "UTC")
-        fresh_until = get_next_cron_tick(cron, now, "UTC")
+        deadline = latest_deadline(hour, datetime.now(UTC))
         due = deadline.date() - timedelta(days=1)
+        metadata = {"night_due": due.isoformat(), "deadline": f"{deadline:%Y-%m-%d %H:%M} UTC"}
         for check_key in context.selected_asset_check_keys:
-            nights = context.job_def.asset_layer.asset_graph.get(check_key.asset_key).partitions_def
-            assert isinstance(nights, TimeWindowPartitionsDefinition), f"{check_key.asset_key} is not partitioned by night"
-            metadata: dict[str, MetadataValue] = {LATEST_CRON_TICK_METADATA_KEY: TimestampMetadataValue(deadline.timestamp())}
-            first = nights.start.date()
-            if due < first:  # no night due yet: the first is due at the next deadline after it ends
-                metadata[FRESH_UNTIL_METADATA_KEY] = TimestampMetadataValue(fresh_until.timestamp())
+            key = check_key.asset_key
+            if due < first:
                 yield AssetCheckResult(
-                    asset_key=check_key.asset_key,
+                    asset_key=key,
+                    check_name=check_key.name,
                     passed=True,
                     description=f"No night due yet: the first, {first}, is due by {first + timedelta(days=1)} {hour:02d}:00 UTC.",
-                    metadata=metadata,
+                    metadata={**metadata, "night_due": "none"},
                 )
                 continue
-            landed = retrieve_last_update_record(context.instance, check_key.asset_key, due.isoformat()) is not None
-            if landed:
-                metadata[FRESH_UNTIL_METADATA_KEY] = TimestampMetadataValue(fresh_until.timestamp())
+            found = context.instance.fetch_materializations(AssetRecordsFilter(key, asset_partitions=[due.isoformat()]), limit=1)
+            landed = bool(found.records)
             yield AssetCheckResult(
-                asset_key=check_key.asset_key,
+                asset_key=key,
+                check_name=check_key.name,
                 passed=landed,
                 severity=AssetCheckSeverity.ERROR,
-                description=(
-                    f"The night of {due} landed."
-                    if landed
-                    else f"The night of {due} was due by {deadline:%Y-%m-%d %H:%M} UTC and has not landed."
-                ),
+                description=f"The night of {due} landed."
+                if landed
+                else f"The night of {due} was due by {deadline:%Y-%m-%d %H:%M} UTC and has not landed.",
                 metadata=metadata,
             )
 
-    return [night_landed]
+    return night_landed
 
 
-def freshness_sensor(checks: Sequence[AssetChecksDefinition]) -> Any:
-    """The sensor that evaluates the freshness checks (running by default)."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", SupersessionWarning)
-        return build_sensor_for_freshness_checks(freshness_checks=checks, default_status=DefaultSensorStatus.RUNNING)
+def freshness_schedule(hour: int, checks: AssetChecksDefinition) -> ScheduleDefinition:
+    """The ``freshness`` job (the checks alone, in one process) at each deadline (running by default)."""
+    job = define_asset_job(
+        "freshness",
+        selection=AssetSelection.checks(checks),
+        executor_def=in_process_executor,
+        description="Check that the night due by the deadline has landed.",
+    )
+    return ScheduleDefinition(
+        name="freshness_schedule",
+        job=job,
+        cron_schedule=f"0 {hour} * * *",
+        execution_timezone="UTC",
+        default_status=DefaultScheduleStatus.RUNNING,
+        description="At the deadline: has the night just due landed?",
+    )

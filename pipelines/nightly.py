@@ -1,14 +1,13 @@
 """Run one night in-process through Dagster — the same job the schedule runs — and report it.
 
 ``tourneylake run`` (``pipelines/cli.py``) calls :func:`run_night` for each night, then
-:func:`run_models` once (the ``models`` job: the dbt views and tests, built after the last
-night rather than after each). It lives here, not in the library, because it drives Dagster.
-The report is plain data; the CLI renders it.
+:func:`run_models` once (the ``models`` job: dagster-dbt's ``dbt build`` of the views and their
+tests, after the last night rather than after each). It lives here, not in the library, because
+it drives Dagster. The report is plain data; the CLI renders it.
 """
 
 from __future__ import annotations
 
-import atexit
 import contextlib
 import io
 import logging
@@ -17,30 +16,23 @@ import socket
 import tempfile
 import time
 from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from datetime import date
-from pathlib import Path
 from typing import Any
 
-import duckdb
-from dagster import AssetMaterialization, DagsterInstance
+from dagster import DagsterInstance, JobDefinition, build_reconstructable_job, execute_job
 from pydantic import SecretStr
 
-from assets.nightly_report import nightly_report, report_metadata
-from assets.partitions import SERVICE_POOL, WAREHOUSE_POOL, first_night
+from assets.nights import first_night
+from assets.pools import SERVICE_POOL, WAREHOUSE_POOL
 from assets.resource import TourneylakeResource
-from assets.views_current import reported_events
-from pipelines.definitions import BUILT_BY_RUN, IN_PROCESS, MODELS_TAG, build_definitions, models_location, watchlist_accounts
+from pipelines.definitions import BUILT_BY_RUN, MODELS_TAG, build_definitions, models_location, watchlist_accounts
 from pipelines.failures import HOST_TAG, PID_TAG, interrupted, root_message
-from tourneylake.config import ENV_PREFIX, Settings
-from tourneylake.errors import TourneylakeError
+from tourneylake.config import ENV_PREFIX, Settings, load_settings
 from tourneylake.night.alerts import night_failed
 from tourneylake.night.drain import drain_cron
 from tourneylake.night.endpoint import connect
-from tourneylake.report import Report, write_report
-from tourneylake.tables.models import check_current_views, views_current
 
 log = logging.getLogger(__name__)
 
@@ -49,44 +41,13 @@ log = logging.getLogger(__name__)
 QUIET_LOGS = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}
 
 
-_kept: tuple[int, str, DagsterInstance] | None = None  # (pid, DAGSTER_HOME, its instance): see `persistent_instance`
-
-
-def persistent_instance() -> DagsterInstance:
-    """The instance of ``$DAGSTER_HOME``, one per process: the nights and the models of one
-    ``tourneylake run`` record their runs through it. Each instance loads its storages and checks
-    their schemas when made; the command's runs share that work instead of repeating it. A
-    process whose ``DAGSTER_HOME`` changes (a test) gets the new home's instance (the old one is
-    disposed), a forked child one of its own; the last is disposed at exit."""
-    global _kept
-    home = os.environ["DAGSTER_HOME"]
-    if _kept is not None and _kept[:2] == (os.getpid(), home):
-        return _kept[2]
-    _dispose_kept()
-    instance = DagsterInstance.get()
-    if _kept is None:
-        atexit.register(_dispose_kept)
-    _kept = (os.getpid(), home, instance)
-    return instance
-
-
-def _dispose_kept() -> None:
-    global _kept
-    if _kept is not None and _kept[0] == os.getpid():  # a parent's instance is the parent's to dispose
-        _kept[2].dispose()
-    _kept = None
-
-
 @contextlib.contextmanager
 def run_instance() -> Iterator[DagsterInstance]:
-    """The instance a run of this process records into: :func:`persistent_instance` when
-    ``DAGSTER_HOME`` is set (``make run``: the runs show in ``dagster dev``, and its pools
-    serialise overlapping runs on one account), else a throwaway one for the block."""
-    if os.environ.get("DAGSTER_HOME"):
-        yield persistent_instance()
-    else:
-        with DagsterInstance.ephemeral() as instance:
-            yield instance
+    """The instance a run records into: ``$DAGSTER_HOME``'s when it is set (``make run``: the
+    runs show in ``dagster dev``, and its pools serialise overlapping runs on one account), else
+    a throwaway one for the block."""
+    with DagsterInstance.get() if os.environ.get("DAGSTER_HOME") else DagsterInstance.ephemeral() as instance:
+        yield instance
 
 
 def _alive(pid: int) -> bool:
@@ -138,17 +99,10 @@ def run_night(settings: Settings, night: date, *, sandbox_seed: int = 7) -> RunR
 
 
 def run_models(settings: Settings) -> RunReport:
-    """The models after a run's nights: when their views are current, their tests and the report
-    here, told to the instance (:func:`report_current_models`); else the ``models`` job, in
-    process: every dbt model built on the warehouse, every test run. dagster-dbt echoes dbt's log
-    to standard output and its progress to the ``dagster.builtin`` logger: both stay in the run's
-    event log (the UI), out of the command's output."""
-    try:
-        current = report_current_models(settings)
-    except duckdb.IOException:  # the file is open for writing (a scheduled night): the job waits in its pool
-        current = None
-    if current is not None:
-        return current
+    """The ``models`` job, in process: every dbt model built on the warehouse, every test run,
+    then the report. dagster-dbt echoes dbt's log to standard output and its progress to the
+    ``dagster.builtin`` logger: both stay in the run's event log (the UI), out of the command's
+    output."""
     echo = logging.getLogger("dagster.builtin")  # its level is the instance's `python_log_level` in a run
     echo.addFilter(_warnings_only)
     try:
@@ -160,65 +114,6 @@ def run_models(settings: Settings) -> RunReport:
 
 def _warnings_only(record: logging.LogRecord) -> bool:
     return record.levelno >= logging.WARNING
-
-
-def report_current_models(settings: Settings) -> RunReport | None:
-    """The models when the warehouse's views are current (None when they are not): the dbt tests'
-    queries and the nightly report, run here, and what the ``models`` job would have recorded
-    (each model current, each test's check, the report's materialisation) reported to the
-    instance as events outside a run. The job's cost without its work: importing dagster-dbt and
-    dbt, and setting up a run."""
-    warehouse = settings.warehouse_path
-    instance = persistent_instance() if os.environ.get("DAGSTER_HOME") else None
-    report = RunReport(None, True, None, 0.0)
-    with _opened_once(warehouse):
-        if not views_current(warehouse):
-            return None
-        started = time.perf_counter()
-        # The tests' queries, then their events stored, beside the report's pages (DuckDB lets go
-        # of the GIL while it queries): the report's materialisation is the last event, as before.
-        with ThreadPoolExecutor(1, thread_name_prefix="dbt-tests") as beside:
-            tested = beside.submit(_tested_and_told, warehouse, instance)
-            try:
-                written: Report | None = write_report(warehouse, watchlist=settings.watchlist)
-            except TourneylakeError as exc:  # no night to report: the job's step would fail the same way
-                report.success, report.failure, written = False, " ".join(str(exc).split()), None
-            events: list[Any] = tested.result()
-    if written is not None:
-        page = AssetMaterialization(nightly_report.key, metadata=report_metadata(written))
-        if instance is not None:
-            instance.report_runless_asset_event(page)
-        events.append(page)
-    for event in events:
-        if isinstance(event, AssetMaterialization):
-            report.assets[event.asset_key.to_user_string()] = {key: value.value for key, value in event.metadata.items()}
-        else:
-            report.checks[f"{event.asset_key.to_user_string()}:{event.check_name}"] = event.passed
-    report.duration_s = time.perf_counter() - started
-    return report
-
-
-def _tested_and_told(warehouse: Path, instance: DagsterInstance | None) -> list[Any]:
-    """The tests of current views, their events (each model current, each test's check) reported
-    to ``instance`` when there is one; the events."""
-    events: list[Any] = reported_events(check_current_views(warehouse))
-    if instance is not None:
-        for event in events:
-            instance.report_runless_asset_event(event)
-    return events
-
-
-@contextlib.contextmanager
-def _opened_once(warehouse: Path) -> Iterator[None]:
-    """The warehouse file held open read-only for the block, when it exists: DuckDB opens a file
-    once per process while a connection to it is open, so the block's readers (the views' check,
-    the tests, the report: each its own connection) share that one opening (reading the file's
-    catalog) instead of each making its own."""
-    if not warehouse.is_file():
-        yield
-        return
-    with duckdb.connect(str(warehouse), read_only=True):
-        yield
 
 
 def _execute(settings: Settings, job_name: str, night: date | None, *, sandbox_seed: int = 7) -> RunReport:
@@ -242,7 +137,7 @@ def _execute(settings: Settings, job_name: str, night: date | None, *, sandbox_s
             partition_key=night.isoformat() if night else None,
             instance=instance,
             raise_on_error=False,
-            run_config={**QUIET_LOGS, **IN_PROCESS},
+            run_config=QUIET_LOGS,
             tags=_tags(),
         )
         report = _report(settings, job_name, night, result)
@@ -259,17 +154,36 @@ def side_by_side(settings: Settings, accounts: list[str]) -> bool:
     return len(accounts) > 1 and settings.account_workers != 1
 
 
-def _execute_side_by_side(settings: Settings, night: date, accounts: list[str], first: date, *, sandbox_seed: int) -> RunReport:
-    """The nightly job on Dagster's multiprocess executor: every step in a process of its own,
-    the accounts' harvests side by side (each in its own pool). The steps load the code
-    location of the nights (``pipelines.definitions``, no models) and read their settings from
-    ``TOURNEYLAKE_*`` variables, set here for the run's processes (secrets included: they stay
-    in this process tree's environment, never in run config or the event log); ``first``, the
-    partitions' first night, is one of them. The built-in sandbox, when asked for, is started here once and every
-    step calls it by its URL."""
-    from dagster import execute_job
-    from dagster._core.definitions.reconstruct import ReconstructableJob, ReconstructableRepository
+def nightly_job(accounts: list[str], first: str) -> JobDefinition:
+    """The nights' nightly job for ``accounts`` from night ``first`` (ISO), its settings from the
+    environment: what each step's process of :func:`_execute_side_by_side` loads again."""
+    settings = load_settings()
+    return build_definitions(
+        TourneylakeResource.from_env(),
+        settings.schedule_cron,
+        accounts,
+        drain_at=drain_cron(settings),
+        first=date.fromisoformat(first),
+        with_models=False,
+    ).resolve_job_def("nightly")
 
+
+def reconstructable_nightly(accounts: list[str], first: date) -> Any:
+    """:func:`nightly_job` as each step's process loads it (Dagster keeps the last job it loaded
+    by its pointer, here named with its accounts and first night: other accounts, another job)."""
+    return build_reconstructable_job(
+        "pipelines.nightly", "nightly_job", reconstructable_kwargs={"accounts": accounts, "first": first.isoformat()}
+    )
+
+
+def _execute_side_by_side(settings: Settings, night: date, accounts: list[str], first: date, *, sandbox_seed: int) -> RunReport:
+    """The nightly job on Dagster's multiprocess executor (the Definitions' for several
+    accounts): every step in a process of its own (Dagster's default start, a fresh interpreter), the accounts' harvests side by side (each in
+    its own pool). Each step's process builds the job again (:func:`nightly_job`, from this run's
+    accounts and first night: a job of other accounts is another job) and reads its settings
+    from ``TOURNEYLAKE_*`` variables, set here for the run's processes (secrets included: they
+    stay in this process tree's environment, never in run config or the event log). The
+    built-in sandbox, when asked for, is started here once and every step calls it by its URL."""
     workers = min(len(accounts), settings.account_workers or 16)
     started = time.perf_counter()
     with ExitStack() as stack:
@@ -277,43 +191,19 @@ def _execute_side_by_side(settings: Settings, night: date, accounts: list[str], 
         with_first = settings.model_copy(update={"first_night": first})
         stack.enter_context(_environment(settings_environment(with_first, base_url=endpoint.base_url)))
         if os.environ.get("DAGSTER_HOME"):
-            instance = persistent_instance()
+            instance = stack.enter_context(DagsterInstance.get())
         else:  # a throwaway instance on disk: the steps' processes share it
             folder = stack.enter_context(tempfile.TemporaryDirectory(prefix="tourneylake-dagster-"))
-            storage = {**_OPEN_EVENT_LOG, "config": {"base_dir": os.path.join(folder, "history", "runs")}}
-            overrides = {"telemetry": {"enabled": False}, "event_log_storage": storage}
-            instance = stack.enter_context(DagsterInstance.local_temp(folder, overrides=overrides))
+            instance = stack.enter_context(DagsterInstance.local_temp(folder, overrides={"telemetry": {"enabled": False}}))
         for run_id in release_dead_runs(instance):
             log.warning("freed the pool slots of run %s: its process died", run_id)
-        # Dagster keeps the last job it loaded from a code pointer, whatever the environment was
-        # then: this run's settings (another watchlist, other accounts) load it again.
-        ReconstructableJob.get_definition.cache_clear()
-        ReconstructableJob.get_repository_definition.cache_clear()
-        location = ReconstructableRepository.for_module("pipelines.definitions", "defs", os.getcwd())
-        job = location.get_reconstructable_job("nightly")
-        # Forked from one server that imported the code location once (not a fresh interpreter
-        # per step: ~2.5 s of CPU each); it is stopped after the run, so the next run's steps
-        # see that run's environment.
-        forkserver = {"forkserver": {"preload_modules": ["pipelines.definitions"]}}
-        multiprocess = {"max_concurrent": workers + 1, "start_method": forkserver}
-        run_config = {"execution": {"config": {"multiprocess": multiprocess}}, **QUIET_LOGS}
+        job = reconstructable_nightly(accounts, first)
+        run_config = {"execution": {"config": {"max_concurrent": workers + 1}}, **QUIET_LOGS}
         tags = {**_tags(), "dagster/partition": night.isoformat()}
-        stack.callback(_stop_forkserver)
         with execute_job(job, instance, run_config=run_config, tags=tags, raise_on_error=False) as result:
             report = _report(settings, "nightly", night, result)
     report.duration_s = time.perf_counter() - started
     return report
-
-
-# A throwaway instance's event log: the shipped instance's (its connections kept open).
-_OPEN_EVENT_LOG = {"module": "pipelines.dagster_storage", "class": "OpenSqliteEventLogStorage"}
-
-
-def _stop_forkserver() -> None:
-    """Stop the processes' fork server (it keeps the environment it started with)."""
-    from multiprocessing import forkserver
-
-    forkserver._forkserver._stop()  # type: ignore[attr-defined]
 
 
 def settings_environment(settings: Settings, *, base_url: str) -> dict[str, str]:

@@ -53,13 +53,6 @@ console = Console(**_fitted(False))
 err = Console(**_fitted(True))
 
 
-def fit_consoles() -> None:
-    """Fit both consoles again to the streams they write to now (in a night forked from the
-    standby, whose streams were the standby's), keeping the objects other modules imported."""
-    for shown, stderr in ((console, False), (err, True)):
-        shown.__init__(**_fitted(stderr))  # type: ignore[misc]
-
-
 DataDir = Annotated[str | None, typer.Option("--data-dir", help="Data directory or fsspec URL (TOURNEYLAKE_DATA_DIR).")]
 Sandbox = Annotated[bool, typer.Option("--sandbox", help="Use the built-in sandbox whatever TOURNEYLAKE_BASE_URL says.")]
 Night = Annotated[str | None, typer.Option("--date", help="The night, YYYY-MM-DD (default: today, UTC).")]
@@ -725,7 +718,6 @@ __all__ = [
     "ConfigError",
     "app",
     "fail",
-    "fit_consoles",
     "launch",
     "main",
     "one_line",

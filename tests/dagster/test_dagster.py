@@ -13,7 +13,6 @@ from typing import Any
 import pytest
 from dagster import (
     AssetKey,
-    DagsterEventType,
     DagsterInstance,
     MaterializeResult,
     build_asset_context,
@@ -113,13 +112,17 @@ def test_the_schedule_asks_for_the_night_that_has_just_ended() -> None:
 
 
 def test_a_run_builds_its_resource_once_in_one_process() -> None:
-    for location, name in ((defs, "hands"), (defs, "rebuild"), (models_location, "models")):
+    """Every job of one account, and the UI's "Materialize" (the implicit asset job), runs
+    in-process (several accounts: tests/dagster/test_executors.py)."""
+    for location, name in (
+        (defs, "nightly"),
+        (defs, "hands"),
+        (defs, "rebuild"),
+        (defs, "freshness"),
+        (models_location, "models"),
+    ):
         assert location.resolve_job_def(name).executor_def.name == "in_process", name
-    # The nightly job and the UI's "Materialize" (the implicit asset job) run in-process unless
-    # run config asks for multiprocess (tests/test_executors.py).
-    for job in (defs.resolve_job_def("nightly"), defs.resolve_implicit_global_asset_job_def()):
-        assert job.executor_def.name == "multi_or_in_process_executor"
-        assert job.executor_def.config_schema.as_field().default_value == {"in_process": {}}
+    assert defs.resolve_implicit_global_asset_job_def().executor_def.name == "in_process"
 
 
 def test_the_code_location_loads_as_dagster_dev_would() -> None:
@@ -253,10 +256,13 @@ def test_a_night_then_its_models_built_below_the_tables_with_the_dbt_tests_as_ch
     sandbox, tmp_path: Path, monkeypatch
 ) -> None:
     """The sensor asks for the models after a night (not after one whose runner builds them
-    itself); the models job builds every model and runs every dbt test as an asset check; the
-    command line's models on current views report the same to the instance without the job."""
+    itself); the models job builds every model and runs every dbt test as an asset check; a test
+    that fails fails the build, as dbt's does, and the command line names it."""
+    import duckdb
+    import typer
     from dagster import RunRequest, SkipReason, build_run_status_sensor_context
 
+    from pipelines.cli import build_models, console
     from pipelines.definitions import BUILT_BY_RUN, MODELS_TAG, build_definitions
     from pipelines.definitions import models_location as models_location_of
 
@@ -279,75 +285,16 @@ def test_a_night_then_its_models_built_below_the_tables_with_the_dbt_tests_as_ch
             asks[bool(tags)] = sensor(context)
         assert isinstance(asks[False], RunRequest) and isinstance(asks[True], SkipReason)
         result = definitions.resolve_job_def("models").execute_in_process(instance=instance)
-        again = definitions.resolve_job_def("models").execute_in_process(instance=instance)  # the next night's
-    assert result.success and again.success
+    assert result.success
     _the_models_and_their_checks(result, tmp_path)
-    _the_models_and_their_checks(again, tmp_path)
-    statuses = {m.materialization.metadata["status"].value for m in again.get_asset_materialization_events()
-                if m.materialization.asset_key in dbt_models.keys}  # fmt: skip
-    assert statuses == {"current"}  # the views were not made again; their tests ran
-    _the_command_lines_current_models(resource.settings(), tmp_path / "home", monkeypatch)
-
-
-def _the_command_lines_current_models(settings: Any, home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """``tourneylake run``'s models on current views: the tests and the report run in its process,
-    and the instance gets what the models job records (each model current, each check, the
-    report), a failing test included; the command's line then says so."""
-    import duckdb
-    from dagster import AssetCheckKey
-
-    from pipelines.cli import console, print_models
-    from pipelines.nightly import run_models
-
-    monkeypatch.setenv("DAGSTER_HOME", str(home))
-    home.mkdir()
-    report = run_models(settings)
-    assert report.success and report.run_id == ""  # no run: events reported to the instance
-    assert {key for key in report.assets if report.value(key, "status") == "current"} == {
-        key.to_user_string() for key in dbt_models.keys
-    }
-    assert report.checks == {f"{key.asset_key.to_user_string()}:{key.name}": True for key in dbt_models.check_keys}
-    with duckdb.connect(str(settings.warehouse_path)) as con:  # a stake neither converted nor flagged
+    with duckdb.connect(str(resource.settings().warehouse_path)) as con:  # a stake neither converted nor flagged
         con.execute("UPDATE tournaments SET stake_usd = NULL, usd_rate_missing = false WHERE tournament_id = "
                     "(SELECT min(tournament_id) FROM tournaments WHERE stake_usd IS NOT NULL)")  # fmt: skip
-    broken = run_models(settings)
-    failing = [name for name, passed in broken.checks.items() if not passed]
-    assert broken.success and failing == ["warehouse/tournaments:stake_currencies_converted"]
-    with DagsterInstance.get() as instance:
-        for key in dbt_models.keys:
-            event = instance.get_latest_materialization_event(key)
-            assert event is not None and event.asset_materialization.metadata["status"].value == "current"
-        report_page = instance.get_latest_materialization_event(AssetKey("nightly_report"))
-        assert report_page is not None and report_page.asset_materialization.metadata["path"].value == report.value(
-            "nightly_report", "path"
-        )
-        check = AssetCheckKey(AssetKey(["warehouse", "tournaments"]), "stake_currencies_converted")
-        evaluations = [e.dagster_event.asset_check_evaluation_data.passed
-                       for e in instance.all_logs("", of_type=DagsterEventType.ASSET_CHECK_EVALUATION)
-                       if e.dagster_event.asset_check_evaluation_data.asset_check_key == check]  # fmt: skip
-        assert evaluations == [True, False]
-        # Each models' events (stored beside the report's writing) end with the report's page.
-        told = [e.dagster_event for e in instance.all_logs("") if e.dagster_event is not None]
-        assert told[-1].asset_key == AssetKey("nightly_report") and len(told) == 2 * len(report.assets) + 2 * len(report.checks)
-    with console.capture() as captured:
-        print_models(broken)
-    assert "models tests failing" in captured.get() and "stake_currencies_converted" in captured.get()
-
-
-def test_the_check_keys_named_without_dagster_dbt_are_dagster_dbts() -> None:
-    """Every dbt test of the project gets the same check key from ``assets.views_current`` (the
-    command line's, which does not import dagster-dbt) as from dagster-dbt itself."""
-    from dagster_dbt.asset_utils import get_asset_check_key_for_test
-
-    from assets.models import TRANSLATOR
-    from assets.views_current import check_key_of_test
-    from tourneylake.tables.models import manifest_document
-
-    manifest = manifest_document()
-    tests = [uid for uid in manifest["nodes"] if uid.startswith("test.")]
-    ours = {uid: check_key_of_test(manifest, uid) for uid in tests}
-    assert ours == {uid: get_asset_check_key_for_test(manifest, TRANSLATOR, test_unique_id=uid, project=None) for uid in tests}
-    assert len(tests) >= 9 and None not in ours.values() and set(ours.values()) == set(dbt_models.check_keys)
+    monkeypatch.delenv("DAGSTER_HOME", raising=False)
+    with console.capture() as captured, pytest.raises(typer.Exit) as failed:
+        build_models(resource.settings())  # `tourneylake run`'s models: the job, in its process
+    assert failed.value.exit_code == 1
+    assert "models failed" in captured.get() and "tests not passing: stake_currencies_converted" in captured.get()
 
 
 def _the_models_and_their_checks(result: Any, tmp_path: Path) -> None:

@@ -1,8 +1,8 @@
-"""The nightly job under Dagster's executors (issue 12, part 3).
+"""The nightly job under Dagster's executors.
 
-The job's default is in-process (what ``tourneylake run`` and the schedule use); the same job
-runs under the multiprocess executor when run config asks for it, as a deployment on Celery,
-Docker or Kubernetes would run it: every step in its own process, the code location loaded from
+The job runs in-process for one account (``tourneylake run`` and the schedule alike) and
+under the multiprocess executor for several, as a deployment on Celery, Docker or Kubernetes
+would run it: every step in its own process, the code location loaded from
 ``pipelines.definitions:defs``, the settings from ``TOURNEYLAKE_*`` variables, a persistent
 instance with the shipped pools. Two accounts make the two harvest steps independent, so they
 run side by side. The lake and warehouse it leaves are the ones an in-process run leaves.
@@ -15,7 +15,7 @@ import os
 import shutil
 import subprocess
 import sys
-from datetime import date
+from datetime import date, timedelta
 from pathlib import Path
 
 import pytest
@@ -23,7 +23,7 @@ from dagster import DagsterInstance, in_process_executor
 
 from assets.resource import TourneylakeResource
 from pipelines.definitions import build_definitions
-from pipelines.nightly import run_night
+from pipelines.nightly import reconstructable_nightly, run_night
 from tests.helpers import REPO, accounts_run_side_by_side, dagster_cli_env, player_line, sandbox_settings, write_watchlist
 from tourneylake.lake.lake import Lake
 from tourneylake.sandbox import DEMO
@@ -56,13 +56,13 @@ def _tables(settings) -> dict[str, int]:
     }
 
 
-def test_the_nightly_job_defaults_to_in_process_and_offers_multiprocess() -> None:
-    job = build_definitions(TourneylakeResource(), "0 3 * * *").resolve_job_def("nightly")
-    assert job.executor_def.name == "multi_or_in_process_executor"
-    assert job.executor_def.config_schema.as_field().default_value == {"in_process": {}}
-    # Several accounts: multiprocess by default, so their harvests fetch side by side.
-    several = build_definitions(TourneylakeResource(), "0 3 * * *", ["left", "right"]).resolve_job_def("nightly")
-    assert several.executor_def.config_schema.as_field().default_value == {"multiprocess": {}}
+def test_the_nightly_job_runs_in_process_for_one_account_and_multiprocess_for_several() -> None:
+    """Dagster's own executors: in-process for one account, multiprocess for several (each
+    account's harvest in a process of its own), a deployment's when it passes one."""
+    for accounts, executor in (([], "in_process"), (["left", "right"], "multiprocess")):
+        definitions = build_definitions(TourneylakeResource(), "0 3 * * *", accounts)
+        for job in (definitions.resolve_job_def("nightly"), definitions.resolve_implicit_global_asset_job_def()):
+            assert job.executor_def.name == executor
     # A deployment passes its own executor (celery_executor, docker_executor, k8s_job_executor…):
     # the nightly job and its schedule take it, with the deployment's run config.
     deployed = build_definitions(TourneylakeResource(), "0 3 * * *", executor=in_process_executor)
@@ -82,7 +82,7 @@ def test_the_nightly_job_under_the_multiprocess_executor_matches_in_process(sand
     home.mkdir()
     shutil.copy(REPO / "dagster_home" / "dagster.yaml", home / "dagster.yaml")
     config = tmp_path / "multiprocess.yaml"
-    config.write_text(json.dumps({"execution": {"config": {"multiprocess": {"max_concurrent": 2}}}}))
+    config.write_text(json.dumps({"execution": {"config": {"max_concurrent": 2}}}))
     env = dagster_cli_env(sandbox, multi, home, NIGHT)
     result = subprocess.run(
         [sys.executable, "-m", "dagster", "job", "execute", "-m", "pipelines.definitions", "-a", "defs", "-j", "nightly",
@@ -129,10 +129,16 @@ def test_tourneylake_run_harvests_the_accounts_side_by_side(sandbox, tmp_path: P
     monkeypatch.delenv("DAGSTER_HOME")
     assert run_night(one_by_one, NIGHT).success
     assert _tables(side_by_side) == _tables(one_by_one)
-    # Another night side by side in this process, with other accounts: its own job, not the last one's.
-    renamed = _night(sandbox, tmp_path / "renamed")
-    text = renamed.watchlist.read_text().replace("name: left,", "name: east,").replace("name: right,", "name: west,")
-    renamed.watchlist.write_text(text)
-    again = run_night(renamed, NIGHT)
-    assert again.success, again.failure
-    assert {"player_summaries/east", "player_summaries/west"} <= set(again.assets) and "player_summaries/left" not in again.assets
+
+
+def test_each_side_by_side_run_loads_the_job_of_its_own_accounts(tmp_path: Path, monkeypatch) -> None:
+    """Dagster keeps the last job it loaded by its pointer: a second run in the same process with
+    other accounts (or another first night) gets its own job, not the last one's."""
+    monkeypatch.setenv("TOURNEYLAKE_DATA_DIR", str(tmp_path))
+    first = reconstructable_nightly(["left", "right"], NIGHT).get_definition()
+    again = reconstructable_nightly(["east", "west"], NIGHT).get_definition()
+    assert {"player_summaries__left", "player_summaries__right"} <= {op.name for op in first.graph.node_defs}
+    assert {"player_summaries__east", "player_summaries__west"} <= {op.name for op in again.graph.node_defs}
+    assert "player_summaries__left" not in {op.name for op in again.graph.node_defs}
+    earlier = reconstructable_nightly(["east", "west"], NIGHT - timedelta(days=5)).get_definition()
+    assert earlier.partitions_def.get_first_partition_key() == (NIGHT - timedelta(days=5)).isoformat()

@@ -32,7 +32,7 @@ def _settings(sandbox, folder: Path, watchlist: str = TWO_PAIRS, **overrides):
 
 
 def test_partitions_start_at_the_first_night_the_lake_holds_or_the_setting(sandbox, tmp_path: Path) -> None:
-    from assets.partitions import first_night
+    from assets.nights import first_night
 
     empty = _settings(sandbox, tmp_path / "empty")
     resource = TourneylakeResource.from_settings(empty)
@@ -47,27 +47,18 @@ def test_partitions_start_at_the_first_night_the_lake_holds_or_the_setting(sandb
 
 
 def test_a_backfill_of_more_nights_than_allowed_is_refused_before_a_search(sandbox, tmp_path: Path) -> None:
-    from dagster._core.execution.backfill import BulkActionStatus, PartitionBackfill
+    """Every run of a backfill of three nights (Dagster submits them all, tagged with its id)
+    fails in its harvest step before a search when two are allowed."""
+    from dagster import DagsterRun
 
     settings = _settings(sandbox, tmp_path, max_backfill_nights=2)
     definitions = build_definitions(TourneylakeResource.from_settings(settings), "0 3 * * *", first=date(2026, 11, 1))
     nights = ["2026-11-18", "2026-11-19", "2026-11-20"]
     before = remaining(settings)
     with DagsterInstance.ephemeral() as instance:
-        backfill = PartitionBackfill.from_asset_partitions(
-            backfill_id="toolarge",
-            asset_graph=definitions.resolve_asset_graph(),
-            partition_names=nights,
-            asset_selection=[AssetKey("player_summaries")],
-            backfill_timestamp=time.time(),
-            tags={},
-            dynamic_partitions_store=instance,
-            all_partitions=False,
-            title=None,
-            description=None,
-            run_config=None,
-        )
-        instance.add_backfill(backfill)
+        for night in nights[:-1]:  # the backfill's other runs, submitted by the daemon and waiting in the queue
+            tags = {"dagster/backfill": "toolarge", "dagster/partition": night}
+            instance.add_run(DagsterRun(job_name="nightly", run_id=f"queued-{night}", tags=tags))
         result = definitions.resolve_job_def("nightly").execute_in_process(
             partition_key=nights[-1], instance=instance, tags={"dagster/backfill": "toolarge"}, raise_on_error=False
         )
@@ -75,9 +66,13 @@ def test_a_backfill_of_more_nights_than_allowed_is_refused_before_a_search(sandb
         (failure,) = [e for e in result.all_events if e.is_step_failure]
         message = failure.step_failure_data.error.message
         assert "a backfill of 3 nights is refused" in message and "TOURNEYLAKE_MAX_BACKFILL_NIGHTS=2" in message
-        assert instance.get_backfill("toolarge").status == BulkActionStatus.CANCELING
-    assert remaining(settings) == before  # not a search
-    assert not Lake(settings.data_dir).partitions("player_snapshots")
+        assert remaining(settings) == before  # not a search
+        assert not Lake(settings.data_dir).partitions("player_snapshots")
+        alone = definitions.resolve_job_def("nightly").execute_in_process(
+            partition_key=nights[-1], instance=instance, tags={"dagster/backfill": "small"}, raise_on_error=False
+        )
+        assert alone.success  # a backfill of one night (this run's) is allowed
+    assert Lake(settings.data_dir).partitions("player_snapshots") == [date(2026, 11, 20)]
 
 
 def test_a_backfill_that_would_spend_more_than_the_account_has_is_refused(sandbox, tmp_path: Path) -> None:
@@ -198,17 +193,11 @@ def test_the_drift_check_warns_naming_fields_the_normaliser_does_not_map(sandbox
 
 
 def test_the_freshness_check_fails_for_a_night_that_did_not_land(sandbox, tmp_path: Path) -> None:
-    from dagster import AssetSelection, Definitions, define_asset_job
-
-    from pipelines.freshness import freshness_checks
-
+    """The ``freshness`` job (its schedule at the deadline) checks the night due by then."""
     settings = _settings(sandbox, tmp_path, landed_by_hour_utc=6)
-    checks = freshness_checks(settings.landed_by_hour_utc)
-    check_job = define_asset_job("freshness", selection=AssetSelection.checks(*checks))
-    definitions = Definitions.merge(
-        build_definitions(TourneylakeResource.from_settings(settings), "0 3 * * *", first=date(2026, 11, 1)),
-        Definitions(jobs=[check_job]),
-    )
+    definitions = build_definitions(TourneylakeResource.from_settings(settings), "0 3 * * *", first=date(2026, 11, 1))
+    schedule = definitions.resolve_schedule_def("freshness_schedule")
+    assert (schedule.cron_schedule, schedule.job_name, schedule.default_status.value) == ("0 6 * * *", "freshness", "RUNNING")
     # The night due by now: yesterday once today's 06:00 UTC has passed, else the night before.
     due = (datetime.now(UTC) - timedelta(hours=6)).date() - timedelta(days=1)
     with DagsterInstance.ephemeral() as instance:
@@ -224,24 +213,22 @@ def test_the_freshness_check_fails_for_a_night_that_did_not_land(sandbox, tmp_pa
         finally:
             sandbox.world.set_today(NIGHT)
         assert night.success
+        assert not night.get_asset_check_evaluations() or all(
+            e.check_name != "night_landed" for e in night.get_asset_check_evaluations()
+        )  # a night just made is not checked by its own run
         landed = definitions.resolve_job_def("freshness").execute_in_process(instance=instance)
         assert all(e.passed for e in landed.get_asset_check_evaluations())
+        assert {e.metadata["night_due"].value for e in landed.get_asset_check_evaluations()} == {due.isoformat()}
 
 
 def test_the_freshness_check_passes_while_no_night_is_due(sandbox, tmp_path: Path) -> None:
     """A lake whose first night is today owes no night yet, at any hour (Dagster's own check fails
     with an error of its own there: between midnight and the deadline when the first is yesterday)."""
-    from dagster import AssetSelection, Definitions, define_asset_job
-
-    from pipelines.freshness import freshness_checks
+    from pipelines.freshness import latest_deadline
 
     settings = _settings(sandbox, tmp_path, landed_by_hour_utc=6)
-    checks = freshness_checks(settings.landed_by_hour_utc)
     today = datetime.now(UTC).date()
-    definitions = Definitions.merge(
-        build_definitions(TourneylakeResource.from_settings(settings), "0 3 * * *", first=today),
-        Definitions(jobs=[define_asset_job("freshness", selection=AssetSelection.checks(*checks))]),
-    )
+    definitions = build_definitions(TourneylakeResource.from_settings(settings), "0 3 * * *", first=today)
     with DagsterInstance.ephemeral() as instance:
         result = definitions.resolve_job_def("freshness").execute_in_process(instance=instance)
     evaluations = result.get_asset_check_evaluations()
@@ -250,4 +237,6 @@ def test_the_freshness_check_passes_while_no_night_is_due(sandbox, tmp_path: Pat
         e.description == f"No night due yet: the first, {today}, is due by {today + timedelta(days=1)} 06:00 UTC."
         for e in evaluations
     )
-    assert all(e.metadata["dagster/fresh_until_timestamp"].value > datetime.now(UTC).timestamp() for e in evaluations)
+    before, at = datetime(2026, 11, 21, 5, 59, tzinfo=UTC), datetime(2026, 11, 21, 6, 0, tzinfo=UTC)
+    assert latest_deadline(6, before) == datetime(2026, 11, 20, 6, 0, tzinfo=UTC)  # due then: the night of the 19th
+    assert latest_deadline(6, at) == at  # due now: the night of the 20th

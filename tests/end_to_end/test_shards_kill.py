@@ -164,7 +164,7 @@ def test_a_shard_killed_mid_night_then_a_re_run(sandbox, tmp_path: Path, state_u
 
 
 def test_postgres_restarted_mid_night(sandbox, tmp_path: Path, state_url: str, postgres_server, uninterrupted) -> None:
-    from pgserver._commands import pg_ctl
+    from pgserver import pg_ctl
 
     env = _environment(sandbox, tmp_path, state_url)
     before = _remaining(sandbox)

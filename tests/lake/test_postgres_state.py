@@ -180,7 +180,7 @@ def test_the_state_url_is_a_secret_never_shown(tmp_path: Path, state_url: str) -
 def test_a_writer_survives_a_server_restart(tmp_path: Path, state_url: str, postgres_server) -> None:
     """The server restarts between two lines: the writer reconnects, takes its run again and
     writes on; nothing is written twice."""
-    from pgserver._commands import pg_ctl
+    from pgserver import pg_ctl
 
     lake = Lake(tmp_path, state_url=state_url).claim("sandbox")
     with LedgerWriter(lake, NIGHT, "restart", remaining_before=10) as writer:

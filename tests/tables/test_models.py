@@ -16,7 +16,7 @@ import pytest
 from tests.helpers import DATA, harvest_nights, player_line, sandbox_settings
 from tests.tables.test_warehouse import NIGHT1, NIGHT2, _write_night
 from tourneylake.lake.lake import Lake
-from tourneylake.tables.models import CURRENT, ModelsBuild, build_models, views_current
+from tourneylake.tables.models import ModelsBuild, build_models
 from tourneylake.tables.warehouse import Warehouse
 
 pytestmark = pytest.mark.xdist_group("models")
@@ -141,39 +141,6 @@ def test_a_failing_test_is_reported_and_the_views_stay(recorded: Path, tmp_path:
         con.execute("UPDATE tournaments SET stake_usd = NULL, usd_rate_missing = false WHERE tournament_id = '2753613930'")
     built = build_models(copy)
     assert not built.ok and built.named("fail") == ["stake_currencies_converted"]
+    assert built.failures[built.unique_ids["stake_currencies_converted"]] == 1
     with Warehouse(copy, read_only=True) as db:
         assert db.query("SELECT count(*) FROM player_results_usd").column(0)[0].as_py() == 8
-
-
-def test_views_already_current_are_not_made_again_and_their_tests_still_catch_a_failure(recorded: Path, tmp_path: Path) -> None:
-    """A night changes what the views show, not what they are: once dbt built them on a file, the
-    next build runs only their tests (here, without dbt), and a test that fails then still fails."""
-    copy = tmp_path / "warehouse.duckdb"
-    shutil.copyfile(recorded, copy)
-    assert not views_current(copy)  # no build on this file yet
-    first = build_models(copy)
-    assert first.ok and first.rebuilt and views_current(copy)
-    again = build_models(copy)
-    assert not again.rebuilt and again.ok
-    assert set(again.named("pass")) == set(first.named("pass")) and set(again.named(CURRENT)) == set(first.named("success"))
-    with duckdb.connect(str(copy)) as con:  # a stake neither converted nor flagged
-        con.execute("UPDATE tournaments SET stake_usd = NULL, usd_rate_missing = false WHERE tournament_id = '2753613930'")
-    broken = build_models(copy)
-    assert not broken.rebuilt and broken.named("fail") == ["stake_currencies_converted"]
-    assert broken.failures[broken.unique_ids["stake_currencies_converted"]] == 1
-
-
-def test_other_vars_or_a_missing_view_make_the_views_again(recorded: Path, tmp_path: Path) -> None:
-    copy = tmp_path / "warehouse.duckdb"
-    shutil.copyfile(recorded, copy)
-    assert build_models(copy).rebuilt and views_current(copy)
-    assert not views_current(copy, {"leaderboard_min_entries": 1})  # the leaderboard's SQL differs
-    with duckdb.connect(str(copy)) as con:
-        con.execute("DROP VIEW leaderboard")
-    assert not views_current(copy)
-    rebuilt = build_models(copy)
-    assert rebuilt.rebuilt and rebuilt.ok
-    with Warehouse(copy, read_only=True) as db:
-        assert db.query("SELECT count(*) FROM leaderboard").num_rows == 1
-    copy.unlink()  # a warehouse deleted to start afresh: its last build's artifacts stay beside it
-    assert not views_current(copy)

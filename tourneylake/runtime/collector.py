@@ -1,12 +1,8 @@
-"""Python's cyclic garbage collector where it only costs time.
+"""Python's cyclic garbage collector paused where it only costs time.
 
-A command's start-up (``tourneylake run`` imports Dagster, its instance's storage, pyarrow)
-allocates objects by the hundred thousand that live until the process ends; the collector's
-full passes, set off by those very allocations, walk them all again and find nothing, a good
-part of a one-player night. :func:`start_up` pauses the collector while such imports run and
-then freezes what they left (``gc.freeze``: later passes skip it). :func:`paused` only pauses it,
-for work that allocates much and makes no cycle (parsing a night's stored answers). Both leave
-the collector off if the caller had it off.
+Work that allocates objects by the hundred thousand and makes no cycle (parsing a night's stored
+answers) sets off the collector's full passes, which walk them all and find nothing.
+:func:`paused` turns it off for such a block, and leaves it off if the caller had it off.
 """
 
 from __future__ import annotations
@@ -15,7 +11,7 @@ import gc
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-__all__ = ["paused", "start_up"]
+__all__ = ["paused"]
 
 
 @contextmanager
@@ -29,14 +25,3 @@ def paused() -> Iterator[None]:
         yield
     finally:
         gc.enable()
-
-
-@contextmanager
-def start_up() -> Iterator[None]:
-    """The collector off for the block, then every object alive frozen out of its passes: for
-    imports and one-off set-up whose objects the process keeps to its end."""
-    with paused():
-        try:
-            yield
-        finally:
-            gc.freeze()

@@ -27,13 +27,11 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import time
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import duckdb
 import yaml
 
 from tourneylake.errors import TourneylakeError
@@ -41,30 +39,23 @@ from tourneylake.runtime.pipes import worker_env
 from tourneylake.schemas import TABLES, duckdb_type
 
 __all__ = [
-    "CURRENT",
     "MANIFEST",
     "PROJECT",
     "SOURCES",
     "ModelsBuild",
     "ModelsError",
     "build_models",
-    "check_current_views",
     "dbt_env",
     "dbt_executable",
     "ensure_manifest",
     "manifest_document",
     "sources_yaml",
     "target_dir",
-    "views_current",
     "warehouse_vars",
 ]
 
 PROJECT = Path(__file__).resolve().parents[2] / "sql"
 SOURCES = PROJECT / "models" / "sources.yml"
-#: The dbt project's name (``dbt_project.yml``): its macros are the project's own.
-PACKAGE = "tourneylake"
-#: A model's status when its view was current (not made again; its tests ran).
-CURRENT = "current"
 #: The warehouse of ``make run`` (the settings' default data directory, from the repository root).
 DEFAULT_WAREHOUSE = PROJECT.parent / "data" / "warehouse.duckdb"
 MANIFEST = PROJECT / "target" / "manifest.json"
@@ -190,15 +181,24 @@ def ensure_manifest() -> Path:
     return MANIFEST
 
 
+def manifest_document() -> dict[str, Any]:
+    """:func:`ensure_manifest`'s manifest, parsed once a version (the file is ~1 MB)."""
+    path = ensure_manifest()
+    return _parsed(path, path.stat().st_mtime_ns)
+
+
+@functools.lru_cache(maxsize=1)
+def _parsed(path: Path, version: int) -> dict[str, Any]:
+    return dict(json.loads(path.read_text(encoding="utf-8")))
+
+
 @dataclass
 class ModelsBuild:
     """What ``dbt build`` did: every node's status (``success``, ``pass``, ``warn``, ``fail``,
-    ``error``, ``skipped``) by its name; ``rebuilt``: whether dbt made the views (False: they
-    were current and only the tests ran, see :func:`check_current_views`)."""
+    ``error``, ``skipped``) by its name."""
 
     statuses: dict[str, str] = field(default_factory=dict)
     elapsed_s: float = 0.0
-    rebuilt: bool = True
     #: A test's failing rows by its dbt id, and each node's dbt id by its name.
     failures: dict[str, int] = field(default_factory=dict)
     unique_ids: dict[str, str] = field(default_factory=dict)
@@ -225,11 +225,8 @@ def build_models(
     """``dbt build`` (every model, then its tests) on the warehouse file, in a child process;
     the file must not be open for writing elsewhere. dbt's artifacts go to ``artifacts``
     (default :func:`target_dir`); ``variables`` override the project's vars (the leaderboard's
-    minimum entries...). Views already current (:func:`views_current`) are not made again: the
-    tests run on them here. Raises :class:`ModelsError` when dbt itself fails (a parse error, a
+    minimum entries...). Raises :class:`ModelsError` when dbt itself fails (a parse error, a
     locked file); a failed test is in the result."""
-    if select is None and artifacts is None and views_current(warehouse, variables):
-        return check_current_views(warehouse)
     target = artifacts or target_dir(warehouse)
     dbt_vars = warehouse_vars(warehouse, **(variables or {}))
     args = ["build", "--target-path", str(target), "--log-path", str(target), "--vars", dbt_vars]
@@ -245,98 +242,6 @@ def build_models(
     ids = {result["unique_id"].split(".", 2)[-1]: result["unique_id"] for result in document["results"]}
     failures = {r["unique_id"]: int(r["failures"]) for r in document["results"] if r.get("failures") is not None}
     return ModelsBuild(statuses, float(document.get("elapsed_time") or 0.0), failures=failures, unique_ids=ids)
-
-
-# ------------------------------------------------------------------------ views already current
-# The models are views: a night's load changes what they show, not what they are. Once dbt has
-# built them on a warehouse, a night needs only their tests, until the project's SQL, the vars
-# or the file itself change (then dbt builds them again).
-_KINDS = ("model", "test")
-
-
-def _compiled_from(manifest: dict[str, Any]) -> dict[str, str]:
-    """What the project's models and tests compile from: each node's file checksum and config,
-    each of the project's macros' SQL."""
-    nodes = {
-        uid: node["checksum"]["checksum"] + json.dumps(node["config"], sort_keys=True)
-        for uid, node in manifest["nodes"].items()
-        if node["resource_type"] in _KINDS
-    }
-    macros = {uid: macro["macro_sql"] for uid, macro in manifest["macros"].items() if macro["package_name"] == PACKAGE}
-    return nodes | macros
-
-
-def manifest_document() -> dict[str, Any]:
-    """:func:`ensure_manifest`'s manifest, parsed once a version (the file is ~1 MB)."""
-    path = ensure_manifest()
-    return _parsed(path, path.stat().st_mtime_ns)
-
-
-@functools.lru_cache(maxsize=1)
-def _parsed(path: Path, version: int) -> dict[str, Any]:
-    return dict(json.loads(path.read_text(encoding="utf-8")))
-
-
-def _read_json(path: Path) -> Any:
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-
-
-def views_current(warehouse: str | os.PathLike[str], variables: dict[str, object] | None = None) -> bool:
-    """Whether the last ``dbt build`` on this file made every view of today's project with these
-    vars, and every view is still in the file (a rebuilt warehouse is a new file)."""
-    target = target_dir(warehouse)
-    if not Path(warehouse).is_file():
-        return False
-    last, built = _read_json(target / "run_results.json"), _read_json(target / "manifest.json")
-    if not last or not built or last.get("args", {}).get("vars") != json.loads(warehouse_vars(warehouse, **(variables or {}))):
-        return False
-    current = manifest_document()
-    if _compiled_from(built) != _compiled_from(current):
-        return False
-    statuses = {result["unique_id"]: result["status"] for result in last["results"]}
-    wanted = [uid for uid, node in current["nodes"].items() if node["resource_type"] in _KINDS]
-    models = {current["nodes"][uid]["name"] for uid in wanted if uid.startswith("model.")}
-    if any(uid not in statuses for uid in wanted) or any(
-        statuses[uid] != "success" for uid in wanted if uid.startswith("model.")
-    ):
-        return False
-    with duckdb.connect(str(warehouse), read_only=True) as con:
-        views = {name for (name,) in con.execute(_VIEWS_IN_FILE).fetchall()}
-    return models <= views
-
-
-_VIEWS_IN_FILE = "SELECT view_name FROM duckdb_views() WHERE NOT internal AND schema_name = 'main'"
-
-
-def check_current_views(warehouse: str | os.PathLike[str]) -> ModelsBuild:
-    """The project's data tests on views that are current, run in this process as dbt runs them
-    (its compiled query of each, from the last build, counted for failing rows): a night's
-    models without dbt's start, the views untouched."""
-    started = time.perf_counter()
-    last = json.loads((target_dir(warehouse) / "run_results.json").read_text(encoding="utf-8"))
-    current = manifest_document()
-    statuses: dict[str, str] = {}
-    failures: dict[str, int] = {}
-    ids: dict[str, str] = {}
-    with duckdb.connect(str(warehouse), read_only=True) as con:
-        con.execute("SET TimeZone = 'UTC'")  # as the profile sets it for dbt
-        for result in last["results"]:
-            uid, node = result["unique_id"], current["nodes"].get(result["unique_id"])
-            if node is None or node["resource_type"] not in _KINDS:
-                continue
-            name = uid.split(".", 2)[-1]
-            ids[name] = uid
-            if node["resource_type"] == "model":
-                statuses[name] = CURRENT
-                continue
-            # The project's own compiled query, wrapped as dbt wraps a test (no value is spliced in).
-            (count,) = con.execute(f"SELECT count(*) FROM ({result['compiled_code']}) AS dbt_internal_test").fetchone() or (0,)
-            failures[uid] = int(count)
-            statuses[name] = "pass" if not count else ("warn" if node["config"].get("severity") == "warn" else "fail")
-    return ModelsBuild(statuses, time.perf_counter() - started, rebuilt=False, failures=failures, unique_ids=ids)
 
 
 if __name__ == "__main__":  # `make sync`: the manifest Dagster and the docs read

@@ -1,4 +1,4 @@
-"""The nightly partitioning every tourneylake asset shares: one partition per UTC night.
+"""Dagster's nights: the partitioning every tourneylake asset shares, one partition per UTC night.
 
 The assets declare :data:`nightly_partitions`, every night the service has data for; the
 ``Definitions`` narrow it to the user's own nights (:func:`user_nights`, from the
@@ -27,17 +27,6 @@ def daily_from(first: date) -> DailyPartitionsDefinition:
 
 # What the assets declare: from the service's first day of data.
 nightly_partitions = daily_from(FIRST_NIGHT)
-
-# Every step that calls the service takes a slot of this pool: one account, bounded sessions
-# (dagster_home/dagster.yaml gives each pool one slot, so overlapping runs take turns).
-SERVICE_POOL = "tourneylake_service"
-# The warehouse load: one DuckDB file, one writer at a time.
-WAREHOUSE_POOL = "tourneylake_warehouse"
-
-
-def account_pool(account: str) -> str:
-    """The pool of one account's harvests (several accounts fetch side by side, each alone)."""
-    return f"{SERVICE_POOL}_{account}"
 
 
 def first_night(settings: Settings) -> date:

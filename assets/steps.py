@@ -1,4 +1,4 @@
-"""Small helpers for the assets: the night of a run, listings, failures a retry cannot change."""
+"""What the asset and op bodies share: a step's night, a listing for its metadata, failures a retry cannot change."""
 
 from __future__ import annotations
 
