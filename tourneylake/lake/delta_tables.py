@@ -1,0 +1,746 @@
+"""The lake's tables: Delta tables (delta-rs) partitioned by night, one commit per table per night
+(or per shard of a night). Every commit is delta-rs's, with its conflict checks and, on S3, its
+conditional PUTs; what the lake knows of a table's parts it asks delta-rs (the table's snapshot,
+brought up to date incrementally).
+
+A night is written by delta-rs's writer (:class:`NightWriter`: ``write_deltalake`` replacing the
+night's partition by its predicate): a reader sees the night before or after its commit, never
+half of it, and a writer that fails commits nothing. Shards of one night commit side by side,
+each replacing only its own parts of the night (:class:`ShardWriter`): delta-rs's writers replace
+the rows a predicate selects, and a shard's rows share their night with the other shards', so a
+shard writes its Parquet parts itself, named for it, and commits them with delta-rs's transaction
+API (its earlier parts removed, its new ones added). The files no version of the last days names
+are deleted by delta-rs's vacuum (:meth:`DeltaTables.expire`), with those a killed writer left
+when asked.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import random
+import re
+import tempfile
+import threading
+import time
+import uuid
+from collections.abc import Iterable, Iterator, Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
+from datetime import date
+from pathlib import Path
+from types import TracebackType
+from typing import TYPE_CHECKING, Any
+from urllib.parse import unquote
+
+import orjson
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from tourneylake.errors import LakeError, one_line
+from tourneylake.lake.layout import PARTITION, SHARDS_DIR, check_name, night_folder
+from tourneylake.lake.legacy import is_legacy, legacy_tables
+from tourneylake.lake.raw import as_date
+from tourneylake.lake.storage import AnyPath, StorePath, remove_tree
+from tourneylake.runtime.threads import ProcessThreads
+
+if TYPE_CHECKING:
+    from deltalake import DeltaTable
+
+__all__ = ["DeltaTables", "NightWriter", "ShardWriter", "damaged_part", "finish_together", "part_shard"]
+
+log = logging.getLogger(__name__)
+
+#: Every table's properties: a checkpoint every 5 commits (a reader replays at most 5 JSON
+#: commits: a GET each on an object store), the log's entries older than 30 days dropped at a checkpoint.
+TABLE_CONFIGURATION = {
+    "delta.checkpointInterval": "5",
+    "delta.logRetentionDuration": "interval 30 days",
+    "delta.enableExpiredLogCleanup": "true",
+}
+#: Tries of what a store's transient failure, or another writer's commit, may fail (delta-rs
+#: tries each request and each commit again itself first).
+_TRIES = 8
+#: Where a commit names the writer that made it (its commit information), to know whether a
+#: commit whose answer was lost is in.
+_COMMIT_ID = "tourneylake.writer"
+#: A shard's part: ``part-shard-<shard>-<generation>-<n>.zstd.parquet`` (see :class:`ShardWriter`).
+_SHARD_PART = re.compile(r"^part-shard-(?P<shard>.+)-[0-9a-f]{16}-[0-9]{5}\.zstd\.parquet$")
+#: A part's Parquet: zstd, timestamps in microseconds as Delta keeps them.
+_PART_OPTIONS: dict[str, Any] = {"compression": "zstd", "write_statistics": True, "coerce_timestamps": "us"}
+
+
+def part_shard(path: str) -> str | None:
+    """The shard whose part ``path`` is (its name says), or ``None``: a part of a night written whole."""
+    found = _SHARD_PART.match(path.rsplit("/", 1)[-1])
+    return found.group("shard") if found else None
+
+
+def damaged_part(path: str | Path, night: date, exc: BaseException) -> LakeError:
+    """The one-line error for a table part that cannot be read, with what to do about it: the
+    part named once (its table and name) and the reader's first sentence about it."""
+    why = " ".join(str(exc).split()) or type(exc).__name__
+    why = re.sub(r"^Could not open Parquet input source '[^']*':\s*", "", why).replace(f"'{path}'", "it")
+    why = why.split(". ")[0].rstrip(".")[:60]
+    folders = str(path).replace("\\", "/").split("/")
+    part = f"{folders[-3]}/{folders[-1]}"  # its table and its name (the night is in the command)
+    return LakeError(f"{part} is damaged ({why}): `tourneylake rebuild --date {night}` makes it again from raw (no search)")
+
+
+#: The tables this process opened, each lent to one user at a time (:meth:`DeltaTables.opened`)
+#: and brought up to date (delta-rs's incremental update) when lent again.
+_IDLE: dict[str, list[DeltaTable]] = {}
+_IDLE_LOCK = threading.Lock()
+
+
+class DeltaTables:
+    """The Delta tables of the lake under ``root`` (a local folder or an object store's prefix)."""
+
+    def __init__(self, root: AnyPath) -> None:
+        self.root = root
+
+    # ------------------------------------------------------------------ where a table is
+    def folder(self, table: str) -> AnyPath:
+        return self.root / check_name("table", table)
+
+    def uri(self, table: str) -> str:
+        """Where the table is, as delta-rs (or any engine) opens it: a local path, or the store's URL."""
+        folder = self.folder(table)
+        if isinstance(folder, StorePath):
+            protocol = folder.fs.protocol if isinstance(folder.fs.protocol, str) else folder.fs.protocol[0]
+            if protocol not in ("s3", "s3a", "gs", "gcs", "az", "abfs", "abfss"):
+                raise LakeError(
+                    f"the lake's tables are Delta tables, which need a store delta-rs opens (a local folder, s3://, "
+                    f"gs://, az://); {protocol}:// is not one"
+                )
+        return str(folder)
+
+    def night_folder(self, table: str, night: date | str) -> AnyPath:
+        """The folder of a night's parts (it may also hold parts no version names any more, until
+        they are expired)."""
+        return self.folder(table) / night_folder(night)
+
+    def storage_options(self) -> dict[str, str]:
+        """delta-rs's options for the lake's store, from the store's usual environment (delta-rs reads
+        the credentials themselves from it: ``AWS_ACCESS_KEY_ID``, a profile, a role…)."""
+        if isinstance(self.root, Path):
+            return {}
+        from tourneylake.lake.s3store import s3_options  # the lake's own S3 client is given the same
+
+        return s3_options()
+
+    @contextlib.contextmanager
+    def opened(self, table: str) -> Iterator[DeltaTable | None]:
+        """The table at its latest version, for the block (``None``: no such table yet)."""
+        from deltalake import DeltaTable
+        from deltalake.exceptions import TableNotFoundError
+
+        uri = self.uri(table)
+        with _IDLE_LOCK:
+            idle = _IDLE.get(uri)
+            delta = idle.pop() if idle else None
+        for attempt in range(_TRIES):
+            try:
+                if delta is not None:
+                    delta.update_incremental()
+                else:
+                    delta = DeltaTable(uri, storage_options=self.storage_options())
+                break
+            except TableNotFoundError:
+                delta = None
+                break
+            except Exception as exc:  # noqa: BLE001 - a store's failure (a lost answer, a 5xx): tried again, then one line
+                delta = None
+                _transient(exc, attempt, f"cannot read the table {uri}")
+        yield delta
+        if delta is not None:  # not after a failure inside the block: the next user opens it anew
+            with _IDLE_LOCK:
+                _IDLE.setdefault(uri, []).append(delta)
+
+    def folders(self) -> list[str]:
+        """The lake's folders that may hold a table (one listing): its Delta tables, and any
+        table of the first layout."""
+        try:
+            return sorted(p.name for p in self.root.iterdir() if p.is_dir() and not p.name.startswith(("_", ".")))
+        except FileNotFoundError:
+            return []
+
+    def names(self) -> list[str]:
+        """The lake's Delta tables."""
+        from deltalake import DeltaTable
+
+        options = self.storage_options()
+        with ThreadPoolExecutor(8, thread_name_prefix="tourneylake-tables") as pool:  # a round trip or two each
+            found = list(pool.map(lambda name: DeltaTable.is_deltatable(self.uri(name), options), self.folders()))
+        return [name for name, is_table in zip(self.folders(), found, strict=True) if is_table]
+
+    def legacy(self) -> list[str]:
+        """The tables of the lake's first layout (see :mod:`~tourneylake.lake.legacy`)."""
+        return legacy_tables(self.root)
+
+    # ------------------------------------------------------------------ what a table holds
+    def nights(self, table: str) -> list[date]:
+        """The nights the table's current version holds rows of."""
+        return list(self.parts(table))
+
+    def parts(self, table: str, night: date | str | None = None) -> dict[date, list[tuple[str, int | None]]]:
+        """The table's parts in its current version by night (one night's only, with ``night``),
+        each as its full path or URL with its rows (``None`` when its commit did not say), sorted."""
+        wanted = None if night is None else as_date(night)
+        with self.opened(table) as delta:
+            if delta is None:
+                return {}
+            actions = pa.table(delta.get_add_actions(flatten=True))
+        columns = actions.select(["path", f"partition.{PARTITION}", "num_records"]).columns
+        out: dict[date, list[tuple[str, int | None]]] = {}
+        for path, part_night, rows in zip(*(column.to_pylist() for column in columns), strict=True):
+            if wanted is None or part_night == wanted:
+                out.setdefault(part_night, []).append((self._file(table, path), rows))
+        return {part_night: sorted(parts) for part_night, parts in sorted(out.items())}
+
+    def files(self, table: str, night: date | str) -> list[str]:
+        """The night's parts of ``table`` in its current version (full URLs on an object store),
+        never a part being written or one a later commit replaced."""
+        return [path for parts in self.parts(table, night).values() for path, _ in parts]
+
+    def shard_parts(self, table: str, night: date | str) -> dict[str | None, list[tuple[str, int | None]]]:
+        """The night's parts of ``table`` (as :meth:`parts`) by the shard that committed each;
+        ``None``: parts of the night written whole."""
+        out: dict[str | None, list[tuple[str, int | None]]] = {}
+        for parts in self.parts(table, night).values():
+            for path, rows in parts:
+                out.setdefault(part_shard(path), []).append((path, rows))
+        return out
+
+    def _file(self, table: str, path: str) -> str:
+        """A part's full path or URL from its path in the Delta log (relative, URL-encoded)."""
+        if "://" in path or path.startswith("/"):
+            return path
+        return f"{self.uri(table).rstrip('/')}/{unquote(path)}"
+
+    # ------------------------------------------------------------------ reading
+    @property
+    def filesystem(self) -> Any:
+        """The fsspec filesystem of tables on an object store (``None`` on a local disk)."""
+        return self.root.fs if isinstance(self.root, StorePath) else None
+
+    def _fs_path(self, file: str) -> str:
+        """A part's path as pyarrow wants it with :attr:`filesystem` (no protocol)."""
+        return str(self.filesystem._strip_protocol(file)) if self.filesystem is not None else file
+
+    def read(self, table: str, night: date | str, columns: list[str] | None = None) -> pa.Table:
+        """One night of ``table`` (without ``snapshot_date``). A part that cannot be read is a
+        :class:`LakeError` naming the file and the rebuild that makes it again."""
+        return self.read_parts(as_date(night), self.files(table, night), columns)
+
+    def read_parts(self, night: date, files: list[str], columns: list[str] | None = None) -> pa.Table:
+        """A night's parts (as :meth:`parts` names them), read into one table. On an object store
+        each part is fetched whole, all side by side (one GET each: pyarrow's reads through
+        fsspec ask each file's size twice, then its ranges)."""
+        fetched: dict[str, bytes] = {}
+        if isinstance(self.root, StorePath) and files:
+            paths = {StorePath(self.root.fs, self._fs_path(path)): path for path in files}
+            fetched = {paths[found]: data for found, data in self.root.cat_many(list(paths)).items()}
+        parts = []
+        for path in files:
+            try:
+                if self.filesystem is None:
+                    parts.append(pq.read_table(path, columns=columns))
+                elif path not in fetched:
+                    raise FileNotFoundError(f"{path} is missing")
+                else:
+                    parts.append(pq.read_table(pa.BufferReader(fetched[path]), columns=columns))
+            except (pa.ArrowException, OSError) as exc:
+                raise damaged_part(path, night, exc) from None
+        return pa.concat_tables(parts, promote_options="default") if parts else pa.table({})
+
+    def read_table(self, table: str, night: date | str | None = None) -> pa.Table:
+        """A table (one night or all) with ``snapshot_date``: for tests and notebooks."""
+        import pyarrow.dataset as ds
+
+        out = []
+        for part_night, parts in self.parts(table, night).items():
+            files = [path for path, _ in parts]
+            try:
+                t = ds.dataset([self._fs_path(f) for f in files], format="parquet", filesystem=self.filesystem).to_table()
+            except (pa.ArrowException, OSError) as exc:
+                raise damaged_part(files[0], part_night, exc) from None
+            out.append(t.append_column(PARTITION, pa.array([part_night] * t.num_rows, pa.date32())))
+        return pa.concat_tables(out, promote_options="default") if out else pa.table({})
+
+    # ------------------------------------------------------------------ writing
+    def writer(self, table: str, night: date | str, *, shard: str | None = None) -> NightWriter | ShardWriter:
+        """The writer of one night of ``table``: the night whole, or with ``shard`` that shard's
+        parts of it (see :class:`ShardWriter`)."""
+        if shard is None:
+            return NightWriter(self, table, as_date(night))
+        return self.shard_writer(table, night, shard=shard)
+
+    def shard_writer(
+        self, table: str, night: date | str, *, shard: str | None = None, keep_shards: Iterable[str] | None = None
+    ) -> ShardWriter:
+        """The writer of ``shard``'s parts of one night of ``table``, or (``keep_shards``) of the
+        night made of those shards' parts (see :class:`ShardWriter`)."""
+        return ShardWriter(self, table, as_date(night), shard=shard, keep_shards=keep_shards)
+
+    def write(self, table: str, night: date | str, data: pa.Table, *, shard: str | None = None) -> int:
+        """Replace one night of ``table`` (or one shard's part of it) with ``data``, in one
+        commit; returns rows written."""
+        with self.writer(table, night, shard=shard) as writer:
+            writer.write(data)
+        return writer.rows
+
+    def write_night(self, night: date | str, tables: Mapping[str, pa.Table], *, last: str | None = None) -> dict[str, int]:
+        """Replace one night of several tables, a commit each, side by side; ``last``, when given,
+        is committed once the others are (a table whose night says the others' are there).
+        Returns rows written per table."""
+        writers = {name: self.writer(name, night).__enter__() for name in tables}
+        try:
+            for name, writer in writers.items():
+                writer.write(tables[name])
+        except BaseException as exc:
+            finish_together(list(writers.values()), type(exc))
+            raise
+        finish_together([writer for name, writer in writers.items() if name != last])
+        if last in writers:
+            finish_together([writers[last]])
+        return {name: writer.rows for name, writer in writers.items()}
+
+    def drop(self, table: str, night: date | str) -> None:
+        """Remove one night of ``table`` (a writer that writes nothing does exactly that)."""
+        with self.writer(table, night):
+            pass
+
+    def shard_mark(self, night: date | str, shard: str) -> AnyPath:
+        """The document saying a shard's parts of the night are in (see :data:`SHARDS_DIR`)."""
+        return self.root / SHARDS_DIR / night_folder(night) / f"{check_name('shard', shard)}.json"
+
+    def drop_shard_marks(self, night: date | str) -> None:
+        """Forget which shards' parts of a night are in (the night was written whole since)."""
+        folder = self.root / SHARDS_DIR / night_folder(night)
+        if folder.is_dir():
+            remove_tree(folder)
+
+    def prepare(self, table: str, columns: pa.Schema) -> None:
+        """The table as a writer of ``columns`` needs it: created (with no rows) when there is
+        none, and each of the columns it does not have yet added (with no value in the nights
+        before), before any part is committed: a commit of parts then changes none of the
+        table's metadata, which the commits of other writers at the same moment would conflict with."""
+        from deltalake import DeltaTable, Schema
+
+        for attempt in range(_TRIES):
+            try:
+                with self.opened(table) as delta:
+                    if delta is None:
+                        self.refuse_legacy(table)
+                        DeltaTable.create(
+                            self.uri(table),
+                            _with_partition(columns),
+                            partition_by=[PARTITION],
+                            configuration=TABLE_CONFIGURATION,
+                            storage_options=self.storage_options(),
+                        )
+                        return
+                    known = set(pa.schema(delta.schema().to_arrow()).names)
+                    new = [field.with_nullable(True) for field in columns if field.name not in known]
+                    if new:
+                        delta.alter.add_columns(Schema.from_arrow(pa.schema(new)).fields)
+                    return
+            except LakeError:
+                raise
+            except Exception as exc:  # noqa: BLE001 - another writer made it (or added the columns) first, or a store failed: looked at again
+                _transient(exc, attempt, f"cannot prepare the table {self.uri(table)}")
+
+    def refuse_legacy(self, table: str) -> None:
+        """A one-line error when the table's folder holds the lake's first layout."""
+        if is_legacy(self.folder(table), without_log=True):
+            raise LakeError(
+                f"{self.uri(table)} holds the lake's first table layout: run `tourneylake rebuild --all` to convert "
+                "the lake's tables from its raw answers (no search)"
+            )
+
+    def committed(self, table: str, writer_id: str) -> bool:
+        """Whether a commit of the writer ``writer_id`` is among the table's latest (a commit
+        whose answer was lost may be in)."""
+        from deltalake import DeltaTable
+
+        try:
+            history = DeltaTable(self.uri(table), storage_options=self.storage_options()).history(20)
+        except Exception:  # noqa: BLE001 - cannot say: not known to be in
+            return False
+        return any(commit.get(_COMMIT_ID) == writer_id for commit in history)
+
+    # ------------------------------------------------------------------ upkeep
+    def expire(self, keep_days: float, *, strays: bool = False) -> int:
+        """Delete the files no version of the last ``keep_days`` days needs, in every table
+        (delta-rs's vacuum: the parts of replaced nights); returns how many. ``strays``: also the
+        files no version ever named (a killed writer's), which takes a listing of every table's
+        folder (a rebuild does it; a night does not)."""
+        hours = max(0, round(keep_days * 24))
+
+        def expire(table: str) -> int:
+            with self.opened(table) as delta:
+                if delta is None:
+                    return 0
+                try:
+                    return len(delta.vacuum(retention_hours=hours, dry_run=False, enforce_retention_duration=False, full=strays))
+                except Exception as exc:  # noqa: BLE001 - the next night's upkeep tries again
+                    log.warning("%s: old versions could not be expired (%s)", table, one_line(exc))
+                    return 0
+
+        with ThreadPoolExecutor(8, thread_name_prefix="tourneylake-expire") as pool:  # each table waits on its own round trips
+            removed = sum(pool.map(expire, self.folders()))
+        if removed:
+            log.info("expired %d file(s) no version of the last %g day(s) needs", removed, keep_days)
+        return removed
+
+
+def _transient(exc: BaseException, attempt: int, what: str, *, commit: bool = False) -> None:
+    """Wait before the next try of something that failed for a reason outside our code (a
+    store's failure; another writer's commit; for a ``commit``, only those), or say it on one
+    line once the tries are spent."""
+    from deltalake.exceptions import CommitFailedError, DeltaError
+
+    if not isinstance(exc, (CommitFailedError if commit else DeltaError) | OSError) or attempt + 1 >= _TRIES:
+        raise LakeError(f"{what}: {one_line(exc)}") from None
+    log.info("%s (%s): trying again", what, one_line(exc)[:200])
+    time.sleep(min(2.0, 0.05 * 2**attempt) * (0.5 + random.random()))
+
+
+# ---------------------------------------------------------------------- the writers
+class _Writer:
+    """What both writers share: the night's parts checked, one schema for all, rows counted."""
+
+    def __init__(self, tables: DeltaTables, table: str, night: date) -> None:
+        self.tables = tables
+        self.table = check_name("table", table)
+        self.night = night
+        self.rows = 0
+        self.parts = 0
+        self._schema: pa.Schema | None = None
+        self._open = False
+        self._id = uuid.uuid4().hex[:16]
+
+    def __enter__(self) -> Any:
+        self.tables.uri(self.table)  # refuses a store delta-rs cannot open, before any part
+        self._open = True
+        return self
+
+    def _conformed(self, data: pa.Table | pa.RecordBatch) -> pa.Table:
+        """A part's rows without ``snapshot_date`` (checked to be the night), with the first
+        part's columns, as the Delta table declares them."""
+        if not self._open:
+            raise LakeError(f"{type(self).__name__}.write outside its with-block")
+        if isinstance(data, pa.RecordBatch):
+            data = pa.Table.from_batches([data])
+        if PARTITION in data.column_names:
+            column = data.column(PARTITION)
+            if column.null_count or (data.num_rows and set(column.unique().to_pylist()) != {self.night}):
+                raise LakeError(f"{self.table}: rows of another snapshot_date than {self.night} in this partition")
+            data = data.drop_columns([PARTITION])
+        if self._schema is None:
+            self._schema = _delta_schema(data.schema)
+        if not data.schema.equals(self._schema):
+            try:
+                data = data.cast(self._schema)
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError, ValueError) as exc:
+                raise LakeError(f"{self.table}: part schema differs from the first part's: {exc}") from None
+        self.parts += 1
+        self.rows += data.num_rows
+        return data
+
+    def _commit_properties(self) -> Any:
+        from deltalake import CommitProperties
+
+        return CommitProperties(custom_metadata={_COMMIT_ID: self._id})
+
+
+class NightWriter(_Writer):
+    """Writes one night of one table, committed by delta-rs's writer on a successful exit: the
+    night's partition replaced by the rows written. ``write`` may be called any number of times:
+    the rows wait in a local file (Arrow IPC) for the commit, so memory stays flat, and
+    delta-rs's writer reads them from there at the end (a writer fed as the rows come would hold
+    one of delta-rs's runtime threads while it waits for them, and a night writes several tables
+    at once). All parts must share a schema. An exception inside the ``with`` block commits
+    nothing and leaves the night as it was; a writer that wrote nothing removes the night (it has
+    no rows)."""
+
+    def __init__(self, tables: DeltaTables, table: str, night: date) -> None:
+        super().__init__(tables, table, night)
+        self._spill: str | None = None
+        self._sink: pa.ipc.RecordBatchStreamWriter | None = None
+
+    def __enter__(self) -> NightWriter:
+        return super().__enter__()
+
+    def write(self, data: pa.Table | pa.RecordBatch) -> None:
+        """Rows of the night."""
+        data = self._conformed(data)
+        if self._sink is None:
+            handle, self._spill = tempfile.mkstemp(prefix=f"tourneylake-{self.table}-", suffix=".arrows")
+            os.close(handle)
+            self._sink = pa.ipc.new_stream(pa.OSFile(self._spill, "wb"), _with_partition(data.schema))
+        night = pa.repeat(pa.scalar(self.night, pa.date32()), data.num_rows)
+        self._sink.write_table(data.append_column(pa.field(PARTITION, pa.date32()), night))
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+        if not self._open:
+            return
+        self._open = False
+        if self._sink is None:
+            if exc_type is None:
+                self._drop()
+            return
+        try:
+            self._sink.close()
+            if exc_type is None:
+                self._commit()
+        finally:
+            if self._spill is not None:
+                Path(self._spill).unlink(missing_ok=True)
+
+    def _commit(self) -> None:
+        """The rows written, as the night's partition: delta-rs's overwrite of it (which creates
+        the table when there is none, and adds the columns it does not have yet). A commit another
+        writer's made fail (the table created, or its columns changed, at the same moment) is
+        tried again from the rows kept."""
+        from deltalake import write_deltalake
+
+        assert self._spill is not None
+        what = f"{self.tables.uri(self.table)}: night {self.night} could not be committed"
+        for attempt in range(_TRIES):
+            try:
+                with self.tables.opened(self.table) as delta, pa.OSFile(self._spill, "rb") as spill:
+                    if delta is None:
+                        self.tables.refuse_legacy(self.table)
+                    write_deltalake(
+                        delta if delta is not None else self.tables.uri(self.table),
+                        pa.ipc.open_stream(spill),
+                        mode="overwrite",
+                        predicate=f"{PARTITION} = '{self.night.isoformat()}'",
+                        partition_by=[PARTITION],
+                        schema_mode="merge",  # a night without some of the table's columns: they are NULL
+                        configuration=TABLE_CONFIGURATION if delta is None else None,
+                        storage_options=self.tables.storage_options(),
+                        commit_properties=self._commit_properties(),
+                    )
+                return
+            except LakeError:
+                raise
+            except Exception as exc:  # noqa: BLE001 - another writer's commit, or a store's failure: tried again
+                if self.tables.committed(self.table, self._id):
+                    return  # its answer was lost, the commit is in
+                _transient(exc, attempt, what, commit=True)
+
+    def _drop(self) -> None:
+        """The night removed from the table (delta-rs's delete of its partition), if it holds it."""
+        what = f"{self.tables.uri(self.table)}: night {self.night} could not be removed"
+        for attempt in range(_TRIES):
+            try:
+                with self.tables.opened(self.table) as delta:
+                    if delta is not None and {PARTITION: self.night.isoformat()} in delta.partitions():
+                        delta.delete(f"{PARTITION} = '{self.night.isoformat()}'", commit_properties=self._commit_properties())
+                return
+            except LakeError:
+                raise
+            except Exception as exc:  # noqa: BLE001 - another writer's commit, or a store's failure: tried again
+                if self.tables.committed(self.table, self._id):
+                    return
+                _transient(exc, attempt, what, commit=True)
+
+
+#: The threads that store a shard's parts on an object store (each commit waits for its own).
+_PARTS = ProcessThreads(4, "tourneylake-parts")
+
+
+class ShardWriter(_Writer):
+    """Writes a shard's parts of one night of one table, committed as one Delta transaction on a
+    successful exit (see the module docstring): the parts that shard committed before for this
+    night (``part-shard-<shard>-…``) are replaced, every other shard's are left, so several
+    shards make one night's table side by side. With ``keep_shards`` (a night made of shards,
+    once all are in) it keeps those shards' parts as they are and replaces every other part of
+    the night; each ``write`` then names the shard its part is of. A writer that fails deletes
+    its parts (a killed one leaves them to :meth:`DeltaTables.expire`'s ``strays``)."""
+
+    def __init__(
+        self,
+        tables: DeltaTables,
+        table: str,
+        night: date,
+        *,
+        shard: str | None = None,
+        keep_shards: Iterable[str] | None = None,
+    ) -> None:
+        super().__init__(tables, table, night)
+        self.shard = None if shard is None else check_name("shard", shard)
+        self.keep_shards = None if keep_shards is None else frozenset(keep_shards)
+        self._writes: list[tuple[str, Future[int], int]] = []  # (path in the table, its write: its size, rows)
+        self._written: list[tuple[str, int, int]] = []  # (path in the table, size, rows), once every write is done
+
+    def __enter__(self) -> ShardWriter:
+        return super().__enter__()
+
+    def write(self, data: pa.Table | pa.RecordBatch, *, shard: str | None = None) -> None:
+        """One part of the shard's (with ``keep_shards``: of ``shard``); on an object store it is
+        stored on a thread of the process's own while the caller goes on."""
+        owner = self.shard if self.keep_shards is None else shard
+        if self.keep_shards is not None and (owner is None or owner in self.keep_shards):
+            raise LakeError(f"{self.table}: a part of a night made of shards names a shard it replaces, not {owner!r}")
+        data = self._conformed(data)
+        name = f"part-shard-{check_name('shard', str(owner))}-{self._id}-{self.parts - 1:05d}.zstd.parquet"
+        path = self.tables.night_folder(self.table, self.night) / name
+        if isinstance(path, StorePath):
+            sink = pa.BufferOutputStream()
+            pq.write_table(data, sink, **_PART_OPTIONS)
+            written = _PARTS.get().submit(_put, path, sink.getvalue().to_pybytes())
+        else:
+            written = _done(_write_local(path, data))
+        self._writes.append((f"{path.parent.name}/{name}", written, data.num_rows))
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+        if not self._open:
+            return
+        self._open = False
+        try:
+            failed = self._wait_for_parts()
+            if exc_type is None:
+                if failed is not None:
+                    raise failed
+                self._commit()
+                return
+        except BaseException:
+            self._discard()
+            raise
+        self._discard()
+
+    def _wait_for_parts(self) -> BaseException | None:
+        """Wait for every part's write; the first failure (the parts written are in ``_written``)."""
+        failed = None
+        for path, written, rows in self._writes:
+            try:
+                self._written.append((path, written.result(), rows))
+            except Exception as exc:  # noqa: BLE001 - the writer fails with it (its parts deleted)
+                failed = failed or exc
+        self._writes = []
+        return failed
+
+    def _discard(self) -> None:
+        """Delete this writer's parts (best effort: one left over goes at a vacuum of strays)."""
+        folder = self.tables.folder(self.table)
+        for path, _, _ in self._written:
+            with contextlib.suppress(OSError, LakeError):
+                (folder / path).unlink(missing_ok=True)
+
+    def _commit(self) -> None:
+        """The shard's parts committed with delta-rs's transaction API: the parts of the night it
+        replaces removed, its own added (none of either: no commit). Tried again on another
+        writer's commit (the parts are kept until it lands)."""
+        what = f"{self.tables.uri(self.table)}: night {self.night} could not be committed"
+        if self._schema is not None:
+            self.tables.prepare(self.table, self._schema)
+        for attempt in range(_TRIES):
+            try:
+                with self.tables.opened(self.table) as delta:
+                    if delta is None:
+                        return  # no table, and nothing to write: the night has no rows
+                    actions = [*self._removes(delta), *self._adds()]
+                    if actions:
+                        delta.create_write_transaction(
+                            actions,
+                            "append",
+                            delta.schema(),
+                            partition_by=[PARTITION],
+                            commit_properties=self._commit_properties(),
+                        )
+                return
+            except LakeError:
+                raise
+            except Exception as exc:  # noqa: BLE001 - another writer's commit, or a store's failure: tried again
+                if self.tables.committed(self.table, self._id):
+                    return  # its answer was lost, the commit is in
+                _transient(exc, attempt, what, commit=True)
+
+    def _replaces(self, path: str) -> bool:
+        """Whether the commit replaces this part of the night (see the class docstring)."""
+        if self.keep_shards is not None:
+            return part_shard(path) not in self.keep_shards
+        return part_shard(path) == self.shard
+
+    def _adds(self) -> list[Any]:
+        from deltalake.transaction import AddAction
+
+        now = int(time.time() * 1000)
+        values = {PARTITION: self.night.isoformat()}
+        return [
+            AddAction(path, size, values, now, True, orjson.dumps({"numRecords": rows}).decode())
+            for path, size, rows in self._written
+        ]
+
+    def _removes(self, delta: DeltaTable) -> list[Any]:
+        """The parts of the night the commit replaces (the shard's own, before)."""
+        from deltalake.transaction import RemoveAction
+
+        now = int(time.time() * 1000)
+        actions = pa.table(delta.get_add_actions(flatten=True)).select(["path", "size_bytes", f"partition.{PARTITION}"])
+        return [
+            RemoveAction(path, True, now, size=size, partition_values={PARTITION: self.night.isoformat()})
+            for path, size, part_night in zip(*(c.to_pylist() for c in actions.columns), strict=True)
+            if part_night == self.night and self._replaces(path)
+        ]
+
+
+def _put(path: StorePath, payload: bytes) -> int:
+    """A part stored on a store (one PUT: whole or absent); its size."""
+    path.write_bytes(payload)
+    return len(payload)
+
+
+def _done(size: int) -> Future[int]:
+    done: Future[int] = Future()
+    done.set_result(size)
+    return done
+
+
+def _write_local(path: Path, data: pa.Table) -> int:
+    """One Parquet part on a disk; its size."""
+    try:
+        pq.write_table(data, path, **_PART_OPTIONS)
+    except FileNotFoundError:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        pq.write_table(data, path, **_PART_OPTIONS)
+    except BaseException:
+        path.unlink(missing_ok=True)  # a part written half-way is never committed: not left either
+        raise
+    return path.stat().st_size
+
+
+def _delta_schema(schema: pa.Schema) -> pa.Schema:
+    """A part's columns as the Delta table declares them (dictionary strings are strings,
+    timestamps are microseconds)."""
+    fields = []
+    for field in schema:
+        kind = field.type
+        if pa.types.is_dictionary(kind):
+            kind = kind.value_type
+        if pa.types.is_timestamp(kind):
+            kind = pa.timestamp("us", tz=kind.tz)
+        fields.append(field.with_type(kind))
+    return pa.schema(fields)
+
+
+def _with_partition(schema: pa.Schema) -> pa.Schema:
+    return schema.append(pa.field(PARTITION, pa.date32()))
+
+
+def finish_together(writers: list[NightWriter | ShardWriter], exc_type: type[BaseException] | None = None) -> None:
+    """Leave several writers' with-blocks at once (``exc_type``: the block failed): their
+    commits, one table each, side by side (each waits on its store; a thread each)."""
+    if exc_type is not None or len(writers) < 2:
+        for writer in writers:
+            writer.__exit__(exc_type, None, None)
+        return
+    with ThreadPoolExecutor(len(writers), thread_name_prefix="tourneylake-commit") as pool:
+        done = [pool.submit(writer.__exit__, None, None, None) for writer in writers]
+    failed = next((f.exception() for f in done if f.exception() is not None), None)
+    if failed is not None:
+        raise failed
