@@ -25,7 +25,7 @@ import tempfile
 import threading
 import time
 import uuid
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import date
 from pathlib import Path
@@ -454,6 +454,23 @@ class _Writer:
 
         return CommitProperties(custom_metadata={_COMMIT_ID: self._id})
 
+    def _committing(self, what: str, commit: Callable[[DeltaTable | None], None]) -> None:
+        """``commit`` on the table as it is now (``None``: no table yet), tried again after
+        another writer's commit or a store's failure; one whose answer was lost is found in the
+        table (its commit names this writer) rather than made twice."""
+        for attempt in range(_TRIES):
+            try:
+                with self.tables.opened(self.table) as delta:
+                    commit(delta)
+                return
+            except LakeError:
+                raise
+            except Exception as exc:  # noqa: BLE001 - another writer's commit, or a store's failure: tried again
+                if self.tables.committed(self.table, self._id):
+                    return
+                what_failed = f"{self.tables.uri(self.table)}: night {self.night} could not be {what}"
+                _transient(exc, attempt, what_failed, commit=True)
+
 
 class NightWriter(_Writer):
     """Writes one night of one table, committed by delta-rs's writer on a successful exit: the
@@ -507,46 +524,37 @@ class NightWriter(_Writer):
         from deltalake import write_deltalake
 
         assert self._spill is not None
-        what = f"{self.tables.uri(self.table)}: night {self.night} could not be committed"
-        for attempt in range(_TRIES):
-            try:
-                with self.tables.opened(self.table) as delta, pa.OSFile(self._spill, "rb") as spill:
-                    if delta is None:
-                        self.tables.refuse_legacy(self.table)
-                    write_deltalake(
-                        delta if delta is not None else self.tables.uri(self.table),
-                        pa.ipc.open_stream(spill),
-                        mode="overwrite",
-                        predicate=f"{PARTITION} = '{self.night.isoformat()}'",
-                        partition_by=[PARTITION],
-                        schema_mode="merge",  # a night without some of the table's columns: they are NULL
-                        configuration=TABLE_CONFIGURATION if delta is None else None,
-                        storage_options=self.tables.storage_options(),
-                        commit_properties=self._commit_properties(),
-                    )
-                return
-            except LakeError:
-                raise
-            except Exception as exc:  # noqa: BLE001 - another writer's commit, or a store's failure: tried again
-                if self.tables.committed(self.table, self._id):
-                    return  # its answer was lost, the commit is in
-                _transient(exc, attempt, what, commit=True)
+        spill = self._spill
+
+        def overwrite(delta: DeltaTable | None) -> None:
+            if delta is None:
+                self.tables.refuse_legacy(self.table)
+            with pa.OSFile(spill, "rb") as rows:
+                write_deltalake(
+                    delta if delta is not None else self.tables.uri(self.table),
+                    pa.ipc.open_stream(rows),
+                    mode="overwrite",
+                    predicate=self._predicate(),
+                    partition_by=[PARTITION],
+                    schema_mode="merge",  # a night without some of the table's columns: they are NULL
+                    configuration=TABLE_CONFIGURATION if delta is None else None,
+                    storage_options=self.tables.storage_options(),
+                    commit_properties=self._commit_properties(),
+                )
+
+        self._committing("committed", overwrite)
 
     def _drop(self) -> None:
         """The night removed from the table (delta-rs's delete of its partition), if it holds it."""
-        what = f"{self.tables.uri(self.table)}: night {self.night} could not be removed"
-        for attempt in range(_TRIES):
-            try:
-                with self.tables.opened(self.table) as delta:
-                    if delta is not None and {PARTITION: self.night.isoformat()} in delta.partitions():
-                        delta.delete(f"{PARTITION} = '{self.night.isoformat()}'", commit_properties=self._commit_properties())
-                return
-            except LakeError:
-                raise
-            except Exception as exc:  # noqa: BLE001 - another writer's commit, or a store's failure: tried again
-                if self.tables.committed(self.table, self._id):
-                    return
-                _transient(exc, attempt, what, commit=True)
+
+        def delete(delta: DeltaTable | None) -> None:
+            if delta is not None and {PARTITION: self.night.isoformat()} in delta.partitions():
+                delta.delete(self._predicate(), commit_properties=self._commit_properties())
+
+        self._committing("removed", delete)
+
+    def _predicate(self) -> str:
+        return f"{PARTITION} = '{self.night.isoformat()}'"
 
 
 #: The threads that store a shard's parts on an object store (each commit waits for its own).
@@ -635,30 +643,17 @@ class ShardWriter(_Writer):
         """The shard's parts committed with delta-rs's transaction API: the parts of the night it
         replaces removed, its own added (none of either: no commit). Tried again on another
         writer's commit (the parts are kept until it lands)."""
-        what = f"{self.tables.uri(self.table)}: night {self.night} could not be committed"
         if self._schema is not None:
             self.tables.prepare(self.table, self._schema)
-        for attempt in range(_TRIES):
-            try:
-                with self.tables.opened(self.table) as delta:
-                    if delta is None:
-                        return  # no table, and nothing to write: the night has no rows
-                    actions = [*self._removes(delta), *self._adds()]
-                    if actions:
-                        delta.create_write_transaction(
-                            actions,
-                            "append",
-                            delta.schema(),
-                            partition_by=[PARTITION],
-                            commit_properties=self._commit_properties(),
-                        )
-                return
-            except LakeError:
-                raise
-            except Exception as exc:  # noqa: BLE001 - another writer's commit, or a store's failure: tried again
-                if self.tables.committed(self.table, self._id):
-                    return  # its answer was lost, the commit is in
-                _transient(exc, attempt, what, commit=True)
+
+        def replace(delta: DeltaTable | None) -> None:
+            actions = [] if delta is None else [*self._removes(delta), *self._adds()]
+            if delta is not None and actions:  # no table: nothing to write, the night has no rows
+                delta.create_write_transaction(
+                    actions, "append", delta.schema(), partition_by=[PARTITION], commit_properties=self._commit_properties()
+                )
+
+        self._committing("committed", replace)
 
     def _replaces(self, path: str) -> bool:
         """Whether the commit replaces this part of the night (see the class docstring)."""
