@@ -294,6 +294,26 @@ def test_a_night_delta_rs_refuses_fails_its_writer_in_one_line(tmp_path: Path) -
     assert sorted(lake.tables.read_table("t", NIGHT).column("k").to_pylist()) == ["a0", "a1", "a2"]
 
 
+def test_a_commit_whose_answer_was_lost_is_not_made_twice(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """delta-rs's commit lands but its caller hears a store's failure (an answer lost): the
+    writer finds its commit in the table (the commit names its writer) and is done, without
+    committing the night a second time."""
+    import deltalake
+
+    lake = Lake(tmp_path).claim("sandbox")
+    lake.tables.write("t", NIGHT, _table(1))
+    real = deltalake.write_deltalake
+
+    def answer_lost(*args: object, **kwargs: object) -> None:
+        real(*args, **kwargs)
+        raise OSError("connection reset by peer")
+
+    monkeypatch.setattr(deltalake, "write_deltalake", answer_lost)
+    assert lake.tables.write("t", NIGHT, _table(2, "b")) == 2
+    assert DeltaTable(lake.tables.uri("t")).version() == 1
+    assert sorted(lake.tables.read_table("t", NIGHT).column("k").to_pylist()) == ["b0", "b1"]
+
+
 def test_part_schemas_must_agree(tmp_path: Path) -> None:
     lake = Lake(tmp_path).claim("sandbox")
     lake.tables.write("t", NIGHT, _table(1))
