@@ -169,10 +169,10 @@ class DeltaTables:
         """The lake's Delta tables."""
         from deltalake import DeltaTable
 
-        options = self.storage_options()
+        options, folders = self.storage_options(), self.folders()
         with ThreadPoolExecutor(8, thread_name_prefix="tourneylake-tables") as pool:  # a round trip or two each
-            found = list(pool.map(lambda name: DeltaTable.is_deltatable(self.uri(name), options), self.folders()))
-        return [name for name, is_table in zip(self.folders(), found, strict=True) if is_table]
+            found = list(pool.map(lambda name: DeltaTable.is_deltatable(self.uri(name), options), folders))
+        return [name for name, is_table in zip(folders, found, strict=True) if is_table]
 
     def legacy(self) -> list[str]:
         """The tables of the lake's first layout (see :mod:`~tourneylake.lake.legacy`)."""
@@ -180,8 +180,10 @@ class DeltaTables:
 
     # ------------------------------------------------------------------ what a table holds
     def nights(self, table: str) -> list[date]:
-        """The nights the table's current version holds rows of."""
-        return list(self.parts(table))
+        """The nights the table's current version holds parts of."""
+        with self.opened(table) as delta:
+            found = [] if delta is None else delta.partitions()
+        return sorted({date.fromisoformat(values[PARTITION]) for values in found})
 
     def parts(self, table: str, night: date | str | None = None) -> dict[date, list[tuple[str, int | None]]]:
         """The table's parts in its current version by night (one night's only, with ``night``),
@@ -301,7 +303,11 @@ class DeltaTables:
         except BaseException as exc:
             finish_together(list(writers.values()), type(exc))
             raise
-        finish_together([writer for name, writer in writers.items() if name != last])
+        try:
+            finish_together([writer for name, writer in writers.items() if name != last])
+        except BaseException as exc:
+            finish_together([writers[last]] if last in writers else [], type(exc))
+            raise
         if last in writers:
             finish_together([writers[last]])
         return {name: writer.rows for name, writer in writers.items()}
@@ -322,10 +328,10 @@ class DeltaTables:
             remove_tree(folder)
 
     def prepare(self, table: str, columns: pa.Schema) -> None:
-        """The table as a writer of ``columns`` needs it: created (with no rows) when there is
-        none, and each of the columns it does not have yet added (with no value in the nights
-        before), before any part is committed: a commit of parts then changes none of the
-        table's metadata, which the commits of other writers at the same moment would conflict with."""
+        """The table as a shard's commit of ``columns`` needs it: created (with no rows) when
+        there is none, and each of the columns it does not have yet added (with no value in the
+        nights before): the commit of the shard's parts then changes none of the table's
+        metadata, which other shards' commits at the same moment would conflict with."""
         from deltalake import DeltaTable, Schema
 
         for attempt in range(_TRIES):
@@ -484,7 +490,8 @@ class NightWriter(_Writer):
 
     def __init__(self, tables: DeltaTables, table: str, night: date) -> None:
         super().__init__(tables, table, night)
-        self._spill: str | None = None
+        self._spill: str | None = None  # the file the rows wait in
+        self._file: pa.NativeFile | None = None
         self._sink: pa.ipc.RecordBatchStreamWriter | None = None
 
     def __enter__(self) -> NightWriter:
@@ -496,7 +503,8 @@ class NightWriter(_Writer):
         if self._sink is None:
             handle, self._spill = tempfile.mkstemp(prefix=f"tourneylake-{self.table}-", suffix=".arrows")
             os.close(handle)
-            self._sink = pa.ipc.new_stream(pa.OSFile(self._spill, "wb"), _with_partition(data.schema))
+            self._file = pa.OSFile(self._spill, "wb")
+            self._sink = pa.ipc.new_stream(self._file, _with_partition(data.schema))
         night = pa.repeat(pa.scalar(self.night, pa.date32()), data.num_rows)
         self._sink.write_table(data.append_column(pa.field(PARTITION, pa.date32()), night))
 
@@ -510,6 +518,8 @@ class NightWriter(_Writer):
             return
         try:
             self._sink.close()
+            if self._file is not None:
+                self._file.close()
             if exc_type is None:
                 self._commit()
         finally:
