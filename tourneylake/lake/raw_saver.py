@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tourneylake.lake.raw import RECEIVED, key_digest, raw_file_bytes, raw_stamps
+from tourneylake.lake.raw_answers import check_raw_request, new_token
 from tourneylake.lake.segments import Entries, RawRef, SegmentWriter, night_index
 from tourneylake.lake.storage import AnyPath, StorePath
 from tourneylake.runtime.pipes import LENGTH, frame, receive, split_frames, worker_env
@@ -163,8 +164,6 @@ class RawSaver:
         return proc
 
     async def save(self, received: ReceivedBody) -> Callable[[str], asyncio.Future[None]]:
-        from tourneylake.lake.raw_answers import check_raw_request, new_token
-
         call, lake, night = received.call, self.lake, self.night
         check_raw_request(call.resource, call.key, received.format)
         token = new_token()
