@@ -223,10 +223,10 @@ def test_delta_tables_on_s3(s3: str) -> None:
 def test_a_shards_parts_are_stored_side_by_side(s3: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """A shard's part on a store is PUT on a part thread: a writer's parts (and several
     writers') are stored at once; the commit waits for them all."""
-    from tourneylake.lake import delta_tables
+    from tourneylake.lake import table_writers
 
     lake = Lake(s3).claim("sandbox")
-    only_side_by_side(monkeypatch, delta_tables, "_put")
+    only_side_by_side(monkeypatch, table_writers, "_put")
     with lake.tables.writer("t", NIGHT, shard="a") as writer:
         writer.write(small(2))
         writer.write(small(3, "b"))
@@ -479,7 +479,7 @@ def test_two_nights_on_s3_rebuilt_and_read_by_another_process(s3: str, tmp_path:
 _KILLED_WRITERS = """
 import os, signal, sys, threading
 import pyarrow as pa
-from tourneylake.lake.delta_tables import ShardWriter
+from tourneylake.lake.table_writers import ShardWriter
 from tourneylake.lake.lake import Lake
 lake = Lake(sys.argv[1])
 lake.tables.write("t", "2026-11-20", pa.table({"n": list(range(3))}))

@@ -484,7 +484,7 @@ def test_metadata_tables_cut_short_by_a_kill_are_all_written_by_the_re_run(
     after writing some of them must not leave it behind them."""
     import threading
 
-    from tourneylake.lake.delta_tables import NightWriter
+    from tourneylake.lake.table_writers import NightWriter
 
     settings = _night(sandbox, tmp_path, sandbox.world.roster(1))
     commit = NightWriter._commit

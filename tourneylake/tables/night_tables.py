@@ -34,12 +34,12 @@ from tourneylake.api.answers import metadata_is_cached, read_answer
 from tourneylake.api.envelope import service_error
 from tourneylake.api.errors import NOT_FOUND_CODES, MalformedResponse, UnusableResponse
 from tourneylake.api.tree import MalformedPayload, Node, parse
-from tourneylake.lake.delta_tables import NightWriter, ShardWriter, finish_together, part_shard
 from tourneylake.lake.lake import Lake
 from tourneylake.lake.ledger import Ledger
 from tourneylake.lake.raw import MALFORMED, OK, RECEIVED, UNUSABLE, RawResponse, key_digest, read_raws
 from tourneylake.lake.segments import RawRef
 from tourneylake.lake.storage import atomic_write
+from tourneylake.lake.table_writers import NightWriter, ShardWriter, finish_together, part_shard
 from tourneylake.runtime import collector
 from tourneylake.schemas import TABLES
 from tourneylake.tables.normalize import normalize_countries, normalize_metadata, normalize_news
@@ -379,7 +379,7 @@ class SummarySink:
 
 class ShardSink(SummarySink):
     """One shard's summaries (an account's, beside the others) → its shard's parts of the
-    night's tables (shard commits: :class:`~tourneylake.lake.delta_tables.ShardWriter`), made
+    night's tables (shard commits: :class:`~tourneylake.lake.table_writers.ShardWriter`), made
     the night's by :func:`join_shards` once every shard is in. Of the answers stored tonight it
     reads only its own requests' (:meth:`own`), found by their index entries: never another
     shard's bodies. Every summary table gets its commit, so a table with no rows tonight drops
