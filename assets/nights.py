@@ -34,7 +34,7 @@ def first_night(settings: Settings) -> date:
     (its first raw answers), else yesterday (UTC) on an empty lake."""
     if settings.first_night is not None:
         return max(settings.first_night, FIRST_NIGHT)
-    held = Lake(settings.data_dir).raw_dates()
+    held = Lake(settings.data_dir).raw.nights()
     return held[0] if held else datetime.now(UTC).date() - timedelta(days=1)
 
 

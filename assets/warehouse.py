@@ -28,7 +28,6 @@ from assets.nights import nightly_partitions
 from assets.pools import WAREHOUSE_POOL
 from assets.resource import TourneylakeResource
 from assets.steps import fails_cleanly, night_of
-from tourneylake.lake.partitions import expire_versions
 from tourneylake.night.status import night_bytes, record_load
 from tourneylake.schemas import TABLES, duckdb_type
 from tourneylake.tables.normalize.summary import SUMMARY_TABLES
@@ -101,7 +100,7 @@ def warehouse(context: AssetExecutionContext, tourneylake: TourneylakeResource):
     # expiry of the versions older than the setting's days (upkeep: it never touches a current one).
     with ThreadPoolExecutor(1, thread_name_prefix="tourneylake-upkeep") as upkeep:
         size = upkeep.submit(night_bytes, lake, night)
-        expired = upkeep.submit(expire_versions, lake, tourneylake.settings().table_history_days)
+        expired = upkeep.submit(lake.tables.expire, tourneylake.settings().table_history_days)
         with tourneylake.open_warehouse() as db:
             loaded = db.load_night(lake, night)
             counts = db.table_counts()

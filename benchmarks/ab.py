@@ -132,20 +132,24 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--latency-ms", type=float, default=20.0)
     parser.add_argument("--no-s3", action="store_true")
     parser.add_argument("--s3-direct", action="store_true", help="one more S3 arm: moto itself, without the counting proxy")
+    parser.add_argument("--baseline-s3", action="store_true", help="one more S3 arm: the baseline tree, its requests counted")
     parser.add_argument("--list-sizes", default="", help="comma-separated night sizes whose S3 LIST requests are counted too")
     args = parser.parse_args(argv)
     rounds: dict[str, list[dict[str, Any]]] = {}
-    requests: list[dict[str, Any]] = []
+    requests: dict[str, list[dict[str, Any]]] = {}
     lists: dict[int, int] = {}
     started = time.monotonic()
     with contextlib.ExitStack() as stack, tempfile.TemporaryDirectory(prefix="tl-ab-") as scratch:
         work = Path(scratch)
         arms: list[tuple[str, Path, bool | str]] = [("ours/local", ROOT, False)]
-        if args.baseline:
-            arms.append(("baseline/local", stack.enter_context(baseline_tree(args.baseline)), False))
+        baseline = stack.enter_context(baseline_tree(args.baseline)) if args.baseline else None
+        if baseline is not None:
+            arms.append(("baseline/local", baseline, False))
         s3 = None if args.no_s3 else S3(stack)
         if s3 is not None:
             arms.append(("ours/s3", ROOT, True))
+            if baseline is not None and args.baseline_s3:
+                arms.append(("baseline/s3", baseline, True))
             if args.s3_direct:
                 arms.append(("ours/s3-direct", ROOT, "direct"))
         sizes = sorted({args.players, *(int(x) for x in args.list_sizes.split(",") if x)})
@@ -157,7 +161,7 @@ def main(argv: list[str] | None = None) -> int:
                     extra = s3.env(work, counted=on_s3 is True) if on_s3 and s3 is not None else {}
                     figures = night(server, tree, work, label.replace("/", "-"), extra, data_dir)
                     if on_s3 is True and s3 is not None:
-                        requests.append(s3.proxy.stats()["counts"])
+                        requests.setdefault(label, []).append(s3.proxy.stats()["counts"])
                     rounds.setdefault(label, []).append(figures)
                     log(f"round {repeat + 1} {label}: {orjson.dumps(figures).decode()}")
             if s3 is not None:
@@ -167,8 +171,8 @@ def main(argv: list[str] | None = None) -> int:
                     write_watchlist(work / "watchlist.yaml", roster(size))
                     night(server, ROOT, work, f"lists-{size}", s3.env(work), work / f"lists-{size}")
                     lists[size] = s3.proxy.stats()["counts"].get("LIST", 0)
-                if requests:
-                    lists[args.players] = int(statistics.median(r.get("LIST", 0) for r in requests))
+                if requests.get("ours/s3"):
+                    lists[args.players] = int(statistics.median(r.get("LIST", 0) for r in requests["ours/s3"]))
     medians = {label: _medians(r) for label, r in rounds.items()}
     out: dict[str, Any] = {"players": args.players, "latency_ms": args.latency_ms, "repeats": args.repeats, "medians": medians}
     local = medians["ours/local"]
@@ -179,8 +183,9 @@ def main(argv: list[str] | None = None) -> int:
                 for k in ("run_s", "night_s", "fetching_s", "rebuild_s", "run_cpu_s")
                 if local.get(k) and figures.get(k)
             }
-    if requests:
-        out["s3_requests_per_night"] = {k: int(statistics.median(r.get(k, 0) for r in requests)) for k in requests[0]}
+    for label, counted in requests.items():
+        name = "s3_requests_per_night" if label == "ours/s3" else f"s3_requests_per_night ({label})"
+        out[name] = {k: int(statistics.median(r.get(k, 0) for r in counted)) for k in counted[0]}
     if lists:
         out["s3_list_requests_by_night_size"] = {str(size): count for size, count in lists.items()}
     out["elapsed_s"] = round(time.monotonic() - started, 1)

@@ -44,9 +44,9 @@ def steps(lake: Any, night: date) -> dict[str, float]:
     from tourneylake.tables.normalize.summary import SummaryNormalizer
     from tourneylake.tables.reference import InForce
 
-    n = len(lake.raw_refs(night, calls.PLAYER_SUMMARY))
+    n = len(lake.raw.refs(night, calls.PLAYER_SUMMARY))
     out: dict[str, float] = {}
-    out["read_us"], raws = _cpu_us(lambda: list(lake.iter_raw(night, calls.PLAYER_SUMMARY)), n)
+    out["read_us"], raws = _cpu_us(lambda: list(lake.raw.bodies(night, calls.PLAYER_SUMMARY)), n)
 
     def parse() -> None:  # each tree dropped before the next, as in the rebuild
         for raw in raws:
@@ -74,7 +74,7 @@ def steps(lake: Any, night: date) -> dict[str, float]:
 
         def write() -> None:
             for name in batches[0]:
-                with scratch.partition_writer(name, night) as writer:
+                with scratch.tables.writer(name, night) as writer:
                     for batch in batches:
                         if batch[name].num_rows:
                             writer.write(batch[name])
@@ -96,7 +96,7 @@ def main(argv: list[str] | None = None) -> int:
 
     skip_pandas_sniffing()  # as `tourneylake rebuild` does
     lake = Lake(args.data_dir)
-    summaries = len(lake.raw_refs(args.night, calls.PLAYER_SUMMARY))
+    summaries = len(lake.raw.refs(args.night, calls.PLAYER_SUMMARY))
     wall, cpu = time.perf_counter(), time.process_time()
     rows = rebuild_night(lake, args.night)
     wall, cpu = time.perf_counter() - wall, time.process_time() - cpu

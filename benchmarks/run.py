@@ -551,7 +551,7 @@ def bench_warehouse(lake_dir: Path, repeats: int) -> Result:
     from tourneylake.tables.warehouse import LOAD_ORDER, Warehouse
 
     lake = Lake(lake_dir)
-    tables = {t: lake.partition_files(t, NIGHT) for t in LOAD_ORDER}
+    tables = {t: lake.tables.files(t, NIGHT) for t in LOAD_ORDER}
     tables = {t: f for t, f in tables.items() if f}
     ours, plain, again = [], [], []
     rows = 0

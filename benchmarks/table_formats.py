@@ -45,8 +45,8 @@ def night_tables(lake_dir: Path, night: date) -> dict[str, pa.Table]:
 
     lake = Lake(lake_dir)
     out = {}
-    for name in lake.tables():
-        table = lake.read_table(name, night)
+    for name in lake.tables.names():
+        table = lake.tables.read_table(name, night)
         if table.num_rows:
             out[name] = _plain(table)
     return out

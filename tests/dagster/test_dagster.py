@@ -182,8 +182,8 @@ def test_reference_assets_materialise_and_metadata_is_cached_by_hash(sandbox, tm
     values = current.asset_materializations_for_node("metadata")[0].metadata
     assert values["called"].value is True and values["downloaded"].value is False
     lake = Lake(tmp_path)
-    assert lake.partitions("currencies") == [NIGHT, following]
-    assert lake.read_table("currencies", following).drop_columns(["snapshot_date"]) == lake.read_table(
+    assert lake.tables.nights("currencies") == [NIGHT, following]
+    assert lake.tables.read_table("currencies", following).drop_columns(["snapshot_date"]) == lake.tables.read_table(
         "currencies", NIGHT
     ).drop_columns(["snapshot_date"])
 
@@ -245,11 +245,13 @@ def test_the_rebuild_job_remakes_a_night_from_raw_without_a_request(sandbox, tmp
             definitions.resolve_job_def("nightly").execute_in_process(partition_key=NIGHT.isoformat(), instance=instance).success
         )
         lake = Lake(tmp_path)
-        before = sorted(map(repr, lake.read_table("player_statistics", NIGHT).to_pylist()))
+        before = sorted(map(repr, lake.tables.read_table("player_statistics", NIGHT).to_pylist()))
         monkeypatch.setattr(httpx.HTTPTransport, "handle_request", lambda *a, **k: pytest.fail("the rebuild made a request"))
         result = definitions.resolve_job_def("rebuild").execute_in_process(partition_key=NIGHT.isoformat(), instance=instance)
     assert result.success
-    assert sorted(map(repr, lake.read_table("player_statistics", NIGHT).to_pylist())) == before and before  # rows, in any order
+    assert (
+        sorted(map(repr, lake.tables.read_table("player_statistics", NIGHT).to_pylist())) == before and before
+    )  # rows, in any order
 
 
 def test_a_night_then_its_models_built_below_the_tables_with_the_dbt_tests_as_checks(

@@ -144,10 +144,10 @@ def test_a_two_account_night_on_a_postgres_instance_with_shared_state(
     logged = accounts_run_side_by_side(home)
     assert "left-pw" not in logged and DEMO.password not in logged and state_url not in logged
     lake = Lake(settings.data_dir, state_url=state_url)
-    assert lake.read_table("player_snapshots", NIGHT).num_rows == 30
+    assert lake.tables.read_table("player_snapshots", NIGHT).num_rows == 30
     ledger = Ledger(lake)
     assert {run.account for run in ledger.runs(NIGHT)} >= {"left", "right"} and not ledger.dead_runs()
-    assert lake.read_table("search_ledger", NIGHT).num_rows == len(list(ledger.entries(NIGHT))) > 0
+    assert lake.tables.read_table("search_ledger", NIGHT).num_rows == len(list(ledger.entries(NIGHT))) > 0
     assert not (settings.data_dir / "lake" / "_ledger").exists()  # the ledger is the database's
     with psycopg.connect(state_url) as conn:  # both in one database here: Dagster's tables and ours
         assert conn.execute("SELECT count(*) FROM runs").fetchone()[0] == 1

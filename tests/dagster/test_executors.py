@@ -52,7 +52,8 @@ def _night(sandbox, folder: Path):
 def _tables(settings) -> dict[str, int]:
     lake = Lake(settings.data_dir)
     return {
-        t: lake.read_table(t, NIGHT).num_rows for t in ("player_snapshots", "player_statistics", "tournaments", "search_ledger")
+        t: lake.tables.read_table(t, NIGHT).num_rows
+        for t in ("player_snapshots", "player_statistics", "tournaments", "search_ledger")
     }
 
 
@@ -96,7 +97,7 @@ def test_the_nightly_job_under_the_multiprocess_executor_matches_in_process(sand
     assert "left-pw" not in logged and DEMO.password not in logged
     assert _tables(multi) == _tables(in_process)
     assert Path(multi.warehouse_path).is_file()
-    assert Lake(multi.data_dir).read_table("player_snapshots", NIGHT).num_rows == 40
+    assert Lake(multi.data_dir).tables.read_table("player_snapshots", NIGHT).num_rows == 40
 
 
 @pytest.mark.slow

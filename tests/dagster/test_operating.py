@@ -37,7 +37,7 @@ def test_partitions_start_at_the_first_night_the_lake_holds_or_the_setting(sandb
     empty = _settings(sandbox, tmp_path / "empty")
     resource = TourneylakeResource.from_settings(empty)
     assert first_night(empty) == datetime.now(UTC).date() - timedelta(days=1)  # an empty lake: yesterday
-    Lake(empty.data_dir).write_raw(date(2026, 11, 12), "countries", {"k": "v"}, b"{}", "json", time.time())
+    Lake(empty.data_dir).raw.write(date(2026, 11, 12), "countries", {"k": "v"}, b"{}", "json", time.time())
     graph = build_definitions(resource, "0 3 * * *").resolve_asset_graph()
     keys = graph.get(AssetKey("player_summaries")).partitions_def.get_partition_keys()
     assert keys[0] == "2026-11-12"
@@ -67,12 +67,12 @@ def test_a_backfill_of_more_nights_than_allowed_is_refused_before_a_search(sandb
         message = failure.step_failure_data.error.message
         assert "a backfill of 3 nights is refused" in message and "TOURNEYLAKE_MAX_BACKFILL_NIGHTS=2" in message
         assert remaining(settings) == before  # not a search
-        assert not Lake(settings.data_dir).partitions("player_snapshots")
+        assert not Lake(settings.data_dir).tables.nights("player_snapshots")
         alone = definitions.resolve_job_def("nightly").execute_in_process(
             partition_key=nights[-1], instance=instance, tags={"dagster/backfill": "small"}, raise_on_error=False
         )
         assert alone.success  # a backfill of one night (this run's) is allowed
-    assert Lake(settings.data_dir).partitions("player_snapshots") == [date(2026, 11, 20)]
+    assert Lake(settings.data_dir).tables.nights("player_snapshots") == [date(2026, 11, 20)]
 
 
 def test_a_backfill_that_would_spend_more_than_the_account_has_is_refused(sandbox, tmp_path: Path) -> None:
@@ -158,7 +158,7 @@ def test_pairs_the_watchlist_keeps_from_being_attempted_fail_a_check_and_the_res
     plotted = ("searches_spent", "searches_left", "deferred", "failed", "misconfigured", "rows", "rows_player_snapshots")
     assert all(type(harvest[name]).__name__ == "IntMetadataValue" for name in plotted)
     assert before - remaining(settings) == 1  # the good pair only; nothing wrong costs a search
-    snapshots = Lake(settings.data_dir).read_table("player_snapshots", NIGHT)
+    snapshots = Lake(settings.data_dir).tables.read_table("player_snapshots", NIGHT)
     assert snapshots.column("filter_name").to_pylist() == ["sng"]
 
 
@@ -188,7 +188,7 @@ def test_the_drift_check_warns_naming_fields_the_normaliser_does_not_map(sandbox
     assert not drift.passed and drift.severity.value == "WARN" and drift.metadata["unmapped"].value == 2
     fields = drift.metadata["fields"].value
     assert "Tournament@lateRegistration (kept in tournaments.extra)" in fields and "Player/Badges (in no table)" in fields
-    tournaments = Lake(settings.data_dir).read_table("tournaments", NIGHT)
+    tournaments = Lake(settings.data_dir).tables.read_table("tournaments", NIGHT)
     assert {"lateRegistration": "20m"} in [dict(e) for e in tournaments.column("extra").to_pylist() if e]
 
 

@@ -237,7 +237,7 @@ def test_paid_responses_survive_a_failure_after_fetching(sandbox, make_settings,
     crashed = run_night(settings, NIGHT1)
     assert not crashed.success and "normaliser crashed" in crashed.failure
     monkeypatch.undo()
-    assert Lake(settings.data_dir).raw_refs(NIGHT1, "player_summary", status=None)  # the paid answers are kept
+    assert Lake(settings.data_dir).raw.refs(NIGHT1, "player_summary", status=None)  # the paid answers are kept
 
     recovered = run_night(settings, NIGHT1)
     assert recovered.success, recovered.failure

@@ -362,7 +362,7 @@ def _summaries_kept(lake: Any, night: Any) -> int:
     """Player summaries answered and kept on disk for the night (in the raw segments)."""
     from tourneylake.api import calls
 
-    return len(lake.raw_refs(night, calls.PLAYER_SUMMARY)) if lake.raw_root.exists() else 0
+    return len(lake.raw.refs(night, calls.PLAYER_SUMMARY)) if lake.raw.root.exists() else 0
 
 
 def test_ctrl_c_exits_130_with_one_line_and_keeps_every_paid_answer(tmp_path: Path) -> None:
@@ -522,4 +522,4 @@ def test_the_readmes_dagster_examples_work_as_written(tmp_path: Path) -> None:
 
     yesterday = datetime.now(UTC).date() - timedelta(days=1)
     lake = Lake(tmp_path / "data")
-    assert yesterday in lake.partitions("countries") and yesterday in lake.partitions("player_snapshots")
+    assert yesterday in lake.tables.nights("countries") and yesterday in lake.tables.nights("player_snapshots")

@@ -137,15 +137,15 @@ def test_a_hand_whose_answer_was_left_unread_is_not_paid_again(sandbox, tmp_path
     for record in (tmp_path / "hands").iterdir():
         record.unlink()
     lake = Lake(settings.data_dir)
-    (night,) = lake.raw_dates()
-    (accepted,) = lake.raw_refs(night, "hand_analysis")
+    (night,) = lake.raw.nights()
+    (accepted,) = lake.raw.refs(night, "hand_analysis")
     drop_status_records(lake, night)  # as the save left it
-    assert [ref.status for ref in lake.raw_refs(night, "hand_analysis", status=None)] == [RECEIVED]
+    assert [ref.status for ref in lake.raw.refs(night, "hand_analysis", status=None)] == [RECEIVED]
     before = remaining(settings)
     again, spent_again = analyze_hand(settings, HAND.encode(), None)
     assert (again, spent_again) == (analysis, 0) and remaining(settings) == before  # not paid twice
-    assert [ref.name for ref in lake.raw_refs(night, "hand_analysis", status=None)] == [f"{accepted.digest}.json.gz"]
-    assert len(lake.raw_refs(night, "hand_analysis", status=OK)) == 1
+    assert [ref.name for ref in lake.raw.refs(night, "hand_analysis", status=None)] == [f"{accepted.digest}.json.gz"]
+    assert len(lake.raw.refs(night, "hand_analysis", status=OK)) == 1
 
 
 def test_a_hand_charged_but_never_answered_is_booked_when_the_run_fails(sandbox, tmp_path):
@@ -196,14 +196,14 @@ def test_a_hand_whose_paid_answer_could_not_be_read_is_not_paid_again_that_night
     for record in (tmp_path / "hands").iterdir():
         record.unlink()
     lake = Lake(settings.data_dir)
-    (night,) = lake.raw_dates()
-    (accepted,) = lake.raw_refs(night, "hand_analysis")
-    lake.settle_raw(accepted, UNUSABLE)  # as a read that failed leaves it
+    (night,) = lake.raw.nights()
+    (accepted,) = lake.raw.refs(night, "hand_analysis")
+    lake.raw.settle(accepted, UNUSABLE)  # as a read that failed leaves it
     before = remaining(settings)
     with pytest.raises(UnusableResponse, match=r"paid for and could not be read .*not asked again tonight"):
         analyze_hand(settings, HAND.encode(), None)
     assert remaining(settings) == before
-    assert len(lake.raw_refs(night, "hand_analysis", status=UNUSABLE)) == 1
+    assert len(lake.raw.refs(night, "hand_analysis", status=UNUSABLE)) == 1
 
 
 def test_a_hand_paid_for_on_another_night_is_not_paid_again(sandbox, tmp_path):
@@ -216,7 +216,7 @@ def test_a_hand_paid_for_on_another_night_is_not_paid_again(sandbox, tmp_path):
     for record in (tmp_path / "hands").iterdir():
         record.unlink()
     lake = Lake(settings.data_dir)
-    (night,) = lake.raw_dates()
+    (night,) = lake.raw.nights()
     folder = lake.root / "_raw" / f"snapshot_date={night.isoformat()}"
     folder.rename(folder.with_name(f"snapshot_date={(night - timedelta(days=1)).isoformat()}"))  # paid the night before
     forget_indexes()
@@ -304,7 +304,7 @@ def test_a_hand_run_killed_mid_call_is_reconciled_by_the_next_hand_run(sandbox, 
     assert [run.run_id for run in Ledger(lake).dead_runs()] == ["killed-bob"]
     booked = [r for r in ledger_rows(settings, earlier) if r["outcome"] == RECONCILED_AFTER_CRASH]
     assert [(r["run_id"], r["cost"]) for r in booked] == [("killed-hand", 5)]
-    assert sum(lake.read_table("search_ledger", earlier).column("cost").to_pylist()) == 5
+    assert sum(lake.tables.read_table("search_ledger", earlier).column("cost").to_pylist()) == 5
     assert sum(int(r["cost"]) for r in ledger_rows(settings)) == before - remaining(settings) == 10
 
 
@@ -321,7 +321,7 @@ def test_a_dead_run_is_left_to_later_while_a_harvest_of_its_credentials_runs(san
     before = remaining(settings)
     _killed_mid_call(LedgerWriter(lake, earlier, "killed-hand", remaining_before=before), "hand_analysis")  # never charged
     sandbox.accounts.set_remaining(DEMO.username, before - 5)  # the harvest's charges, not in its ledger yet
-    with lake.lock("harvest-main"):  # a harvest (of an account that may share the username)
+    with lake.locks.hold("harvest-main"):  # a harvest (of an account that may share the username)
         _, spent = analyze_hand(settings, HAND.replace("Hand #", "Hand #4").encode(), None)
     assert spent == 5 and [run.run_id for run in Ledger(lake).dead_runs()] == ["killed-hand"]
     assert not (tmp_path / "lake" / "_state" / "cost_votes.json").exists()  # its reading may hold the harvest's
@@ -401,8 +401,8 @@ def test_another_account_names_dead_run_waits_for_that_accounts_harvest(sandbox,
 
     settings, lake, earlier, before = _killed_run_of_main(sandbox, tmp_path)
     alice = Session.open(settings, settings.base_url, sandbox.world.today, account="alice")
-    with lake.lock("harvest-alice"):  # alice's harvest, reconciling at its start
-        with lake.lock("harvest-main"):  # main's harvest runs
+    with lake.locks.hold("harvest-alice"):  # alice's harvest, reconciling at its start
+        with lake.locks.hold("harvest-main"):  # main's harvest runs
             assert alice.meter.reconcile_dead_runs(before) == {}
         assert [run.run_id for run in Ledger(lake).dead_runs()] == ["killed-main"]
         assert alice.meter.reconcile_dead_runs(before) == {earlier: 0}  # main's lock free: closed (not charged)
@@ -420,7 +420,7 @@ def test_a_hands_vote_is_not_kept_when_a_harvest_started_during_its_call(sandbox
     harvest = ExitStack()
 
     def a_harvest_starts(*args, **kwargs):
-        harvest.enter_context(Lake(settings.data_dir).lock("harvest-other"))
+        harvest.enter_context(Lake(settings.data_dir).locks.hold("harvest-other"))
         return analyse(*args, **kwargs)
 
     monkeypatch.setattr(hands, "_analyse_one", a_harvest_starts)

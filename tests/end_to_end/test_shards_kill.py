@@ -114,7 +114,7 @@ def _writer_of(env: dict[str, str], account: str, *, answered: int, within_s: fl
 def _tables(lake: Lake) -> dict[str, list[str]]:
     out = {}
     for name in SUMMARY_TABLES:
-        table = lake.read_table(name, NIGHT)
+        table = lake.tables.read_table(name, NIGHT)
         keep = [c for c in table.column_names if c not in VOLATILE]
         out[name] = sorted(map(repr, table.select(keep).to_pylist()))
     return out
@@ -147,14 +147,14 @@ def test_a_shard_killed_mid_night_then_a_re_run(sandbox, tmp_path: Path, state_u
     assert not first["success"] and first["failure"]  # said, in one line
     lake = _lake(env)
     assert Ledger(lake).dead_runs(account="left")  # found by its connection, no host or pid guessed
-    stored = {ref.name for ref in lake.raw_refs(NIGHT, calls.PLAYER_SUMMARY)}
+    stored = {ref.name for ref in lake.raw.refs(NIGHT, calls.PLAYER_SUMMARY)}
     assert 5 <= len(stored) < PLAYERS  # right's answers and left's first ones are kept
 
     again = _finish(_start(env))
     assert again["success"], again
     assert not Ledger(lake).dead_runs()
     assert _tables(lake) == uninterrupted
-    assert stored <= {ref.name for ref in lake.raw_refs(NIGHT, calls.PLAYER_SUMMARY)}
+    assert stored <= {ref.name for ref in lake.raw.refs(NIGHT, calls.PLAYER_SUMMARY)}
     drops = {name: before[name] - after for name, after in _remaining(sandbox).items()}
     assert _ledger_by_account(lake) == drops  # the ledger is the bill, the dead run reconciled
     assert sum(drops.values()) <= PLAYERS + 2  # a call in flight when killed may have been paid twice, no more

@@ -398,12 +398,12 @@ def test_publishing_a_night_waits_for_another_publisher_of_it(lake: Lake) -> Non
     with LedgerWriter(lake, NIGHT, "r1", remaining_before=10) as writer:
         writer.record("k1", **row(run_id="r1", cost=3))
     done = threading.Event()
-    with lake.lock(f"ledger-export-{NIGHT.isoformat()}"):
+    with lake.locks.hold(f"ledger-export-{NIGHT.isoformat()}"):
         publisher = threading.Thread(target=lambda: (Ledger(lake).publish(NIGHT), done.set()))
         publisher.start()
         assert not done.wait(0.3)  # waits for the holder
     publisher.join(10)
-    assert done.is_set() and lake.read_table("search_ledger", NIGHT).column("cost").to_pylist() == [3]
+    assert done.is_set() and lake.tables.read_table("search_ledger", NIGHT).column("cost").to_pylist() == [3]
 
 
 def test_a_line_submitted_after_close_is_refused_not_lost_in_a_new_file(lake: Lake) -> None:

@@ -19,7 +19,6 @@ from tourneylake.cli import app
 from tourneylake.config import Settings
 from tourneylake.errors import LakeError
 from tourneylake.lake.lake import LAYOUT, Lake
-from tourneylake.lake.partitions import legacy_tables
 from tourneylake.schemas import TABLES
 from tourneylake.tables.rebuild import NothingToRebuild, rebuild
 
@@ -47,12 +46,12 @@ def _the_same(con: duckdb.DuckDBPyConnection, old: str, new: str) -> bool:
 
 
 def test_rebuild_all_converts_a_lake_of_the_first_layout_at_no_cost(legacy: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    first_layout = legacy_tables(Lake(legacy))
+    first_layout = Lake(legacy).tables.legacy()
     assert set(TABLES) - set(first_layout) == {"coverage_changes"}  # the one table that came after that layout
     ledger_before = ledger_rows(Settings(data_dir=legacy))
     assert ledger_before and sum(row["cost"] for row in ledger_before) == 10
     with pytest.raises(NothingToRebuild, match="rebuild --all"):
-        rebuild(Settings(data_dir=legacy), [min(Lake(legacy).raw_dates())])
+        rebuild(Settings(data_dir=legacy), [min(Lake(legacy).raw.nights())])
     # The service is gone: any request would fail the test.
     monkeypatch.setattr(httpx.HTTPTransport, "handle_request", lambda *a, **k: pytest.fail("the migration made a request"))
     monkeypatch.setattr(httpx.AsyncHTTPTransport, "handle_async_request", lambda *a, **k: pytest.fail("a request"))
@@ -61,13 +60,13 @@ def test_rebuild_all_converts_a_lake_of_the_first_layout_at_no_cost(legacy: Path
     assert result.exit_code == 0, result.output
 
     lake = Lake(legacy)
-    assert legacy_tables(lake) == [] and lake._source_document()["layout"] == LAYOUT
+    assert lake.tables.legacy() == [] and lake._source_document()["layout"] == LAYOUT
     assert ledger_rows(Settings(data_dir=legacy)) == ledger_before  # nothing was paid for
     con = duckdb.connect()
     try:
         for table in first_layout:
             old = f"read_parquet('{LEGACY / 'lake' / table}/*/*.parquet', hive_partitioning = true)"
-            con.register("converted", DeltaTable(lake.table_uri(table)).to_pyarrow_dataset())
+            con.register("converted", DeltaTable(lake.tables.uri(table)).to_pyarrow_dataset())
             assert _the_same(con, old, "converted"), table
         con.execute(f"ATTACH '{legacy / 'warehouse.duckdb'}' AS new (READ_ONLY)")
         for table in first_layout:

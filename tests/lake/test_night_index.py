@@ -16,22 +16,22 @@ FETCHED = datetime(2019, 12, 10, 3, tzinfo=UTC)
 
 def test_a_query_after_a_status_is_settled_sees_it(tmp_path: Path) -> None:
     lake = Lake(tmp_path).claim("sandbox")
-    ref = lake.write_raw(NIGHT, calls.PLAYER_SUMMARY, calls.player_summary("PokerStars", "Someone").key, b"{}", "json", FETCHED)
-    (received,) = lake.raw_refs(NIGHT, calls.PLAYER_SUMMARY, status=RECEIVED)
-    assert lake.raw_refs(NIGHT, calls.PLAYER_SUMMARY, status=RECEIVED) == [received]  # asked again: the same
-    lake.settle_raw(ref, OK)
-    assert lake.raw_refs(NIGHT, calls.PLAYER_SUMMARY, status=RECEIVED) == []
-    (accepted,) = lake.raw_refs(NIGHT, calls.PLAYER_SUMMARY)
+    ref = lake.raw.write(NIGHT, calls.PLAYER_SUMMARY, calls.player_summary("PokerStars", "Someone").key, b"{}", "json", FETCHED)
+    (received,) = lake.raw.refs(NIGHT, calls.PLAYER_SUMMARY, status=RECEIVED)
+    assert lake.raw.refs(NIGHT, calls.PLAYER_SUMMARY, status=RECEIVED) == [received]  # asked again: the same
+    lake.raw.settle(ref, OK)
+    assert lake.raw.refs(NIGHT, calls.PLAYER_SUMMARY, status=RECEIVED) == []
+    (accepted,) = lake.raw.refs(NIGHT, calls.PLAYER_SUMMARY)
     assert accepted.status == OK and accepted.token == received.token
-    lake.settle_raw(accepted, UNUSABLE)
-    assert [r.status for r in lake.raw_refs(NIGHT, calls.PLAYER_SUMMARY, status=None)] == [UNUSABLE]
+    lake.raw.settle(accepted, UNUSABLE)
+    assert [r.status for r in lake.raw.refs(NIGHT, calls.PLAYER_SUMMARY, status=None)] == [UNUSABLE]
 
 
 def test_the_same_query_gives_the_same_refs_without_making_them_again(tmp_path: Path) -> None:
     lake = Lake(tmp_path).claim("sandbox")
     for player in ("One", "Two"):
-        ref = lake.write_raw(NIGHT, calls.PLAYER_SUMMARY, calls.player_summary("PokerStars", player).key, b"{}", "json", FETCHED)
-        lake.settle_raw(ref, OK)
-    first = lake.raw_refs(NIGHT, calls.PLAYER_SUMMARY)
-    again = lake.raw_refs(NIGHT, calls.PLAYER_SUMMARY)
+        ref = lake.raw.write(NIGHT, calls.PLAYER_SUMMARY, calls.player_summary("PokerStars", player).key, b"{}", "json", FETCHED)
+        lake.raw.settle(ref, OK)
+    first = lake.raw.refs(NIGHT, calls.PLAYER_SUMMARY)
+    again = lake.raw.refs(NIGHT, calls.PLAYER_SUMMARY)
     assert again == first and all(a is b for a, b in zip(again, first, strict=True))

@@ -37,11 +37,10 @@ from tourneylake.config import load_settings
 from tourneylake.errors import ConfigError, LakeError
 from tourneylake.lake.lake import Lake
 from tourneylake.lake.ledger import Ledger, LedgerWriter
-from tourneylake.lake.partitions import expire_versions, storage_options
 from tourneylake.lake.raw_saver import RawSaver
 from tourneylake.lake.segments import LINGER_S, forget_indexes, frames
 from tourneylake.lake.state import StateStore
-from tourneylake.lake.storage import KeptBytes, StorePath
+from tourneylake.lake.storage import StorePath
 from tourneylake.sandbox import running_sandbox
 from tourneylake.tables.rebuild import rebuild
 from tourneylake.tables.warehouse import Warehouse
@@ -73,20 +72,20 @@ def test_a_memory_lake_keeps_raw_bodies_ledger_and_state_but_no_tables(memory_la
     assert isinstance(lake.root, StorePath) and not lake.local and str(lake.root).startswith("memory://")
     assert Lake(str(lake.data_dir)).source == "sandbox"
 
-    ref = lake.write_raw(NIGHT, "countries", {"q": "1"}, b'{"ok": true}', "json", 0)
-    assert lake.raw_refs(NIGHT, status="received") == [ref]
-    settled = lake.settle_raw(ref, "ok")
-    assert lake.has_raw(NIGHT, "countries", {"q": "1"}) and settled.status == "ok"
-    assert lake.read_raw(NIGHT, "countries", {"q": "1"}).body == b'{"ok": true}' and lake.raw_dates() == [NIGHT]
+    ref = lake.raw.write(NIGHT, "countries", {"q": "1"}, b'{"ok": true}', "json", 0)
+    assert lake.raw.refs(NIGHT, status="received") == [ref]
+    settled = lake.raw.settle(ref, "ok")
+    assert lake.raw.has(NIGHT, "countries", {"q": "1"}) and settled.status == "ok"
+    assert lake.raw.read(NIGHT, "countries", {"q": "1"}).body == b'{"ok": true}' and lake.raw.nights() == [NIGHT]
     (segment, _status) = sorted((lake.root / "_raw" / f"snapshot_date={NIGHT}").glob("w-*/*.seg"))
     assert frames(segment.read_bytes())[0][0][2]["k"] == "index"  # an object store's segment: its index first
 
     StateStore(lake).write("cache", {"a": 1})
     assert StateStore(lake).read("cache") == {"a": 1} and StateStore(lake).read("nothing") == {}
-    with lake.lock("harvest"), lake.lock("harvest"):  # no lock on an object store: one writer per night
+    with lake.locks.hold("harvest"), lake.locks.hold("harvest"):  # no lock on an object store: one writer per night
         pass
     with pytest.raises(LakeError, match=r"Delta tables, which need a store delta-rs opens .* memory:// is not one"):
-        lake.write_table("t", NIGHT, small(3))
+        lake.tables.write("t", NIGHT, small(3))
 
 
 def test_a_status_in_the_harvests_own_process_is_stored_at_once(memory_lake: Lake) -> None:
@@ -97,9 +96,9 @@ def test_a_status_in_the_harvests_own_process_is_stored_at_once(memory_lake: Lak
 
     waits = []
     for i in range(3):
-        ref = memory_lake.write_raw(NIGHT, "countries", {"n": str(i)}, b"<Countries/>", "xml", datetime.now(UTC))
+        ref = memory_lake.raw.write(NIGHT, "countries", {"n": str(i)}, b"<Countries/>", "xml", datetime.now(UTC))
         started = time.monotonic()
-        memory_lake.settle_raw(ref, "ok")
+        memory_lake.raw.settle(ref, "ok")
         waits.append(time.monotonic() - started)
     assert min(waits) < 0.8 * LINGER_S  # the saver's writer would wait about its linger
 
@@ -154,8 +153,8 @@ def test_file_urls_are_local_directories(tmp_path: Path) -> None:
     assert settings.data_dir == tmp_path / "d" and settings.warehouse_path == tmp_path / "d" / "warehouse.duckdb"
     lake = Lake(f"file://{tmp_path}/d").claim("sandbox")
     assert lake.local and lake.root == tmp_path / "d" / "lake" and (tmp_path / "d" / "lake" / "_source.json").is_file()
-    lake.write_table("t", NIGHT, small(2))
-    assert Lake(tmp_path / "d").read_partition("t", NIGHT).num_rows == 2
+    lake.tables.write("t", NIGHT, small(2))
+    assert Lake(tmp_path / "d").tables.read("t", NIGHT).num_rows == 2
     assert not any(p.name.startswith("file:") for p in Path.cwd().iterdir())
 
 
@@ -193,18 +192,18 @@ def test_a_url_lake_needs_a_local_warehouse_file(tmp_path: Path) -> None:
 
 # ---------------------------------------------------------------------- a real S3 API (moto)
 def _options() -> dict[str, str]:
-    return storage_options(Lake("s3://x/y"))
+    return Lake("s3://x/y").tables.storage_options()
 
 
 def test_delta_tables_on_s3(s3: str) -> None:
     lake = Lake(s3).claim("sandbox")
-    lake.write_table("t", NIGHT, small(3))
-    lake.write_table("t", NIGHTS[1], small(2, "n2"))
-    assert lake.partitions("t") == NIGHTS and lake.read_partition("t", NIGHT).num_rows == 3
-    (part,) = lake.partition_files("t", NIGHT)
-    assert part.startswith(s3 + "/lake/t/snapshot_date=2026-11-20/part-night-")
-    lake.write_table("t", NIGHT, small(2, "b"))  # the night replaced, by an overwrite on its date
-    delta = DeltaTable(lake.table_uri("t"), storage_options=_options())
+    lake.tables.write("t", NIGHT, small(3))
+    lake.tables.write("t", NIGHTS[1], small(2, "n2"))
+    assert lake.tables.nights("t") == NIGHTS and lake.tables.read("t", NIGHT).num_rows == 3
+    (part,) = lake.tables.files("t", NIGHT)
+    assert part.startswith(s3 + "/lake/t/snapshot_date=2026-11-20/part-")
+    lake.tables.write("t", NIGHT, small(2, "b"))  # the night replaced, by an overwrite on its date
+    delta = DeltaTable(lake.tables.uri("t"), storage_options=_options())
     rows = delta.to_pyarrow_table().to_pylist()  # Delta's own reader: no stale row of the replaced night
     assert sorted((r["snapshot_date"], r["tag"]) for r in rows) == [
         (NIGHT, "b"),
@@ -212,56 +211,62 @@ def test_delta_tables_on_s3(s3: str) -> None:
         (NIGHTS[1], "n2"),
         (NIGHTS[1], "n2"),
     ]
-    assert len(list(lake.partition_path("t", NIGHT).iterdir())) == 2  # the replaced part: an older version's
-    assert expire_versions(lake, keep_days=0) == 1
-    assert len(list(lake.partition_path("t", NIGHT).iterdir())) == 1
-    lake.write_table("t", NIGHTS[1], small(1, "a"), shard="a")  # a shard's rows beside the night's others
-    assert sorted(lake.read_table("t", NIGHTS[1]).column("tag").to_pylist()) == ["a", "n2", "n2"]
-    lake.drop_partition("t", NIGHT)
-    assert lake.partitions("t") == [NIGHTS[1]] and lake.read_partition("t", NIGHT).num_rows == 0
+    assert len(list(lake.tables.night_folder("t", NIGHT).iterdir())) == 2  # the replaced part: an older version's
+    assert lake.tables.expire(keep_days=0) == 1
+    assert len(list(lake.tables.night_folder("t", NIGHT).iterdir())) == 1
+    lake.tables.write("t", NIGHTS[1], small(1, "a"), shard="a")  # a shard's rows beside the night's others
+    assert sorted(lake.tables.read_table("t", NIGHTS[1]).column("tag").to_pylist()) == ["a", "n2", "n2"]
+    lake.tables.drop("t", NIGHT)
+    assert lake.tables.nights("t") == [NIGHTS[1]] and lake.tables.read("t", NIGHT).num_rows == 0
 
 
-@pytest.mark.parametrize(("where", "storing"), [("local", "_synced"), ("s3", "_put")])
-def test_a_writers_parts_are_stored_side_by_side(
-    where: str, storing: str, tmp_path: Path, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """A part's storage (a disk's fsync, a store's PUT) is done on a part thread: a writer's
-    parts (and several writers') are stored at once; the commit waits for them all."""
-    from tourneylake.lake import partitions
+def test_a_shards_parts_are_stored_side_by_side(s3: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A shard's part on a store is PUT on a part thread: a writer's parts (and several
+    writers') are stored at once; the commit waits for them all."""
+    from tourneylake.lake import table_writers
 
-    lake = Lake(str(tmp_path) if where == "local" else request.getfixturevalue("s3")).claim("sandbox")
-    only_side_by_side(monkeypatch, partitions, storing)
-    with lake.partition_writer("t", NIGHT) as writer:
+    lake = Lake(s3).claim("sandbox")
+    only_side_by_side(monkeypatch, table_writers, "_put")
+    with lake.tables.writer("t", NIGHT, shard="a") as writer:
         writer.write(small(2))
         writer.write(small(3, "b"))
-    assert lake.read_table("t", NIGHT).num_rows == 5
+    assert lake.tables.read_table("t", NIGHT).num_rows == 5
 
 
 @pytest.mark.parametrize("where", ["local", "s3"])
 def test_two_nights_committed_at_once_both_land(where: str, tmp_path: Path, request: pytest.FixtureRequest) -> None:
-    """A backfill's nights (or shards) committed at the same moment: every commit lands (on S3 by
-    delta-rs's conditional PUT, ``If-None-Match``); two writers of one night leave one whole."""
+    """A backfill's nights and shards committed at the same moment: every commit lands (on S3 by
+    delta-rs's conditional PUT, ``If-None-Match``); of two writers of one whole night one may
+    fail (one writer a night is the rule), and the night is one of them, whole."""
     url = str(tmp_path) if where == "local" else request.getfixturevalue("s3")
     lake = Lake(url).claim("sandbox")
-    lake.write_table("t", NIGHT, small(1, "first"))  # the table exists: the writers race on commits only
+    lake.tables.write("t", NIGHT, small(1, "first"))  # the table exists: the writers race on commits only
     nights = [NIGHT + timedelta(days=i) for i in range(1, 5)]
-    barrier = threading.Barrier(len(nights) + 2)
+    failed: list[BaseException] = []
 
     def commit(night: date, tag: str, shard: str | None = None) -> None:
-        with Lake(url).partition_writer("t", night, shard=shard) as writer:
-            writer.write(small(3, tag))
-            barrier.wait(30)  # every writer's parts are written: the commits start together
+        try:
+            with Lake(url).tables.writer("t", night, shard=shard) as writer:
+                writer.write(small(3, tag))
+                barrier.wait(30)  # every writer's rows are handed over: the commits start together
+        except LakeError as exc:
+            failed.append(exc)
 
-    jobs = [(night, f"n{night.day}", None) for night in nights] + [(NIGHT, "x", None), (NIGHT, "y", None)]
+    jobs = [(night, f"n{night.day}", None) for night in nights[:2]] + [(night, "s", "a") for night in nights[2:]]
+    jobs += [(nights[2], "t", "b"), (NIGHT, "x", None), (NIGHT, "y", None)]
+    barrier = threading.Barrier(len(jobs))
     threads = [threading.Thread(target=commit, args=job) for job in jobs]
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join(120)
-    assert lake.partitions("t") == [NIGHT, *nights]
-    for night in nights:
-        assert lake.read_table("t", night).column("tag").to_pylist() == [f"n{night.day}"] * 3
-    assert lake.read_table("t", NIGHT).column("tag").to_pylist() in (["x"] * 3, ["y"] * 3)  # one of them, whole
+    assert lake.tables.nights("t") == [NIGHT, *nights]
+    for night in nights[:2]:
+        assert lake.tables.read_table("t", night).column("tag").to_pylist() == [f"n{night.day}"] * 3
+    assert sorted(lake.tables.read_table("t", nights[2]).column("tag").to_pylist()) == ["s"] * 3 + ["t"] * 3
+    assert lake.tables.read_table("t", nights[3]).column("tag").to_pylist() == ["s"] * 3
+    assert lake.tables.read_table("t", NIGHT).column("tag").to_pylist() in (["x"] * 3, ["y"] * 3)  # one of them, whole
+    assert len(failed) <= 1 and all("night 2026-11-20 could not be committed" in str(exc) for exc in failed)
 
 
 @contextlib.contextmanager
@@ -281,20 +286,20 @@ def test_raw_segments_on_s3_are_read_with_one_listing_a_night(moto: str, s3_env:
         lists = []
         for night, count in ((NIGHT, 10), (NIGHTS[1], 60)):
             futures = [
-                lake.write_raw_soon(night, "player_summary", {"player": f"p{i}"}, b'{"x": %d}' % i, "json", 0)
+                lake.raw.write_soon(night, "player_summary", {"player": f"p{i}"}, b'{"x": %d}' % i, "json", 0)
                 for i in range(count)
             ]
             refs = [future.result(30) for future in futures]
             for ref in refs:
-                lake.settle_raw(ref, "ok")
+                lake.raw.settle(ref, "ok")
             forget_indexes()  # another process's view: nothing known of the night
             proxy.reset()
-            bodies = list(lake.iter_raw(night))
+            bodies = list(lake.raw.bodies(night))
             assert sorted(raw.body for raw in bodies) == sorted(b'{"x": %d}' % i for i in range(count))
             counts = proxy.stats()["counts"]
             lists.append(counts.get("LIST", 0))
             assert len({ref.location for ref in refs}) < count  # many bodies to a segment
-            folder = lake.raw_root / f"snapshot_date={night.isoformat()}"
+            folder = lake.raw.root / f"snapshot_date={night.isoformat()}"
             assert isinstance(folder, StorePath)
             segments = [name for name in folder.fs.find(folder.path) if name.endswith(".seg")]  # bodies' and statuses'
             assert counts["GET"] - counts["LIST"] == len(segments)  # one GET a segment: its index's peek was all of it
@@ -310,7 +315,7 @@ def test_raw_segments_on_s3_are_read_with_one_listing_a_night(moto: str, s3_env:
                 await saver.aclose()
 
         asyncio.run(saved_by_the_saver())
-        assert lake.read_raw(NIGHT, calls.COUNTRIES, calls.countries().key).body == b"<Countries/>"
+        assert lake.raw.read(NIGHT, calls.COUNTRIES, calls.countries().key).body == b"<Countries/>"
 
 
 def test_the_segments_the_saver_stored_are_known_to_the_harvest(moto: str, s3_env: Callable[[str], None]) -> None:
@@ -334,13 +339,13 @@ def test_the_segments_the_saver_stored_are_known_to_the_harvest(moto: str, s3_en
                 await saver.aclose()
 
         asyncio.run(harvest())
-        lake.write_raw_soon(NIGHT, calls.COUNTRIES, calls.countries().key, b"<Countries/>", "xml", 0).result(30)
+        lake.raw.write_soon(NIGHT, calls.COUNTRIES, calls.countries().key, b"<Countries/>", "xml", 0).result(30)
         proxy.reset()
-        known = lake.raw_refs(NIGHT, status=None)
+        known = lake.raw.refs(NIGHT, status=None)
         counts = proxy.stats()["counts"]
         assert (counts.get("LIST", 0), counts.get("GET", 0) - counts.get("LIST", 0)) == (1, 0)
         forget_indexes()  # another process: every segment's index read from the store
-        read = lake.raw_refs(NIGHT, status=None)
+        read = lake.raw.refs(NIGHT, status=None)
         assert len(read) == 13 and [(r.digest, r.token, r.status, r.location, r.offset) for r in known] == [
             (r.digest, r.token, r.status, r.location, r.offset) for r in read
         ]
@@ -361,8 +366,8 @@ def test_a_document_on_s3_is_read_in_one_request_there_or_not(moto: str, s3_env:
         assert requests(lambda: StateStore(lake).read("absent"), {}) == 1
         assert requests(lambda: StateStore(lake).read("kept"), {"a": 1}) == 1
         assert requests(lambda: lake.source, "sandbox") == 1
-        lake.write_raw_soon(NIGHT, "player_summary", {"player": "p"}, b'{"x": 1}', "json", 0).result(30)
-        assert requests(lambda: lake.raw_dates(), [NIGHT]) == 1
+        lake.raw.write_soon(NIGHT, "player_summary", {"player": "p"}, b'{"x": 1}', "json", 0).result(30)
+        assert requests(lambda: lake.raw.nights(), [NIGHT]) == 1
 
 
 def test_a_new_table_on_s3_is_checked_for_the_first_layout_in_one_listing(moto: str, s3_env: Callable[[str], None]) -> None:
@@ -373,11 +378,11 @@ def test_a_new_table_on_s3_is_checked_for_the_first_layout_in_one_listing(moto: 
         fs = fsspec.filesystem("s3", skip_instance_cache=True)
         fs.pipe(f"{bucket}/prefix/lake/old/snapshot_date=2026-11-19/part-00000.parquet", b"PAR1")
         with pytest.raises(LakeError, match="first table layout"):
-            lake.write_table("old", NIGHT, small(1))
+            lake.tables.write("old", NIGHT, small(1))
         proxy.reset()
-        lake.write_table("new", NIGHT, small(2))
+        lake.tables.write("new", NIGHT, small(2))
         assert proxy.stats()["counts"].get("LIST snapshot_date=", 0) == 0  # the night's folder not listed on its own
-        assert lake.read_partition("new", NIGHT).num_rows == 2
+        assert lake.tables.read("new", NIGHT).num_rows == 2
 
 
 def test_a_nights_expiry_on_s3_finds_the_tables_in_the_lakes_one_listing(moto: str, s3_env: Callable[[str], None]) -> None:
@@ -385,9 +390,9 @@ def test_a_nights_expiry_on_s3_finds_the_tables_in_the_lakes_one_listing(moto: s
     listing more per folder to see a Delta log), then each table's own requests."""
     with lake_behind_proxy(moto, s3_env) as (proxy, lake, _):
         for table in ("a", "b", "c"):
-            lake.write_table(table, NIGHT, small(1))
+            lake.tables.write(table, NIGHT, small(1))
         proxy.reset()
-        assert expire_versions(lake, keep_days=7) == 0
+        assert lake.tables.expire(keep_days=7) == 0
         assert proxy.stats()["counts"].get("LIST other", 0) == 1  # the lake's root, once
 
 
@@ -398,10 +403,10 @@ def test_a_nights_bytes_on_s3_list_each_folder_once(moto: str, s3_env: Callable[
 
     with lake_behind_proxy(moto, s3_env) as (proxy, lake, bucket):
         fs = fsspec.filesystem("s3", skip_instance_cache=True)
-        lake.write_table("t", NIGHT, small(3))
-        lake.write_table("u", NIGHT, small(2))
-        lake.write_table("t", NIGHTS[1], small(1))
-        lake.write_raw_soon(NIGHT, "player_summary", {"player": "p"}, b'{"x": 1}', "json", 0).result(30)
+        lake.tables.write("t", NIGHT, small(3))
+        lake.tables.write("u", NIGHT, small(2))
+        lake.tables.write("t", NIGHTS[1], small(1))
+        lake.raw.write_soon(NIGHT, "player_summary", {"player": "p"}, b'{"x": 1}', "json", 0).result(30)
         folders = [p.name for p in lake.root.iterdir() if p.is_dir()]
         night = f"snapshot_date={NIGHT.isoformat()}"
         expected = sum(fs.du(f"{bucket}/prefix/lake/{name}/{night}") for name in ("t", "u", "_raw"))
@@ -418,16 +423,16 @@ _READ_LAKE = """
 import sys, orjson
 from tourneylake.lake.lake import Lake
 lake = Lake(sys.argv[1])
-out = {t: sorted(orjson.dumps(r, option=orjson.OPT_SORT_KEYS).decode() for r in lake.read_table(t).to_pylist())
-       for t in lake.tables()}
+out = {t: sorted(orjson.dumps(r, option=orjson.OPT_SORT_KEYS).decode() for r in lake.tables.read_table(t).to_pylist())
+       for t in lake.tables.names()}
 print(orjson.dumps(out).decode())
 """
 
 
 def _rows_by_table(lake: Lake) -> dict[str, list[str]]:
     return {
-        t: sorted(orjson.dumps(r, option=orjson.OPT_SORT_KEYS).decode() for r in lake.read_table(t).to_pylist())
-        for t in lake.tables()
+        t: sorted(orjson.dumps(r, option=orjson.OPT_SORT_KEYS).decode() for r in lake.tables.read_table(t).to_pylist())
+        for t in lake.tables.names()
     }
 
 
@@ -438,7 +443,7 @@ def test_two_nights_on_s3_rebuilt_and_read_by_another_process(s3: str, tmp_path:
         settings = sandbox_settings(server, tmp_path, warehouse=warehouse).with_overrides(data_dir=s3)
         assert [outcome.searches_spent for outcome in harvest_nights(server, settings, NIGHTS)] == [1, 1]
     lake = Lake(s3)
-    assert lake.partitions("player_statistics") == NIGHTS and lake.source == settings.source
+    assert lake.tables.nights("player_statistics") == NIGHTS and lake.source == settings.source
     assert Ledger(lake).spend_per_night() == dict.fromkeys(NIGHTS, (1, 1))
     before = _rows_by_table(lake)
 
@@ -471,39 +476,44 @@ def test_two_nights_on_s3_rebuilt_and_read_by_another_process(s3: str, tmp_path:
     assert query.returncode == 0 and orjson.loads(query.stdout.splitlines()[0]) == {"n": 2}, query.stderr.decode()
 
 
-_KILLED_WRITER = """
-import os, signal, sys
+_KILLED_WRITERS = """
+import os, signal, sys, threading
 import pyarrow as pa
-from tourneylake.lake.lake import Lake, PartitionWriter
+from tourneylake.lake.table_writers import ShardWriter
+from tourneylake.lake.lake import Lake
 lake = Lake(sys.argv[1])
+lake.tables.write("t", "2026-11-20", pa.table({"n": list(range(3))}))
 def die(self):
-    print("parts written", flush=True)  # the second writer's parts are stored, its commit is not
+    print("parts written", flush=True)  # the shard's parts are stored, its commit is not
     os.kill(os.getpid(), signal.SIGKILL)
-lake.write_table("t", "2026-11-20", pa.table({"n": list(range(3))}))
-PartitionWriter._commit = die
-with lake.partition_writer("t", "2026-11-20") as w:
-    w.write(pa.table({"n": list(range(4))}))
-    w.write(pa.table({"n": list(range(3))}))
+ShardWriter._commit = die
+with lake.tables.writer("t", "2026-11-20") as night:  # killed while its rows go to delta-rs's writer
+    night.write(pa.table({"n": list(range(4))}))
+    with lake.tables.writer("t", "2026-11-20", shard="a") as shard:
+        shard.write(pa.table({"n": list(range(4))}))
+        shard.write(pa.table({"n": list(range(3))}))
 """
 
 
 @pytest.mark.slow
-def test_a_writer_killed_before_its_commit_leaves_the_previous_night(s3: str) -> None:
+def test_writers_killed_before_their_commits_leave_the_previous_night(s3: str) -> None:
+    """A night's writer and a shard's, killed before they commit: the night stays as it was,
+    and what they stored goes with the expiry of strays (files no version ever named)."""
     killed = subprocess.run(
-        [sys.executable, "-c", _KILLED_WRITER, s3], capture_output=True, env=_subprocess_env(), timeout=120, check=False
+        [sys.executable, "-c", _KILLED_WRITERS, s3], capture_output=True, env=_subprocess_env(), timeout=120, check=False
     )
     assert killed.returncode == -signal.SIGKILL and b"parts written" in killed.stdout, killed.stderr.decode()
     lake = Lake(s3)
-    assert lake.partitions("t") == [NIGHT]
-    assert lake.read_partition("t", NIGHT).column("n").to_pylist() == [0, 1, 2]  # the previous night, whole
-    folder = lake.partition_path("t", NIGHT)
-    assert len(list(folder.iterdir())) == 3  # 1 committed + 2 no version names
-    assert DeltaTable(lake.table_uri("t"), storage_options=_options()).to_pyarrow_table().num_rows == 3
-    lake.write_table("t", NIGHT, small(1))
-    assert expire_versions(lake, keep_days=0) == 1  # the replaced part, as the log names it
-    assert len(list(folder.iterdir())) == 3  # the killed writer's parts: no version ever named them
-    expire_versions(lake, keep_days=0, strays=True)  # a listing finds them
-    assert [p.name for p in folder.iterdir()] == [lake.partition_files("t", NIGHT)[0].rsplit("/", 1)[1]]
+    assert lake.tables.nights("t") == [NIGHT]
+    assert lake.tables.read("t", NIGHT).column("n").to_pylist() == [0, 1, 2]  # the previous night, whole
+    folder = lake.tables.night_folder("t", NIGHT)
+    assert len(list(folder.iterdir())) >= 3  # 1 committed + the shard's 2 no version names
+    assert DeltaTable(lake.tables.uri("t"), storage_options=_options()).to_pyarrow_table().num_rows == 3
+    lake.tables.write("t", NIGHT, small(1))
+    assert lake.tables.expire(keep_days=0) == 1  # the replaced part, as the log names it
+    assert len(list(folder.iterdir())) >= 3  # the killed writers' parts: no version ever named them
+    lake.tables.expire(keep_days=0, strays=True)  # a listing finds them
+    assert [p.name for p in folder.iterdir()] == [lake.tables.files("t", NIGHT)[0].rsplit("/", 1)[1]]
 
 
 @pytest.mark.slow
@@ -530,17 +540,3 @@ def test_the_readme_says_how_to_use_object_storage() -> None:
     section = readme.split("## The lake on object storage", 1)[1].split("\n## ", 1)[0]
     for needle in ("TOURNEYLAKE_DATA_DIR", "TOURNEYLAKE_WAREHOUSE", "AWS_", "Delta", "If-None-Match", "segments", "One writer"):
         assert needle in section
-
-
-def test_kept_bytes_hold_at_most_their_total_dropping_the_oldest_and_take_forgets() -> None:
-    kept = KeptBytes(total_bytes=10, item_bytes=6)
-    kept.keep("a", b"1234")
-    kept.keep("b", b"5678")
-    kept.keep("too-big", b"1234567")  # over the item limit: not kept
-    assert kept.get("too-big") is None
-    kept.keep("c", b"90ab")  # 12 bytes > 10: the oldest ("a") goes
-    assert (kept.get("a"), kept.get("b"), kept.get("c")) == (None, b"5678", b"90ab")
-    kept.keep("b", b"56")  # kept again: its size counted once
-    kept.keep("d", b"cdef")  # 2 + 4 + 4 = 10: nothing dropped
-    assert kept.get("c") == b"90ab" and kept.get("d") == b"cdef"
-    assert kept.take("c") == b"90ab" and kept.get("c") is None

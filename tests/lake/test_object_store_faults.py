@@ -54,8 +54,8 @@ def test_a_night_on_a_failing_store_loses_nothing_and_pays_nothing_twice(
         assert spent == PLAYERS  # each target paid once, whatever the store did
         assert sum(int(row["cost"]) for row in ledger_rows(settings, NIGHT)) == spent  # the ledger is the bill
         lake = Lake(settings.data_dir)
-        answers = {raw.key["player"] for raw in lake.iter_raw(NIGHT, calls.PLAYER_SUMMARY)}
+        answers = {raw.key["player"] for raw in lake.raw.bodies(NIGHT, calls.PLAYER_SUMMARY)}
         assert answers == {player for _, player in roster}  # every paid answer kept
-        assert not lake.raw_refs(NIGHT, status=RECEIVED)  # and named by its status
+        assert not lake.raw.refs(NIGHT, status=RECEIVED)  # and named by its status
     with Warehouse(settings.warehouse_path, read_only=True) as db:
         assert db.table_counts()["player_snapshots"] == PLAYERS

@@ -76,13 +76,13 @@ def test_every_reader_sees_the_warehouses_rows_and_no_stale_ones(harvested: Sett
     lake = Lake(harvested.data_dir)
     replaced = 0
     with Warehouse(harvested.warehouse_path, read_only=True) as db, duckdb.connect() as con:
-        tables = lake.tables()
+        tables = lake.tables.names()
         assert set(TABLES) - set(tables) == {
             "news",
             "coverage_changes",
         }  # every table the nights made (no news asked for, no coverage changed)
         for table in tables:
-            uri = lake.table_uri(table)
+            uri = lake.tables.uri(table)
             delta = DeltaTable(uri)
             by_delta = delta.to_pyarrow_dataset().to_table().to_pylist()
             by_polars = pl.read_delta(uri).to_arrow().to_pylist()
@@ -93,5 +93,5 @@ def test_every_reader_sees_the_warehouses_rows_and_no_stale_ones(harvested: Sett
             warehouse = db.query(f'SELECT * FROM "{table}"').to_pylist()
             assert _rows(_as_kept(table, by_delta)) == _rows(warehouse), table
             on_disk = list(Path(uri, f"snapshot_date={NIGHTS[0]}").glob("*.parquet"))
-            replaced += len(on_disk) - len(lake.partition_files(table, NIGHTS[0]))
+            replaced += len(on_disk) - len(lake.tables.files(table, NIGHTS[0]))
     assert replaced > 0  # the replaced night's old parts are there: a glob would have counted them twice

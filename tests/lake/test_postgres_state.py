@@ -56,7 +56,7 @@ def test_the_ledger_reads_the_same_rows_from_postgres_as_from_files(tmp_path: Pa
     # the export the warehouse loads is the same partition either way
     by_files.publish(NIGHT)
     by_postgres.publish(NIGHT)
-    assert shared.read_table("search_ledger", NIGHT).equals(files.read_table("search_ledger", NIGHT))
+    assert shared.tables.read_table("search_ledger", NIGHT).equals(files.tables.read_table("search_ledger", NIGHT))
     moment = datetime(2026, 11, 20, 2, tzinfo=UTC)
     assert (
         by_postgres.spent_since(moment, except_run="zzz", login="d1")
@@ -124,25 +124,25 @@ def test_a_live_writer_keeps_its_run_from_a_reconciler(tmp_path: Path, state_url
 def test_locks_exclude_other_holders_and_are_listed(tmp_path: Path, state_url: str) -> None:
     lake = Lake(tmp_path, state_url=state_url)
     other = Lake(tmp_path, state_url=state_url)
-    with lake.lock("harvest-main") as held:
+    with lake.locks.hold("harvest-main") as held:
         assert held
-        with other.lock("harvest-main", wait=False) as second:
+        with other.locks.hold("harvest-main", wait=False) as second:
             assert not second
-        with other.lock("harvest-spare", wait=False) as third:
+        with other.locks.hold("harvest-spare", wait=False) as third:
             assert third
-        with other.lock_every("harvest", wait=False) as every:
+        with other.locks.every("harvest", wait=False) as every:
             assert every is None  # one is held elsewhere
-    with other.lock_every("harvest", wait=False) as every:
+    with other.locks.every("harvest", wait=False) as every:
         assert every == frozenset({"harvest-main", "harvest-spare"})
-    assert lake.lock_names("harvest") == ["harvest-main", "harvest-spare"]
-    assert lake.lockable and not (tmp_path / "lake" / "_state").exists()
+    assert lake.locks.names("harvest") == ["harvest-main", "harvest-spare"]
+    assert lake.locks.lockable and not (tmp_path / "lake" / "_state").exists()
 
 
 def test_a_waiting_lock_is_granted_when_the_holder_lets_go(tmp_path: Path, state_url: str) -> None:
     lake = Lake(tmp_path, state_url=state_url)
     order: list[str] = []
-    with lake.lock("settle"):
-        waiter = threading.Thread(target=lambda: (lake.lock("settle").__enter__(), order.append("waiter")))
+    with lake.locks.hold("settle"):
+        waiter = threading.Thread(target=lambda: (lake.locks.hold("settle").__enter__(), order.append("waiter")))
         waiter.start()
         time.sleep(0.3)
         order.append("holder")
@@ -169,7 +169,7 @@ def test_the_state_url_is_a_secret_never_shown(tmp_path: Path, state_url: str) -
     settings = Settings(data_dir=tmp_path, state_url="postgresql://tl:hunter2-secret@127.0.0.1:1/nothing")
     assert "hunter2" not in repr(settings) and "hunter2" not in str(settings.model_dump())
     with pytest.raises(LakeError) as failure:
-        Lake.of(settings).lock("x").__enter__()
+        Lake.of(settings).locks.hold("x").__enter__()
     assert "hunter2" not in str(failure.value) and "127.0.0.1" in str(failure.value)
     assert "hunter2" not in shown_url("postgresql://tl:hunter2-secret@db/x")
     with pytest.raises(ConfigError) as bad:

@@ -28,6 +28,7 @@ from tourneylake.api.client import _PoolSaver
 from tourneylake.errors import LakeError
 from tourneylake.lake.lake import Lake
 from tourneylake.lake.raw import OK, RECEIVED, raw_file_bytes
+from tourneylake.lake.raw_answers import RawAnswers
 from tourneylake.lake.raw_saver import RAW_SAVER_ENV, SAVER_MIN_CALLS, RawSaver, saver_wanted
 from tourneylake.night.harvest import harvest_players, refresh_metadata
 from tourneylake.night.session import Session
@@ -58,7 +59,7 @@ def _files(lake: Lake) -> list[Path]:
 
 def _kept(lake: Lake) -> list[str]:
     """The players whose bodies the night holds, one each, whatever their status."""
-    return sorted(ref.key["player"] for ref in lake.raw_refs(NIGHT, status=None))
+    return sorted(ref.key["player"] for ref in lake.raw.refs(NIGHT, status=None))
 
 
 def test_the_saver_keeps_the_very_file_the_harvest_would_and_names_it_by_its_status(tmp_path: Path) -> None:
@@ -70,7 +71,7 @@ def test_the_saver_keeps_the_very_file_the_harvest_would_and_names_it_by_its_sta
         try:
             settles = [await saver.save(_received(name, body)) for name, body in bodies.items()]
             assert saver.pid is not None and saver.pid != os.getpid()
-            received = list(lake.iter_raw(NIGHT, status=None))  # acknowledged: on disk before any status
+            received = list(lake.raw.bodies(NIGHT, status=None))  # acknowledged: on disk before any status
             assert len(received) == 3 and {raw.status for raw in received} == {RECEIVED}
             assert len({raw.ref.location for raw in received}) == 1  # the saver's one segment
             for raw in received:
@@ -84,11 +85,11 @@ def test_the_saver_keeps_the_very_file_the_harvest_would_and_names_it_by_its_sta
             await saver.aclose()
 
     asyncio.run(night())
-    by_player = {raw.key["player"]: raw for raw in lake.iter_raw(NIGHT, status=None)}
+    by_player = {raw.key["player"]: raw for raw in lake.raw.bodies(NIGHT, status=None)}
     assert {k: v.status for k, v in by_player.items()} == {"alice": OK, "bob": "unusable", "carol": "refused-101024"}
     assert {k: v.body for k, v in by_player.items()} == bodies
     assert by_player["alice"].fetched_at == FETCHED and len(_files(lake)) == 1
-    assert lake.read_raw(NIGHT, calls.PLAYER_SUMMARY, dict(_received("alice").call.key)).body == bodies["alice"]
+    assert lake.raw.read(NIGHT, calls.PLAYER_SUMMARY, dict(_received("alice").call.key)).body == bodies["alice"]
     assert _no_saver_left()
 
 
@@ -115,7 +116,7 @@ def test_a_killed_saver_leaves_nothing_unsaved_and_nothing_twice(tmp_path: Path)
 
     asyncio.run(night())
     players = ["after", "p0", "p1", "p2", *(f"q{i}" for i in range(5))]
-    assert _kept(lake) == players and sorted(raw.key["player"] for raw in lake.iter_raw(NIGHT)) == players  # all accepted
+    assert _kept(lake) == players and sorted(raw.key["player"] for raw in lake.raw.bodies(NIGHT)) == players  # all accepted
     assert _no_saver_left()
 
 
@@ -134,7 +135,7 @@ def _save_four(lake: Lake, saver: RawSaver) -> None:
 
 def _saved_once(lake: Lake) -> bool:
     """p0..p3 each saved, named ``ok``, once."""
-    return sorted(raw.key["player"] for raw in lake.iter_raw(NIGHT)) == ["p0", "p1", "p2", "p3"] == _kept(lake)
+    return sorted(raw.key["player"] for raw in lake.raw.bodies(NIGHT)) == ["p0", "p1", "p2", "p3"] == _kept(lake)
 
 
 @pytest.mark.parametrize("failure", [OSError(24, "Too many open files"), ValueError("bad file descriptor count")])
@@ -223,21 +224,21 @@ def test_a_body_is_saved_even_when_its_call_is_cancelled_while_it_waits_for_a_th
     the same, though it was still waiting for a thread when the call was cancelled."""
     lake = Lake(tmp_path)
     gate = threading.Event()
-    write = Lake.write_raw
+    write = RawAnswers.write
 
-    def slow_first(self: Lake, night: date, resource: str, key: dict, *args: object, **kwargs: object):
+    def slow_first(self: RawAnswers, night: date, resource: str, key: dict, *args: object, **kwargs: object):
         if key["player"] == "first":
             assert gate.wait(10)
         return write(self, night, resource, key, *args, **kwargs)
 
-    monkeypatch.setattr(Lake, "write_raw", slow_first)
+    monkeypatch.setattr(RawAnswers, "write", slow_first)
 
     def make() -> object:
         if saver_kind == "threads":  # the saves on the harvest's threads (TOURNEYLAKE_RAW_SAVER=thread)
 
             def on_body(received: ReceivedBody) -> None:
                 call = received.call
-                lake.write_raw(NIGHT, call.resource, call.key, received.body, received.format, received.fetched_at)
+                lake.raw.write(NIGHT, call.resource, call.key, received.body, received.format, received.fetched_at)
 
             return _PoolSaver(on_body, 1)
         monkeypatch.setattr("tourneylake.lake.raw_saver._THREADS", 1)
@@ -257,7 +258,7 @@ def test_a_body_is_saved_even_when_its_call_is_cancelled_while_it_waits_for_a_th
         assert second.cancelled(), second
 
     asyncio.run(night())
-    assert sorted(raw.key["player"] for raw in lake.iter_raw(NIGHT, status=None)) == ["first", "second"]
+    assert sorted(raw.key["player"] for raw in lake.raw.bodies(NIGHT, status=None)) == ["first", "second"]
 
 
 def _no_process(*args: object, **kwargs: object) -> None:
@@ -270,7 +271,7 @@ def test_a_body_the_saver_cannot_write_fails_with_the_harvests_own_error(tmp_pat
     blocked.parent.mkdir(parents=True)
     blocked.write_text("a file where the folder should be")
     with pytest.raises(OSError) as in_process:
-        lake.write_raw(NIGHT, calls.PLAYER_SUMMARY, _received("x").call.key, b"{}", "json", FETCHED)
+        lake.raw.write(NIGHT, calls.PLAYER_SUMMARY, _received("x").call.key, b"{}", "json", FETCHED)
 
     async def night() -> None:
         saver = RawSaver(lake, NIGHT)
@@ -307,7 +308,7 @@ def test_a_harvest_gone_with_bodies_in_the_pipe_leaves_every_whole_one_saved(tmp
     )
     saver.communicate(messages + torn, timeout=30)  # the harvest's end of the pipe closes mid-frame
     assert saver.returncode == 0
-    refs = lake.raw_refs(NIGHT, status=RECEIVED)  # each whole one kept, for the next run to name
+    refs = lake.raw.refs(NIGHT, status=RECEIVED)  # each whole one kept, for the next run to name
     assert [(r.token, r.key) for r in sorted(refs, key=lambda r: r.token)] == [(f"t{i}", {"player": f"p{i}"}) for i in range(4)]
 
 
@@ -368,8 +369,8 @@ def test_a_night_survives_its_saver_killed_midway_and_pays_for_nothing_twice(
         assert outcome.fetched == 40 and not outcome.failed
         assert before - remaining(settings) == 40  # each player paid once
         lake = Lake(settings.data_dir)
-        assert not lake.raw_refs(NIGHT, status=RECEIVED)  # every body named by its status
-        answers = list(lake.iter_raw(NIGHT, calls.PLAYER_SUMMARY))
+        assert not lake.raw.refs(NIGHT, status=RECEIVED)  # every body named by its status
+        answers = list(lake.raw.bodies(NIGHT, calls.PLAYER_SUMMARY))
         assert sorted(raw.key["player"] for raw in answers) == sorted(p for _, p in players)
         again = harvest_players(
             Session.open(settings, settings.base_url, NIGHT), load_watchlist(settings.watchlist), batch_size=16

@@ -142,7 +142,7 @@ def test_three_accounts_share_a_night_each_within_its_own_budget(sandbox, tmp_pa
 
     assert report.success, report.failure
     lake = Lake(settings.data_dir)
-    snapshots = lake.read_table("player_snapshots", NIGHT)
+    snapshots = lake.tables.read_table("player_snapshots", NIGHT)
     fetched = set(zip(snapshots.column("network").to_pylist(), snapshots.column("player").to_pylist(), strict=True))
     assert shares["healthy"] <= fetched  # every player of the healthy account
     assert len(fetched & shares["tiny"]) == 3  # its cap, though its quota would allow 5
@@ -162,7 +162,7 @@ def test_three_accounts_share_a_night_each_within_its_own_budget(sandbox, tmp_pa
     assert merged["failed"] == len(shares["locked"]) and merged["searches_spent"] == sum(spent.values())
     assert merged["failed_pairs"][0].startswith("locked: ")
     assert merged["players_reused_from_lake"] == 0  # no account counts the answers another just fetched
-    table = lake.read_table("search_ledger", NIGHT)
+    table = lake.tables.read_table("search_ledger", NIGHT)
     assert "a-wrong-password" not in str(table.to_pylist()) and "tiny-pw" not in str(table.to_pylist())
 
     # The password is fixed: that account's night alone is re-run; nobody else is asked again.
@@ -188,7 +188,7 @@ def test_three_accounts_share_a_night_each_within_its_own_budget(sandbox, tmp_pa
         "tiny": 0,
         "locked": len(shares["locked"]),
     }
-    snapshots = lake.read_table("player_snapshots", NIGHT)
+    snapshots = lake.tables.read_table("player_snapshots", NIGHT)
     fetched = set(zip(snapshots.column("network").to_pylist(), snapshots.column("player").to_pylist(), strict=True))
     assert shares["healthy"] | shares["locked"] <= fetched and len(fetched & shares["tiny"]) == 3
 

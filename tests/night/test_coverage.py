@@ -74,7 +74,7 @@ def test_what_the_service_stops_showing_is_recorded_and_earlier_nights_keep_thei
     lake = Lake(settings.data_dir)
     changes = {
         (row["subject"], row["network"], row["player"], row["change"]): row
-        for row in lake.read_table("coverage_changes").to_pylist()
+        for row in lake.tables.read_table("coverage_changes").to_pylist()
     }
     assert set(changes) == {
         ("network", GONE[0], "", "network_removed"),

@@ -32,6 +32,7 @@ from tourneylake.errors import RunFailed
 from tourneylake.lake.lake import Lake
 from tourneylake.lake.ledger import EXTERNAL_SPENDING
 from tourneylake.lake.raw import UNUSABLE
+from tourneylake.lake.raw_answers import RawAnswers
 from tourneylake.night.harvest import UNUSABLE_ANSWER, harvest_players, refresh_free_resource, refresh_metadata
 from tourneylake.night.session import Session
 from tourneylake.night.watchlist import load_watchlist
@@ -81,7 +82,7 @@ def _harvest(settings):
 
 def _pairs_in_lake(settings) -> set[tuple[str, str, str]]:
     lake = Lake(settings.data_dir)
-    table = pq.read_table(lake.partition_path("player_snapshots", NIGHT), columns=["network", "player", "filter_name"])
+    table = pq.read_table(lake.tables.night_folder("player_snapshots", NIGHT), columns=["network", "player", "filter_name"])
     return {(n, p, f or "") for n, p, f in zip(*(c.to_pylist() for c in table.columns), strict=True)}
 
 
@@ -163,7 +164,7 @@ def test_an_unreadable_answer_is_paid_once_a_night_across_re_runs(sandbox, tmp_p
     assert (target.network, target.player) == bad and why.startswith(UNUSABLE_ANSWER)
     assert first.fetched == 2
     lake = Lake(settings.data_dir)
-    (kept,) = lake.iter_raw(NIGHT, calls.PLAYER_SUMMARY, status=UNUSABLE)
+    (kept,) = lake.raw.bodies(NIGHT, calls.PLAYER_SUMMARY, status=UNUSABLE)
     assert kept.key["player"] == bad[1] and kept.body.startswith(DOCTYPE)  # kept, as received
     again = _harvest(settings)
     assert remaining(settings) == before - 3 and again.searches_spent == 0
@@ -192,7 +193,7 @@ def test_an_answer_the_normaliser_refuses_fails_that_player_only_and_a_rebuild_r
     assert [(t.network, t.player) for t, _ in outcome.failed] == [refused]
     assert outcome.fetched == 3 and len(_pairs_in_lake(settings)) == 3
     lake = Lake(settings.data_dir)
-    assert [raw.key["player"] for raw in lake.iter_raw(NIGHT, calls.PLAYER_SUMMARY, status=UNUSABLE)] == [refused[1]]
+    assert [raw.key["player"] for raw in lake.raw.bodies(NIGHT, calls.PLAYER_SUMMARY, status=UNUSABLE)] == [refused[1]]
 
     before = remaining(settings)
     still = rebuild(settings, [NIGHT]).unusable
@@ -201,7 +202,7 @@ def test_an_answer_the_normaliser_refuses_fails_that_player_only_and_a_rebuild_r
     assert rebuild(settings, [NIGHT]).unusable == []
     assert remaining(settings) == before  # no search
     assert len(_pairs_in_lake(settings)) == 4
-    assert not list(lake.iter_raw(NIGHT, calls.PLAYER_SUMMARY, status=UNUSABLE))
+    assert not list(lake.raw.bodies(NIGHT, calls.PLAYER_SUMMARY, status=UNUSABLE))
 
 
 def _number_beyond_a_double(body: bytes, fmt: str) -> bytes:
@@ -222,7 +223,7 @@ def test_an_answer_only_the_normaliser_finds_unreadable_fails_that_player_and_is
     ((target, why),) = first.failed
     assert (target.network, target.player) == bad and why.startswith(UNUSABLE_ANSWER) and "JSON" in why
     assert first.fetched == 2 and len(_pairs_in_lake(settings)) == 2
-    (kept,) = Lake(settings.data_dir).iter_raw(NIGHT, calls.PLAYER_SUMMARY, status=UNUSABLE)
+    (kept,) = Lake(settings.data_dir).raw.bodies(NIGHT, calls.PLAYER_SUMMARY, status=UNUSABLE)
     assert kept.key["player"] == bad[1] and b"1e400" in kept.body
     again = _harvest(settings)
     assert remaining(settings) == before - 3 and again.searches_spent == 0
@@ -261,7 +262,7 @@ def test_a_failure_at_the_final_reconciliation_keeps_the_nights_tables(sandbox, 
         sandbox.accounts.users[DEMO.username].password = password
     assert len(_pairs_in_lake(settings)) == 3  # committed before the failure was raised
     lake = Lake(settings.data_dir)
-    assert NIGHT in lake.partitions("search_ledger")
+    assert NIGHT in lake.tables.nights("search_ledger")
 
 
 def test_a_night_whose_every_attempt_was_answered_needs_no_reading_at_its_end(sandbox, tmp_path: Path) -> None:
@@ -384,7 +385,7 @@ def test_hostile_answers_fail_their_player_only_and_never_the_night(sandbox, tmp
     assert outcome.fetched == 3 and len(_pairs_in_lake(settings)) == 3  # the others are loaded
     assert remaining(settings) == before - 5  # each answer paid once, the bad ones too
     lake = Lake(settings.data_dir)
-    kept = {raw.key["player"] for raw in lake.iter_raw(NIGHT, calls.PLAYER_SUMMARY, status=UNUSABLE)}
+    kept = {raw.key["player"] for raw in lake.raw.bodies(NIGHT, calls.PLAYER_SUMMARY, status=UNUSABLE)}
     assert kept == {deep[1], odd_id[1]}  # kept raw, marked
     refused = {r.getMessage() for r in caplog.records if r.name == "tourneylake.tables.night_tables"}
     assert any(odd_id[1] in m and "cannot be read and is kept raw" in m for m in refused)
@@ -404,22 +405,22 @@ def test_a_body_our_side_cannot_save_stops_the_night_but_the_calls_in_flight_fin
     sandbox.app.plan = FaultPlan(Faults(), 0, 100.0)  # 100 ms a call: others are in flight when one fails
     roster = sandbox.world.roster(30)
     settings = _night(sandbox, tmp_path, roster, concurrency=4, tables_worker="off")
-    write = Lake.write_raw_soon
+    write = RawAnswers.write_soon
     saves: list[str] = []
 
-    def disk_full_at_the_8th(self: Lake, night: date, resource: str, key: dict, *args: object, **kwargs: object):
+    def disk_full_at_the_8th(self: RawAnswers, night: date, resource: str, key: dict, *args: object, **kwargs: object):
         if resource == calls.PLAYER_SUMMARY:
             saves.append(key["player"])
             if len(saves) == 8:
                 raise OSError(errno.ENOSPC, "No space left on device")
         return write(self, night, resource, key, *args, **kwargs)
 
-    monkeypatch.setattr(Lake, "write_raw_soon", disk_full_at_the_8th)
+    monkeypatch.setattr(RawAnswers, "write_soon", disk_full_at_the_8th)
     before = remaining(settings)
     with pytest.raises(OSError, match="No space left"):
         _harvest(settings)
     spent = before - remaining(settings)
-    kept = list(Lake(settings.data_dir).iter_raw(NIGHT, calls.PLAYER_SUMMARY, status=None))
+    kept = list(Lake(settings.data_dir).raw.bodies(NIGHT, calls.PLAYER_SUMMARY, status=None))
     assert 8 < spent < 30  # the calls in flight were answered; no new one started
     assert len(kept) == spent - 1  # every paid body is kept but the one the disk refused
     assert sum(int(r["cost"]) for r in ledger_rows(settings, NIGHT)) == spent  # that one too is booked
@@ -455,7 +456,7 @@ def test_when_the_last_flush_fails_too_the_nights_first_failure_is_still_said(
         _harvest(settings)
     assert any("RuntimeError: a normaliser bug" in note for note in caught.value.__notes__)
     # What was spent is in the warehouse's search_ledger all the same.
-    published = Lake(settings.data_dir).read_table("search_ledger", NIGHT).column("cost").to_pylist()
+    published = Lake(settings.data_dir).tables.read_table("search_ledger", NIGHT).column("cost").to_pylist()
     booked = [int(r["cost"]) for r in ledger_rows(settings, NIGHT)]
     assert sorted(published) == sorted(booked) and sum(booked) >= 3  # the bug stops new searches at the third
 
@@ -483,14 +484,14 @@ def test_metadata_tables_cut_short_by_a_kill_are_all_written_by_the_re_run(
     after writing some of them must not leave it behind them."""
     import threading
 
-    from tourneylake.lake.partitions import PartitionWriter
+    from tourneylake.lake.table_writers import NightWriter
 
     settings = _night(sandbox, tmp_path, sandbox.world.roster(1))
-    commit = PartitionWriter._commit
+    commit = NightWriter._commit
     written: list[str] = []
     counting = threading.Lock()
 
-    def killed_after_two(self: PartitionWriter) -> None:
+    def killed_after_two(self: NightWriter) -> None:
         with counting:
             if len(written) >= 2:
                 raise KeyboardInterrupt  # the process ends here
@@ -498,11 +499,11 @@ def test_metadata_tables_cut_short_by_a_kill_are_all_written_by_the_re_run(
         commit(self)
 
     with monkeypatch.context() as m:
-        m.setattr(PartitionWriter, "_commit", killed_after_two)
+        m.setattr(NightWriter, "_commit", killed_after_two)
         with pytest.raises(KeyboardInterrupt):
             refresh_metadata(Session.open(settings, settings.base_url, NIGHT))
     lake = Lake(settings.data_dir)
-    assert "currencies" not in written and not lake.partitions("currencies")  # never ahead of the others
+    assert "currencies" not in written and not lake.tables.nights("currencies")  # never ahead of the others
     refresh_metadata(Session.open(settings, settings.base_url, NIGHT))  # the re-run
     for name in ("currencies", "networks", "statistic_definitions"):
-        assert NIGHT in lake.partitions(name), name
+        assert NIGHT in lake.tables.nights(name), name

@@ -154,7 +154,7 @@ def _lake_tables(settings: Settings) -> dict[str, tuple[list[date], pa.Table]]:
     """Every lake table's nights and rows, read through its Delta log (a glob of the files would
     also see the parts a replaced night left until they expire)."""
     lake = Lake(settings.data_dir)
-    return {table: (lake.partitions(table), lake.read_table(table)) for table in TABLES}
+    return {table: (lake.tables.nights(table), lake.tables.read_table(table)) for table in TABLES}
 
 
 def _differences(con: duckdb.DuckDBPyConnection, left: str, right: str) -> int:

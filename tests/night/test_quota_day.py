@@ -118,8 +118,8 @@ def test_searches_that_expire_at_the_reset_are_spent_on_the_backlog_each_pair_in
     assert len(requests) == len(set(requests)) == 100  # nothing asked twice, all with the owed night's filter
     assert {sent for *_, sent in requests} == {filter_for_night("", night).sent}
     lake = Lake(settings.data_dir)
-    assert lake.partitions("player_snapshots") == [night]
-    assert lake.read_partition("player_snapshots", night).num_rows == 100
+    assert lake.tables.nights("player_snapshots") == [night]
+    assert lake.tables.read("player_snapshots", night).num_rows == 100
     rows = ledger_rows(settings)
     user = server.accounts.users[DRAINER[0]]
     assert sum(int(row["cost"]) for row in rows) == user.charged == 100

@@ -28,8 +28,8 @@ def test_bodies_are_kept_and_named_by_their_status(sandbox, tmp_path):
         with pytest.raises(Exception, match="101012"):
             client.player_summary("NoSuchNetwork", "x")
     lake = session.lake
-    assert lake.has_raw(NIGHT, calls.COUNTRIES, {})
-    statuses = {raw.resource: raw.status for raw in lake.iter_raw(NIGHT, status=None)}
+    assert lake.raw.has(NIGHT, calls.COUNTRIES, {})
+    statuses = {raw.resource: raw.status for raw in lake.raw.bodies(NIGHT, status=None)}
     assert statuses == {"countries": "ok", "player_summary": "refused-101012"}
 
 

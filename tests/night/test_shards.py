@@ -58,12 +58,12 @@ def night(sandbox, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
 
 
 def _rows(lake: Lake) -> dict[str, list]:
-    return {name: sorted(map(repr, lake.read_table(name, NIGHT).to_pylist())) for name in SUMMARY_TABLES}
+    return {name: sorted(map(repr, lake.tables.read_table(name, NIGHT).to_pylist())) for name in SUMMARY_TABLES}
 
 
 def _makers(lake: Lake) -> set[str | None]:
     """Who committed the night's parts of the summary tables (``None``: the night written whole)."""
-    return {shard for name in SUMMARY_TABLES for shard in lake.shard_parts(name, NIGHT)}
+    return {shard for name in SUMMARY_TABLES for shard in lake.tables.shard_parts(name, NIGHT)}
 
 
 def test_the_split_is_computed_once_and_shards_read_only_their_own_answers(night, monkeypatch) -> None:
@@ -88,7 +88,7 @@ def test_the_split_is_computed_once_and_shards_read_only_their_own_answers(night
     reader = night_tables.read_raws
     monkeypatch.setattr(night_tables, "read_raws", lambda refs: read.extend(ref.name for ref in refs) or reader(refs))
     run("player_summaries/left")
-    refs = lake.raw_refs(NIGHT, calls.PLAYER_SUMMARY)
+    refs = lake.raw.refs(NIGHT, calls.PLAYER_SUMMARY)
     left = {ref.name for ref in refs if ref.key["player"] in _names(watchlist, "left")}
     assert set(read) == left and len(read) == len(left) > 0
 
@@ -102,7 +102,7 @@ def test_the_split_is_computed_once_and_shards_read_only_their_own_answers(night
     monkeypatch.setattr(night_tables, "read_raws", reader)
     player_tables(lake, NIGHT)  # the rebuild's way: every raw answer, one process
     assert _rows(lake) == joined
-    assert _makers(lake) == {None} and not lake.shard_mark(NIGHT, "left").exists()  # written whole: no shard is in
+    assert _makers(lake) == {None} and not lake.tables.shard_mark(NIGHT, "left").exists()  # written whole: no shard is in
 
 
 def _names(watchlist, account: str) -> set[str]:
@@ -117,10 +117,10 @@ def test_a_shard_that_did_not_finish_leaves_the_night_to_its_raw_answers(night, 
     run()
     lake = Lake(settings.data_dir)
     expected = _rows(lake)
-    lake.shard_mark(NIGHT, "right").unlink()  # as a failed harvest leaves it
+    lake.tables.shard_mark(NIGHT, "right").unlink()  # as a failed harvest leaves it
     run("player_summaries")
     assert _rows(lake) == expected
-    assert _makers(lake) == {None} and not lake.shard_mark(NIGHT, "left").exists()  # made another way: no shard is in
+    assert _makers(lake) == {None} and not lake.tables.shard_mark(NIGHT, "left").exists()  # made another way: no shard is in
     run("player_summaries/left", "player_summaries/right")
     assert _makers(lake) == {None, "left", "right"}  # the shards' commits beside the night written whole
     run("player_summaries")

@@ -29,7 +29,7 @@ def lake(tmp_path: Path) -> Lake:
 
 
 def keep(lake: Lake, night: date, resource: str, key: dict, body: bytes, status: str = "ok") -> None:
-    lake.settle_raw(lake.write_raw(night, resource, key, body, "json", FETCHED), status)
+    lake.raw.settle(lake.raw.write(night, resource, key, body, "json", FETCHED), status)
 
 
 def test_a_nights_full_metadata_answer_is_its_tables(lake: Lake) -> None:
@@ -58,11 +58,11 @@ def test_a_confirmation_of_a_copy_the_lake_lost_is_none(lake: Lake) -> None:
 
 def test_bodies_left_unread_by_a_killed_process_get_their_status(lake: Lake) -> None:
     refused = orjson.dumps({"Response": {"@success": "false", "ErrorResponse": {"Error": {"@id": "0", "$": "Internal error"}}}})
-    lake.write_raw(NIGHT1, calls.METADATA, {"hash": ""}, FULL, "json", FETCHED)  # written, never read
-    lake.write_raw(NIGHT1, calls.COUNTRIES, {}, refused, "json", FETCHED)
-    lake.write_raw(NIGHT1, calls.WHATS_NEW, {"limit": ""}, b'{"Response": {"@succ', "json", FETCHED)
+    lake.raw.write(NIGHT1, calls.METADATA, {"hash": ""}, FULL, "json", FETCHED)  # written, never read
+    lake.raw.write(NIGHT1, calls.COUNTRIES, {}, refused, "json", FETCHED)
+    lake.raw.write(NIGHT1, calls.WHATS_NEW, {"limit": ""}, b'{"Response": {"@succ', "json", FETCHED)
     assert settle_received(lake, NIGHT1) == 3
-    statuses = {raw.resource: raw.status for raw in lake.iter_raw(NIGHT1, status=None)}
+    statuses = {raw.resource: raw.status for raw in lake.raw.bodies(NIGHT1, status=None)}
     assert statuses == {"metadata": "ok", "countries": "refused-0", "whats_new": "malformed"}
     assert settle_received(lake, NIGHT1) == 0
 

@@ -55,17 +55,17 @@ ANSWERS = [answer("Borbas.Geri", EARLY, "50"), answer("Someone", LATE, "52"), an
 
 def _lake(folder: Path, stored: list[tuple[dict[str, str], bytes]] = ()) -> Lake:
     lake = Lake(folder).claim("sandbox")
-    lake.settle_raw(lake.write_raw(NIGHT, calls.METADATA, {"hash": ""}, METADATA, "json", FETCHED), "ok")
+    lake.raw.settle(lake.raw.write(NIGHT, calls.METADATA, {"hash": ""}, METADATA, "json", FETCHED), "ok")
     reference_tables(lake, NIGHT)
     for key, body in stored:
-        lake.settle_raw(lake.write_raw(NIGHT, calls.PLAYER_SUMMARY, key, body, "json", FETCHED), "ok")
+        lake.raw.settle(lake.raw.write(NIGHT, calls.PLAYER_SUMMARY, key, body, "json", FETCHED), "ok")
     return lake
 
 
 def _rows(lake: Lake) -> dict[str, list[dict]]:
     out = {}
     for name in ("tournaments", "tournament_entries"):
-        table = lake.read_table(name, NIGHT).drop_columns(["snapshot_date"])
+        table = lake.tables.read_table(name, NIGHT).drop_columns(["snapshot_date"])
         out[name] = sorted(table.to_pylist(), key=lambda row: (row["network"], row["tournament_id"], row.get("player", "")))
     return out
 
@@ -107,7 +107,7 @@ def _two_shards(folder: Path, first: list, second: list) -> Lake:
     for shard, answers in (("a", first), ("b", second)):
         tables = _shard_tables(lake, answers)
         for name in ("tournaments", "tournament_entries"):
-            lake.write_table(name, NIGHT, tables[name], shard=shard)
+            lake.tables.write(name, NIGHT, tables[name], shard=shard)
         mark_shard(lake, NIGHT, shard, "split", {})
     return lake
 
@@ -129,7 +129,7 @@ def test_two_shards_that_disagree_keep_the_same_rows_in_either_order_and_after_a
     theirs = [a for i, a in enumerate(ANSWERS) if i != split]
     for name, (first, second) in {"mine_first": (mine, theirs), "theirs_first": (theirs, mine)}.items():
         lake = _two_shards(tmp_path / name, first, second)
-        assert lake.read_table("tournaments", NIGHT).num_rows > 8  # both shards' listings are in the parts
+        assert lake.tables.read_table("tournaments", NIGHT).num_rows > 8  # both shards' listings are in the parts
         with Warehouse(tmp_path / f"{name}.duckdb") as db:  # the warehouse's merge chooses alike
             db.load_night(lake, NIGHT)
             merged = db.connection.execute(
@@ -138,7 +138,7 @@ def test_two_shards_that_disagree_keep_the_same_rows_in_either_order_and_after_a
         assert merged == [(51, datetime.fromtimestamp(LATE, UTC))]
         join_shards(lake, NIGHT, "split", ["a", "b"])  # no raw answer read
         assert _rows(lake) == expected, name
-        assert set(lake.shard_parts("tournaments", NIGHT)) <= {"a", "b"}  # each row in its own shard's parts
+        assert set(lake.tables.shard_parts("tournaments", NIGHT)) <= {"a", "b"}  # each row in its own shard's parts
         join_shards(lake, NIGHT, "split", ["a", "b"])  # again: nothing changes
         assert _rows(lake) == expected, name
     rebuilt = _lake(tmp_path / "rebuilt", ANSWERS)
@@ -149,6 +149,6 @@ def test_two_shards_that_disagree_keep_the_same_rows_in_either_order_and_after_a
 def test_answers_that_agree_keep_one_row_and_no_rewrite(tmp_path: Path) -> None:
     same = [answer("Borbas.Geri", EARLY, "9"), answer("Someone", EARLY, "9")]  # identical listings
     lake, repeating = _through_one_sink(_lake(tmp_path), same)
-    assert lake.read_table("tournaments", NIGHT).num_rows == 8  # the normaliser kept each once
+    assert lake.tables.read_table("tournaments", NIGHT).num_rows == 8  # the normaliser kept each once
     assert repeating == set()  # so a night reads neither table back
     assert keep_one_row_per_key(lake, NIGHT) == {}  # nothing to rewrite

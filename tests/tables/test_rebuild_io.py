@@ -56,12 +56,12 @@ def test_a_nights_bodies_in_name_order_first_layout_files_and_segments_alike(tmp
     names = ["b.json.gz", "a.json.gz", "B.json.gz", "a.tok.unusable.json.gz", "_.json.gz", "a.json.gz.tmp", "c.json"]
     for name in names:
         (folder / name).write_bytes(b"")
-    kept = lake.write_raw("2026-03-01", "player-summary", {"player": "x"}, b"{}", "json", 0)
+    kept = lake.raw.write("2026-03-01", "player-summary", {"player": "x"}, b"{}", "json", 0)
     expected = sorted([*(p.name for p in folder.glob("*.json.gz")), kept.name])
-    assert [ref.name for ref in lake.raw_refs("2026-03-01", status=None)] == expected
-    assert [ref.name for ref in lake.raw_refs("2026-03-01")] == [n for n in expected if _status_of(n) == OK]
-    assert [ref.name for ref in lake.raw_refs("2026-03-01", status="unusable")] == ["a.tok.unusable.json.gz"]
-    assert [ref.name for ref in lake.raw_refs("2026-03-01", status="received")] == [kept.name]
+    assert [ref.name for ref in lake.raw.refs("2026-03-01", status=None)] == expected
+    assert [ref.name for ref in lake.raw.refs("2026-03-01")] == [n for n in expected if _status_of(n) == OK]
+    assert [ref.name for ref in lake.raw.refs("2026-03-01", status="unusable")] == ["a.tok.unusable.json.gz"]
+    assert [ref.name for ref in lake.raw.refs("2026-03-01", status="received")] == [kept.name]
 
 
 def test_a_nights_stored_answers_are_read_a_batch_at_a_time(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -72,7 +72,7 @@ def test_a_nights_stored_answers_are_read_a_batch_at_a_time(tmp_path: Path, monk
     body = (TEST_DATA / "recorded" / "player-summary.json").read_bytes()
     for i in range(7):
         key = {"network": "PokerStars", "player": f"player{i}"}
-        lake.settle_raw(lake.write_raw(night, calls.PLAYER_SUMMARY, key, body, "json", datetime(2019, 12, 10, tzinfo=UTC)), OK)
+        lake.raw.settle(lake.raw.write(night, calls.PLAYER_SUMMARY, key, body, "json", datetime(2019, 12, 10, tzinfo=UTC)), OK)
     events: list[str] = []
     read, add = from_raw.read_raws, from_raw.SummarySink.add
 

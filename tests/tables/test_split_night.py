@@ -36,17 +36,17 @@ UNREADABLE = [(calls.player_summary("PokerStars", f"Broken{i}").key, b'{"Respons
 def _lake(folder: Path, players: set[str] | None = None) -> Lake:
     """A lake holding the night's metadata and the answers (of ``players`` only, when given)."""
     lake = Lake(folder).claim("sandbox")
-    lake.settle_raw(lake.write_raw(NIGHT, calls.METADATA, {"hash": ""}, METADATA, "json", FETCHED), "ok")
+    lake.raw.settle(lake.raw.write(NIGHT, calls.METADATA, {"hash": ""}, METADATA, "json", FETCHED), "ok")
     for key, body in [*ANSWERS, *UNREADABLE]:
         if players is not None and key["player"] not in players:
             continue
-        lake.settle_raw(lake.write_raw(NIGHT, calls.PLAYER_SUMMARY, key, body, "json", FETCHED), "ok")
+        lake.raw.settle(lake.raw.write(NIGHT, calls.PLAYER_SUMMARY, key, body, "json", FETCHED), "ok")
     return lake
 
 
 def _night(lake: Lake) -> dict[str, list[dict]]:
     """The night's player tables, each a sorted list of its rows (a multiset: parts in any order)."""
-    return {name: sorted(lake.read_table(name, NIGHT).to_pylist(), key=repr) for name in TABLES}
+    return {name: sorted(lake.tables.read_table(name, NIGHT).to_pylist(), key=repr) for name in TABLES}
 
 
 @pytest.fixture
@@ -97,10 +97,10 @@ def test_a_night_on_two_cores_has_the_rows_of_one_process(tmp_path: Path, forkin
     assert len(forking) == 1 and "helper process failed" not in caplog.text
     assert _night(lake) == expected
     assert sorted(unusable) == sorted(expected_unusable) and len(unusable) == 2
-    assert rows["tournaments"] == lake.read_table("tournaments", NIGHT).num_rows == 8  # one row a key, by content
+    assert rows["tournaments"] == lake.tables.read_table("tournaments", NIGHT).num_rows == 8  # one row a key, by content
     # The unreadable answers are marked so in the lake, whichever share read them.
-    assert {r.key["player"] for r in lake.raw_refs(NIGHT, calls.PLAYER_SUMMARY, status=UNUSABLE)} == {"Broken0", "Broken1"}
-    assert {r.key["player"] for r in one.raw_refs(NIGHT, calls.PLAYER_SUMMARY, status=UNUSABLE)} == {"Broken0", "Broken1"}
+    assert {r.key["player"] for r in lake.raw.refs(NIGHT, calls.PLAYER_SUMMARY, status=UNUSABLE)} == {"Broken0", "Broken1"}
+    assert {r.key["player"] for r in one.raw.refs(NIGHT, calls.PLAYER_SUMMARY, status=UNUSABLE)} == {"Broken0", "Broken1"}
 
 
 def test_answers_read_alike_by_both_shares_need_no_rewrite(tmp_path: Path, forking: list[int], monkeypatch) -> None:
@@ -111,7 +111,7 @@ def test_answers_read_alike_by_both_shares_need_no_rewrite(tmp_path: Path, forki
     )
     split_night.rebuild_night_on_two_cores(lake, NIGHT, [])
     assert len(forking) == 1 and passes == [set()]  # both kept each key once, as listed: no table read back
-    assert lake.read_table("tournaments", NIGHT).num_rows == 8
+    assert lake.tables.read_table("tournaments", NIGHT).num_rows == 8
 
 
 def test_a_key_each_share_lists_otherwise_is_made_one_row_by_content(tmp_path: Path, forking: list[int], monkeypatch) -> None:
@@ -121,7 +121,7 @@ def test_a_key_each_share_lists_otherwise_is_made_one_row_by_content(tmp_path: P
     lake = _lake(tmp_path / "two", two)
     split_night.rebuild_night_on_two_cores(lake, NIGHT, [])
     assert len(forking) == 1
-    assert _night(lake) == expected and lake.read_table("tournaments", NIGHT).num_rows == 8
+    assert _night(lake) == expected and lake.tables.read_table("tournaments", NIGHT).num_rows == 8
 
 
 def test_a_helper_that_fails_leaves_its_share_to_this_process(tmp_path: Path, forking: list[int], monkeypatch, caplog) -> None:
@@ -166,7 +166,7 @@ def test_a_helper_is_stopped_when_the_night_fails_before_it_is_handed_over(
     (pid,) = forking
     with pytest.raises(ChildProcessError):  # reaped already
         os.waitpid(pid, os.WNOHANG)
-    assert not lake.partitions("player_snapshots")  # no player table committed either
+    assert not lake.tables.nights("player_snapshots")  # no player table committed either
 
 
 def test_a_small_night_is_read_in_one_process(tmp_path: Path, monkeypatch) -> None:

@@ -26,7 +26,7 @@ NIGHT2 = date(2019, 12, 11)
 def _write_night(lake: Lake, night: date, *, rename: str | None = None, extra_player: bool = False) -> None:
     meta = tree.parse((DATA / "metadata-with-rates.json").read_bytes(), "json")
     for name, table in normalize_metadata(meta, night).items():
-        lake.write_table(name, night, table)
+        lake.tables.write(name, night, table)
     raw = orjson.loads((DATA / "recorded" / "player-summary.json").read_bytes())
     tours = raw["Response"]["PlayerResponse"]["PlayerView"]["Player"]["RecentTournaments"]["Tournament"]
     tours[5]["@currency"] = "SEK"  # no rate in this metadata
@@ -40,7 +40,7 @@ def _write_night(lake: Lake, night: date, *, rename: str | None = None, extra_pl
     if extra_player:
         n.add(node, network="PokerStars", player="Someone", fetched_at=fetched)
     for name, table in n.flush().items():
-        lake.write_table(name, night, table)
+        lake.tables.write(name, night, table)
     ledger = pa.table(
         {
             "called_at": pa.array([fetched, fetched], pa.timestamp("s", tz="UTC")),
@@ -55,7 +55,7 @@ def _write_night(lake: Lake, night: date, *, rename: str | None = None, extra_pl
             "outcome": ["ok", "ok"],
         }
     )
-    lake.write_table("search_ledger", night, ledger)
+    lake.tables.write("search_ledger", night, ledger)
 
 
 @pytest.fixture
@@ -122,7 +122,7 @@ def test_a_load_reads_only_what_the_night_changed_the_ledger_included(lake: Lake
 
     monkeypatch.setattr(Warehouse, "_load_table", recorded)
     first = db.load_night(lake, NIGHT1)
-    held = {t for t in LOAD_ORDER if lake.partitions(t)}
+    held = {t for t in LOAD_ORDER if lake.tables.nights(t)}
     assert {t for t, _ in read} == held and {n for _, n in read} == {NIGHT1}
     # What each table's night was loaded from, recorded in the load's transaction (one row each).
     recorded = db.query("SELECT table_name, snapshot_date FROM tourneylake_meta.lake_loads").to_pylist()
@@ -134,16 +134,16 @@ def test_a_load_reads_only_what_the_night_changed_the_ledger_included(lake: Lake
     assert {n for _, n in read} == {NIGHT2} and ("search_ledger", NIGHT2) in read  # not the first night's ledger again
     read.clear()
     # A reconciliation books a dead run's charges into the first night's ledger: the next load reads that night only.
-    booked = lake.read_table("search_ledger", NIGHT1).drop_columns(["snapshot_date"])
+    booked = lake.tables.read_table("search_ledger", NIGHT1).drop_columns(["snapshot_date"])
     extra = booked.slice(0, 1).set_column(
         booked.schema.get_field_index("outcome"), "outcome", pa.array(["reconciled_after_crash"])
     )
-    lake.write_table("search_ledger", NIGHT1, pa.concat_tables([booked, extra]))
+    lake.tables.write("search_ledger", NIGHT1, pa.concat_tables([booked, extra]))
     db.load_night(lake, NIGHT2)
     assert read == [("search_ledger", NIGHT1)]
     assert db.query("SELECT count(*) AS n FROM search_ledger").to_pylist() == [{"n": 5}]
     read.clear()
-    lake.drop_partition("search_ledger", NIGHT1)  # a night gone from the lake is gone from the warehouse
+    lake.tables.drop("search_ledger", NIGHT1)  # a night gone from the lake is gone from the warehouse
     db.load_night(lake, NIGHT2, ["search_ledger"])
     assert read == [("search_ledger", NIGHT1)] and db.table_counts()["search_ledger"] == 2
 
@@ -191,11 +191,11 @@ def test_a_key_twice_in_a_partition_is_loaded_once_with_a_warning(
         clean.load_night(lake, NIGHT1)
         expected = _snapshot(clean)
     for table in ("tournaments", "tournament_entries"):
-        night = lake.read_partition(table, NIGHT1)
+        night = lake.tables.read(table, NIGHT1)
         # the second copy differs (same listing time): the row whose values sort first is loaded
         # (USD before XXX), whatever the order of the parts or rows
         other = night.set_column(night.schema.get_field_index("currency"), "currency", pa.array(["XXX"] * night.num_rows))
-        lake.write_table(table, NIGHT1, pa.concat_tables([other, night]))
+        lake.tables.write(table, NIGHT1, pa.concat_tables([other, night]))
     with Warehouse(tmp_path / "twice.duckdb") as db:
         caplog.clear()
         with caplog.at_level("WARNING", logger="tourneylake.tables.warehouse"):
@@ -223,7 +223,7 @@ def test_failed_load_rolls_back(lake: Lake, db: Warehouse, tmp_path: Path) -> No
     before = _snapshot(db)
     # corrupt tonight's tournaments part: the whole night's load must roll back
     _write_night(lake, NIGHT2, rename="Never loaded")
-    (part,) = lake.partition_files("tournaments", NIGHT2)
+    (part,) = lake.tables.files("tournaments", NIGHT2)
     Path(part).write_bytes(b"not parquet")
     named = f"tournaments/{Path(part).name}"
     with pytest.raises(LakeError, match=f"^{named} is damaged .*tourneylake rebuild --date {NIGHT2}"):

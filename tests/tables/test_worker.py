@@ -66,7 +66,7 @@ def _harvest(settings):
 
 
 def _table(settings, name: str):
-    table = Lake(settings.data_dir).read_partition(name, NIGHT)  # the night's current version
+    table = Lake(settings.data_dir).tables.read(name, NIGHT)  # the night's current version
     for i, f in enumerate(table.schema):  # dictionaries hold their values in arrival order
         if pa.types.is_dictionary(f.type):
             table = table.set_column(i, f.name, table.column(i).cast(f.type.value_type))
@@ -139,15 +139,15 @@ def test_a_killed_worker_stops_new_searches_and_the_re_run_pays_nothing_twice(sa
     assert seen_env and DEMO.password not in seen_env[0] and "TOURNEYLAKE_" not in seen_env[0]
     assert 20 <= spent < 120  # no new search once the worker was gone (the calls in flight finished)
     lake = Lake(settings.data_dir)
-    assert len(list(lake.iter_raw(NIGHT, calls.PLAYER_SUMMARY, status=OK))) == spent  # every paid answer kept
-    assert not lake.partitions("player_snapshots")  # no partial tables committed
+    assert len(list(lake.raw.bodies(NIGHT, calls.PLAYER_SUMMARY, status=OK))) == spent  # every paid answer kept
+    assert not lake.tables.nights("player_snapshots")  # no partial tables committed
 
     sandbox.app.answer_rewrites.clear()
     outcome = _harvest(settings)  # the re-run: the stored answers normalised (free), the rest fetched
     assert outcome.reused == spent and outcome.fetched == 120 - spent and not outcome.failed
     assert before - remaining(settings) == 120  # each pair paid exactly once over both runs
     assert (
-        lake.read_partition("player_snapshots", NIGHT).num_rows == 120
+        lake.tables.read("player_snapshots", NIGHT).num_rows == 120
     )  # the committed parts (a killed writer's strays are in no commit)
     assert _no_worker_left()
 
@@ -255,6 +255,6 @@ def test_a_stuck_worker_is_stopped_and_the_night_fails_instead_of_hanging(
         sandbox.app.answer_rewrites[player] = stop_the_worker_at_the_last
     with pytest.raises(TablesWorkerError, match="did not finish the night in 2 s and was stopped"):
         _harvest(settings)
-    assert len(list(Lake(settings.data_dir).iter_raw(NIGHT, calls.PLAYER_SUMMARY, status=OK))) == 10
-    assert not Lake(settings.data_dir).partitions("player_snapshots")
+    assert len(list(Lake(settings.data_dir).raw.bodies(NIGHT, calls.PLAYER_SUMMARY, status=OK))) == 10
+    assert not Lake(settings.data_dir).tables.nights("player_snapshots")
     assert _no_worker_left()

@@ -40,7 +40,7 @@ import pyarrow as pa
 
 from tourneylake.errors import TourneylakeError
 from tourneylake.lake.lake import Lake
-from tourneylake.lake.partitions import PARTITION
+from tourneylake.lake.layout import PARTITION
 from tourneylake.lake.postgres import RunLease
 from tourneylake.lake.storage import AnyPath, StorePath, atomic_write, remove_tree
 from tourneylake.schemas import TABLES
@@ -727,11 +727,11 @@ class Ledger:
         only when it has rows), reading and writing under the lake's lock for that night's
         export: two runs publishing one night (a harvest, a reconciler of an earlier night, a
         question) never swap a stale copy in after a newer one. Returns the rows written."""
-        with self.lake.lock(f"ledger-export-{night.isoformat()}"):
+        with self.lake.locks.hold(f"ledger-export-{night.isoformat()}"):
             table = self.table(night)
             if not table.num_rows and not when_empty:
                 return 0
-            return self.lake.write_table("search_ledger", night, table)
+            return self.lake.tables.write("search_ledger", night, table)
 
     def _open_paths(self) -> list[AnyPath]:
         if not isinstance(self.base, StorePath):

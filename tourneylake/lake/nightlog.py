@@ -58,7 +58,7 @@ class NightLog:
     def update(self, night: date, run_id: str, change: Callable[[dict[str, Any]], None]) -> dict[str, Any]:
         """Apply ``change`` to the night's record as run ``run_id`` sees it (a record of another
         run is started afresh), under the lake's lock; returns the record written."""
-        with self.lake.lock(f"night-log-{night.isoformat()}"):
+        with self.lake.locks.hold(f"night-log-{night.isoformat()}"):
             record = self.read(night)
             now = datetime.now(UTC).isoformat(timespec="seconds")
             if record.get("run_id") != run_id:

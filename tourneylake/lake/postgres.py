@@ -149,7 +149,7 @@ class SharedState:
     # ------------------------------------------------------------------ locks
     @contextlib.contextmanager
     def lock(self, name: str, *, wait: bool = True) -> Iterator[bool]:
-        """An advisory lock held by a connection of its own for the block (see ``Lake.lock``)."""
+        """An advisory lock held by a connection of its own for the block (see ``LakeLocks.hold``)."""
         self.execute("INSERT INTO tourneylake_locks (lake, name) VALUES (%s, %s) ON CONFLICT DO NOTHING", (self.lake, name))
         conn = self.connect()
         try:

@@ -87,9 +87,9 @@ def _utc(value: datetime | int | float) -> datetime:
     return datetime.fromtimestamp(value, tz=UTC)
 
 
-def raw_stamps(fetched_at: datetime | int | float, snapshot_date: date | str) -> tuple[str, str]:
-    """A raw file's ``fetched_at`` and ``snapshot_date``, as its envelope writes them."""
-    return _utc(fetched_at).isoformat(), as_date(snapshot_date).isoformat()
+def raw_stamps(fetched_at: datetime | int | float, night: date | str) -> tuple[str, str]:
+    """A raw file's ``fetched_at`` and ``snapshot_date`` (its night), as its envelope writes them."""
+    return _utc(fetched_at).isoformat(), as_date(night).isoformat()
 
 
 def key_digest(key: Mapping[str, str]) -> str:
@@ -104,7 +104,7 @@ def status_of(name: str) -> str:
     return OK if len(parts) == 1 else parts[-1]
 
 
-def raw_file_bytes(resource: str, key: Mapping[str, str], fmt: str, fetched_at: str, snapshot_date: str, body: bytes) -> bytes:
+def raw_file_bytes(resource: str, key: Mapping[str, str], fmt: str, fetched_at: str, night: str, body: bytes) -> bytes:
     """A raw file's bytes: a JSON header line, then the body exactly as received, gzipped (see the module
     docstring)."""
     header = {
@@ -112,7 +112,7 @@ def raw_file_bytes(resource: str, key: Mapping[str, str], fmt: str, fetched_at: 
         "key": {str(k): str(v) for k, v in key.items()},
         "format": fmt,
         "fetched_at": fetched_at,
-        "snapshot_date": snapshot_date,
+        "snapshot_date": night,
         "sha256": hashlib.sha256(body).hexdigest(),
         "body_bytes": len(body),
     }

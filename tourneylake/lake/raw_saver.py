@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tourneylake.lake.raw import RECEIVED, key_digest, raw_file_bytes, raw_stamps
+from tourneylake.lake.raw_answers import check_raw_request, new_token
 from tourneylake.lake.segments import Entries, RawRef, SegmentWriter, night_index
 from tourneylake.lake.storage import AnyPath, StorePath
 from tourneylake.runtime.pipes import LENGTH, frame, receive, split_frames, worker_env
@@ -163,19 +164,17 @@ class RawSaver:
         return proc
 
     async def save(self, received: ReceivedBody) -> Callable[[str], asyncio.Future[None]]:
-        from tourneylake.lake.lake import check_raw_request, new_token
-
         call, lake, night = received.call, self.lake, self.night
         check_raw_request(call.resource, call.key, received.format)
         token = new_token()
         fetched_at, night_iso = raw_stamps(received.fetched_at, night)
 
         def here() -> None:
-            lake.write_raw(night, call.resource, call.key, received.body, received.format, received.fetched_at, token=token)
+            lake.raw.write(night, call.resource, call.key, received.body, received.format, received.fetched_at, token=token)
 
         message = ["save", token, call.resource, dict(call.key), received.format, fetched_at, night_iso, received.body]
         await self._send(message, here)
-        ref = RawRef(night, call.resource, key_digest(call.key), token, RECEIVED, lake.raw_root)
+        ref = RawRef(night, call.resource, key_digest(call.key), token, RECEIVED, lake.raw.root)
         return lambda status: self._settle(ref, status)
 
     def _settle(self, ref: RawRef, status: str) -> asyncio.Future[None]:
@@ -189,7 +188,7 @@ class RawSaver:
             return done
         at = time.time_ns()
         named = self._send(
-            ["settle", ref.token, ref.digest, ref.resource, status, at], lambda: self.lake.settle_raw(ref, status, at=at)
+            ["settle", ref.token, ref.digest, ref.resource, status, at], lambda: self.lake.raw.settle(ref, status, at=at)
         )
         if self.lake.local:
             return named
@@ -240,7 +239,7 @@ class RawSaver:
     def _answered(self, message: list[Any]) -> None:
         if message and message[0] == "segment":  # a segment the saver stored: its index, known here
             _, path, entries = message
-            root = self.lake.raw_root
+            root = self.lake.raw.root
             if isinstance(root, StorePath):
                 segment = StorePath(root.fs, path)
                 night_index(root, self.night).known(segment, [(int(at), int(length), header) for at, length, header in entries])

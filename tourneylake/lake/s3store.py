@@ -18,8 +18,7 @@ Failures: a missing object is :class:`FileNotFoundError`; the store retries 5xx,
 connection errors itself (:data:`RETRY`, bounded); a body cut short (a dropped connection, or
 fewer bytes than the answer said) is asked again here, a few times (:data:`BODY_ATTEMPTS`),
 never taken as data. Every request of the lake is idempotent (plain PUTs of whole objects), so
-asking again is safe, but for the create-only PUT of a new table's first commit, whose caller
-checks what is there when it is refused.
+asking again is safe (a Delta commit is delta-rs's, through its own client).
 """
 
 from __future__ import annotations
@@ -402,27 +401,15 @@ class S3ObjectStoreFileSystem(AbstractFileSystem):
         return _ObjectFile(self, path, mode, block_size="default" if block_size is None else block_size, **kwargs)
 
     # ------------------------------------------------------------------ writes
-    def pipe_file(self, path: str, value: bytes, mode: str = "overwrite", **kwargs: Any) -> str | None:
-        """One PUT of the whole object (a multipart upload above :data:`MULTIPART_ABOVE`). With
-        ``mode="create"``, a conditional PUT (``If-None-Match: *``, never multipart) that does not
-        replace an object already there: :class:`FileExistsError` then (also when an earlier try
-        of this very PUT, whose answer was lost, had written it: the caller checks what is there);
-        the new object's ETag."""
+    def pipe_file(self, path: str, value: bytes, **kwargs: Any) -> str | None:
+        """One PUT of the whole object (a multipart upload above :data:`MULTIPART_ABOVE`); the new
+        object's ETag."""
         import obstore
-        from obstore.exceptions import AlreadyExistsError, PreconditionError
 
         bucket, key = self._split(path)
         store = self._store(bucket)
         data = bytes(value)
-        if mode != "create":
-            done = self._again(
-                f"{bucket}/{key}", lambda: obstore.put(store, key, data, use_multipart=len(data) > MULTIPART_ABOVE)
-            )
-            return done.get("e_tag")
-        try:
-            done = self._again(f"{bucket}/{key}", lambda: obstore.put(store, key, data, mode="create", use_multipart=False))
-        except (AlreadyExistsError, PreconditionError):
-            raise FileExistsError(errno.EEXIST, "the object exists already", f"s3://{bucket}/{key}") from None
+        done = self._again(f"{bucket}/{key}", lambda: obstore.put(store, key, data, use_multipart=len(data) > MULTIPART_ABOVE))
         return done.get("e_tag")
 
     def rm_file(self, path: str) -> None:

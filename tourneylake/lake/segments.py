@@ -24,6 +24,7 @@ import struct
 import threading
 import time
 import uuid
+from collections import OrderedDict
 from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass, field, replace
@@ -34,7 +35,7 @@ from typing import Any
 import orjson
 
 from tourneylake.errors import LakeError, one_line
-from tourneylake.lake.storage import AnyPath, KeptBytes, StorePath, fsync_dir
+from tourneylake.lake.storage import AnyPath, StorePath, fsync_dir
 
 __all__ = ["NightIndex", "RawRef", "SegmentWriter", "night_index", "writer_for"]
 
@@ -388,15 +389,6 @@ def writer_for(raw_root: AnyPath, night: date, *, fsync: bool) -> SegmentWriter:
         return writer
 
 
-def close_writers() -> None:
-    """Seal every writer of this process (its records are kept already: sealing ends the segment)."""
-    with _WRITERS_LOCK:
-        writers = list(_WRITERS.values())
-        _WRITERS.clear()
-    for writer in writers:
-        writer.close()
-
-
 # ---------------------------------------------------------------------- reading
 @dataclass
 class _Body:
@@ -592,9 +584,38 @@ def forget_indexes() -> None:
         _WHOLE.clear()
 
 
-#: Object-store segments an index's peek fetched whole (a segment on a store is stored once and
-#: never changes), so that reading their bodies next needs no second GET: each taken once.
-_WHOLE = KeptBytes(total_bytes=_WHOLE_BYTES)
+class _WholeSegments:
+    """Object-store segments an index's peek fetched whole (a segment on a store is stored once
+    and never changes), so that reading their bodies next needs no second GET: each taken once,
+    at most ``total_bytes`` of them kept (the oldest dropped first)."""
+
+    def __init__(self, total_bytes: int) -> None:
+        self.total_bytes = total_bytes
+        self._kept: OrderedDict[str, bytes] = OrderedDict()
+        self._size = 0
+        self._lock = threading.Lock()
+
+    def keep(self, path: str, data: bytes) -> None:
+        with self._lock:
+            self._size += len(data) - len(self._kept.pop(path, b""))
+            self._kept[path] = data
+            while self._size > self.total_bytes:
+                self._size -= len(self._kept.popitem(last=False)[1])
+
+    def take(self, path: str) -> bytes | None:
+        """The bytes kept for ``path``, then forgotten here."""
+        with self._lock:
+            data = self._kept.pop(path, None)
+            self._size -= len(data or b"")
+            return data
+
+    def clear(self) -> None:
+        with self._lock:
+            self._kept.clear()
+            self._size = 0
+
+
+_WHOLE = _WholeSegments(total_bytes=_WHOLE_BYTES)
 
 
 def take_whole(path: str) -> bytes | None:

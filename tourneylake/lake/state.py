@@ -60,7 +60,7 @@ class StateStore:
         at once both keep their changes (a read-modify-write each, one after the other).
         ``reset_damaged``: a damaged document is started again from ``{}`` (logged), for one
         that is only a cache."""
-        with self.lake.lock(f"state-{name}"):
+        with self.lake.locks.hold(f"state-{name}"):
             try:
                 document = self.read(name)
             except LakeError as exc:

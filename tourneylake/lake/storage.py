@@ -20,7 +20,6 @@ import os
 import shutil
 import threading
 import uuid
-from collections import OrderedDict
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -34,7 +33,6 @@ __all__ = [
     "atomic_write",
     "location",
     "lock",
-    "mtime",
     "read_if_there",
     "remove_tree",
     "replace",
@@ -120,11 +118,10 @@ def _store_error(target: StorePath, exc: BaseException) -> Exception:
 
 @contextlib.contextmanager
 def _translated(target: StorePath) -> Iterator[None]:
-    """A store's failure as a one-line LakeError; a missing object stays FileNotFoundError, an
-    object a create-only write found there FileExistsError."""
+    """A store's failure as a one-line LakeError; a missing object stays FileNotFoundError."""
     try:
         yield
-    except (FileNotFoundError, FileExistsError, TourneylakeError):
+    except (FileNotFoundError, TourneylakeError):
         raise
     except Exception as exc:  # noqa: BLE001 - botocore, aiohttp, gcsfs…: one line, whatever the store
         raise _store_error(target, exc) from None
@@ -219,14 +216,6 @@ class StorePath:
         with _translated(self):
             self.fs.pipe_file(self.path, data)
 
-    def write_new(self, data: bytes) -> str | None:
-        """One object written only when there is none at this path (a create-only PUT), its tag
-        (ETag) when the store says it: :class:`FileExistsError` otherwise. Only on a filesystem
-        that honours it (the lake's S3 client)."""
-        with _translated(self):
-            tag = self.fs.pipe_file(self.path, data, mode="create")
-        return tag if isinstance(tag, str) else None
-
     def mkdir(self, parents: bool = False, exist_ok: bool = False) -> None:
         """Nothing to do: an object store's directories are the prefixes of its objects."""
 
@@ -270,19 +259,6 @@ AnyPath = Path | StorePath
 
 # ---------------------------------------------------------------------- operations
 _NEW_FILE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
-
-
-def entries_of(folder: AnyPath) -> list[AnyPath]:
-    """What is right under a folder (none when there is no such folder), in one listing: on a
-    store, where ``iterdir`` asks whether an empty prefix is an object (a HEAD), only the objects."""
-    if isinstance(folder, StorePath):
-        with _translated(folder):
-            found = folder.fs.find(folder.path, maxdepth=1, detail=True)
-        return sorted(StorePath(folder.fs, name, info) for name, info in found.items())
-    try:
-        return sorted(folder.iterdir())
-    except (FileNotFoundError, NotADirectoryError):
-        return []
 
 
 def read_if_there(path: AnyPath) -> bytes | None:
@@ -329,15 +305,6 @@ def atomic_write(path: AnyPath, data: bytes, *, fsync: bool) -> None:
         fsync_dir(path.parent)
 
 
-def fsync_file(path: Path) -> None:
-    """Flush a file another library wrote by name (a Parquet part) to the disk."""
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
 def fsync_dir(path: Path) -> None:
     try:
         fd = os.open(path, os.O_RDONLY)
@@ -369,61 +336,6 @@ def remove_tree(path: AnyPath) -> None:
             path.fs.rm(path.path, recursive=True)
         return
     shutil.rmtree(path, ignore_errors=True)
-
-
-def content_key(path: AnyPath) -> tuple[str, int, str]:
-    """What identifies an object's content: its path, size and tag (a store's ETag, else its
-    time of writing; a file's modification time); a store's object as the listing that found it says."""
-    if isinstance(path, StorePath):
-        info: dict[str, Any] = path._info or {}
-        return (str(path), int(info.get("size") or 0), str(info.get("ETag") or info.get("LastModified") or ""))
-    stat = path.stat()
-    return (str(path), stat.st_size, str(stat.st_mtime_ns))
-
-
-class KeptBytes:
-    """Objects' bytes kept in memory by path, up to ``total_bytes`` (the oldest dropped first;
-    none over ``item_bytes``), for objects that never change once written (a segment, a part)."""
-
-    def __init__(self, total_bytes: int, item_bytes: int | None = None) -> None:
-        self.total_bytes = total_bytes
-        self.item_bytes = total_bytes if item_bytes is None else item_bytes
-        self._kept: OrderedDict[str, bytes] = OrderedDict()
-        self._size = 0
-        self._lock = threading.Lock()
-
-    def keep(self, path: str, data: bytes) -> None:
-        if len(data) > self.item_bytes:
-            return
-        with self._lock:
-            self._size += len(data) - len(self._kept.pop(path, b""))
-            self._kept[path] = data
-            while self._size > self.total_bytes:
-                self._size -= len(self._kept.popitem(last=False)[1])
-
-    def get(self, path: str) -> bytes | None:
-        with self._lock:
-            return self._kept.get(path)
-
-    def take(self, path: str) -> bytes | None:
-        """The bytes kept for ``path``, then forgotten here."""
-        with self._lock:
-            data = self._kept.pop(path, None)
-            self._size -= len(data or b"")
-            return data
-
-    def clear(self) -> None:
-        with self._lock:
-            self._kept.clear()
-            self._size = 0
-
-
-def mtime(path: AnyPath) -> float | None:
-    """When ``path`` was last written, as a POSIX timestamp (``None``: the store cannot say)."""
-    if isinstance(path, StorePath):
-        when = path.modified()
-        return when.timestamp() if when is not None else None
-    return path.stat().st_mtime
 
 
 @contextlib.contextmanager

@@ -159,7 +159,7 @@ def backfill_refusal(session: Session, watchlist: Watchlist, nights: list[date])
             f"a backfill of {len(nights)} nights is refused: more than TOURNEYLAKE_MAX_BACKFILL_NIGHTS="
             f"{settings.max_backfill_nights} (backfill fewer nights, or raise the setting to {len(nights)})"
         )
-    held = set(session.lake.partitions("player_snapshots"))
+    held = set(session.lake.tables.nights("player_snapshots"))
     per_night = sum(1 for _ in watchlist.targets()) * session.meter.costs.cost(calls.PLAYER_SUMMARY)
     if settings.max_searches_per_run is not None:
         per_night = min(per_night, settings.max_searches_per_run)

@@ -96,12 +96,12 @@ def refresh_metadata(session: Session) -> MetadataOutcome:
     """The night's metadata tables: from the lake when the night has them, else from one call
     (with the hash of the copy in force: "current" means nothing to download)."""
     lake, night = session.lake, session.night
-    if night in lake.partitions("currencies"):
+    if night in lake.tables.nights("currencies"):
         in_force = session.in_force()
         return MetadataOutcome(in_force.metadata_hash, False, False, {}, in_force.currencies_without_rate)
     settle_received(lake, night)
     called = False
-    if not lake.raw_refs(night, calls.METADATA):
+    if not lake.raw.refs(night, calls.METADATA):
         with session.client() as client:
             client.metadata(hash=session.in_force().metadata_hash)
         called = True
@@ -115,7 +115,7 @@ def refresh_metadata(session: Session) -> MetadataOutcome:
         raise LakeError(f"night {night}: the service's metadata answer could not be kept as tables")
     # `currencies` says the night's metadata tables are written (see above): it is written last,
     # so a run killed part-way writes them all again (the others side by side).
-    lake.write_tables(night, result.tables, last="currencies")
+    lake.tables.write_night(night, result.tables, last="currencies")
     in_force = session.in_force()
     return MetadataOutcome(
         result.metadata_hash,
@@ -140,7 +140,7 @@ def refresh_free_resource(session: Session, resource: str) -> ReferenceOutcome:
     lake, night = session.lake, session.night
     table_name, call = FREE_RESOURCES[resource]
     remaining = None
-    called = not lake.has_raw(night, resource, call.key)
+    called = not lake.raw.has(night, resource, call.key)
     if called:
         with session.client() as client:
             remaining = client.send(call).remaining_searches
@@ -148,16 +148,16 @@ def refresh_free_resource(session: Session, resource: str) -> ReferenceOutcome:
         found = free_table(lake, night, resource)
     except UNREADABLE as exc:
         # Free, and not worth a night: keep it raw (marked), keep the table in force, say why.
-        ref = lake.raw_ref(night, resource, call.key)
+        ref = lake.raw.ref(night, resource, call.key)
         if ref is not None:
-            lake.settle_raw(ref, UNUSABLE)
+            lake.raw.settle(ref, UNUSABLE)
         why = f"the {resource} answer cannot be read and is kept raw ({exc}); the last one read stays in force"
         log.warning("night %s: %s", night, why)
         return ReferenceOutcome(table_name, 0, [why], remaining, called)
     if found is None:
         raise LakeError(f"night {night}: the {resource} answer is not in the lake")
     table, warnings = found
-    lake.write_table(table_name, night, table)
+    lake.tables.write(table_name, night, table)
     for warning in warnings:
         log.warning("%s: %s", resource, warning)
     return ReferenceOutcome(table_name, table.num_rows, warnings, remaining, called)
@@ -301,10 +301,10 @@ def last_harvested(lake: Lake, night: date) -> dict[tuple[str, str, str | None],
     """The last night before ``night`` each (network, player, filter) was harvested, from the
     lake's ``player_snapshots`` partitions."""
     seen: dict[tuple[str, str, str | None], date] = {}
-    for when in lake.partitions("player_snapshots"):
+    for when in lake.tables.nights("player_snapshots"):
         if when >= night:
             break
-        table = lake.read_partition("player_snapshots", when, columns=["network", "player", "filter_name"])
+        table = lake.tables.read("player_snapshots", when, columns=["network", "player", "filter_name"])
         columns = [table.column(c).to_pylist() for c in ("network", "player", "filter_name")] if table.num_rows else [[]] * 3
         for network, player, filter_name in zip(*columns, strict=True):
             seen[(network, player, filter_name or None)] = when
@@ -316,7 +316,7 @@ def harvest_players(session: Session, watchlist: Watchlist, *, batch_size: int =
 
     Holds the lake's ``harvest`` lock: two harvests of one lake (overlapping runs without the
     Dagster instance's pools) take turns instead of paying twice for the same targets."""
-    with session.lake.lock_for_harvest(session.meter.harvest_lock):
+    with session.lake.locks.for_harvest(session.meter.harvest_lock):
         return _harvest(session, watchlist, batch_size)
 
 
@@ -334,7 +334,7 @@ def harvest_account(session: Session, watchlist: Watchlist) -> HarvestOutcome:
 
     assert session.account is not None, "harvest_account needs a session opened for an account"
     share, shares = load_share(session.lake, watchlist, session.account)
-    with session.lake.lock_for_harvest(session.meter.harvest_lock), _one_login(session):
+    with session.lake.locks.for_harvest(session.meter.harvest_lock), _one_login(session):
         if session.writable:
             unmark_shard(session.lake, session.night, session.account)
         return _harvest(session, share, batch_size=500, keep_tables=False, shares=shares)
@@ -348,7 +348,7 @@ def _one_login(session: Session) -> Iterator[None]:
     if login is None:
         yield
         return
-    with session.lake.lock(f"login-{login}"):
+    with session.lake.locks.hold(f"login-{login}"):
         yield
 
 
@@ -368,7 +368,7 @@ def harvest_owed(session: Session, watchlist: Watchlist, owed: Owed) -> HarvestO
     """:func:`harvest_players` for the pairs ``owed`` to ``session.night``: fetched with that
     night's anchored filters into that night's raw store, tables and ledger, under the harvest
     lock of ``session``'s account, within ``owed``'s limits (not the night's run cap)."""
-    with session.lake.lock_for_harvest(session.meter.harvest_lock):
+    with session.lake.locks.for_harvest(session.meter.harvest_lock):
         return _harvest(session, watchlist, 500, owed=owed)
 
 
@@ -496,7 +496,7 @@ def _harvest_night(
     if keep_tables:  # the night's tables are committed: one row per key, by content
         outcome.rows.update(keep_one_row_per_key(lake, night, sink.repeating))
         if outcome.rows:
-            lake.drop_shard_marks(night)  # written whole: no shard's parts are in any more
+            lake.tables.drop_shard_marks(night)  # written whole: no shard's parts are in any more
     elif shares is not None and session.writable:  # the shard's tables are committed: say so, for the join
         mark_shard(lake, night, str(session.account), shares, outcome.rows)
     if keep_tables and failure is None and fatal is None:  # the night's tables are in: what changed since earlier nights
@@ -515,7 +515,7 @@ def _settled_reading(session: Session, *, several: bool) -> int | None:
     side by side), then the searches left (:class:`RunFailed` for refused credentials)."""
     with ExitStack() as settling:
         if several:
-            settling.enter_context(session.lake.lock("settle"))
+            settling.enter_context(session.lake.locks.hold("settle"))
         settle_received(session.lake, session.night)
     return session.read_remaining(recent=True)
 
@@ -584,7 +584,7 @@ def _plan(
 def _listed_before(session: Session) -> set[str]:
     """The networks the service's metadata listed on the nights before this one (a network
     gone since is a change of coverage, recorded in ``coverage_changes``)."""
-    earlier = [night for night in session.lake.partitions("networks") if night < session.night]
+    earlier = [night for night in session.lake.tables.nights("networks") if night < session.night]
     return InForce(session.lake, earlier[-1]).known_networks or set() if earlier else set()
 
 

@@ -22,7 +22,7 @@ from tourneylake.api import Attempt, calls
 from tourneylake.api.errors import NOT_FOUND_CODES
 from tourneylake.config import Settings
 from tourneylake.errors import BudgetRefused, LakeError
-from tourneylake.lake.lake import HARVEST_LOCK, Lake
+from tourneylake.lake.lake import Lake
 from tourneylake.lake.ledger import (
     EXTERNAL_SPENDING,
     NOT_CHARGED,
@@ -35,6 +35,7 @@ from tourneylake.lake.ledger import (
     login_digest,
     unexplained_charges,
 )
+from tourneylake.lake.locks import HARVEST_LOCK
 from tourneylake.lake.raw import key_digest
 from tourneylake.lake.state import StateStore
 from tourneylake.night.budget import NO_DATA, Budget, CostModel, Reservation, no_data
@@ -187,7 +188,7 @@ class Meter:
         harvest may spend from these credentials' count (two account names can share a
         username), so a reconciliation beside it would book its unrecorded charges. The names
         are listed again once taken: a harvest of a new account may have made its lock since."""
-        with self.lake.lock_every(HARVEST_LOCK, also=[self.harvest_lock], wait=False) as taken:
+        with self.lake.locks.every(HARVEST_LOCK, also=[self.harvest_lock], wait=False) as taken:
             yield taken
 
     @contextmanager
@@ -384,7 +385,7 @@ class Meter:
         name = harvest_lock_name(run.account)
         if name in holding:
             return True
-        if not held.enter_context(self.lake.lock(name, wait=False)):
+        if not held.enter_context(self.lake.locks.hold(name, wait=False)):
             return False  # that account's harvest runs (or an object store): it reconciles its own
         return Ledger(self.lake).still_open(run)  # not closed by that harvest before the lock was ours
 

@@ -28,6 +28,7 @@ from tourneylake.config import Settings
 from tourneylake.errors import RunFailed
 from tourneylake.lake.lake import Lake
 from tourneylake.lake.ledger import LedgerWriter
+from tourneylake.lake.legacy import sweep_tmp
 from tourneylake.lake.raw import UNUSABLE
 from tourneylake.lake.raw_saver import RawSaver, saver_wanted
 from tourneylake.lake.state import StateStore
@@ -89,7 +90,7 @@ class Session:
         lake = Lake.of(settings)
         if writable:
             lake.claim(settings.source)
-            lake.sweep_tmp()
+            sweep_tmp(lake.root)
             warm_async_transport()  # a night's session: its harvest will want the async client
         return cls(settings, base_url, night, lake, writable, account=account)
 
@@ -104,10 +105,10 @@ class Session:
     # ------------------------------------------------------------------ clients
     def save_body(self, received: ReceivedBody) -> Callable[[str], object]:
         """The client's ``on_body`` hook: the body kept as received, and how to name it by its status."""
-        ref = self.lake.write_raw(
+        ref = self.lake.raw.write(
             self.night, received.call.resource, received.call.key, received.body, received.format, received.fetched_at
         )
-        return lambda status: self.lake.settle_raw(ref, status)
+        return lambda status: self.lake.raw.settle(ref, status)
 
     def _hooks(self, hooks: dict[str, Any]) -> dict[str, Any]:
         return {"on_body": self.save_body, **hooks} if self.writable else hooks
@@ -174,7 +175,7 @@ class Session:
         before ``send`` returns)."""
         if not self.writable:
             return client.send(call).payload
-        with self.lake.lock(f"paid-{call.resource}"):
+        with self.lake.locks.hold(f"paid-{call.resource}"):
             return self._paid_payload(call, client)
 
     def _paid_payload(self, call: calls.Call, client: Client) -> Node | None:
@@ -183,15 +184,15 @@ class Session:
         # A body of this request left `received` (its run died before reading it) is paid
         # for: settled first, an accepted one is the answer (and is not paid for again).
         settle_received(self.lake, self.night, call.resource, call.key)
-        raw = self.lake.read_raw(self.night, call.resource, call.key)
+        raw = self.lake.raw.read(self.night, call.resource, call.key)
         if raw is None and call.resource == calls.HAND_ANALYSIS:
             # A hand's analysis does not depend on the night (a question's filter does: its
             # dates are the night's): one paid for on another night is the answer too.
             raw = next(
-                (r for d in reversed(self.lake.raw_dates()) if (r := self.lake.read_raw(d, call.resource, call.key))),
+                (r for d in reversed(self.lake.raw.nights()) if (r := self.lake.raw.read(d, call.resource, call.key))),
                 None,
             )
-        if raw is None and self.lake.request_refs(self.night, call.resource, call.key, UNUSABLE):
+        if raw is None and self.lake.raw.request_refs(self.night, call.resource, call.key, UNUSABLE):
             # Complete, charged, and unreadable: the service would answer the same again.
             raise UnusableResponse(
                 f"{call.describe()}: its answer tonight was paid for and could not be read (kept raw, "

@@ -153,7 +153,7 @@ def lake_status(settings: Settings, *, now: datetime | None = None) -> LakeStatu
     """The lake's state (see the module docstring): reads what the lake keeps, calls nothing."""
     lake = Lake.of(settings)
     records = NightLog(lake).all()
-    held = sorted(set(lake.raw_dates()) | set(lake.partitions("player_snapshots")) | set(records))
+    held = sorted(set(lake.raw.nights()) | set(lake.tables.nights("player_snapshots")) | set(records))
     nights = [_night_status(lake, night, records.get(night, {})) for night in held]
     left, left_at = _searches_left(settings, records)
     warehouse = _warehouse(settings)
@@ -215,8 +215,8 @@ def _outcome(state: str | None, total: Any) -> str:
 def _outstanding(lake: Lake, night: date, pairs: Iterable[list[str]]) -> list[str]:
     """The record's pairs the night's ``player_snapshots`` still does not hold."""
     holds = set()
-    if night in lake.partitions("player_snapshots"):
-        table = lake.read_partition("player_snapshots", night, columns=["network", "player", "filter_name"])
+    if night in lake.tables.nights("player_snapshots"):
+        table = lake.tables.read("player_snapshots", night, columns=["network", "player", "filter_name"])
         holds = set(zip(*(table.column(c).to_pylist() for c in ("network", "player", "filter_name")), strict=True))
     out = []
     for network, player, filter_name, kind, why in pairs:

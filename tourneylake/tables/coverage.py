@@ -36,9 +36,9 @@ def write_coverage_changes(lake: Lake, night: date) -> pa.Table:
     """The night's ``coverage_changes`` partition, written (dropped when there is none); returns it."""
     table = coverage_changes(lake, night)
     if table.num_rows:
-        lake.write_table("coverage_changes", night, table)
+        lake.tables.write("coverage_changes", night, table)
     else:
-        lake.drop_partition("coverage_changes", night)
+        lake.tables.drop("coverage_changes", night)
     return table
 
 
@@ -60,17 +60,17 @@ def coverage_changes(lake: Lake, night: date) -> pa.Table:
 
 def _earlier(lake: Lake, table: str, night: date) -> list[date]:
     """The nights before ``night`` holding ``table``, latest first."""
-    return [d for d in reversed(lake.partitions(table)) if d < night]
+    return [d for d in reversed(lake.tables.nights(table)) if d < night]
 
 
 def _network_changes(lake: Lake, night: date) -> list[Row]:
-    if night not in lake.partitions("networks"):
+    if night not in lake.tables.nights("networks"):
         return []
     before = _earlier(lake, "networks", night)
     if not before:
         return []
     names = {
-        n: set(lake.read_partition("networks", d, columns=["name"]).column("name").to_pylist())
+        n: set(lake.tables.read("networks", d, columns=["name"]).column("name").to_pylist())
         for n, d in (("now", night), ("then", before[0]))
     }
     rows = []
@@ -134,9 +134,9 @@ _SHOWN = pa.schema([("network", pa.string()), ("player", pa.string()), ("filter_
 def _shown(lake: Lake, night: date) -> pa.Table:
     """The night's statistics of each pair (no filter: ``""``) and whether each was shown
     (``authorized`` not false); empty when the night holds none."""
-    if night not in lake.partitions("player_statistics"):
+    if night not in lake.tables.nights("player_statistics"):
         return _SHOWN.empty_table()
-    table = lake.read_partition("player_statistics", night, columns=[*_KEY, "statistic", "authorized"])
+    table = lake.tables.read("player_statistics", night, columns=[*_KEY, "statistic", "authorized"])
     text = {name: pc.cast(table.column(name), pa.string()) for name in (*_KEY, "statistic")}
     text["filter_name"] = pc.fill_null(text["filter_name"], "")
     return pa.table({**text, "shown": pc.fill_null(table.column("authorized"), True)}, schema=_SHOWN)
@@ -179,7 +179,7 @@ def _last_seen(lake: Lake, earlier: list[date], keys: Iterable[TargetKey]) -> di
     for then in earlier:
         if not wanted:
             break
-        table = lake.read_partition("player_snapshots", then, columns=_KEY)
+        table = lake.tables.read("player_snapshots", then, columns=_KEY)
         held = set(zip(*(pc.cast(table.column(c), pa.string()).to_pylist() for c in _KEY), strict=True))
         for key in wanted & {(n, p, f or "") for n, p, f in held}:
             found[key] = then

@@ -114,7 +114,7 @@ def night_drift(lake: Lake, night: date, *, sample: int = 50) -> dict[str, str]:
     """What up to ``sample`` of the night's accepted player summaries (spread over the night)
     carry that the normaliser does not map: ``Element@name`` → where it is kept."""
     found: dict[str, str] = {}
-    for raw in read_raws(drift_sample(lake.raw_refs(night, calls.PLAYER_SUMMARY), sample)):
+    for raw in read_raws(drift_sample(lake.raw.refs(night, calls.PLAYER_SUMMARY), sample)):
         try:
             tree = parse(raw.body, raw.fmt).raw
         except MalformedPayload:  # an unreadable answer is the normaliser's to report, not drift

@@ -36,10 +36,10 @@ from tourneylake.api.errors import NOT_FOUND_CODES, MalformedResponse, UnusableR
 from tourneylake.api.tree import MalformedPayload, Node, parse
 from tourneylake.lake.lake import Lake
 from tourneylake.lake.ledger import Ledger
-from tourneylake.lake.partitions import PartitionWriter, finish_together, part_shard
 from tourneylake.lake.raw import MALFORMED, OK, RECEIVED, UNUSABLE, RawResponse, key_digest, read_raws
 from tourneylake.lake.segments import RawRef
 from tourneylake.lake.storage import atomic_write
+from tourneylake.lake.table_writers import NightWriter, ShardWriter, finish_together, part_shard
 from tourneylake.runtime import collector
 from tourneylake.schemas import TABLES
 from tourneylake.tables.normalize import normalize_countries, normalize_metadata, normalize_news
@@ -110,12 +110,12 @@ def settle_received(lake: Lake, night: date, resource: str | None = None, key: M
     it) its real status, or only those of ``resource`` (and of the request ``key``); returns how
     many were settled."""
     if key is None:
-        refs = lake.raw_refs(night, resource, status=RECEIVED)
+        refs = lake.raw.refs(night, resource, status=RECEIVED)
     else:
         assert resource is not None, "a request's key goes with its resource"
-        refs = lake.request_refs(night, resource, key, RECEIVED)
+        refs = lake.raw.request_refs(night, resource, key, RECEIVED)
     for raw in read_raws(refs):
-        lake.settle_raw(raw.ref, body_status(raw))
+        lake.raw.settle(raw.ref, body_status(raw))
     return len(refs)
 
 
@@ -136,15 +136,15 @@ def _latest(raws: list[RawResponse]) -> RawResponse | None:
 def metadata_tables(lake: Lake, night: date) -> MetadataTables | None:
     """The night's metadata tables from its latest accepted metadata answer; ``None`` when the
     night has none, or when it confirmed a copy whose full answer the lake no longer holds."""
-    own = _latest(list(lake.iter_raw(night, calls.METADATA)))
+    own = _latest(list(lake.raw.bodies(night, calls.METADATA)))
     if own is None:
         return None
     root = parse(own.body, own.fmt)
     metadata_hash = root.attr("metadataHash")
     if not metadata_is_cached(root):
         return MetadataTables(normalize_metadata(root, night), metadata_hash, True)
-    for earlier in sorted((d for d in lake.raw_dates() if d < night), reverse=True):
-        for raw in lake.iter_raw(earlier, calls.METADATA):
+    for earlier in sorted((d for d in lake.raw.nights() if d < night), reverse=True):
+        for raw in lake.raw.bodies(earlier, calls.METADATA):
             candidate = parse(raw.body, raw.fmt)
             if candidate.attr("metadataHash") == metadata_hash and not metadata_is_cached(candidate):
                 return MetadataTables(normalize_metadata(candidate, night), metadata_hash, False)
@@ -160,7 +160,7 @@ def metadata_tables(lake: Lake, night: date) -> MetadataTables | None:
 def free_table(lake: Lake, night: date, resource: str) -> tuple[pa.Table, list[str]] | None:
     """Countries or news of the night from its accepted answer (``None``: none stored)."""
     table, call = FREE_RESOURCES[resource]
-    raw = lake.read_raw(night, resource, call.key)
+    raw = lake.raw.read(night, resource, call.key)
     if raw is None:
         return None
     result = _NORMALIZERS[table](parse(raw.body, raw.fmt), night)
@@ -192,20 +192,20 @@ def target_key(key: dict[str, str]) -> TargetKey:
 def stored_targets(lake: Lake, night: date) -> set[TargetKey]:
     """The targets whose summary the night already holds (paid for, accepted), or that the
     service answered "not found" (which it charges for: asking again would pay again)."""
-    return {target_key(raw.key) for raw in lake.iter_raw(night, calls.PLAYER_SUMMARY)} | not_found_targets(lake, night)
+    return {target_key(raw.key) for raw in lake.raw.bodies(night, calls.PLAYER_SUMMARY)} | not_found_targets(lake, night)
 
 
 def unusable_targets(lake: Lake, night: date) -> set[TargetKey]:
     """The targets whose answer tonight is complete but unreadable: paid for, and asking again
     would pay again for the same answer, so they are not asked again tonight."""
-    return {target_key(raw.key) for raw in lake.iter_raw(night, calls.PLAYER_SUMMARY, status=UNUSABLE)}
+    return {target_key(raw.key) for raw in lake.raw.bodies(night, calls.PLAYER_SUMMARY, status=UNUSABLE)}
 
 
 def not_found_targets(lake: Lake, night: date) -> set[TargetKey]:
     """The targets the service answered "player not found" (103001) tonight."""
     found: set[TargetKey] = set()
     for code in NOT_FOUND_CODES:
-        found.update(target_key(raw.key) for raw in lake.iter_raw(night, calls.PLAYER_SUMMARY, status=f"refused-{code}"))
+        found.update(target_key(raw.key) for raw in lake.raw.bodies(night, calls.PLAYER_SUMMARY, status=f"refused-{code}"))
     return found
 
 
@@ -236,8 +236,8 @@ def stored_summary_refs(lake: Lake, night: date) -> list[RawRef]:
     """The night's stored summaries a rebuild reads: the accepted answers, then those marked
     unusable (a target read since skips its older unusable answer)."""
     return [
-        *lake.raw_refs(night, calls.PLAYER_SUMMARY),
-        *lake.raw_refs(night, calls.PLAYER_SUMMARY, status=UNUSABLE),
+        *lake.raw.refs(night, calls.PLAYER_SUMMARY),
+        *lake.raw.refs(night, calls.PLAYER_SUMMARY, status=UNUSABLE),
     ]
 
 
@@ -259,7 +259,7 @@ class SummarySink:
         self.normalizer = SummaryNormalizer(
             night, in_force.rates, in_force.statistic_types, in_force.series_types, in_force.axis_types
         )
-        self.writers: dict[str, PartitionWriter] = {}
+        self.writers: dict[str, NightWriter | ShardWriter] = {}
         # The tables are committed together when the stack closes (side by side: one table each).
         stack.push(lambda exc_type, exc, tb: finish_together(list(self.writers.values()), exc_type))
         self.pending = 0
@@ -290,13 +290,13 @@ class SummarySink:
         # Its status may not be stored yet (on an object store a harvest does not wait for it):
         # then it is still `received`, its latest one of them.
         refs = (
-            self.lake.request_refs(self.night, calls.PLAYER_SUMMARY, key, OK)
-            or sorted(self.lake.request_refs(self.night, calls.PLAYER_SUMMARY, key, RECEIVED), key=lambda ref: ref.fetched_at)[
-                -1:
-            ]
+            self.lake.raw.request_refs(self.night, calls.PLAYER_SUMMARY, key, OK)
+            or sorted(
+                self.lake.raw.request_refs(self.night, calls.PLAYER_SUMMARY, key, RECEIVED), key=lambda ref: ref.fetched_at
+            )[-1:]
         )
         for ref in refs:
-            self.lake.settle_raw(ref, UNUSABLE)
+            self.lake.raw.settle(ref, UNUSABLE)
         log.warning("night %s: the answer for %s cannot be read and is kept raw: %s", self.night, summary_name(key), reason)
 
     def add_stored(self) -> StoredSummaries:
@@ -327,7 +327,7 @@ class SummarySink:
 
     def settle(self, ref: RawRef, status: str) -> None:
         """A stored answer found to have another status (read now, or unreadable)."""
-        self.lake.settle_raw(ref, status)
+        self.lake.raw.settle(ref, status)
 
     def _add_stored_one(self, raw: RawResponse, stored: StoredSummaries) -> None:
         target = target_key(raw.key)
@@ -366,14 +366,14 @@ class SummarySink:
             return
         writer = self.writers.get(name)
         if writer is None:
-            writer = self.writers[name] = self.lake.partition_writer(name, self.night, shard=self.shard).__enter__()
+            writer = self.writers[name] = self.lake.tables.writer(name, self.night, shard=self.shard).__enter__()
         writer.write(table)
         self.rows[name] = self.rows.get(name, 0) + table.num_rows
 
 
 class ShardSink(SummarySink):
     """One shard's summaries (an account's, beside the others) → its shard's parts of the
-    night's tables (shard commits: :class:`~tourneylake.lake.partitions.PartitionWriter`), made
+    night's tables (shard commits: :class:`~tourneylake.lake.table_writers.ShardWriter`), made
     the night's by :func:`join_shards` once every shard is in. Of the answers stored tonight it
     reads only its own requests' (:meth:`own`), found by their index entries: never another
     shard's bodies. Every summary table gets its commit, so a table with no rows tonight drops
@@ -389,7 +389,7 @@ class ShardSink(SummarySink):
         if exc_type is None:
             for name in SUMMARY_TABLES:
                 if name not in self.writers:
-                    self.writers[name] = self.lake.partition_writer(name, self.night, shard=self.shard).__enter__()
+                    self.writers[name] = self.lake.tables.writer(name, self.night, shard=self.shard).__enter__()
 
     def own(self, requests: list[dict[str, str]]) -> None:
         self._mine = {key_digest(key): target_key(key) for key in requests}
@@ -398,7 +398,7 @@ class ShardSink(SummarySink):
         stored = StoredSummaries(not_found=set())
         not_found = {f"refused-{code}" for code in NOT_FOUND_CODES}
         refs = []
-        for ref in self.lake.raw_refs(self.night, calls.PLAYER_SUMMARY, status=None):
+        for ref in self.lake.raw.refs(self.night, calls.PLAYER_SUMMARY, status=None):
             target = self._mine.get(ref.digest)
             if target is None:
                 continue  # another shard's (or a request not asked tonight)
@@ -414,20 +414,20 @@ def mark_shard(lake: Lake, night: date, shard: str, shares: str, rows: Mapping[s
     """Say a shard's parts of the night are in (written after their commits), made from the
     player split ``shares`` (a digest: :func:`tourneylake.night.accounts.shares_digest`)."""
     content = {"shares": shares, "rows": dict(rows), "at": datetime.now(UTC).isoformat(timespec="seconds")}
-    atomic_write(lake.shard_mark(night, shard), orjson.dumps(content), fsync=lake.fsync)
+    atomic_write(lake.tables.shard_mark(night, shard), orjson.dumps(content), fsync=lake.fsync)
 
 
 def unmark_shard(lake: Lake, night: date, shard: str) -> None:
     """A shard's harvest begins: its parts of the night are not in until it marks them again
     (a harvest that fails leaves the night to be made from the raw answers)."""
-    mark = lake.shard_mark(night, shard)
+    mark = lake.tables.shard_mark(night, shard)
     if mark.exists():
         mark.unlink()
 
 
 def _marked_split(lake: Lake, night: date, shard: str) -> str | None:
     try:
-        made_from = orjson.loads(lake.shard_mark(night, shard).read_bytes()).get("shares")
+        made_from = orjson.loads(lake.tables.shard_mark(night, shard).read_bytes()).get("shares")
     except (FileNotFoundError, orjson.JSONDecodeError, AttributeError):
         return None
     return made_from if isinstance(made_from, str) else None
@@ -456,17 +456,17 @@ def _join_table(lake: Lake, night: date, table: str, shards: frozenset[str]) -> 
     out of their shard's parts, which are written again. Returns the night's rows."""
     from tourneylake.tables.warehouse import rows_not_kept
 
-    parts = lake.shard_parts(table, night)
+    parts = lake.tables.shard_parts(table, night)
     ours = [(path, rows) for shard in sorted(shards) for path, rows in parts.get(shard, [])]
     lost = rows_not_kept(lake, table, night, [path for path, _ in ours]) if TABLES[table].load == "dedup" else {}
     rewritten = {shard for path in lost if (shard := part_shard(path)) is not None}
     total = sum(rows or 0 for path, rows in ours) - sum(len(numbers) for numbers in lost.values())
     if not rewritten and set(parts) <= shards:
         return total
-    with lake.partition_writer(table, night, keep_shards=shards - rewritten) as writer:
+    with lake.tables.shard_writer(table, night, keep_shards=shards - rewritten) as writer:
         for path, _ in ours:
             if part_shard(path) in rewritten:
-                part = lake.read_parts(night, [path])
+                part = lake.tables.read_parts(night, [path])
                 if numbers := lost.get(path):
                     part = part.filter(pc.invert(pc.is_in(pa.array(range(part.num_rows)), pa.array(numbers))))
                 if part.num_rows:
@@ -510,7 +510,7 @@ def reference_data(lake: Lake, night: date) -> dict[str, pa.Table]:
 def write_reference_tables(lake: Lake, night: date, tables: Mapping[str, pa.Table]) -> dict[str, int]:
     """The night's reference tables written (currencies last: its night says the others' are in);
     rows written per table."""
-    return lake.write_tables(night, tables, last="currencies")
+    return lake.tables.write_night(night, tables, last="currencies")
 
 
 def keep_one_row_per_key(lake: Lake, night: date, repeating: Collection[str] | None = None) -> dict[str, int]:
@@ -527,7 +527,7 @@ def keep_one_row_per_key(lake: Lake, night: date, repeating: Collection[str] | N
         if repeating is not None and name not in repeating:
             continue
         if TABLES[name].load == "dedup" and (kept := one_row_per_key(lake, name, night)) is not None:
-            rows[name] = lake.write_table(name, night, kept)
+            rows[name] = lake.tables.write(name, night, kept)
     return rows
 
 
@@ -560,10 +560,10 @@ def player_tables(
             sink.flush()
             for name in SUMMARY_TABLES:  # a table with no rows tonight has no partition
                 if name not in sink.rows:
-                    lake.drop_partition(name, night)
+                    lake.tables.drop(name, night)
         rows.update(sink.rows)
     rows.update(keep_one_row_per_key(lake, night, sink.repeating))
-    lake.drop_shard_marks(night)  # the night written whole: no shard's parts are in any more
+    lake.tables.drop_shard_marks(night)  # the night written whole: no shard's parts are in any more
     if published := Ledger(lake).publish(night, when_empty=False):
         rows["search_ledger"] = published
     return rows

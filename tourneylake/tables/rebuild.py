@@ -24,9 +24,10 @@ from pathlib import Path
 
 from tourneylake.config import Settings
 from tourneylake.errors import TourneylakeError
-from tourneylake.lake.lake import HARVEST_LOCK, REBUILD_LOCK, Lake
+from tourneylake.lake.lake import Lake
 from tourneylake.lake.ledger import Ledger
-from tourneylake.lake.partitions import expire_versions, legacy_tables
+from tourneylake.lake.legacy import drop_set_aside, set_aside, sweep_tmp
+from tourneylake.lake.locks import HARVEST_LOCK, REBUILD_LOCK
 from tourneylake.schemas import TABLES
 from tourneylake.tables.coverage import write_coverage_changes
 from tourneylake.tables.models import build_models, target_dir
@@ -56,7 +57,7 @@ class RebuildOutcome:
 
 def nights_in_lake(lake: Lake) -> list[date]:
     """Every night with raw answers or ledger rows."""
-    return sorted(set(lake.raw_dates()) | set(Ledger(lake).nights()))
+    return sorted(set(lake.raw.nights()) | set(Ledger(lake).nights()))
 
 
 def rebuild(settings: Settings, nights: Iterable[date] | None = None, *, warehouse: bool = True) -> RebuildOutcome:
@@ -72,7 +73,7 @@ def rebuild(settings: Settings, nights: Iterable[date] | None = None, *, warehou
     missing = sorted(set(wanted) - set(held))
     if missing:
         raise NothingToRebuild(f"the lake holds no raw answers for {', '.join(d.isoformat() for d in missing)}")
-    if not every and legacy_tables(lake):
+    if not every and lake.tables.legacy():
         raise NothingToRebuild(
             f"the lake in {settings.data_dir} holds tables of its first layout: run `tourneylake rebuild --all` once to "
             "convert them (no search); a rebuild of some nights would leave the others behind"
@@ -80,19 +81,19 @@ def rebuild(settings: Settings, nights: Iterable[date] | None = None, *, warehou
     # A harvest of the lake (which writes tonight's answers and tables) and a rebuild take turns:
     # a rebuild that read a night half-harvested could swap its partial tables in last. Every
     # account's harvest: several accounts' harvests make one night's tables together; one that
-    # starts after the locks were listed sees REBUILD_LOCK and waits (`Lake.lock_for_harvest`).
-    with lake.lock(REBUILD_LOCK), lake.lock_every(HARVEST_LOCK, also=[HARVEST_LOCK]):
+    # starts after the locks were listed sees REBUILD_LOCK and waits (`LakeLocks.for_harvest`).
+    with lake.locks.hold(REBUILD_LOCK), lake.locks.every(HARVEST_LOCK, also=[HARVEST_LOCK]):
         if not every:
             return _rebuild(settings, lake, wanted, every=every, warehouse=warehouse)
-        aside = lake.set_legacy_tables_aside()  # the first layout's tables: made again as Delta tables
+        aside = set_aside(lake.root)  # the first layout's tables: made again as Delta tables
         outcome = _rebuild(settings, lake, wanted, every=every, warehouse=warehouse)
         lake.mark_current_layout()
-        lake.drop_set_aside(aside)
+        drop_set_aside(aside)
         return outcome
 
 
 def _rebuild(settings: Settings, lake: Lake, wanted: list[date], *, every: bool, warehouse: bool) -> RebuildOutcome:
-    lake.sweep_tmp()
+    sweep_tmp(lake.root)
     outcome = RebuildOutcome(nights=wanted, fresh_warehouse=every and warehouse)
     # `--all` fills a fresh file while the nights are rebuilt (queries keep the old one until
     # the swap); a rebuild in place loads the live file at the end, holding its lock only then.
@@ -118,7 +119,7 @@ def _rebuild(settings: Settings, lake: Lake, wanted: list[date], *, every: bool,
     # The lake's old versions expired while the warehouse loads (the expiry waits on the disk,
     # the load on DuckDB; neither touches what the other reads: current parts are never expired).
     with ThreadPoolExecutor(1, thread_name_prefix="tourneylake-expire") as pool:
-        expired = pool.submit(expire_versions, lake, settings.table_history_days, strays=True)
+        expired = pool.submit(lake.tables.expire, settings.table_history_days, strays=True)
         if warehouse and not every:
             with _warehouse(settings.warehouse_path, fresh=False) as db:
                 for night in wanted:

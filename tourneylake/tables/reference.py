@@ -37,11 +37,11 @@ class InForce:
         """The snapshot of ``name`` in force (the table's log read once)."""
         if name in self.own:
             return self.own[name]
-        nights = self.lake.night_parts(name)
+        nights = self.lake.tables.parts(name)
         dates = [d for d in nights if d <= self.night]
         if not dates:
             return None
-        return self.lake.read_parts(dates[-1], [path for path, _ in nights[dates[-1]]])
+        return self.lake.tables.read_parts(dates[-1], [path for path, _ in nights[dates[-1]]])
 
     def normaliser_inputs(self) -> dict[str, Any]:
         """What a summary normaliser of the night takes from here (rates and types), as values

@@ -35,8 +35,8 @@ import duckdb
 import pyarrow as pa
 
 from tourneylake.errors import TourneylakeError
+from tourneylake.lake.delta_tables import damaged_part
 from tourneylake.lake.lake import Lake
-from tourneylake.lake.partitions import damaged_part, read_parts
 from tourneylake.lake.storage import StorePath
 from tourneylake.schemas import TABLES, TableSpec, duckdb_type
 from tourneylake.tables.normalize.summary import SUMMARY_TABLES
@@ -180,7 +180,7 @@ def one_row_per_key(lake: Lake, table: str, night: date) -> pa.Table | None:
     """The night's rows of a deduplicated ``table`` with one row per key, chosen by content
     (``night_one_per_key``); ``None`` when its partition already holds each key once."""
     spec = TABLES[table]
-    files = lake.partition_files(table, night)
+    files = lake.tables.files(table, night)
     with _repeating_parts(lake, spec, files) as repeating:
         if repeating is None:
             return None
@@ -285,7 +285,7 @@ class Warehouse:
             parts = dict(
                 zip(
                     wanted,
-                    pool.map(lambda t: lake.night_parts(t, None if TABLES[t].load == "whole" else night), wanted),
+                    pool.map(lambda t: lake.tables.parts(t, None if TABLES[t].load == "whole" else night), wanted),
                     strict=True,
                 )
             )
@@ -469,7 +469,7 @@ def _fetched(lake: Lake, files: list[str]) -> Iterator[tuple[list[str], dict[str
         yield files, {}
         return
     paths = [StorePath(fs, fs._strip_protocol(file)) for file in files]
-    found = read_parts(paths) if isinstance(lake.root, StorePath) else {}
+    found = lake.root.cat_many(paths) if isinstance(lake.root, StorePath) else {}
     with tempfile.TemporaryDirectory(prefix="tourneylake-parts-") as folder:
         local: list[str] = []
         for path in paths:

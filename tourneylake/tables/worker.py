@@ -211,7 +211,7 @@ class TablesWorker:
         """Start the worker's night. When the night already holds summaries (a re-run), the
         worker normalises them first and reports (waited for); otherwise nothing is read and
         the harvest goes on at once while the worker is still starting."""
-        has_stored = bool(self.lake.raw_refs(self.night, calls.PLAYER_SUMMARY, status=None))
+        has_stored = bool(self.lake.raw.refs(self.night, calls.PLAYER_SUMMARY, status=None))
         self._write(["start", *self._start, has_stored])
         if not has_stored:
             return StoredSummaries()
