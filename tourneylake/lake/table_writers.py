@@ -27,7 +27,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import date
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import orjson
 import pyarrow as pa
@@ -36,13 +36,22 @@ import pyarrow.parquet as pq
 from tourneylake.errors import LakeError, one_line
 from tourneylake.lake.layout import PARTITION, check_name
 from tourneylake.lake.legacy import is_legacy
-from tourneylake.lake.storage import StorePath
+from tourneylake.lake.storage import AnyPath, StorePath
 from tourneylake.runtime.threads import ProcessThreads
 
 if TYPE_CHECKING:
     from deltalake import DeltaTable
 
-    from tourneylake.lake.delta_tables import DeltaTables
+
+class DeltaTables(Protocol):
+    """Where the lake's tables are, as a writer needs it (:class:`~tourneylake.lake.delta_tables.DeltaTables`)."""
+
+    def uri(self, table: str) -> str: ...
+    def folder(self, table: str) -> AnyPath: ...
+    def night_folder(self, table: str, night: date | str) -> AnyPath: ...
+    def storage_options(self) -> dict[str, str]: ...
+    def opened(self, table: str) -> contextlib.AbstractContextManager[DeltaTable | None]: ...
+
 
 __all__ = ["TABLE_CONFIGURATION", "NightWriter", "ShardWriter", "finish_together", "next_try", "part_shard"]
 
