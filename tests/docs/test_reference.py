@@ -11,6 +11,7 @@ import yaml
 from typer.testing import CliRunner
 
 from scripts import docs_reference
+from tests.helpers import REPO
 from tourneylake.config import ENV_PREFIX, Settings
 from tourneylake.schemas import TABLES
 from tourneylake.tables.models import SOURCES, sources_yaml
@@ -153,3 +154,10 @@ def test_sources_yml_is_generated_from_the_catalogue_and_current():
     assert {t["name"]: [c["name"] for c in t["columns"]] for t in declared} == {
         name: [c for c, _, _ in spec.columns] for name, spec in TABLES.items()
     }
+
+
+def test_tests_readme_names_every_test_module():
+    readme = (REPO / "tests" / "README.md").read_text(encoding="utf-8")
+    modules = sorted(path.relative_to(REPO / "tests") for path in (REPO / "tests").rglob("test_*.py"))
+    missing = [str(m) for m in modules if f"`{m.name}`" not in readme]
+    assert not missing, f"tests/README.md does not name {missing}"
