@@ -368,13 +368,13 @@ def print_status(found: Any, night: date | None, pairs: int, latest: int) -> Non
     )
     nights = [n for n in found.nights if n.night == night] if night else found.nights[-latest:] if latest else []
     earlier = "" if night or len(nights) == len(found.nights) else f", the latest {len(nights)} shown (--nights N)"
-    table = Table(title=f"{len(found.nights)} night(s) held" + earlier)
-    for column in ("night", "last run", "searches", "fetched", "deferred", "failed", "not attempted", *_SHOWN_TABLES):
-        table.add_column(column, justify="left" if column in ("night", "last run") else "right")
+    table = Table(title=f"{len(found.nights)} night(s) held: what each holds (its last run's, or the last that loaded it)" + earlier)
+    for column in ("night", "outcome", "searches", "fetched", "deferred", "failed", "not attempted", *_SHOWN_TABLES):
+        table.add_column(column, justify="left" if column in ("night", "outcome") else "right", no_wrap=column == "outcome")
     for one in nights:
         state = one.outcome + ("" if one.loaded or one.outcome in ("failed", "interrupted", "unrecorded") else ", not loaded")
-        if one.last_attempt:
-            state += f" (last run: {one.last_attempt})"
+        if one.last_attempt:  # what the night holds, and beside it how its last run ended
+            state += f"\nlast run: {one.last_attempt}"
         counts = (
             one.night_searches,
             one.fetched,
