@@ -368,7 +368,9 @@ def print_status(found: Any, night: date | None, pairs: int, latest: int) -> Non
     )
     nights = [n for n in found.nights if n.night == night] if night else found.nights[-latest:] if latest else []
     earlier = "" if night or len(nights) == len(found.nights) else f", the latest {len(nights)} shown (--nights N)"
-    table = Table(title=f"{len(found.nights)} night(s) held: what each holds (its last run's, or the last that loaded it)" + earlier)
+    table = Table(
+        title=f"{len(found.nights)} night(s) held: what each holds (its last run's, or the last that loaded it)" + earlier
+    )
     for column in ("night", "outcome", "searches", "fetched", "deferred", "failed", "not attempted", *_SHOWN_TABLES):
         table.add_column(column, justify="left" if column in ("night", "outcome") else "right", no_wrap=column == "outcome")
     for one in nights:
