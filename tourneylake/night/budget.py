@@ -1,5 +1,5 @@
 """Searches are money: plan a night within the budget, and guard it while fetching. Pure logic, no
-HTTP (design §5).
+HTTP.
 
 :class:`CostModel` knows what each resource costs: a documented prior, corrected by what the
 service's ``UserInfo/RemainingSearches`` shows around a call made in isolation.
@@ -9,7 +9,9 @@ or already done; the rest ordered never fetched first, then stalest, then priori
 is the run-time guard shared by concurrent fetchers: a call goes out only once
 :meth:`Budget.try_reserve` succeeds, so neither the run cap nor the reserve is crossed, counting
 calls in flight; a refusal those calls make ambiguous waits for them rather than defer. It
-knows the quota day (when the searches left expire) and, for a drain, stops at the reset. Both
+knows the quota day (when the searches left expire) and, for a drain, stops at the reset; between
+calls it gives the run cap back what the service's count shows was not spent
+(:meth:`Budget.true_up`), so the harvest spends it on the pairs the plan deferred. Both
 bounds are optional: the run cap (what this run may spend) and the reserve (the account never
 goes below it: affordable is ``remaining - reserve`` when ``remaining`` is known).
 """
@@ -54,7 +56,7 @@ __all__ = [
     "triage",
 ]
 
-# The resource names and their documented costs (service-reference §8) are the client's.
+# The resource names and their documented costs are the client's.
 PLAYER_SUMMARY = calls.PLAYER_SUMMARY
 NLQ = calls.NATURAL_LANGUAGE_FILTER
 HAND_ANALYSIS = calls.HAND_ANALYSIS
@@ -68,7 +70,7 @@ UNKNOWN_RESOURCE_COST = 1
 
 #: What a lookup that returns no data (an unknown player) is booked at: a kind of its own in the
 #: cost model, ``<resource>:no_data``, whose prior is the resource's and which may be learned to
-#: be 0 (the service's documentation does not say whether it charges such a lookup: §6).
+#: be 0 (the service's documentation does not say whether it charges such a lookup).
 NO_DATA = ":no_data"
 
 

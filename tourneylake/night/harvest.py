@@ -7,7 +7,9 @@ tables from the raw answers through :mod:`tourneylake.tables.night_tables` (the 
   service answers "current" without a download when nothing changed, rates included);
 - :func:`refresh_free_resource`: countries and news, once per night;
 - :func:`harvest_players`: the summaries already paid for tonight are normalised from the lake
-  at no cost; the rest of the watchlist is planned within the budget and fetched concurrently.
+  at no cost; the rest of the watchlist is planned within the budget and fetched concurrently,
+  then the pairs the plan deferred, in order, while searches come back (lookups the service let
+  off); a pair the service did not find lately waits a week (``NOT_FOUND_RETRY``).
   Every filter is sent anchored to the night (:func:`tourneylake.api.filters.filter_for_night`), so
   a night means the same whenever it is harvested.
 """
@@ -588,6 +590,7 @@ def _plan(
             outcome.failed.append((target, resolution.failing[target.filter_name]))
         else:
             outcome.skipped.append((target, why))
+    outcome.deferred.extend(plan.deferred)  # the fetch takes back those searches that come back pay for
     log.info(
         "night %s: %d to fetch (%d searches planned), %d already harvested tonight, %d deferred, %d skipped",
         night, len(plan.calls), plan.searches_planned, outcome.reused, len(plan.deferred), len(outcome.skipped),
@@ -843,7 +846,8 @@ async def _fetch(
         calls=len(plan.calls), retry_until=retry_until, **session.meter.hooks(budget, ledger)
     ) as client:
         spare = [target for target, _ in plan.deferred if not target.needs_conversion]
-        outcome.deferred.extend(item for item in plan.deferred if item[0].needs_conversion)
+        taken = set(spare)  # deferred by the fetcher again, with the reason that holds then, unless fetched
+        outcome.deferred[:] = [item for item in outcome.deferred if item[0] not in taken]
         fetcher = _Fetcher(session, client, budget, sink, outcome, ledger, len(plan.calls) + len(spare))
         with _interrupt_stops_new_calls(budget) as interrupted:
             failing = await fetcher.run(list(plan.calls), spare)

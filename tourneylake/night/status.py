@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, date, datetime
@@ -223,7 +223,7 @@ def lake_status(settings: Settings, *, now: datetime | None = None, schedule: Sc
     nights = [_night_status(lake, night, records.get(night, {}), bills.get(night, 0)) for night in held]
     left, left_at = _searches_left(settings, records)
     warehouse = _warehouse(settings)
-    schedule = schedule or ScheduleState(None, "Dagster's instance not read (DAGSTER_HOME is not set)")
+    schedule = schedule or ScheduleState(None, "Dagster's instance not read")
     return LakeStatus(
         data_dir=str(settings.data_dir),
         source=lake.source,
@@ -263,12 +263,8 @@ def _night_status(lake: Lake, night: date, record: dict[str, Any], bill: int) ->
         return NightStatus(night, "unrecorded", loaded=False, night_searches=bill)
     held = record.get("held")
     shown = held if held and record.get("state") != "loaded" else record
-    harvests = list((shown.get("harvests") or {}).values())
-
-    def total(key: str) -> int:
-        return sum(int(part.get(key) or 0) for part in harvests)
-
-    pairs = [pair for part in harvests for pair in part.get("pairs") or []]
+    total = _totals(shown)
+    pairs = [pair for part in (shown.get("harvests") or {}).values() for pair in part.get("pairs") or []]
     outstanding, settled = _outstanding(lake, night, pairs) if pairs else ([], 0)
     deferred = max(total("deferred") - settled, 0)
     status = NightStatus(
@@ -288,12 +284,15 @@ def _night_status(lake: Lake, night: date, record: dict[str, Any], bill: int) ->
         outstanding=outstanding,
     )
     if shown is not record:
-        mine = list((record.get("harvests") or {}).values())
-        state = record.get("state")
-        status.last_attempt = _outcome(state, lambda key: sum(int(p.get(key) or 0) for p in mine), total("deferred"))
-        if state == "harvested":
-            status.last_attempt += ", not loaded"
+        state, last = record.get("state"), _totals(record)
+        status.last_attempt = _outcome(state, last, last("deferred")) + (", not loaded" if state == "harvested" else "")
     return status
+
+
+def _totals(record: dict[str, Any]) -> Callable[[str], int]:
+    """A count of the record's harvests (every account's part), by name."""
+    parts = list((record.get("harvests") or {}).values())
+    return lambda key: sum(int(part.get(key) or 0) for part in parts)
 
 
 def _outcome(state: str | None, total: Any, deferred: int) -> str:

@@ -165,7 +165,7 @@ class SandboxApp:
         #: body) after it is charged: how tests serve a hostile or broken answer for one player;
         #: ("countries", "") and ("news", "") rewrite those free answers.
         self.answer_rewrites: dict[tuple[str, str], Callable[[bytes, str], bytes]] = {}
-        #: Coverage withdrawn after the fact (service-notes §6), as tests set it: networks gone from
+        #: Coverage withdrawn after the fact, as tests set it: networks gone from
         #: the service (and from metadata), and (network, player) pairs who opted out.
         self.removed_networks: set[str] = set()
         self.opted_out: set[tuple[str, str]] = set()
