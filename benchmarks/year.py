@@ -519,7 +519,8 @@ def ui_figures(year: Year, deadline: Deadline) -> dict[str, Any]:
         with chromium() as browser:
             for name, (url, text) in pages.items():
                 try:
-                    out[name] = [round(browser.load_until(url, text, deadline.left(90)), 2) for _ in range(3)]
+                    drawn = name == "asset_graph"
+                    out[name] = [round(browser.load_until(url, text, deadline.left(90), drawn=drawn), 2) for _ in range(3)]
                 except TimeoutError as exc:
                     out[name] = str(exc)
                 log(f"ui: {name} {out[name]}")
@@ -544,12 +545,14 @@ class _Chromium:
             if message.get("id") == self.next_id:
                 return message.get("result")
 
-    def load_until(self, url: str, text: str, timeout: float) -> float:
-        """Seconds from navigating to ``url`` until the page's text holds ``text``."""
+    def load_until(self, url: str, text: str, timeout: float, *, drawn: bool = False) -> float:
+        """Seconds from navigating to ``url`` until the page's text holds ``text`` (``drawn``: its
+        markup, where the text is drawn in SVG, as the asset graph's nodes are)."""
         self.call("Page.navigate", url="about:blank")
         t0 = time.perf_counter()
         self.call("Page.navigate", url=url)
-        script = f"document.body !== null && document.body.innerText.includes({orjson.dumps(text).decode()})"
+        where = "innerHTML" if drawn else "innerText"
+        script = f"document.body !== null && document.body.{where}.includes({orjson.dumps(text).decode()})"
         while time.perf_counter() - t0 < timeout:
             found = self.call("Runtime.evaluate", expression=script, returnByValue=True)
             if found and found.get("result", {}).get("value"):
@@ -610,6 +613,45 @@ def rebuild_figures(year: Year, deadline: Deadline) -> dict[str, Any]:
     }
 
 
+def render(out: dict[str, Any]) -> str:
+    """The figures as a Markdown table: a row per measure, a column per measured night."""
+    at = {int(k): v for k, v in out["at"].items()}
+    nights = sorted(at)
+
+    def row(label: str, value: Any) -> str:
+        return f"| {label} | " + " | ".join(str(value(at[n])) for n in nights) + " |"
+
+    def models(figures: dict[str, Any], key: str) -> str:
+        return "; ".join(f"{name} {m[key]}" for name, m in sorted(figures["models"].items(), key=lambda kv: -kv[1]["s"])[:4])
+
+    def lake(figures: dict[str, Any], table: str) -> str:
+        t = figures["lake"].get(table, {})
+        return f"{t.get('data_files', 0)} + {t.get('log_files', 0)} log, {t.get('bytes', 0) / 1e6:.1f} MB"
+
+    first = at[nights[0]]
+    lines = [
+        "| measure | " + " | ".join(f"night {n}" for n in nights) + " |",
+        "|---|" + "---|" * len(nights),
+        row("`tourneylake run`: whole process (s)", lambda f: f["run_s"]),
+        row('the night, to its "run ok" (s)', lambda f: f["night_s"]),
+        row("night / night 1's", lambda f: round(f["night_s"] / first["night_s"], 2)),
+        row("the models job after it (s)", lambda f: f["models_job_s"]),
+        row("peak RSS of the run's tree (MB)", lambda f: round(f["peak_rss_mb"])),
+        row("warehouse load of the night (s)", lambda f: f["warehouse_load"]["load_s"]),
+        row("load / night 1's", lambda f: round(f["warehouse_load"]["load_s"] / first["warehouse_load"]["load_s"], 2)),
+        row("slowest models, whole (s)", lambda f: models(f, "s")),
+        row("their ratio to the floor", lambda f: models(f, "ratio")),
+        row("models over 1 s", lambda f: sum(m["s"] > 1 for m in f["models"].values())),
+        row("`tourneylake report` (s)", lambda f: f["report_s"]),
+        row("notebooks: player, watchlist, bill (s)", lambda f: ", ".join(str(v) for v in f["notebooks_s"].values())),
+        row("`tourneylake status`: command, read alone (s)", lambda f: f"{f['status_s']}, {f.get('status_read_s')}"),
+        row("warehouse file (MB)", lambda f: f["warehouse_mb"]),
+    ]
+    for table in ("player_statistics", "player_datasets", "tournament_entries", "search_ledger", "countries", "_raw", "_ledger"):
+        lines.append(row(f"lake `{table}`: files, bytes", lambda f, t=table: lake(f, t)))
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command")
@@ -626,12 +668,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-ui", action="store_true")
     parser.add_argument("--no-rebuild", action="store_true")
     parser.add_argument("--deadline", type=float, default=3 * 3600)
+    parser.add_argument("--render", type=Path, help="print the Markdown table of a JSON document this wrote, and exit")
     parser.add_argument(
-        "--after-only", action="store_true", help="on a year kept by --keep: only the UI and the rebuild (its nights made)"
+        "--resume",
+        type=Path,
+        help="on a year kept by --keep, the JSON document its run wrote (one stopped by --deadline): the nights its "
+        "lake holds are kept, the figures too, and the year goes on from the next night",
     )
     args = parser.parse_args(argv)
     if args.command == "serve":
         return serve(args.players, args.today)
+    if args.render:
+        print(render(orjson.loads(args.render.read_bytes())))
+        return 0
     deadline = Deadline(args.deadline)
     at = sorted({int(x) for x in args.at.split(",") if x and int(x) <= args.nights})
     first = args.last - timedelta(days=args.nights - 1)
@@ -650,15 +699,25 @@ def main(argv: list[str] | None = None) -> int:
         "at": {},
         "made_s": {},
     }
+    if args.resume:
+        out = orjson.loads(args.resume.read_bytes())
+        out["resumed_after_s"] = out.pop("elapsed_s", None)
     players = roster(args.players)
     try:
         with World(args.players, first, folder / "world.log") as world:
             year = Year(folder, world, players, args.daily)
             made: list[float] = []
-            if args.after_only:
-                year.made = [n for n in nights if n.isoformat() not in {f["night"] for f in out["at"].values()}]
-                nights = []
+            if args.resume:  # the nights made by the run resumed, but those measured (Dagster's runs)
+                from tourneylake.lake.lake import Lake
+
+                held = set(Lake(year.data).raw.nights())
+                measured = {f["night"] for f in out["at"].values()}
+                year.made = [n for n in nights if n in held and n.isoformat() not in measured]
+            else:
+                held = set()
             for number, night in enumerate(nights, start=1):
+                if night in held:
+                    continue
                 deadline.left(60)
                 if number + 1 in at:
                     made.append(year.night(night))
