@@ -487,9 +487,10 @@ def status_read(year: Year) -> float:
 # ------------------------------------------------------------------------------ the UI
 
 
-def ui_figures(year: Year, deadline: Deadline) -> dict[str, Any]:
-    """The Dagster UI on the year's instance: seconds from navigation until the asset page and
-    the partitions page show (headless Chromium, through its DevTools socket)."""
+def ui_figures(year: Year, deadline: Deadline, last: date, nights: int) -> dict[str, Any]:
+    """The Dagster UI on the year's instance: seconds from navigation until the asset page shows
+    its latest materialisation (``last``) and the partitions page its count (``nights``),
+    in headless Chromium, through its DevTools socket."""
     port = free_port()
     env = {**year.env, "PYTHONWARNINGS": "ignore"}
     ui = subprocess.Popen(
@@ -509,18 +510,16 @@ def ui_figures(year: Year, deadline: Deadline) -> dict[str, Any]:
             time.sleep(0.5)
         started = time.perf_counter() - t0
         pages = {
-            # the asset's page: its latest materialisation and partitions' summary
-            "asset": (f"{base}/assets/player_summaries", "Latest materialization"),
-            # its partitions: every night's state (365 of them)
-            "partitions": (f"{base}/assets/player_summaries?view=partitions", "Materialized"),
-            "asset_graph": (f"{base}/asset-groups", "player_summaries"),
+            # the asset's page: its latest materialisation, the last night
+            "asset": (f"{base}/assets/player_summaries", last.isoformat()),
+            # its partitions: every night's state, the nights materialised counted
+            "partitions": (f"{base}/assets/player_summaries?view=partitions", f"Materialized ({nights})"),
         }
         out: dict[str, Any] = {"webserver_start_s": round(started, 2)}
         with chromium() as browser:
             for name, (url, text) in pages.items():
                 try:
-                    drawn = name == "asset_graph"
-                    out[name] = [round(browser.load_until(url, text, deadline.left(90), drawn=drawn), 2) for _ in range(3)]
+                    out[name] = [round(browser.load_until(url, text, deadline.left(90)), 2) for _ in range(3)]
                 except TimeoutError as exc:
                     out[name] = str(exc)
                 log(f"ui: {name} {out[name]}")
@@ -545,14 +544,12 @@ class _Chromium:
             if message.get("id") == self.next_id:
                 return message.get("result")
 
-    def load_until(self, url: str, text: str, timeout: float, *, drawn: bool = False) -> float:
-        """Seconds from navigating to ``url`` until the page's text holds ``text`` (``drawn``: its
-        markup, where the text is drawn in SVG, as the asset graph's nodes are)."""
+    def load_until(self, url: str, text: str, timeout: float) -> float:
+        """Seconds from navigating to ``url`` until the page's text holds ``text``."""
         self.call("Page.navigate", url="about:blank")
         t0 = time.perf_counter()
         self.call("Page.navigate", url=url)
-        where = "innerHTML" if drawn else "innerText"
-        script = f"document.body !== null && document.body.{where}.includes({orjson.dumps(text).decode()})"
+        script = f"document.body !== null && document.body.innerText.includes({orjson.dumps(text).decode()})"
         while time.perf_counter() - t0 < timeout:
             found = self.call("Runtime.evaluate", expression=script, returnByValue=True)
             if found and found.get("result", {}).get("value"):
@@ -672,8 +669,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--resume",
         type=Path,
-        help="on a year kept by --keep, the JSON document its run wrote (one stopped by --deadline): the nights its "
-        "lake holds are kept, the figures too, and the year goes on from the next night",
+        help="on a year kept by --keep, the JSON document its run wrote (one stopped by --deadline or by hand): the "
+        "nights its warehouse holds are kept, the figures too, and the year goes on from the next night",
     )
     args = parser.parse_args(argv)
     if args.command == "serve":
@@ -707,11 +704,12 @@ def main(argv: list[str] | None = None) -> int:
         with World(args.players, first, folder / "world.log") as world:
             year = Year(folder, world, players, args.daily)
             made: list[float] = []
-            if args.resume:  # the nights made by the run resumed, but those measured (Dagster's runs)
-                from tourneylake.lake.lake import Lake
+            if args.resume:  # the nights the run resumed loaded (one it was stopped in is made again)
+                import duckdb
 
-                held = set(Lake(year.data).raw.nights())
-                measured = {f["night"] for f in out["at"].values()}
+                with duckdb.connect(str(year.warehouse), read_only=True) as con:
+                    held = {row[0] for row in con.execute("SELECT DISTINCT snapshot_date FROM player_statistics").fetchall()}
+                measured = {f["night"] for f in out["at"].values()}  # Dagster's runs: recorded by Dagster
                 year.made = [n for n in nights if n in held and n.isoformat() not in measured]
             else:
                 held = set()
@@ -732,7 +730,7 @@ def main(argv: list[str] | None = None) -> int:
                     log(f"night {number}/{args.nights} ({night}); the last ten {sum(made[-10:]):.1f} s")
             if not args.no_ui:
                 out["ui_runless_materialisations"] = year.record_materialisations()
-                out["ui"] = ui_figures(year, deadline)
+                out["ui"] = ui_figures(year, deadline, nights[-1], len(nights))
             if not args.no_rebuild:
                 out["rebuild"] = rebuild_figures(year, deadline)
                 log(f"rebuild: {out['rebuild']}")
