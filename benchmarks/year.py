@@ -28,9 +28,10 @@ per CPU-second of its process tree), the lake's tables again after it, and the D
 year (``dagster-webserver`` on the year's instance; headless Chromium over its DevTools socket:
 seconds from navigation until the asset page and the partitions page show their content).
 
-Prints a JSON document (also written to ``--out``); the table goes to ``benchmarks/RESULTS.md``
-by hand, with the machine and the date. Bounded: every child has a timeout, the whole run
-``--deadline``; servers are stopped by pid.
+Prints a JSON document (also written to ``--out``, and on Ctrl-C or the deadline); ``--render``
+prints its table for ``benchmarks/RESULTS.md``, where the machine and the date go by hand;
+``--resume`` goes on with a year kept by ``--keep``. Bounded: every child has a timeout, the whole
+run ``--deadline``; servers are stopped by pid.
 """
 
 from __future__ import annotations
