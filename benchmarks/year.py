@@ -53,7 +53,7 @@ from urllib.parse import parse_qs
 import httpx
 import orjson
 
-from benchmarks.common import ROOT, SEED, free_port, headers, measure, roster, run_env, stop_process
+from benchmarks.common import ROOT, SEED, Deadline, environment, free_port, headers, measure, roster, run_env, stop_process
 
 CONCURRENCY = 16
 NIGHT_DONE = b"run ok in "
@@ -65,26 +65,15 @@ def log(message: str) -> None:
     print(f"[year {time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
 
 
-class Deadline:
-    def __init__(self, seconds: float) -> None:
-        self.end = time.monotonic() + seconds
-
-    def left(self, at_most: float) -> float:
-        left = self.end - time.monotonic()
-        if left <= 5:
-            raise TimeoutError("the year's deadline passed")
-        return min(at_most, left)
-
-
 # ------------------------------------------------------------------------------ the world
 
 
-def serve(players: int, today: date) -> int:
+def serve(players: int, today: date, port: int = 0) -> int:
     """The sandbox on a loopback port, its clock moved by ``GET /_year/today?night=D``; prints
     ``listening <url>`` and serves until its standard input closes (the parent ended)."""
     from tourneylake.sandbox import SandboxServer
 
-    server = SandboxServer(seed=SEED, players=players, today=today)
+    server = SandboxServer(seed=SEED, players=players, today=today, port=port)
     inner = server.app.asgi
 
     async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
@@ -106,15 +95,18 @@ def serve(players: int, today: date) -> int:
 class World:
     """:func:`serve` in a child process (stopped by pid)."""
 
-    def __init__(self, players: int, today: date, log_file: Path) -> None:
-        self.players, self.today, self.log_file = players, today, log_file
+    def __init__(self, players: int, today: date, log_file: Path, port: int = 0) -> None:
+        self.players, self.today, self.log_file, self.port = players, today, log_file, port
         self.proc: subprocess.Popen[bytes] | None = None
         self.base_url = ""
 
     def __enter__(self) -> World:
         err = open(self.log_file, "ab")
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "benchmarks.year", "serve", "--players", str(self.players), "--today", self.today.isoformat()],
+            [
+                sys.executable, "-m", "benchmarks.year", "serve",
+                "--players", str(self.players), "--today", self.today.isoformat(), "--port", str(self.port),
+            ],
             cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err, start_new_session=True,
         )  # fmt: skip
         assert self.proc.stdout is not None
@@ -201,18 +193,9 @@ class Year:
 
         return Settings(base_url=self.world.base_url, data_dir=self.data, watchlist=self.watchlist, concurrency=CONCURRENCY)
 
-    @contextlib.contextmanager
-    def instance_env(self) -> Iterator[None]:
+    def instance_env(self) -> contextlib.AbstractContextManager[None]:
         """The year's Dagster home in this process's environment (the in-process runs record there)."""
-        before = os.environ.get("DAGSTER_HOME")
-        os.environ["DAGSTER_HOME"] = str(self.home)
-        try:
-            yield
-        finally:
-            if before is None:
-                os.environ.pop("DAGSTER_HOME", None)
-            else:
-                os.environ["DAGSTER_HOME"] = before
+        return environment({"DAGSTER_HOME": str(self.home)})
 
     def night(self, night: date) -> float:
         """One night of the year: the nightly job's steps, as its assets call them (metadata,
@@ -375,17 +358,8 @@ def kernel(folder: Path) -> Iterator[None]:
 
     prefix = folder / "jupyter-prefix"
     install(kernel_name="python3", prefix=str(prefix))
-    before = {k: os.environ.get(k) for k in ("JUPYTER_PATH", "MPLBACKEND")}
-    os.environ["JUPYTER_PATH"] = str(prefix / "share" / "jupyter")
-    os.environ.pop("MPLBACKEND", None)
-    try:
+    with environment({"JUPYTER_PATH": str(prefix / "share" / "jupyter")}, unset=("MPLBACKEND",)):
         yield
-    finally:
-        for name, value in before.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
 
 
 def notebook_seconds(year: Year, name: str) -> float:
@@ -394,22 +368,13 @@ def notebook_seconds(year: Year, name: str) -> float:
     from nbclient import NotebookClient
 
     notebook = nbformat.read(ROOT / "notebooks" / f"{name}.ipynb", as_version=4)
-    before = {k: os.environ.get(k) for k in ("TOURNEYLAKE_DATA_DIR", "TOURNEYLAKE_WATCHLIST")}
-    os.environ["TOURNEYLAKE_DATA_DIR"] = str(year.data)
-    os.environ["TOURNEYLAKE_WATCHLIST"] = str(year.watchlist)
-    try:
+    with environment({"TOURNEYLAKE_DATA_DIR": str(year.data), "TOURNEYLAKE_WATCHLIST": str(year.watchlist)}):
         client = NotebookClient(
             notebook, timeout=300, kernel_name="python3", allow_errors=True, resources={"metadata": {"path": str(year.folder)}}
         )
         t0 = time.perf_counter()
         client.execute()
         seconds = time.perf_counter() - t0
-    finally:
-        for key, value in before.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
     errors = [o for c in notebook.cells if c.cell_type == "code" for o in c.outputs if o.output_type == "error"]
     if errors:
         raise RuntimeError(f"notebook {name}: {errors[0].ename}: {errors[0].evalue}")
@@ -656,6 +621,7 @@ def main(argv: list[str] | None = None) -> int:
     serving = sub.add_parser("serve")
     serving.add_argument("--players", type=int, required=True)
     serving.add_argument("--today", type=date.fromisoformat, required=True)
+    serving.add_argument("--port", type=int, default=0)
     parser.add_argument("--nights", type=int, default=365)
     parser.add_argument("--players", type=int, default=2000)
     parser.add_argument("--daily", type=int, default=50, help="players with a per-day filter too")
@@ -675,7 +641,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     if args.command == "serve":
-        return serve(args.players, args.today)
+        return serve(args.players, args.today, args.port)
     if args.render:
         print(render(orjson.loads(args.render.read_bytes())))
         return 0
@@ -702,7 +668,11 @@ def main(argv: list[str] | None = None) -> int:
         out["resumed_after_s"] = out.pop("elapsed_s", None)
     players = roster(args.players)
     try:
-        with World(args.players, first, folder / "world.log") as world:
+        # A resumed year's world on the port it had: the lake holds the source it was harvested from.
+        url_file = folder / "world.url"
+        port = int(url_file.read_text().rsplit(":", 1)[1]) if args.resume and url_file.is_file() else 0
+        with World(args.players, first, folder / "world.log", port) as world:
+            url_file.write_text(world.base_url)
             year = Year(folder, world, players, args.daily)
             made: list[float] = []
             if args.resume:  # the nights the run resumed loaded (one it was stopped in is made again)
