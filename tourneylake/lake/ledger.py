@@ -41,7 +41,8 @@ import pyarrow as pa
 from tourneylake.errors import TourneylakeError
 from tourneylake.lake.lake import Lake
 from tourneylake.lake.layout import PARTITION
-from tourneylake.lake.postgres import RunLease
+from tourneylake.lake.outages import wait_before
+from tourneylake.lake.postgres import LeaseLost, RunLease
 from tourneylake.lake.storage import AnyPath, StorePath, atomic_write, remove_tree
 from tourneylake.schemas import TABLES
 
@@ -178,6 +179,7 @@ class LedgerWriter:
         self._failed: BaseException | None = None  # rows given up (a local disk: a line): the run stays open
         self._failing: BaseException | None = None  # the last write failed: no write-ahead line is taken
         self._failing_since = 0.0  # time.monotonic() of the first failure of the rows being tried again
+        self._failed_writes = 0  # writes failed in a row
         self._closing = False  # close() has begun: no line is taken after it
 
     @property
@@ -309,6 +311,7 @@ class LedgerWriter:
             if again:
                 with self._lock:
                     self._batch[:0] = again
+                time.sleep(wait_before(self._failed_writes))  # a pause before the rows are tried again
 
     def _write_batch(self, batch: list[tuple[Mapping[str, Any], Future[None]]]) -> list[tuple[Mapping[str, Any], Future[None]]]:
         """Write ``batch``; returns the lines to try again (the rows of a failed write)."""
@@ -328,7 +331,7 @@ class LedgerWriter:
             self._write_lines([line for line, _ in lines])
         except BaseException as exc:  # noqa: BLE001 - the write-ahead lines' waiters hear of it; the rows are tried again
             return self._failed_write(lines, exc)
-        self._failing = None
+        self._failing, self._failed_writes = None, 0
         for _, written in lines:
             written.set_result(None)
         return []
@@ -342,6 +345,7 @@ class LedgerWriter:
         if self._failing is None:
             self._failing_since = now
         self._failing = exc
+        self._failed_writes += 1
         again = []
         for line, written in lines:
             if line["kind"] == "sent":
@@ -352,7 +356,7 @@ class LedgerWriter:
                 again.append((line, written))
         if not again:
             return []
-        if now - self._failing_since < KEEP_ROWS_S:
+        if now - self._failing_since < KEEP_ROWS_S and not isinstance(exc, LeaseLost):
             log.warning("run %s: %d ledger line(s) not written yet (%s): trying again", self.run_id, len(again), exc)
             return again
         self._failed = exc
