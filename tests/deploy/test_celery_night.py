@@ -8,8 +8,9 @@ the sandbox over HTTP. Three accounts, each a shard of its own.
 - The night's shards run on the workers (their logs say so), and its tables are those of the same
   night run in one process.
 - A worker's process killed mid-night (``kill -9`` of the process running a shard): the run
-  fails, said in one line naming the account and how its harvest died; the re-run completes with
-  the tables of an uninterrupted night, and the ledger is the service's bill.
+  fails, said in one line naming the account and how its harvest died; once Dagster's daemon has
+  freed the pool slot the dead step held, the re-run completes with the tables of an
+  uninterrupted night, and the ledger is the service's bill.
 
 Slow (a few minutes): ``make test-deploy`` runs it, and CI with it.
 """
@@ -18,7 +19,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -152,8 +152,8 @@ def deployment(
     sandbox, redis_url: str, state_url: str, moto: str, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Deployment]:
     """The deployment's processes: two Celery workers started with the compose file's command
-    (each one step at a time, in its pool process), with every setting and secret in their
-    environment as the compose file gives them; their logs kept for the report."""
+    (each one step at a time, in its pool process) and Dagster's daemon, with every setting and
+    secret in their environment as the compose file gives them; the workers' logs kept."""
     import fsspec
 
     from tests.conftest import S3_SECRET
@@ -169,7 +169,9 @@ def deployment(
     fsspec.filesystem("s3", skip_instance_cache=True).mkdir(bucket)
     home = folder / "dagster_home"
     home.mkdir()
-    shutil.copy(DEPLOY / "dagster.yaml", home / "dagster.yaml")
+    instance = yaml.safe_load((DEPLOY / "dagster.yaml").read_text())
+    instance["run_monitoring"].update(poll_interval_seconds=1, free_slots_after_run_end_seconds=3)  # not minutes
+    (home / "dagster.yaml").write_text(yaml.safe_dump(instance))
     pg_url = state_url.replace("postgresql://", "postgresql+psycopg2://", 1)  # the driver dagster-postgres names
     env = _environment(
         sandbox, folder, f"s3://{bucket}/lake", **store,
@@ -178,25 +180,30 @@ def deployment(
         TOURNEYLAKE_STATE_URL=state_url, PYTHONWARNINGS="ignore::UserWarning:dagster_celery.executor",
     )  # fmt: skip
     os.environ["DAGSTER_PG_URL"] = pg_url  # this process reads the instance too
-    command = yaml.safe_load((DEPLOY / "compose.yaml").read_text())["services"]["worker"]["command"]
-    workers, logs = [], []
+    services = yaml.safe_load((DEPLOY / "compose.yaml").read_text())["services"]
+    worker = services["worker"]["command"]
+    # The daemon as the compose file starts it, but with no code location: its run monitoring
+    # frees a dead step's pool slot; no schedule or sensor launches a run the test did not ask for.
+    daemon = [arg for arg in services["daemon"]["command"] if arg not in ("-w", "deploy/workspace.yaml")]
+    commands = {f"worker{n}": [*worker[:3], "-n", f"worker{n}", *worker[3:]] for n in range(2)}
+    commands["daemon"] = [*daemon, "--empty-workspace"]
+    processes, logs = [], []
     try:
-        for number in range(2):
-            named = [*command[:3], "-n", f"worker{number}", *command[3:]]
-            logs.append(folder / f"worker{number}.log")
+        for name, command in commands.items():
+            logs.append(folder / f"{name}.log")
             with open(logs[-1], "wb") as log:
                 process = subprocess.Popen(
-                    [str(BIN / named[0]), *named[1:]],
+                    [str(BIN / command[0]), *command[1:]],
                     cwd=REPO,
                     env=env,
                     stdout=log,
                     stderr=subprocess.STDOUT,
                     start_new_session=True,
                 )
-            workers.append(process)
-        yield Deployment(env, home, logs, Lake(f"s3://{bucket}/lake", state_url=state_url))
+            processes.append(process)
+        yield Deployment(env, home, logs[:2], Lake(f"s3://{bucket}/lake", state_url=state_url))
     finally:
-        for process in workers:
+        for process in processes:
             stop(process, group=True)
         for name, value in old.items():
             if value is None:
