@@ -41,7 +41,7 @@ import pyarrow as pa
 from tourneylake.errors import TourneylakeError
 from tourneylake.lake.lake import Lake
 from tourneylake.lake.layout import PARTITION
-from tourneylake.lake.outages import wait_before
+from tourneylake.lake.outages import KEEP_PAID_S, wait_before
 from tourneylake.lake.postgres import LeaseLost, RunLease
 from tourneylake.lake.storage import AnyPath, StorePath, atomic_write, remove_tree
 from tourneylake.schemas import TABLES
@@ -95,7 +95,7 @@ LINGER_S = 0.025
 #: Object store or shared state: how long the rows of a run's paid calls are tried again, from
 #: their first failed write, before the run is left open for the next run to reconcile (each
 #: write already rides out the store's outage for a minute: see ``outages``).
-KEEP_ROWS_S = 300.0
+KEEP_ROWS_S = KEEP_PAID_S
 
 
 def _night_dir(lake: Lake, night: date) -> AnyPath:

@@ -1,7 +1,10 @@
 """How the lake rides out an outage of its store: a request that fails for a reason the store may
 get over (a 5xx, throttling, a dropped or refused connection, a body cut short) is asked again
-with backoff for up to :data:`PATIENCE_S` seconds before the operation gives up, so a restart of
-an object store or a throttling burst costs a night a pause, not the night.
+with backoff until the store has been out for :data:`PATIENCE_S` seconds, so a restart of an
+object store or a throttling burst costs a night a pause, not the night. The minute counts from
+the outage's first failure in this process, not each operation's: an operation that begins (or is
+tried again by its caller) once the store has been out for a minute gives up at its first failure,
+so no layer of tries stretches the outage a night waits for.
 
 The process says when its store stops answering and when it answers again (warnings on this
 module's logger, repeated while it lasts), and :func:`retrying_for` tells the progress line how
@@ -21,7 +24,10 @@ from typing import TypeVar
 
 from tourneylake.errors import one_line
 
-__all__ = ["PATIENCE_S", "retrying_for", "ride_out", "store_answered", "store_failed", "transient_text", "wait_before"]
+__all__ = [
+    "KEEP_PAID_S", "PATIENCE_S", "out_elsewhere", "out_too_long", "retrying_for", "ride_out", "store_answered", "store_failed", "transient_text",
+    "wait_before",
+]  # fmt: skip
 
 log = logging.getLogger(__name__)
 
@@ -29,16 +35,23 @@ T = TypeVar("T")
 
 #: Seconds a store operation is tried again (with backoff) before it gives up.
 PATIENCE_S = 60.0
+#: Seconds what was paid for (a body, a ledger row) is tried again, from its first failure, before
+#: it is given up: the night stops paying after :data:`PATIENCE_S`, but keeps what it paid for.
+KEEP_PAID_S = 300.0
 #: The first pause between two tries, and the longest (doubling in between, with jitter).
 FIRST_WAIT_S = 0.1
 LONGEST_WAIT_S = 5.0
 #: How often, at most, the process repeats that its store is not answering.
 SAY_EVERY_S = 10.0
+#: A failure this long after the last one (nobody was retrying meanwhile) begins a new outage.
+QUIET_S = 15.0
 
 _lock = threading.Lock()
 _tokens = itertools.count()
 _retrying: dict[int, float] = {}  # each operation retrying now → when it began (time.monotonic())
 _said_at = 0.0
+_outage_began: float | None = None  # the store's first failure with no answer since (time.monotonic())
+_last_failure = 0.0
 
 
 #: What a failure the store may get over says (a client's message, lowercased): a 5xx or
@@ -72,14 +85,17 @@ def retrying_for() -> float | None:
 def store_failed(token: int | None, exc: BaseException) -> int:
     """An operation's try failed for a reason the store may get over: the operation is counted as
     retrying (``token``: already counted) and the process says so when it is news. Returns the token."""
-    global _said_at
+    global _said_at, _outage_began, _last_failure
     now = time.monotonic()
     with _lock:
         news = not _retrying
         if token is None:
             token = next(_tokens)
             _retrying[token] = now
-        since = min(_retrying.values())
+        if _outage_began is None or now - _last_failure > QUIET_S:
+            _outage_began = now
+        _last_failure = now
+        since = _outage_began
         say = news or now - _said_at >= SAY_EVERY_S
         if say:
             _said_at = now
@@ -93,8 +109,33 @@ def store_failed(token: int | None, exc: BaseException) -> int:
     return token
 
 
+def out_too_long(first_failure: float, patience_s: float = PATIENCE_S) -> bool:
+    """Whether an operation failing since ``first_failure`` gives up: the store has been out for
+    ``patience_s`` seconds, counted from this process's first failure of the outage."""
+    with _lock:
+        began = first_failure if _outage_began is None else min(first_failure, _outage_began)
+    return time.monotonic() - began >= patience_s
+
+
+def out_elsewhere(lasted_s: float | None = None) -> None:
+    """Another process doing this one's work (the raw saver) gave up on the store once it had been
+    out for ``lasted_s`` (default :data:`PATIENCE_S`): the outage began that long ago here too, so
+    the work done again in this process does not wait out another minute."""
+    global _outage_began, _last_failure
+    now = time.monotonic()
+    began = now - (PATIENCE_S if lasted_s is None else lasted_s)
+    with _lock:
+        _outage_began = began if _outage_began is None else min(_outage_began, began)
+        _last_failure = now
+
+
 def store_answered(token: int | None, *, answered: bool = True) -> None:
-    """An operation that was retrying got its answer (``answered``) or gave up: no longer counted."""
+    """An operation got its answer (``answered``: the outage is over) or gave up; an operation
+    that was retrying (``token``) is no longer counted."""
+    global _outage_began
+    if answered and _outage_began is not None:
+        with _lock:
+            _outage_began = None
     if token is None:
         return
     with _lock:
@@ -105,8 +146,9 @@ def store_answered(token: int | None, *, answered: bool = True) -> None:
 
 
 def ride_out(call: Callable[[], T], transient: Callable[[BaseException], bool], *, patience_s: float | None = None) -> T:
-    """``call``, tried again with backoff while it fails for a ``transient`` reason, until it has
-    failed for ``patience_s`` (default :data:`PATIENCE_S`) seconds; then its last failure is raised."""
+    """``call``, tried again with backoff while it fails for a ``transient`` reason, until the
+    store has been out for ``patience_s`` (default :data:`PATIENCE_S`) seconds (:func:`out_too_long`);
+    then its last failure is raised."""
     patience = PATIENCE_S if patience_s is None else patience_s
     token: int | None = None
     first_failure = 0.0
@@ -121,7 +163,7 @@ def ride_out(call: Callable[[], T], transient: Callable[[BaseException], bool], 
                 if token is None:
                     first_failure = time.monotonic()
                 token = store_failed(token, exc)
-                if time.monotonic() - first_failure >= patience:
+                if out_too_long(first_failure, patience):
                     raise
                 time.sleep(wait_before(attempt))
             else:

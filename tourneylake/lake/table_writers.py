@@ -96,7 +96,7 @@ def store_failure(exc: BaseException) -> bool:
 class Tries:
     """The tries of one operation on a table: after another writer's commit (``commit``: only
     that, or a store's failure) it is tried again up to :data:`TRIES` times, after a store's
-    failure until the store has failed for :data:`~tourneylake.lake.outages.PATIENCE_S`
+    failure until the store has been out for :data:`~tourneylake.lake.outages.PATIENCE_S`
     seconds (the process says it is retrying meanwhile); then :meth:`failed` says it on one line."""
 
     def __init__(self, what: str, *, commit: bool = False) -> None:
@@ -115,7 +115,7 @@ class Tries:
             if self._outage is None:
                 self._first_failure = time.monotonic()
             self._outage = store_failed(self._outage, exc)
-            if time.monotonic() - self._first_failure < outages.PATIENCE_S:
+            if not outages.out_too_long(self._first_failure):
                 time.sleep(outages.wait_before(self.attempt - 1))
                 return
         elif isinstance(exc, CommitFailedError if self.commit else DeltaError) and self.attempt < TRIES:
