@@ -4,9 +4,11 @@ and its ledger on the store, the harvest in one process against the sandbox over
 
 - Out for 5 s: the night rides it out (the store's client tries again with backoff, and says it
   is retrying) and finishes with the tables of an uninterrupted night, each search paid once.
-- Out for 90 s, longer than the minute a request is tried: the night stops paying, fails in one
-  line, and loses nothing it paid for (each paid answer kept, each with its own ledger row: no
-  lump reconciliation); its re-run completes the night paying nothing twice.
+- Out for 90 s, longer than the minute a request is tried: the night stops paying, and loses
+  nothing it paid for (each paid answer kept, each with its own ledger row: no lump
+  reconciliation), which is tried for five minutes. A night whose only requests then were paid
+  answers' saves rides the outage out; one that asked anything else of the store fails in one
+  line, and its re-run completes the night paying nothing twice.
 
 Slow (a minute and a half of outage): ``make test-deploy`` runs it, and CI with it.
 """
@@ -96,7 +98,7 @@ def _night_with_an_outage(sandbox, settings: Settings, proxy: RunningProxy, seco
 
 
 def test_a_5_s_outage_is_ridden_out(
-    sandbox, store_behind_proxy, tmp_path: Path, uninterrupted, caplog: pytest.LogCaptureFixture
+    sandbox, store_behind_proxy, tmp_path: Path, uninterrupted, caplog: pytest.LogCaptureFixture, capfd
 ) -> None:
     proxy, url = store_behind_proxy
     settings = _settings(sandbox, tmp_path, url)
@@ -104,7 +106,9 @@ def test_a_5_s_outage_is_ridden_out(
     with caplog.at_level(logging.WARNING, logger="tourneylake.lake.outages"):
         report = _night_with_an_outage(sandbox, settings, proxy, 5)
     assert report.success, report.failure
+    # Said by whichever process met the outage: the night's (its log) or its raw saver's (stderr).
     said = [r.getMessage() for r in caplog.records if r.name == "tourneylake.lake.outages"]
+    said += capfd.readouterr().err.splitlines()
     assert any("the lake's store is not answering" in line and "retrying" in line for line in said), said
     assert any("answers again" in line for line in said), said
     lake = Lake(url)
@@ -112,24 +116,25 @@ def test_a_5_s_outage_is_ridden_out(
     assert before - sandbox.accounts.remaining(SANDBOX_USERNAME) == PLAYERS == Ledger(lake).spent(NIGHT)
 
 
-def test_a_90_s_outage_fails_in_one_line_keeps_what_was_paid_and_its_re_run_pays_nothing_twice(
+def test_a_90_s_outage_keeps_what_was_paid_and_a_failed_night_s_re_run_pays_nothing_twice(
     sandbox, store_behind_proxy, tmp_path: Path, uninterrupted
 ) -> None:
     proxy, url = store_behind_proxy
     settings = _settings(sandbox, tmp_path, url)
     before = sandbox.accounts.remaining(SANDBOX_USERNAME)
     report = _night_with_an_outage(sandbox, settings, proxy, 90)
-    assert not report.success and report.failure and "\n" not in report.failure and "store" in report.failure
     lake = Lake(url)
     paid = before - sandbox.accounts.remaining(SANDBOX_USERNAME)
     kept = {raw.key["player"] for raw in lake.raw.bodies(NIGHT, calls.PLAYER_SUMMARY, status=None)}
-    assert 5 <= paid < PLAYERS and len(kept) == paid  # it stopped paying, and every paid answer is kept ...
+    assert paid >= 5 and len(kept) == paid  # every paid answer is kept ...
     rows = list(Ledger(lake).entries(NIGHT))
     assert sum(int(row["cost"]) for row in rows) == paid  # ... each with its own row
     assert not Ledger(lake).dead_runs()
-
-    again = run_night(settings, NIGHT)
-    assert again.success, again.failure
+    if not report.success:  # it gave up on the store: one line, and it stopped paying
+        assert report.failure and "\n" not in report.failure and "store" in report.failure, report.failure
+        assert paid < PLAYERS
+        again = run_night(settings, NIGHT)
+        assert again.success, again.failure
     assert _tables(lake) == uninterrupted
     assert before - sandbox.accounts.remaining(SANDBOX_USERNAME) == PLAYERS  # nothing paid twice
     rows = list(Ledger(lake).entries(NIGHT))
