@@ -18,6 +18,7 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
+from pipelines.schedule_state import nightly_schedule_state
 from tourneylake.api.filters import FIRST_NIGHT
 from tourneylake.cli import (
     INTERRUPTED,
@@ -30,6 +31,7 @@ from tourneylake.cli import (
     fail,
     launch,
     reported,
+    schedule_readers,
     settings_from,
     setup_logging,
 )
@@ -39,6 +41,8 @@ from tourneylake.night.watchlist import load_watchlist
 from tourneylake.runtime.without_pandas import skip_pandas_sniffing
 
 __all__ = ["PARTIAL", "WATCHLIST", "app", "main"]
+
+schedule_readers.append(nightly_schedule_state)  # `status` says whether the nightly schedule is on
 
 #: The exit status of a night that ran but could not fetch every pair (0 ok, 1 failed, 2 usage).
 PARTIAL = 3
