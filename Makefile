@@ -8,7 +8,7 @@ PYTEST_ARGS ?=
 # The Dagster instance (run history, schedules, the pools that serialise runs on one account).
 DAGSTER_HOME := $(CURDIR)/dagster_home
 
-.PHONY: run test test-fast lint format sync bench dagster notebook clean
+.PHONY: run test test-fast test-deploy lint format sync bench dagster notebook clean
 
 $(STAMP): pyproject.toml uv.lock
 	@$(UV) --version >/dev/null 2>&1 || $(PYTHON) -m pip install --quiet uv
@@ -29,8 +29,14 @@ run: $(STAMP)
 	$(VENV)/bin/tourneylake query example
 
 # pytest's exit code 5 (no tests collected) is non-zero, so it fails the target as it should.
+# The deployment's tests (marked deploy) take minutes of their own: `make test-deploy`.
 test: lint
-	$(VENV)/bin/python -m pytest -n 2 --dist loadgroup $(PYTEST_ARGS)
+	$(VENV)/bin/python -m pytest -n 2 --dist loadgroup -m "not deploy" $(PYTEST_ARGS)
+
+# The deployment run for real (tests/deploy): a night on Celery workers with Redis, PostgreSQL
+# and S3, a worker killed mid-night, and the store's outages ridden out or failed cleanly.
+test-deploy: $(STAMP)
+	$(VENV)/bin/python -m pytest -n 2 --dist loadgroup -m deploy $(PYTEST_ARGS)
 
 # The inner loop: everything but the subprocess and end-to-end tests (marked slow).
 test-fast: $(STAMP)

@@ -27,8 +27,9 @@ from pydantic import SecretStr
 from assets.nights import first_night
 from assets.pools import SERVICE_POOL, WAREHOUSE_POOL
 from assets.resource import TourneylakeResource
+from assets.steps import HOST_TAG, PID_TAG
 from pipelines.definitions import BUILT_BY_RUN, MODELS_TAG, build_definitions, models_location, watchlist_accounts
-from pipelines.failures import HOST_TAG, PID_TAG, interrupted, root_message
+from pipelines.failures import failure_line, interrupted
 from tourneylake.config import ENV_PREFIX, Settings, load_settings
 from tourneylake.night.alerts import night_failed
 from tourneylake.night.drain import drain_cron
@@ -250,7 +251,7 @@ def _report(settings: Settings, job_name: str, night: date | None, result: Any) 
             report.checks[f"{evaluation.asset_key.to_user_string()}:{evaluation.check_name}"] = evaluation.passed
     if not result.success:
         failures = [e for e in result.all_events if e.is_step_failure]
-        report.failure = root_message(failures[0].step_failure_data.error) if failures else "the run did not complete"
+        report.failure = failure_line(result.all_events)
         report.interrupted = any(interrupted(e.step_failure_data.error) for e in failures)
         if night is not None:
             night_failed(settings, night, job_name, result.run_id, report.failure, interrupted=report.interrupted)

@@ -957,12 +957,15 @@ class AsyncClient(_Resources):
                         response = exc
                     else:
                         protocol.answered(call, number)
-                saved, status_hook = False, None
-                settling: list[Future[Any] | asyncio.Future[Any]] = []
-                if self._saver is not None and isinstance(response, httpx.Response) and response.status_code == 200:
-                    settle = await self._saver.save(ReceivedBody(call, response.content, protocol.settings.format, started))
-                    status_hook = None if settle is None else lambda status: settling.append(settle(status))  # noqa: B023
-                    saved = True
+                    saved, status_hook = False, None
+                    settling: list[Future[Any] | asyncio.Future[Any]] = []
+                    # The slot is given up once a paid body is kept, not when it arrives: a process
+                    # killed at any moment has at most its slots' calls paid and not kept.
+                    if self._saver is not None and isinstance(response, httpx.Response) and response.status_code == 200:
+                        body = ReceivedBody(call, response.content, protocol.settings.format, started)
+                        settle = await self._saver.save(body)
+                        status_hook = None if settle is None else lambda status: settling.append(settle(status))  # noqa: B023
+                        saved = True
                 try:
                     return protocol.finish(
                         call, response, number, started, t0,
