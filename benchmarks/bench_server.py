@@ -33,8 +33,9 @@ counters back to the start), ``GET /_bench/latency?ms=N`` (the latency from now 
     python -m benchmarks.bench_server --port 0 --players 2000 --latency-ms 20
     # prints "listening http://127.0.0.1:PORT" on stdout once every body is rendered
 
-Point ``tourneylake run`` at it with ``TOURNEYLAKE_BASE_URL=http://127.0.0.1:PORT`` (the demo
-account's credentials are the settings' defaults) and ``--date`` the day before ``--today``.
+Point ``tourneylake run`` at it with ``TOURNEYLAKE_BASE_URL=http://127.0.0.1:PORT``, the demo
+account named (``TOURNEYLAKE_APPNAME``, ``…_APPKEY``, ``…_USERNAME``, ``…_PASSWORD``: a URL is
+never given the sandbox's account by default) and ``--date`` the day before ``--today``.
 """
 
 from __future__ import annotations

@@ -236,7 +236,7 @@ def run(
 
         if worker_wanted(settings, len(listed.targets())):
             prestart(store=settings.lake_is_remote)  # the tables worker starts on the other core while Dagster is imported
-        from pipelines.nightly import run_night  # Dagster is imported only when a night runs
+        from tourneylake.pipelines.nightly import run_night  # Dagster is imported only when a night runs
     skip_pandas_sniffing()  # a night makes no data frame
 
     first = when - timedelta(days=nights - 1)
@@ -277,7 +277,7 @@ def run(
 def build_models(settings: Any) -> None:
     """The models job (dbt builds the views and runs their tests) on the warehouse the nights
     loaded, and one line on it."""
-    from pipelines.nightly import run_models
+    from tourneylake.pipelines.nightly import run_models
 
     with reported():
         report = run_models(settings)

@@ -12,7 +12,7 @@ from typing import Any
 
 from dagster import DefaultSensorStatus, RunFailureSensorContext, run_failure_sensor
 
-from assets.resource import TourneylakeResource
+from tourneylake.assets.resource import TourneylakeResource
 from tourneylake.night.alerts import night_failed
 
 # Which process runs a night in-process (`tourneylake run`), so that a later run can tell a dead

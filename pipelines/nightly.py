@@ -24,15 +24,15 @@ from typing import Any
 from dagster import DagsterInstance, JobDefinition, build_reconstructable_job, execute_job
 from pydantic import SecretStr
 
-from assets.nights import first_night
-from assets.pools import SERVICE_POOL, WAREHOUSE_POOL
-from assets.resource import TourneylakeResource
-from pipelines.definitions import BUILT_BY_RUN, MODELS_TAG, build_definitions, models_location, watchlist_accounts
-from pipelines.failures import HOST_TAG, PID_TAG, interrupted, root_message
+from tourneylake.assets.nights import first_night
+from tourneylake.assets.pools import SERVICE_POOL, WAREHOUSE_POOL
+from tourneylake.assets.resource import TourneylakeResource
 from tourneylake.config import ENV_PREFIX, Settings, load_settings
 from tourneylake.night.alerts import night_failed
 from tourneylake.night.drain import drain_cron
 from tourneylake.night.endpoint import connect
+from tourneylake.pipelines.definitions import BUILT_BY_RUN, MODELS_TAG, build_definitions, models_location, watchlist_accounts
+from tourneylake.pipelines.failures import HOST_TAG, PID_TAG, interrupted, root_message
 
 log = logging.getLogger(__name__)
 
@@ -172,7 +172,7 @@ def reconstructable_nightly(accounts: list[str], first: date) -> Any:
     """:func:`nightly_job` as each step's process loads it (Dagster keeps the last job it loaded
     by its pointer, here named with its accounts and first night: other accounts, another job)."""
     return build_reconstructable_job(
-        "pipelines.nightly", "nightly_job", reconstructable_kwargs={"accounts": accounts, "first": first.isoformat()}
+        "tourneylake.pipelines.nightly", "nightly_job", reconstructable_kwargs={"accounts": accounts, "first": first.isoformat()}
     )
 
 

@@ -29,7 +29,7 @@ from rich.logging import RichHandler
 from rich.table import Table
 
 from tourneylake import __version__
-from tourneylake.config import Settings, load_settings
+from tourneylake.config import ON_SANDBOX, Settings, load_settings
 from tourneylake.errors import ConfigError, TourneylakeError
 from tourneylake.runtime.threads import stop_process_threads
 
@@ -124,8 +124,7 @@ def reported() -> Iterator[None]:
 def settings_from(sandbox: bool = False, **overrides: Any) -> Settings:
     """The settings (environment, `.env`, then the command's flags)."""
     with reported():
-        settings = load_settings(**overrides)
-        settings = settings.with_overrides(base_url="sandbox") if sandbox else settings
+        settings = load_settings(**overrides, **(ON_SANDBOX if sandbox else {}))
     with contextlib.suppress(ConfigError):  # a lake at a URL without TOURNEYLAKE_WAREHOUSE: said where it matters
         _log_dir[:] = [settings.local_dir]
     return settings

@@ -10,9 +10,10 @@ from pathlib import Path
 
 from dagster import materialize
 
-from assets.reference import FREE_CALL_RETRIES, countries
-from assets.resource import TourneylakeResource
-from pipelines.failures import root_message
+from tests.helpers import DEMO_ACCOUNT
+from tourneylake.assets.reference import FREE_CALL_RETRIES, countries
+from tourneylake.assets.resource import TourneylakeResource
+from tourneylake.pipelines.failures import root_message
 
 NIGHT = date(2026, 11, 20)
 
@@ -21,7 +22,9 @@ def test_a_transient_failure_of_a_free_call_is_tried_again(tmp_path: Path) -> No
     with socket.socket() as closed:  # a port nothing listens on: the service unreachable
         closed.bind(("127.0.0.1", 0))
         url = f"http://127.0.0.1:{closed.getsockname()[1]}"
-    resource = TourneylakeResource(base_url=url, data_dir=str(tmp_path), max_attempts=1, retry_initial_wait_s=0.01)
+    resource = TourneylakeResource(
+        base_url=url, **DEMO_ACCOUNT, data_dir=str(tmp_path), max_attempts=1, retry_initial_wait_s=0.01
+    )
     result = materialize([countries], partition_key=NIGHT.isoformat(), resources={"tourneylake": resource}, raise_on_error=False)
     assert not result.success
     retries = [e for e in result.all_events if e.event_type_value == "STEP_UP_FOR_RETRY"]

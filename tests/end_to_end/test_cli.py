@@ -20,7 +20,7 @@ from tourneylake.tables.models import manifest_document
 
 pytestmark = [pytest.mark.xdist_group("cli"), pytest.mark.slow]
 
-CLI = [sys.executable, "-m", "pipelines.cli"]
+CLI = [sys.executable, "-m", "tourneylake.pipelines.cli"]
 
 
 def clean_env(**extra: str) -> dict[str, str]:
@@ -232,7 +232,7 @@ def test_a_night_with_a_failed_pair_exits_partial_naming_it_and_pays_it_once(tmp
 def test_a_night_that_cannot_be_harvested_is_one_line(args: tuple[str, ...], message: str) -> None:
     from typer.testing import CliRunner
 
-    from pipelines.cli import app
+    from tourneylake.pipelines.cli import app
 
     result = CliRunner().invoke(app, ["run", "--sandbox", *args])
     assert result.exit_code == 2 and message in result.output and "Traceback" not in result.output  # usage

@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from pipelines.nightly import run_night
 from tests.helpers import player_line, sandbox_settings, write_watchlist
 from tourneylake.cli import app
 from tourneylake.night.status import lake_status, next_scheduled
+from tourneylake.pipelines.nightly import run_night
 
 pytestmark = [pytest.mark.xdist_group("status"), pytest.mark.slow]
 
