@@ -13,6 +13,7 @@ be logged, printed in a traceback or shown by Dagster without leaking.
 
 from __future__ import annotations
 
+import os
 import re
 from datetime import date
 from pathlib import Path
@@ -32,6 +33,7 @@ __all__ = [
     "ConfigError",
     "Settings",
     "load_settings",
+    "unwritable",
 ]
 
 SANDBOX = "sandbox"
@@ -130,8 +132,8 @@ class Settings(BaseSettings):
     appname: str = Field(
         SANDBOX_APPNAME,
         min_length=1,
-        description="application name (the first path segment after `/api`); the default is the sandbox's, which a "
-        "live service never gets: required with any other base URL",
+        description="application name (the first path segment after `/api`); required with a live base URL (the "
+        "default is the sandbox's demo account, which a live service never gets)",
     )
     appkey: SecretStr = Field(
         SecretStr(SANDBOX_APPKEY),
@@ -278,10 +280,8 @@ class Settings(BaseSettings):
             return data
         missing = [ENV_PREFIX + name.upper() for name in IDENTITY if _unset(data.get(name))]
         if missing:
-            raise ValueError(
-                f"{', '.join(missing)}: must be set for the live service at {ENV_PREFIX}BASE_URL={shown(str(data['base_url']))} "
-                f"(the sandbox's demo account is used only with {ENV_PREFIX}BASE_URL=sandbox); put them in .env"
-            )
+            names = ", ".join(missing[:-1]) + " and " + missing[-1] if len(missing) > 1 else missing[0]
+            raise ValueError(f"{names} must be set for a live service: put them in .env (the demo account is the sandbox's only)")
         return data
 
     @field_validator("state_url")
@@ -378,6 +378,22 @@ class Settings(BaseSettings):
         """A validated copy with the given (non-None) values."""
         clean = {k: v for k, v in overrides.items() if v is not None}
         return _build(lambda: type(self)(**{**self.model_dump(), **clean}))
+
+
+def unwritable(settings: Settings) -> str | None:
+    """Why the settings' local data directory (the data directory, or the warehouse's folder when
+    the lake is at a URL) cannot be written, in one line naming it and its variable; ``None`` when
+    it can (or can be made). Makes nothing: it looks at the folder, or the nearest one above it."""
+    variable = ENV_PREFIX + ("DATA_DIR" if isinstance(settings.data_dir, Path) else "WAREHOUSE")
+    folder = settings.local_dir.absolute()
+    existing = next((p for p in (folder, *folder.parents) if p.exists()), None)
+    if existing is None:
+        return None
+    if not existing.is_dir():
+        return f"{variable}: the data directory {folder} cannot be made: {existing} is a file, not a folder"
+    if not os.access(existing, os.W_OK | os.X_OK):
+        return f"{variable}: the data directory {folder} cannot be written ({existing} is not writable): choose another or fix its permissions"
+    return None
 
 
 def load_settings(**overrides: Any) -> Settings:
