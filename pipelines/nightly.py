@@ -22,7 +22,6 @@ from datetime import date
 from pathlib import Path
 from typing import Any
 
-import yaml
 from dagster import AssetKey, DagsterInstance, JobDefinition, build_reconstructable_job, execute_job
 from pydantic import SecretStr
 
@@ -59,15 +58,27 @@ def run_instance() -> Iterator[DagsterInstance]:
 
 
 def home_instance(home: str) -> DagsterInstance:
-    """``DAGSTER_HOME``'s instance. A folder without a ``dagster.yaml`` gets the settings of the
-    one ``tourneylake init`` writes (its pools, no telemetry), not Dagster's defaults with their
-    telemetry notice and welcome banner before the night's first line."""
+    """``DAGSTER_HOME``'s instance. A folder without a ``dagster.yaml`` is given the one
+    ``tourneylake init`` writes (the pools, no telemetry), said in one line, rather than
+    Dagster's defaults with their warning, telemetry notice and welcome banner before the
+    night's first line (and ``dagster dev`` on that folder then finds the same instance)."""
     folder = Path(home)
     if not folder.is_dir():
         raise ConfigError(f"DAGSTER_HOME={home} is not a folder: make it (`tourneylake init` writes one), or unset DAGSTER_HOME")
-    if (folder / "dagster.yaml").is_file():
-        return DagsterInstance.get()
-    return DagsterInstance.local_temp(str(folder), overrides=yaml.safe_load(packaged("templates/dagster.yaml").read_text()))
+    settings = folder / "dagster.yaml"
+    if not settings.exists():
+        try:
+            with settings.open("xb") as out:  # never over one written meanwhile
+                out.write(packaged("templates/dagster.yaml").read_bytes())
+        except FileExistsError:
+            pass
+        except OSError as exc:
+            raise ConfigError(
+                f"DAGSTER_HOME={home} has no dagster.yaml and none can be written there: {exc.strerror or exc}"
+            ) from None
+        else:
+            log.info("DAGSTER_HOME had no dagster.yaml: wrote tourneylake's instance settings there (%s)", settings)
+    return DagsterInstance.get()
 
 
 def _alive(pid: int) -> bool:

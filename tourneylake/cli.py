@@ -26,6 +26,7 @@ import pyarrow as pa
 import typer
 from rich.console import Console
 from rich.logging import RichHandler
+from rich.markup import escape
 from rich.table import Table
 
 from tourneylake import __version__
@@ -312,7 +313,7 @@ def print_diagnosis(found: Any) -> None:
     console.print(f"[bold]tourneylake doctor[/]: {found.service} ({found.source}), the night of {found.night}", highlight=False)
     for finding in found.findings:
         mark = "[green]✓[/]" if finding.ok else "[red]✗[/]"
-        console.print(f"{mark} {finding.check}: {finding.text}", highlight=False, soft_wrap=True)
+        console.print(f"{mark} {finding.check}: {escape(finding.text)}", highlight=False, soft_wrap=True)
     for plan in found.plans:
         for target, why in plan.deferred:
             pair = f"{target.network}/{target.player}" + (f" [{target.filter_name}]" if target.filter_name else "")

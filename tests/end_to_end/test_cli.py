@@ -15,7 +15,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.helpers import REPO
+from tests.helpers import DEMO_ENV, REPO
 from tourneylake.tables.models import manifest_document
 
 pytestmark = [pytest.mark.xdist_group("cli"), pytest.mark.slow]
@@ -144,6 +144,7 @@ def test_a_killed_run_keeps_what_it_paid_for(tmp_path: Path, tables_worker: str)
         (home / "dagster.yaml").write_text((REPO / "dagster_home" / "dagster.yaml").read_text())
         env = clean_env(
             TOURNEYLAKE_BASE_URL=server.base_url,
+            **DEMO_ENV,
             TOURNEYLAKE_CONCURRENCY="1",
             TOURNEYLAKE_TABLES_WORKER=tables_worker,
             DAGSTER_HOME=str(home),
@@ -203,7 +204,7 @@ def test_a_night_with_a_failed_pair_exits_partial_naming_it_and_pays_it_once(tmp
 
     with running_sandbox(seed=7, today=date(2026, 11, 20)) as server:
         server.app.answer_rewrites[("Winamax.fr", "Élodie.R")] = with_doctype
-        env = clean_env(TOURNEYLAKE_BASE_URL=server.base_url, TOURNEYLAKE_FORMAT="xml")
+        env = clean_env(TOURNEYLAKE_BASE_URL=server.base_url, **DEMO_ENV, TOURNEYLAKE_FORMAT="xml")
         args = ["run", "--date", "2026-11-20", "--data-dir", str(tmp_path), "--watchlist", "watchlist.yaml"]
         before = server.accounts.remaining(SANDBOX_USERNAME)
         first = tourneylake(*args, env=env)
@@ -276,7 +277,7 @@ players:
         (
             "a data directory of another source",
             ("run", "--date", "2026-11-20", "--watchlist", "watchlist.yaml"),
-            {"TOURNEYLAKE_BASE_URL": "http://127.0.0.1:9"},
+            {"TOURNEYLAKE_BASE_URL": "http://127.0.0.1:9", **DEMO_ENV},
             ["run failed: the data directory", "from source 'sandbox', not 'live:http://127.0.0.1:9'"],
         ),
         (
@@ -378,7 +379,7 @@ def test_ctrl_c_exits_130_with_one_line_and_keeps_every_paid_answer(tmp_path: Pa
 
     night, data = date(2026, 11, 20), tmp_path / "data"
     with running_sandbox(seed=7, today=night, latency_ms=300) as server:
-        env = clean_env(TOURNEYLAKE_BASE_URL=server.base_url, TOURNEYLAKE_CONCURRENCY="2")
+        env = clean_env(TOURNEYLAKE_BASE_URL=server.base_url, **DEMO_ENV, TOURNEYLAKE_CONCURRENCY="2")
         args = ["run", "--date", night.isoformat(), "--data-dir", str(data), "--watchlist", "watchlist.yaml"]
         before = server.accounts.remaining(SANDBOX_USERNAME)
         process = subprocess.Popen(
@@ -414,7 +415,7 @@ def test_ctrl_c_during_the_free_calls_ends_the_night(tmp_path: Path) -> None:
 
     night = date(2026, 11, 20)
     with running_sandbox(seed=7, today=night, latency_ms=1000) as server:
-        env = clean_env(TOURNEYLAKE_BASE_URL=server.base_url)
+        env = clean_env(TOURNEYLAKE_BASE_URL=server.base_url, **DEMO_ENV)
         args = ["run", "--date", night.isoformat(), "--data-dir", str(tmp_path / "data"), "--watchlist", "watchlist.yaml"]
         before = server.accounts.remaining(SANDBOX_USERNAME)
         process = subprocess.Popen(
@@ -437,7 +438,7 @@ def test_ctrl_c_during_the_free_calls_ends_the_night(tmp_path: Path) -> None:
     ("why", "env"),
     [
         ("a wrong password", {"TOURNEYLAKE_PASSWORD": "definitely-wrong"}),
-        ("an unreachable service", {"TOURNEYLAKE_BASE_URL": "http://127.0.0.1:9", "TOURNEYLAKE_MAX_ATTEMPTS": "1"}),
+        ("an unreachable service", {"TOURNEYLAKE_BASE_URL": "http://127.0.0.1:9", **DEMO_ENV, "TOURNEYLAKE_MAX_ATTEMPTS": "1"}),
     ],
     ids=["wrong-password", "unreachable"],
 )
@@ -484,10 +485,16 @@ def test_a_wrong_watchlist_exits_4_naming_the_pairs_after_harvesting_the_others(
     watchlist = tmp_path / "w.yaml"
     watchlist.write_text(MISCONFIGURED)
     data = tmp_path / "data"
+    report = data / "reports" / "2026-11-20.html"  # the night's report of the project's own watchlist
+    report.parent.mkdir(parents=True)
+    report.write_text("the project's report")
     result = tourneylake(
         "run", "--sandbox", "--date", "2026-11-20", "--nights", "2", "--data-dir", str(data), "--watchlist", str(watchlist)
     )
     assert result.returncode == 4, result.stderr[-2000:]
+    assert "run ok" not in result.stdout and result.stdout.count("run incomplete: pairs not attempted") == 2
+    assert "report: not written (a one-off --watchlist" in result.stdout  # another watchlist than the project's
+    assert report.read_text() == "the project's report" and list(report.parent.iterdir()) == [report]
     assert result.stdout.count("players fetched: 2,") == 2  # each night: the two good pairs
     assert result.stdout.count("not attempted: fix the watchlist (2)") == 2
     assert "2 nights (2026-11-19 to 2026-11-20): players fetched 4, deferred 0, failed 0, not attempted 4" in result.stdout

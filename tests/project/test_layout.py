@@ -22,7 +22,7 @@ FLOORS: dict[str, int] = {
     "sandbox": 2,  # the emulator: the ground and the wire only
     "tables": 2,  # answers → tables
     "night": 3,  # one night's work
-    "top": 4,  # cli.py, questions.py, hands.py, report.py, notebook.py: beside the command line
+    "top": 4,  # cli.py, questions.py, hands.py, report.py, notebook.py, doctor.py, project.py: beside the command line
 }
 GROUND = {
     "tourneylake",
@@ -33,7 +33,15 @@ GROUND = {
     "tourneylake.fonts",
     "tourneylake.packaged",
 }
-TOP = {"tourneylake.cli", "tourneylake.questions", "tourneylake.hands", "tourneylake.report", "tourneylake.notebook"}
+TOP = {
+    "tourneylake.cli",
+    "tourneylake.questions",
+    "tourneylake.hands",
+    "tourneylake.report",
+    "tourneylake.notebook",
+    "tourneylake.doctor",
+    "tourneylake.project",
+}
 
 
 def imported_packages(folder: str) -> dict[str, set[str]]:
