@@ -103,7 +103,9 @@ def test_a_sandbox_project_runs_its_nights_from_an_empty_folder(installed: Insta
     )  # nothing written there
 
     status = installed.run("status", cwd=project)
-    assert status.returncode == 0 and "1 night(s) held" in status.stdout and "│ deferred │        3 │" in status.stdout, status.stdout
+    assert status.returncode == 0 and "1 night(s) held" in status.stdout and "│ deferred │        3 │" in status.stdout, (
+        status.stdout
+    )
     query = installed.run("query", "example", "--csv", cwd=project)
     assert query.returncode == 0 and query.stdout.startswith('"network","player",'), query.stderr
     report = installed.run("report", cwd=project)
