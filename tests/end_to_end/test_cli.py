@@ -334,8 +334,8 @@ def go(code: int, linger: float = 0.0, pool: str = "") -> None:
     if linger:
         threading.Thread(target=lambda: (time.sleep(linger), (out / "thread").write_text("done"))).start()
     if pool:  # the process's shared threads, as a night leaves them: idle
-        from tourneylake.lake import partitions, s3store
-        shared = {"parts": partitions._PARTS, "reads": s3store._READS}[pool]
+        from tourneylake.lake import s3store, table_writers
+        shared = {"parts": table_writers._PARTS, "reads": s3store._READS}[pool]
         shared.get().submit(lambda: (out / "pool").write_text("used")).result()
     sys.stdout.write("no newline")
     raise typer.Exit(code)
