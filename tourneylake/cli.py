@@ -14,7 +14,6 @@ import logging
 import os
 import re
 import sys
-import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, date, datetime, timedelta
@@ -186,16 +185,18 @@ def setup_logging(verbose: bool) -> None:
 
 
 def launch(application: typer.Typer) -> NoReturn:
-    """Run the command line, then end the process without the interpreter's teardown.
+    """Run the command line, then exit as Python does, less the interpreter's teardown.
 
     A ``tourneylake run`` has Dagster, SQLAlchemy, pydantic and pyarrow loaded; freeing all of
-    that object by object at exit took a noticeable share of a night, for nothing: the operating
-    system reclaims it at once. Every file a command writes is closed by
-    the command itself (its bytes are the kernel's: ``os._exit`` cannot lose them), so after the
-    exit handlers ran (temporary directories, logging, coverage) and standard output and error
-    are flushed, ``os._exit`` ends it. A normal
-    exit when a thread other than the main one still runs (it waits for it) or the exit status
-    is not a number (Python prints it)."""
+    that object by object at exit takes a noticeable share of a night, for nothing: the operating
+    system reclaims it at once. So the command ends with ``sys.exit``, and the interpreter's own
+    exit does what it always does first (it waits for running threads, then calls the exit
+    handlers, last registered first); the last of them, registered here before the command
+    ran, flushes logging and standard output and error and ends the process with ``os._exit``,
+    skipping only the teardown. Every file a command writes is closed by the command itself (its
+    bytes are the kernel's: ``os._exit`` cannot lose them)."""
+    status: list[int] = []
+    atexit.register(_end_now, status)
     try:
         application()
         code: Any = 0
@@ -205,15 +206,23 @@ def launch(application: typer.Typer) -> NoReturn:
         err.print("[bold red]error:[/] interrupted", highlight=False)
         code = INTERRUPTED
     stop_process_threads()  # idle now: the lake's part threads, the S3 client's reads
-    others = [t for t in threading.enumerate() if t is not threading.main_thread() and not t.daemon and t.is_alive()]
-    run_exit_handlers = getattr(atexit, "_run_exitfuncs", None)  # CPython's; absent elsewhere
-    if others or not isinstance(code, int | None) or run_exit_handlers is None:
-        sys.exit(code)
-    run_exit_handlers()
+    if isinstance(code, int | None):  # a message instead of a number: Python prints it, then tears down
+        status.append(code or 0)
+    sys.exit(code)
+
+
+def _end_now(status: list[int]) -> None:
+    """The exit handler :func:`launch` registers: the command's status without the teardown,
+    once every other handler registered after it (temporary folders, Dagster's, the process
+    pools') ran. Of those registered before it, at import, logging's is called here; pyarrow's
+    S3 finalizer only guards a teardown."""
+    if not status:
+        return
+    logging.shutdown()
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(OSError, ValueError):  # a closed pipe (`| head`): what could be written was
             stream.flush()
-    os._exit(code or 0)
+    os._exit(status[-1])
 
 
 def call(action: Callable[[], T]) -> T:
