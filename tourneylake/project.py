@@ -135,11 +135,9 @@ def next_steps(sandbox: bool) -> str:
     ui = """\
 The Dagster UI shows the nights, the assets and the nightly schedule. With `dagster dev` running
 (its daemon runs the schedule), switch `nightly_schedule` on under Automation: every night at
-`TOURNEYLAKE_SCHEDULE_CRON` (03:00 UTC by default) it harvests the night that ended. Runs of
-`tourneylake run` are recorded in the same instance when `DAGSTER_HOME` names it:
+`TOURNEYLAKE_SCHEDULE_CRON` (03:00 UTC by default) it harvests the night that ended.
 
 ```sh
-export DAGSTER_HOME="$PWD/dagster_home"
 dagster dev            # http://127.0.0.1:3000 (installed with `uv tool install`: add --with-executables-from dagster)
 ```
 """
@@ -151,6 +149,7 @@ This folder runs the built-in sandbox (`.env`: `TOURNEYLAKE_BASE_URL=sandbox`): 
 service started on loopback by every command, no account, nothing paid.
 
 ```sh
+export DAGSTER_HOME="$PWD/dagster_home"  # in every shell here: each run recorded where `dagster dev` shows it
 tourneylake run                 # the night that ended (yesterday, UTC): its players, tables, models, report
 tourneylake status              # the nights held, how each run ended, searches spent and left
 tourneylake report --open       # the night's HTML report (data/reports/)
@@ -167,17 +166,19 @@ data never share a data directory.
     return f"""\
 # Next steps
 
-1. Copy `.env.example` to `.env` and set the five settings marked "required for a live account":
+1. In every shell you use here, `export DAGSTER_HOME="$PWD/dagster_home"`: this folder's Dagster
+   instance, where every `tourneylake run` is recorded and `dagster dev` shows it.
+2. Copy `.env.example` to `.env` and set the five settings marked "required for a live account":
    `TOURNEYLAKE_BASE_URL`, `TOURNEYLAKE_APPNAME`, `TOURNEYLAKE_APPKEY`, `TOURNEYLAKE_USERNAME`,
    `TOURNEYLAKE_PASSWORD`. `.env` stays out of git.
-2. Put your players in `watchlist.yaml`.
-3. `tourneylake doctor`: the service answers, the account and application are accepted, the
+3. Put your players in `watchlist.yaml`.
+4. `tourneylake doctor`: the service answers, the account and application are accepted, the
    searches left and the quota reset, each pair checked against the service's metadata, tonight's
    plan. Free: no search. Each problem is one line naming what to change.
-4. A first night on a small cap: `tourneylake run --max-searches 5` (what is left is deferred,
+5. A first night on a small cap: `tourneylake run --max-searches 5` (what is left is deferred,
    owed to that night), then `tourneylake status`, `tourneylake report --open`,
    `tourneylake query example`.
-5. Leave it to the schedule (below), with a cap per night (`TOURNEYLAKE_MAX_SEARCHES_PER_RUN`)
+6. Leave it to the schedule (below), with a cap per night (`TOURNEYLAKE_MAX_SEARCHES_PER_RUN`)
    and a reserve the nights never spend (`TOURNEYLAKE_RESERVE_SEARCHES`).
 
 {ui}"""

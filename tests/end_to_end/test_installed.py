@@ -94,18 +94,18 @@ def test_a_sandbox_project_runs_its_nights_from_an_empty_folder(installed: Insta
     project = installed.root / "nights"
     package = sorted(p for p in installed.site_packages().rglob("*") if "__pycache__" not in p.parts)
 
-    night = installed.run("run", "--max-searches", "3", cwd=project)  # a first night on a small cap
+    home = str(project / "dagster_home")  # README's `export DAGSTER_HOME="$PWD/dagster_home"`
+    night = installed.run("run", "--max-searches", "3", cwd=project, DAGSTER_HOME=home)  # a first night on a small cap
     assert night.returncode == 0, (night.stdout[-2000:], night.stderr[-3000:])
     assert "searches spent: 3" in night.stdout and "run ok" in night.stdout and "models ok" in night.stdout
     assert "Traceback" not in night.stderr
     assert (
         sorted(p for p in installed.site_packages().rglob("*") if "__pycache__" not in p.parts) == package
     )  # nothing written there
+    assert (project / "dagster_home" / "history" / "runs.db").is_file()  # the run is in the folder's instance, for `dagster dev`
 
     status = installed.run("status", cwd=project)
-    assert status.returncode == 0 and "1 night(s) held" in status.stdout and "│ deferred │        3 │" in status.stdout, (
-        status.stdout
-    )
+    assert status.returncode == 0 and "1 night(s) held" in status.stdout and "run cap 3" in status.stdout, status.stdout
     query = installed.run("query", "example", "--csv", cwd=project)
     assert query.returncode == 0 and query.stdout.startswith('"network","player",'), query.stderr
     report = installed.run("report", cwd=project)
