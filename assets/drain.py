@@ -28,6 +28,8 @@ def drain_backlog(context: OpExecutionContext, tourneylake: TourneylakeResource)
         {
             "quota_reset_at": outcomes[0].plan.quota.reset_at.isoformat() if outcomes else None,
             "spendable": sum(outcome.plan.spendable for outcome in outcomes),
+            "kept_for_next_night": sum(outcome.plan.kept_for_night for outcome in outcomes),
+            "held_back": listing(sorted({outcome.plan.held_back for outcome in outcomes if outcome.plan.held_back})),
             "owed_before": sum(outcome.plan.owed for outcome in outcomes),
             "players_fetched": sum(outcome.fetched for outcome in outcomes),
             "searches_spent": sum(outcome.searches_spent for outcome in outcomes),

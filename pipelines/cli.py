@@ -32,6 +32,7 @@ from tourneylake.cli import (
     launch,
     order_commands,
     reported,
+    schedule_readers,
     settings_from,
     setup_logging,
 )
@@ -41,9 +42,12 @@ from tourneylake.night.accounts import account_settings
 from tourneylake.night.progress import ProgressSnapshot, listening
 from tourneylake.night.watchlist import load_watchlist
 from tourneylake.packaged import check_packaged
+from tourneylake.pipelines.schedule_state import nightly_schedule_state
 from tourneylake.runtime.without_pandas import skip_pandas_sniffing
 
 __all__ = ["PARTIAL", "WATCHLIST", "app", "main"]
+
+schedule_readers.append(nightly_schedule_state)  # `status` says whether the nightly schedule is on
 
 #: The exit status of a night that ran but could not fetch every pair (0 ok, 1 failed, 2 usage).
 PARTIAL = 3

@@ -201,7 +201,7 @@ def nightly_schedule(cron: str, job: Any) -> Any:
 @job(
     executor_def=in_process_executor,
     description="Spend the searches that expire at the next quota reset on the pairs owed to earlier nights (each "
-    "into its own night), above the reserve; then load those nights.",
+    "into its own night): what is left less the next scheduled night's plan and the reserve; then load those nights.",
 )
 def drain() -> None:
     load_drained_nights(drain_backlog())

@@ -386,10 +386,9 @@ def print_budget(report: Any) -> None:
     owed = report.drain
     if owed is not None and owed.owed:
         would = min(owed.spendable // max(report.costs.get("player_summary", 1), 1), owed.owed)
+        now = f"nothing now: {owed.held_back}" if owed.held_back else f"{would} now ({owed.kept()})"
         console.print(
-            f"Backlog: {owed.owed} pair(s) owed to earlier nights; `tourneylake drain` now would fetch {would} "
-            "(the searches left above the reserve; just before the reset, what would expire)",
-            highlight=False,
+            f"Backlog: {owed.owed} pair(s) owed to earlier nights; `tourneylake drain` would fetch {now}", highlight=False
         )
     console.print("Costs: " + ", ".join(f"{name} {cost}" for name, cost in sorted(report.costs.items())), highlight=False)
     for note in report.notes:
@@ -475,19 +474,31 @@ def print_status(found: Any, night: date | None, pairs: int, latest: int) -> Non
     )
     nights = [n for n in found.nights if n.night == night] if night else found.nights[-latest:] if latest else []
     earlier = "" if night or len(nights) == len(found.nights) else f", the latest {len(nights)} shown (--nights N)"
-    table = Table(title=f"{len(found.nights)} night(s) held" + earlier)
-    for column in ("night", "last run", "searches", "fetched", "deferred", "failed", "not attempted", *_SHOWN_TABLES):
-        table.add_column(column, justify="left" if column in ("night", "last run") else "right")
+    table = Table(
+        title=f"{len(found.nights)} night(s) held: what each holds (its last run's, or the last that loaded it)" + earlier
+    )
+    for column in ("night", "outcome", "searches", "fetched", "deferred", "failed", "not attempted", *_SHOWN_TABLES):
+        table.add_column(column, justify="left" if column in ("night", "outcome") else "right", no_wrap=column == "outcome")
     for one in nights:
         state = one.outcome + ("" if one.loaded or one.outcome in ("failed", "interrupted", "unrecorded") else ", not loaded")
-        counts = (one.night_searches, one.fetched, one.deferred, one.failed, one.misconfigured)  # the night's, the last run's
+        if one.last_attempt:  # what the night holds, and beside it how its last run ended
+            state += f"\nlast run: {one.last_attempt}"
+        counts = (
+            one.night_searches,
+            one.fetched,
+            one.deferred,
+            one.failed,
+            one.misconfigured,
+        )  # the night's bill, then its counts
         table.add_row(
             one.night.isoformat(), state, *(f"{n:,}" for n in counts), *(f"{one.rows.get(t, 0):,}" for t in _SHOWN_TABLES)
         )
     console.print(table)
     for one in nights:
         if one.reason:
-            console.print(f"{one.night} {one.outcome}: {one.reason}", highlight=False, markup=False)
+            ended = one.last_attempt or one.outcome
+            kept = f" (the night keeps what an earlier run loaded: {one.outcome})" if one.last_attempt else ""
+            console.print(f"{one.night} last run {ended}: {one.reason}{kept}", highlight=False, markup=False)
     if night is not None and nights and nights[0].rows:
         console.print("rows: " + ", ".join(f"{t} {n:,}" for t, n in sorted(nights[0].rows.items())), highlight=False)
     outstanding = [f"{n.night} {line}" for n in nights for line in n.outstanding]
@@ -499,11 +510,24 @@ def print_status(found: Any, night: date | None, pairs: int, latest: int) -> Non
             console.print(f"  … and {len(outstanding) - pairs:,} earlier (--pairs N, or --json)", highlight=False)
     left = ", ".join(f"{name} {'unknown' if n is None else f'{n:,}'}" for name, n in found.searches_left.items())
     console.print(f"searches left: {left or 'unknown'}" + (f" (as of {found.searches_left_at})" if left else ""), highlight=False)
-    console.print(
-        f"next scheduled run: {found.next_run:%Y-%m-%d %H:%M} UTC (TOURNEYLAKE_SCHEDULE_CRON '{found.schedule_cron}', "
-        "when Dagster's daemon runs the schedule)",
-        highlight=False,
-    )
+    if found.schedule_on:
+        console.print(
+            f"nightly schedule: on ({found.schedule_source}); next run {found.next_run:%Y-%m-%d %H:%M} UTC "
+            f"(TOURNEYLAKE_SCHEDULE_CRON '{found.schedule_cron}', while Dagster's daemon runs)",
+            highlight=False,
+        )
+    else:
+        state = "off" if found.schedule_on is False else "not known"
+        console.print(
+            f"nightly schedule: {state} ({found.schedule_source}); to run every night: {found.how_to_schedule}",
+            highlight=False,
+        )
+
+
+#: How ``status`` learns whether the nightly schedule is on: Dagster's instance knows, and the
+#: library never imports Dagster, so the console script (``pipelines/cli.py``) adds its reader
+#: here (a function of no argument returning a ``tourneylake.night.status.ScheduleState``).
+schedule_readers: list[Callable[[], Any]] = []
 
 
 @app.command()
@@ -516,15 +540,16 @@ def status(
 ) -> None:
     """The nights held and how each one's last run ended.
 
-    Searches, rows, pairs still outstanding, searches left, sizes, the next scheduled run. Reads
-    the lake; calls nothing."""
+    What each night holds, searches, rows, pairs still outstanding, searches left, sizes, whether
+    the nightly schedule is on. Reads the lake (and Dagster's instance); calls nothing."""
     from tourneylake.night.status import lake_status
     from tourneylake.runtime.without_pandas import skip_pandas_sniffing
 
     skip_pandas_sniffing()  # a status makes no data frame (pyarrow would import pandas to ask)
     settings = settings_from(data_dir=data_dir)
     chosen = parse_night(night) if night else None
-    found = call(lambda: lake_status(settings))
+    schedule = schedule_readers[-1]() if schedule_readers else None
+    found = call(lambda: lake_status(settings, schedule=schedule))
     if as_json:
         import orjson
 
@@ -541,7 +566,11 @@ def print_drain(outcome: Any) -> None:
     plan = outcome.plan
     whose = f" (account {outcome.account})" if outcome.account else ""
     console.print(f"[bold]Drain{whose}[/]: {plan.quota.describe()}", highlight=False)
-    console.print(f"reserve kept: {plan.quota.reserve}; spendable now: {plan.spendable}", highlight=False)
+    console.print(plan.kept(), highlight=False)
+    if plan.held_back:
+        console.print(f"[yellow]nothing spent[/]: {plan.held_back}", highlight=False)
+    else:
+        console.print(f"spendable now: {plan.spendable}", highlight=False)
     nights = sorted(outcome.nights.items())
     console.print(
         f"owed: {plan.owed} pair(s); fetched {outcome.fetched} with {outcome.searches_spent} search(es) "
@@ -563,12 +592,20 @@ def drain(
     sandbox: Sandbox = False,
     data_dir: DataDir = None,
     watchlist: WatchlistFile = None,
+    now: Annotated[
+        bool,
+        typer.Option(
+            "--now",
+            help="Drain now, outside the window before the reset (what the next scheduled night needs is still kept).",
+        ),
+    ] = False,
     verbose: Verbose = False,
 ) -> None:
     """Spend expiring searches on pairs owed to earlier nights.
 
-    The searches left above the reserve, before the next quota reset, each pair into its own
-    night; exit 3 when some pair failed."""
+    The searches that expire at the next quota reset, each pair into its own night: in the last
+    TOURNEYLAKE_DRAIN_LEAD_MIN minutes before the reset, what is left above the reserve and the
+    next scheduled night's plan; exit 3 when some pair failed."""
     from tourneylake.night.drain import drain as drain_backlog
     from tourneylake.night.drain import load_drained
     from tourneylake.night.endpoint import connect
@@ -580,7 +617,7 @@ def drain(
         raise fail(f"watchlist {settings.watchlist} not found (set --watchlist or TOURNEYLAKE_WATCHLIST)")
     listed = call(lambda: load_watchlist(settings.watchlist))
     with reported(), connect(settings) as endpoint:
-        outcomes = drain_backlog(settings, listed, endpoint.base_url)
+        outcomes = drain_backlog(settings, listed, endpoint.base_url, anytime=now)
         loaded = load_drained(settings, outcomes)
     for outcome in outcomes:
         print_drain(outcome)

@@ -1,7 +1,7 @@
 """Filters between nights: a filter's validity checked for free, a question converted once.
 
-- :func:`check_filter` checks a filter for free (syntax, then metadata from the lake or, with the
-  sandbox, from its free Metadata resource);
+- :func:`check_filter` checks a filter for free (syntax, then metadata: the lake's when current,
+  else the service's free Metadata resource);
 - :func:`ask` converts a question once (the cache is shared with the harvest); its one search
   goes through the budget guard (run cap, reserve) and into the day's ledger.
 """
@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import logging
 
-from tourneylake.api import ApiError, Client, calls
+from tourneylake.api import calls
 from tourneylake.api.filters import FilterCatalog, FilterSyntaxError, parse_filter
 from tourneylake.config import Settings
 from tourneylake.errors import TourneylakeError
 from tourneylake.lake.lake import Lake
-from tourneylake.night.session import connected, today
+from tourneylake.night.session import connected, metadata_is_current, today
 from tourneylake.tables.reference import InForce
 
 __all__ = ["InvalidConvertedFilter", "ask", "check_filter"]
@@ -35,38 +35,24 @@ def _problems(catalog: FilterCatalog | None, expression: str) -> list[str]:
     return [str(problem) for problem in catalog.problems(expression)] if catalog is not None else []
 
 
-def _service_catalog(settings: Settings, base_url: str) -> FilterCatalog | None:
-    """The filter catalogue from the service's Metadata resource (free, no credentials sent)."""
-    try:
-        with Client(settings, base_url=base_url) as client:
-            return FilterCatalog.from_metadata(client.metadata().root)
-    except (ApiError, ValueError) as exc:
-        log.warning("could not read metadata to validate the filter: %s", exc)
-        return None
-
-
-def _lake_catalog(settings: Settings) -> FilterCatalog | None:
-    lake = Lake.of(settings)
-    return InForce(lake, today()).filter_catalog if lake.exists else None
-
-
 def check_filter(settings: Settings, expression: str) -> list[str]:
     """Every problem with ``expression``; empty when it is fine. Never spends a search.
 
-    Syntax is always checked. Then metadata: the lake's (when it holds metadata tables), else
-    the sandbox's (the Metadata resource is free), else none (a warning says only the syntax was
-    checked)."""
+    Syntax is always checked. Then metadata: the lake's when it is current (the night's or the
+    night before's), else the service's, read for free (see ``Session.checked_against``; the
+    watchlist's check in ``tourneylake budget`` reads the same), else the lake's older copy, else
+    none (a warning says only the syntax was checked)."""
     problems = _problems(None, expression)
     if problems:
         return problems
-    catalog = _lake_catalog(settings)
-    if catalog is None and settings.is_sandbox:
+    lake = Lake.of(settings)
+    if metadata_is_current(lake, today()):
+        catalog = InForce(lake, today()).filter_catalog
+    else:
         with connected(settings, writable=False) as session:
-            catalog = _service_catalog(settings, session.base_url)
+            catalog = session.checked_against()[0].filter_catalog
     if catalog is None:
-        log.warning(
-            "no metadata in %s yet: only the filter's syntax was checked (run `tourneylake run` first)", settings.data_dir
-        )
+        log.warning("no metadata could be read: only the filter's syntax was checked")
     return _problems(catalog, expression)
 
 
@@ -76,7 +62,6 @@ def ask(settings: Settings, question: str, timezone: str | None = None, locale: 
 
     The filter is validated (syntax, and metadata when available); one the service produced but
     metadata rejects raises :class:`InvalidConvertedFilter`, saying what it cost."""
-    catalog = _lake_catalog(settings)
     with connected(settings, writable=True) as session:
         spent = 0
         expression = session.cached_filter(question, timezone, locale)
@@ -84,8 +69,7 @@ def ask(settings: Settings, question: str, timezone: str | None = None, locale: 
             with session.meter.metered(calls.NATURAL_LANGUAGE_FILTER) as (budget, ledger):
                 expression = session.ask_filter(question, timezone, locale, budget, ledger)
             spent = ledger.spent
-            if catalog is None:
-                catalog = _service_catalog(settings, session.base_url)
+        catalog = session.checked_against()[0].filter_catalog
     problems = _problems(catalog, expression)
     if problems:
         raise InvalidConvertedFilter(

@@ -204,7 +204,7 @@ def test_generated_ranges_parse_or_fail_cleanly(low: str, high: str) -> None:
         ("-20~*", Range(Decimal(-20), None, None)),
         ("*", Range(None, None, None)),
         ("*~*", Range(None, None, None)),
-        # service-notes §4: a currency may prefix an open bound, and a cash range may end in R
+        # a currency may prefix an open bound, and a cash range may end in R
         ("GBP*~5R", Range(None, Decimal(5), "GBP", rebuys=True)),
         ("USD*~5", Range(None, Decimal(5), "USD")),
         ("USD2~10", Range(Decimal(2), Decimal(10), "USD")),
@@ -918,7 +918,7 @@ def test_every_filter_is_sent_capped_at_the_night(constraints: list[Constraint],
     assert as_written.sent == written and not as_written.anchored
 
 
-# ------------------------------------------------------------ the trailing ';' (service-notes §4)
+# ------------------------------------------------------------------------- the trailing ';'
 
 from tourneylake.api.filters import ConstraintDefinition, canonical_filter, parse_duration  # noqa: E402
 
@@ -946,7 +946,7 @@ def test_a_trailing_semicolon_is_never_sent(window: str, anchor: bool) -> None:
     assert format_filter(parse_filter(with_it.sent)) == with_it.sent
 
 
-# ------------------------------------------------------------ the value grammar by type (service-notes §4)
+# ---------------------------------------------------------------- the value grammar by type
 
 
 @pytest.mark.parametrize(
@@ -986,7 +986,7 @@ def test_duration_errors(text: str, position: int, fragment: str) -> None:
 @pytest.mark.parametrize(
     "text",
     [
-        # the forms service-notes §4 quotes from the manual (and the issue's list)
+        # the forms the service's manual gives (and the issue's list)
         "Stake:USD2~10,GBP*~5R",
         "Guarantee:USD10~100,GBP*~500",
         "Prize!:GBP*~100",
@@ -1022,7 +1022,7 @@ def test_documented_forms_pass_recorded_metadata(catalog: FilterCatalog, text: s
 
 @pytest.fixture(scope="module")
 def later_catalog(catalog: FilterCatalog) -> FilterCatalog:
-    """The recorded metadata plus the constraints later editions publish (service-notes §4)."""
+    """The recorded metadata plus the constraints later editions publish."""
     later = {
         "HourOfDay": ConstraintDefinition("HourOfDay", "Range"),
         "Position": ConstraintDefinition("Position", "Range"),

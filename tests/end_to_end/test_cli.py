@@ -372,9 +372,10 @@ def test_ctrl_c_exits_130_with_one_line_and_keeps_every_paid_answer(tmp_path: Pa
     disk, and the next run pays only for the rest."""
     from datetime import date
 
-    from tourneylake.config import SANDBOX_USERNAME
+    from tourneylake.config import SANDBOX_USERNAME, Settings
     from tourneylake.lake.lake import Lake
     from tourneylake.lake.ledger import Ledger
+    from tourneylake.night.status import lake_status
     from tourneylake.sandbox import running_sandbox
 
     night, data = date(2026, 11, 20), tmp_path / "data"
@@ -398,10 +399,15 @@ def test_ctrl_c_exits_130_with_one_line_and_keeps_every_paid_answer(tmp_path: Pa
         rows = list(Ledger(Lake(data)).entries(night))
         assert 0 < paid < 13 and sum(int(row["cost"]) for row in rows) == paid  # nothing charged unanswered
         assert _summaries_kept(Lake(data), night) == paid  # each paid answer kept
+        [stopped] = lake_status(Settings(data_dir=data)).nights  # every search counted, the reason in words
+        assert (stopped.outcome, stopped.night_searches) == ("interrupted", paid)
+        assert stopped.reason and "KeyboardInterrupt" not in stopped.reason
         again = tourneylake(*args, env=env)
         assert again.returncode == 0, again.stderr[-2000:]
         assert before - server.accounts.remaining(SANDBOX_USERNAME) == 13  # the rest, and nothing twice
         assert f"reused from the lake: {paid}," in again.stdout
+        [done] = lake_status(Settings(data_dir=data)).nights
+        assert (done.outcome, done.night_searches, done.last_attempt) == ("ok", 13, None)
 
 
 def test_ctrl_c_during_the_free_calls_ends_the_night(tmp_path: Path) -> None:

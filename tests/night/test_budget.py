@@ -186,6 +186,26 @@ def test_skips_cost_nothing() -> None:
     assert reasons["done-by-date"] == "already harvested for 2026-11-22"
 
 
+def test_a_pair_not_found_lately_costs_nothing_until_its_weekly_retry() -> None:
+    week_ago, yesterday = date(2026, 11, 15), date(2026, 11, 21)
+    result = plan(
+        [t("gone"), t("back"), t("ok")],
+        not_found={("PokerStars", "gone", ""): yesterday, ("PokerStars", "back", ""): week_ago},
+        remaining=100,
+    )
+    assert names(result.calls) == ["back", "ok"]  # a week after its "not found": asked again
+    assert result.skipped == [
+        (t("gone"), "not found by the service on 2026-11-21: asked again on 2026-11-28 (a search a week, not a night)")
+    ]
+
+
+def test_a_deferral_names_the_quota_when_the_account_could_not_pay_even_without_a_reserve() -> None:
+    result = plan([t("a"), t("b"), t("c")], remaining=2, reserve=0)
+    assert result.deferred == [(t("c"), "quota: 0 searches left until the reset")]
+    result = plan([t("a"), t("b"), t("c")], remaining=3, reserve=1)
+    assert result.deferred == [(t("c"), "budget: reserve 1 reached")]
+
+
 def test_rerunning_a_finished_night_plans_nothing() -> None:
     targets = [t("a"), t("b", filter_name="f", expression="Date:30D")]
     result = plan(targets, harvested_tonight={x.key for x in targets}, remaining=500)
@@ -288,7 +308,7 @@ def test_a_reading_that_shows_a_call_still_in_flight_does_not_count_it_twice() -
     c = budget.reserve_call(PLAYER_SUMMARY)
     assert c is not None
     assert budget.reserve_call(PLAYER_SUMMARY) is None  # the last search is C's
-    assert budget.refusal(PLAYER_SUMMARY) == "budget: reserve 0 reached"
+    assert budget.refusal(PLAYER_SUMMARY) == "quota: 0 searches left until the reset"
     budget.settle(PLAYER_SUMMARY, 2, charged=True, reservation=a)  # A's older reading changes nothing
     assert budget.remaining == 1 and budget.in_flight == 1 and budget.reserve_call(PLAYER_SUMMARY) is None
     budget.settle(PLAYER_SUMMARY, 0, charged=True, reservation=c)
@@ -320,7 +340,7 @@ def test_a_refusal_the_calls_in_flight_make_ambiguous_says_to_wait_for_them() ->
     budget.answered(b)
     budget.answered(a)
     budget.settle(PLAYER_SUMMARY, 1, charged=True, reservation=b)
-    assert budget.refusal(PLAYER_SUMMARY) == "budget: reserve 0 reached"
+    assert budget.refusal(PLAYER_SUMMARY) == "quota: 0 searches left until the reset"
     mark = budget.wait_mark(PLAYER_SUMMARY)
     assert mark is not None and not budget.settled_since(mark)
     budget.settle(PLAYER_SUMMARY, 2, charged=True, reservation=a)  # an older reading: 1 stays
@@ -350,6 +370,30 @@ def test_a_claim_settled_by_another_settle_judges_nothing_by_its_reading() -> No
     while budget.reserve_call(PLAYER_SUMMARY) is not None:
         made += 1
     assert made == 20 - hand  # H still counts against the reserve
+
+
+def test_searches_the_service_let_off_come_back_to_the_run_cap() -> None:
+    """Three calls in flight together, two of them lookups without data booked at a search each
+    that the service did not charge (its count fell by one): once none is in flight, the cap
+    takes back what the count shows was not spent. With calls in flight, or another client's
+    spending in the count, nothing comes back that was spent."""
+    budget = Budget(remaining=100, max_searches_per_run=3, reserve=0, costs=CostModel())
+    calls = [budget.reserve_call(PLAYER_SUMMARY) for _ in range(3)]
+    for call, kind in zip(calls, (None, "player_summary:no_data", "player_summary:no_data"), strict=True):
+        assert call is not None
+        budget.settle(PLAYER_SUMMARY, 99, charged=True, reservation=call, kind=kind)
+    assert budget.spent == 3 and budget.refusal(PLAYER_SUMMARY) == "budget: run cap 3 reached"
+    assert budget.true_up() and budget.spent == 1 and not budget.true_up()  # the count fell by 1
+    more = [budget.reserve_call(PLAYER_SUMMARY) for _ in range(2)]
+    assert None not in more and not budget.true_up()  # in flight: nothing to take back yet
+    for call, after in zip(more, (98, 97), strict=True):
+        budget.settle(PLAYER_SUMMARY, after, charged=True, reservation=call)
+    assert budget.refusal(PLAYER_SUMMARY) == "budget: run cap 3 reached" and not budget.true_up()
+    other = Budget(remaining=100, max_searches_per_run=2, reserve=0, costs=CostModel())
+    for _ in range(2):
+        assert other.try_reserve(PLAYER_SUMMARY)
+        other.settle(PLAYER_SUMMARY, 95, charged=True)  # someone else spent 3 meanwhile
+    assert not other.true_up() and other.spent == 2
 
 
 def test_budget_failed_call_releases_its_reservation() -> None:

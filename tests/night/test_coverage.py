@@ -13,6 +13,7 @@ import pytest
 
 from tests.helpers import player_line, sandbox_settings, write_watchlist
 from tourneylake.lake.lake import Lake
+from tourneylake.night.harvest import NOT_FOUND as NOT_FOUND_WHY
 from tourneylake.night.harvest import harvest_players, refresh_free_resource, refresh_metadata
 from tourneylake.night.session import Session
 from tourneylake.night.watchlist import load_watchlist
@@ -43,10 +44,10 @@ def _night(sandbox, settings, night: date):
     return outcome
 
 
-def _not_found(sandbox):
+def _not_found(sandbox, code: int = 103001):
     def rewrite(body: bytes, fmt: str) -> bytes:
         user = sandbox.accounts.users[DEMO.username]
-        root = envelope(success=False, timestamp=sandbox.world.timestamp(), metadata_hash=None, payload=error_element(103001))
+        root = envelope(success=False, timestamp=sandbox.world.timestamp(), metadata_hash=None, payload=error_element(code))
         root.children.append(user_info(user))
         return render(fmt, root)
 
@@ -126,3 +127,41 @@ def test_a_statistic_shown_on_one_night_only_is_a_change_of_its_pair() -> None:
     assert [(r["change"], r["detail"]) for r in rows["a"]] == [("statistics_withheld", "not authorized any more: roi")]
     assert [r["change"] for r in rows["b"]] == ["statistics_restored"]
     assert "opted out" in rows["d"][0]["detail"]  # every statistic it showed
+
+
+def test_a_player_not_found_is_a_change_asked_again_a_week_later_and_harvested_again_once_found(sandbox, tmp_path: Path) -> None:
+    """200039, the code the service gives for a player it does not find (the sandbox answers it
+    for a name its world does not hold): no failure, a coverage change for a player the lake held,
+    and no search the next nights; a week after, the pair is asked again, and a player found
+    again is harvested again."""
+    from datetime import timedelta
+
+    first = date(2026, 8, 1)
+    unknown = ("PokerStars", "Nobody Here At All")
+    settings = sandbox_settings(sandbox, tmp_path)
+    write_watchlist(settings, "players:\n" + "\n".join(player_line(*p) for p in (NOT_FOUND, KEPT, unknown)) + "\n")
+
+    def night(day: int):
+        sandbox.app.clear_summary_log()
+        outcome = _night(sandbox, settings, first + timedelta(days=day - 1))
+        assert not outcome.failed
+        return outcome, {(r.network, r.player) for r in sandbox.app.summary_log_snapshot()}
+
+    one, _ = night(1)
+    assert one.fetched == 2 and [why for t, why in one.skipped] == [NOT_FOUND_WHY]  # the unknown name: 200039
+    sandbox.app.answer_rewrites[NOT_FOUND] = _not_found(sandbox, 200039)
+    try:
+        two, asked = night(2)
+    finally:
+        sandbox.app.answer_rewrites.clear()
+    assert asked == {NOT_FOUND, KEPT} and two.fetched == 1  # the unknown name is not asked again
+    assert two.coverage_changes == [
+        f"{NOT_FOUND[0]}/{NOT_FOUND[1]}: the service does not find {NOT_FOUND[0]}/{NOT_FOUND[1]} (last seen {first})"
+    ]
+    three, asked = night(3)  # the player is back, but not asked before the week is out: no search
+    assert asked == {KEPT} and three.searches_spent == 1
+    assert {t.player: why for t, why in three.skipped}[NOT_FOUND[1]] == (
+        "not found by the service on 2026-08-02: asked again on 2026-08-09 (a search a week, not a night)"
+    )
+    nine, asked = night(9)  # a week after each "not found": both asked, the player found again is harvested
+    assert asked == {NOT_FOUND, KEPT, unknown} and nine.fetched == 2 and [t.player for t, _ in nine.skipped] == [unknown[1]]

@@ -43,3 +43,42 @@ def test_a_quota_of_ten_with_ten_pairs_owed_spends_ten_every_time(sandbox, tmp_p
         assert sandbox.accounts.remaining(USER[0]) == 0
         assert sum(int(row["cost"]) for row in ledger_rows(settings, night)) == 10
     assert spent == [10] * 20
+
+
+# ------------------------------------------------------------------ searches that come back
+
+UNKNOWN = [("PokerStars", "Nobody At All"), ("WPN", "Nemo Quidam"), ("888Poker", "Ghost Player")]
+
+
+def _free_lookups_first(sandbox, settings, known: int) -> None:
+    """The unknown players first (priority 1), then ``known`` of the roster: the plan's first ten
+    hold the three lookups the service lets off."""
+    lines = [player_line(n, p).replace("filters: []}", "filters: [], priority: 1}") for n, p in UNKNOWN]
+    write_watchlist(
+        settings, "players:\n" + "\n".join([*lines, *(player_line(n, p) for n, p in sandbox.world.roster(known))]) + "\n"
+    )
+
+
+@pytest.mark.parametrize("bound", ["quota", "cap"])
+def test_searches_the_service_let_off_are_spent_on_the_next_pairs(make_sandbox, tmp_path: Path, bound: str) -> None:
+    """Ten searches, three lookups among the ten planned that the service does not charge (not
+    found): the night spends all ten, on the next pairs in order, and defers the rest with the
+    reason that holds then — the quota (ten a day) or the run cap (ten a run)."""
+    from tourneylake.sandbox import Costs
+
+    server = make_sandbox(seed=5, today=FIRST, players=20, latency_ms=2, faults="jitter=2", costs=Costs(no_data=0))
+    quota = 10 if bound == "quota" else 1000
+    server.accounts.add_user("refill@example.com", "refill", "subscriber", quota)
+    cap = None if bound == "quota" else 10
+    settings = sandbox_settings(
+        server, tmp_path, username="refill@example.com", password="refill", concurrency=3, max_searches_per_run=cap
+    )
+    _free_lookups_first(server, settings, 15)
+    outcome = harvest_players(Session.open(settings, settings.base_url, FIRST), load_watchlist(settings.watchlist))
+    user = server.accounts.users["refill@example.com"]
+    assert user.charged == 10 == sum(int(row["cost"]) for row in ledger_rows(settings, FIRST))
+    assert outcome.fetched == 10 and len(outcome.skipped) == 3 and not outcome.failed
+    asked = [(r.network, r.player) for r in server.app.summary_requests]
+    assert len(asked) == 13 == len(set(asked))  # the ten planned, then three more: nothing twice
+    why = "quota: 0 searches left until the reset at 08:00 UTC" if bound == "quota" else "budget: run cap 10 reached"
+    assert [reason for _, reason in outcome.deferred] == [why] * 5

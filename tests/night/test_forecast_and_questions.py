@@ -3,7 +3,7 @@ conversion against the sandbox over real HTTP — free where promised, one searc
 
 from __future__ import annotations
 
-from datetime import date
+from datetime import date, timedelta
 
 import pytest
 from typer.testing import CliRunner
@@ -14,6 +14,7 @@ from tourneylake.night.harvest import refresh_metadata
 from tourneylake.night.session import Session
 from tourneylake.questions import ask as ask_question
 from tourneylake.questions import check_filter
+from tourneylake.sandbox import DEMO
 
 pytestmark = pytest.mark.xdist_group("adhoc")
 
@@ -21,15 +22,48 @@ pytestmark = pytest.mark.xdist_group("adhoc")
 SANDBOX = dict(seed=11, today=date(2025, 3, 1))
 
 
-def test_filter_check_uses_the_lakes_metadata_and_costs_nothing(sandbox, tmp_path):
+def test_filter_check_uses_current_metadata_and_costs_nothing(sandbox, tmp_path):
+    """The lake's metadata of an older night is not what the service checks now: its own is read
+    (free) instead; the lake's of the night before is current, and no call is made."""
     settings = sandbox_settings(sandbox, tmp_path)
-    refresh_metadata(Session.open(settings, settings.base_url, sandbox.world.today))
-    before = remaining(settings)
-    problems = check_filter(settings, "Type:NOPE")  # from the lake's metadata
-    assert problems and "NOPE" in problems[0]
+    refresh_metadata(Session.open(settings, settings.base_url, sandbox.world.today))  # a night long ago
+    before, requests = remaining(settings), sandbox.app.requests
+    problems = check_filter(settings, "Type:NOPE")
+    assert problems and "NOPE" in problems[0] and sandbox.app.requests == requests + 1  # the service's metadata
     assert check_filter(settings, "Class:SNG;Date:30D") == []
     assert check_filter(settings, "Type:O,,T")[0].startswith("syntax:")
+    yesterday = date.today() - timedelta(days=1)
+    refresh_metadata(Session.open(settings, settings.base_url, yesterday))
+    requests = sandbox.app.requests
+    assert check_filter(settings, "Type:NOPE") and sandbox.app.requests == requests  # the lake's, current
     assert remaining(settings) == before
+
+
+def test_filters_are_checked_against_the_services_metadata_before_a_search_with_an_empty_lake(sandbox, tmp_path, monkeypatch):
+    """A live-like URL (the sandbox over HTTP) and an empty lake: digits of other scripts pass the
+    syntax but not the service's metadata, read for free, by `filter check` and by the watchlist's
+    check in `tourneylake budget` alike; nothing is written (a check is no night)."""
+    from tourneylake.cli import app
+
+    settings = sandbox_settings(sandbox, tmp_path / "data", watchlist=tmp_path / "watchlist.yaml")
+    for name, value in (("BASE_URL", sandbox.base_url), ("USERNAME", settings.username), ("PASSWORD", DEMO.password)):
+        monkeypatch.setenv(f"TOURNEYLAKE_{name}", value)
+    for expression, offending in (("Stake:USD٣~*", "'٣'"), ("Date:１D", "'１'")):
+        checked = CliRunner().invoke(app, ["filter", "check", expression, "--data-dir", str(settings.data_dir)])
+        assert checked.exit_code == 1 and offending in checked.output and "not ASCII" in checked.output, checked.output
+    write_watchlist(
+        settings,
+        "filters:\n  stake: 'Stake:USD٣~*'\n  days: 'Class:SNG'\nplayers:\n"
+        + "\n".join(player_line(n, p, "[stake, days]") for n, p in sandbox.world.roster(2))
+        + "\n",
+    )
+    before = remaining(settings)
+    report = budget_report(settings, date(2025, 2, 28))
+    refused = [(t.player, why) for t, why in report.skipped if t.filter_name == "stake"]
+    assert len(refused) == 2 and all("not ASCII" in why for _, why in refused)
+    assert [t.filter_name for t in report.planned] == ["days", "days"]
+    assert "filters and networks checked against the service's metadata (free, read now)" in report.notes
+    assert remaining(settings) == before and not settings.data_dir.exists()
 
 
 def test_filter_check_cli_exits_non_zero_for_an_invalid_filter(tmp_path, monkeypatch):

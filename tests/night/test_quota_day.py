@@ -110,8 +110,12 @@ def test_searches_that_expire_at_the_reset_are_spent_on_the_backlog_each_pair_in
     assert first.still_owed == 30
 
     server.world.time_of_day = 8 * 3600 + 1800  # the quota has reset: 200 searches, 190 above the reserve
-    [second] = drain(settings, watchlist, settings.base_url)
-    assert second.plan.spendable == 190 and second.searches_spent == 30 and second.still_owed == 0
+    [held] = drain(settings, watchlist, settings.base_url)  # 23.5 hours before the next reset: not now
+    assert held.searches_spent == 0 and held.plan.held_back and "--now" in held.plan.held_back
+    [second] = drain(settings, watchlist, settings.base_url, anytime=True)
+    # the 03:00 run of the night of 03-02 comes before the next reset: its plan (20, the run cap) is kept
+    assert (second.plan.next_night, second.plan.kept_for_night) == (DAY, 20)
+    assert second.plan.spendable == 170 and second.searches_spent == 30 and second.still_owed == 0
     assert server.accounts.remaining(DRAINER[0]) == 170
 
     requests = [(r.network, r.player, r.filter) for r in server.app.summary_requests]
@@ -146,7 +150,59 @@ def test_tourneylake_drain_and_budget_say_what_is_owed_and_what_was_fetched(tmp_
     flags = ["--sandbox", "--data-dir", str(tmp_path), "--watchlist", str(settings.watchlist)]
     budget = CliRunner().invoke(app, ["budget", *flags, "--date", "2026-03-02"])
     assert budget.exit_code == 0 and "Next quota reset" in budget.output and "Backlog: 1 pair(s) owed" in budget.output
-    drained = CliRunner().invoke(app, ["drain", *flags])
+    drained = CliRunner().invoke(app, ["drain", *flags, "--now"])  # the built-in sandbox's clock is ours: any hour
     assert drained.exit_code == 0, drained.output
+    assert "kept: the reserve (0)" in drained.output
     assert "fetched 1 with 1 search(es) (2026-03-01: 1); still owed: 0" in drained.output
     assert "warehouse: loaded 2026-03-01" in drained.output
+
+
+def test_a_drain_keeps_the_next_nights_share_records_no_night_and_status_counts_its_searches(
+    make_sandbox, tmp_path: Path
+) -> None:
+    """12 searches a day, a run cap of 5, a reserve of 2, 15 pairs. The 03:00 run of 03-01 fetches
+    5 and owes 10. At 10:00 (a new quota day) a drain outside its window spends nothing and says
+    why; told to drain now, it keeps the reserve and the 5 the 03:00 run of 03-02 needs before the
+    next reset, and spends the other 5 on the backlog: that run then has its 5. The drains write
+    no night of their own (no raw folder of 03-02 before its run), and `status` counts every
+    search of 03-01 from the ledger, the drain's too, and what it still owes."""
+    from tourneylake.night.status import lake_status, record_harvest, record_load
+    from tourneylake.tables.warehouse import Warehouse
+
+    user = ("keeper@example.com", "keep-password")
+    server = make_sandbox(seed=23, today=DAY, players=20, time_of_day=3 * 3600)
+    server.accounts.add_user(*user, "subscriber", 12)
+    settings = sandbox_settings(server, tmp_path, username=user[0], password=user[1], reserve_searches=2, max_searches_per_run=5)
+    write_watchlist(settings, "players:\n" + "\n".join(player_line(n, p) for n, p in server.world.roster(15)) + "\n")
+    watchlist = load_watchlist(settings.watchlist)
+    first, second = date(2026, 3, 1), DAY
+
+    def nightly(night: date) -> None:  # a night as its run's steps make and record it
+        session = Session.open(settings, settings.base_url, night)
+        refresh_free_resource(session, "countries")
+        outcome = harvest_players(session, watchlist)
+        record_harvest(session.lake, night, f"run-{night}", None, outcome)
+        with Warehouse(settings.warehouse_path) as db:
+            record_load(session.lake, night, f"run-{night}", db.load_night(session.lake, night))
+        assert outcome.searches_spent == 5
+
+    nightly(first)
+    server.world.time_of_day = 10 * 3600  # 03-02 10:00: 12 new searches, 22 hours before the next reset
+    [held] = drain(settings, watchlist, settings.base_url)
+    assert held.searches_spent == 0 and server.accounts.remaining(user[0]) == 12
+    [drained] = drain(settings, watchlist, settings.base_url, anytime=True)
+    assert (drained.plan.next_night, drained.plan.kept_for_night, drained.plan.spendable) == (second, 5, 5)
+    assert drained.searches_spent == 5 and drained.still_owed == 5
+    assert server.accounts.remaining(user[0]) == 7  # the night's 5 and the reserve's 2
+    lake = Lake(settings.data_dir)
+    assert lake.raw.nights() == [first]  # the drains' readings made no night of 03-02
+    [night_one] = lake_status(settings).nights
+    assert (night_one.night, night_one.night_searches, night_one.deferred, night_one.outcome) == (first, 10, 5, "deferred")
+
+    server.world.time_of_day = 3 * 3600 + DAY_S  # 03-03 03:00, the same quota day: the night of 03-02 runs
+    nightly(second)
+    assert server.accounts.remaining(user[0]) == 2
+    assert [n.night for n in lake_status(settings).nights] == [first, second]
+
+
+DAY_S = 24 * 3600

@@ -5,15 +5,19 @@ from the lake's records, with the pairs still outstanding until a later run harv
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 from datetime import UTC, date, datetime
 from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
-from tests.helpers import player_line, sandbox_settings, write_watchlist
+from tests.helpers import REPO, player_line, sandbox_settings, shipped_dagster_home, write_watchlist
 from tourneylake.cli import app
-from tourneylake.night.status import lake_status, next_scheduled
+from tourneylake.night.quota_day import next_scheduled
+from tourneylake.night.status import in_words, lake_status
+from tourneylake.pipelines.cli import app as console
 from tourneylake.pipelines.nightly import run_night
 
 pytestmark = [pytest.mark.xdist_group("status"), pytest.mark.slow]
@@ -81,15 +85,58 @@ def test_a_later_run_of_the_night_settles_what_was_outstanding(lake, sandbox) ->
     assert (again.searches_spent, again.night_searches) == (1, 3)  # the night's bill is both runs'
 
 
-def test_the_command_shows_the_nights_and_writes_json(lake) -> None:
+def test_the_command_shows_the_nights_and_writes_json(lake, monkeypatch) -> None:
+    monkeypatch.delenv("DAGSTER_HOME", raising=False)
     runner = CliRunner()
-    shown = runner.invoke(app, ["status", "--data-dir", str(lake.data_dir)])
+    shown = runner.invoke(console, ["status", "--data-dir", str(lake.data_dir)])
     assert shown.exit_code == 0, shown.output
-    assert "4 night(s) held" in shown.output and f"{FAILED} failed: credentials" in shown.output
-    assert "NoSuchNetwork/Someone: misconfigured" in shown.output and "next scheduled run:" in shown.output
-    as_json = runner.invoke(app, ["status", "--data-dir", str(lake.data_dir), "--json"])
+    assert "4 night(s) held" in shown.output and f"{FAILED} last run failed: credentials" in shown.output
+    assert "NoSuchNetwork/Someone: misconfigured" in shown.output
+    assert "nightly schedule: not known (DAGSTER_HOME is not set" in shown.output and "next run" not in shown.output
+    as_json = runner.invoke(console, ["status", "--data-dir", str(lake.data_dir), "--json"])
     document = json.loads(as_json.stdout)
     assert [n["outcome"] for n in document["nights"]][1:] == ["partial", "failed", "watchlist"]
+
+
+def test_a_failed_rerun_shows_beside_what_the_night_holds(lake, sandbox) -> None:
+    """A wrong password on a re-run of a night loaded before: the night still holds its rows and
+    its outcome, the failed attempt and its reason beside them, and its searches are the ledger's."""
+    before = next(n for n in lake_status(lake).nights if n.night == PARTIAL)
+    sandbox.world.set_today(PARTIAL)
+    assert not run_night(lake.with_overrides(password="not-the-password"), PARTIAL).success
+    after = next(n for n in lake_status(lake).nights if n.night == PARTIAL)
+    assert (after.outcome, after.loaded, after.rows, after.failed) == ("partial", True, before.rows, 1)
+    assert after.rows["player_snapshots"] == 2 and after.night_searches == before.night_searches == 3
+    assert after.last_attempt == "failed" and "credentials" in (after.reason or "")
+    shown = CliRunner().invoke(app, ["status", "--data-dir", str(lake.data_dir), "--date", PARTIAL.isoformat()])
+    assert "last run: failed" in shown.output
+    assert f"{PARTIAL} last run failed: credentials refused" in shown.output
+    assert "the night keeps what an earlier run loaded: partial" in " ".join(shown.output.split())
+
+
+def test_an_interruption_is_said_in_words() -> None:
+    assert "Ctrl-C" in in_words("interrupted", "KeyboardInterrupt") and "KeyboardInterrupt" not in in_words("interrupted", "")
+    assert in_words("failed", "credentials refused by the service") == "credentials refused by the service"
+    assert "(ValueError, without a message)" in in_words("failed", "ValueError")
+
+
+def test_status_says_whether_the_nightly_schedule_is_on_and_how_to_turn_it_on(lake, tmp_path, monkeypatch) -> None:
+    """Dagster's instance says (the schedule is off until started): off, with how to turn it on
+    and no next run; started with Dagster's own command, on, with its next run."""
+    home = shipped_dagster_home(tmp_path, monkeypatch)
+    runner = CliRunner()
+    off = runner.invoke(console, ["status", "--data-dir", str(lake.data_dir), "--nights", "0"])
+    assert off.exit_code == 0, off.output
+    assert f"nightly schedule: off (Dagster's instance in {home})" in " ".join(off.output.split())
+    assert "dagster schedule start nightly_schedule" in off.output and "next run" not in off.output
+    env = {**os.environ, "TOURNEYLAKE_DATA_DIR": str(lake.data_dir), "TOURNEYLAKE_WATCHLIST": str(lake.watchlist)}
+    started = subprocess.run(
+        [str(REPO / ".venv" / "bin" / "dagster"), "schedule", "start", "nightly_schedule", "-m", "tourneylake.pipelines.definitions"],
+        cwd=REPO, env=env, capture_output=True, text=True, timeout=240,
+    )  # fmt: skip
+    assert started.returncode == 0 and "Started schedule nightly_schedule" in started.stdout, started.stderr[-2000:]
+    on = runner.invoke(console, ["status", "--data-dir", str(lake.data_dir), "--nights", "0"])
+    assert "nightly schedule: on" in on.output and "03:00 UTC" in on.output, on.output
 
 
 def test_an_empty_lake_and_the_next_tick(tmp_path: Path) -> None:

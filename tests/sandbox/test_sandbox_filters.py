@@ -1,4 +1,4 @@
-"""The sandbox's own reading of filters (service-notes §4), over real HTTP and in its predicate.
+"""The sandbox's own reading of filters, over real HTTP and in its predicate.
 
 Every form the sandbox accepts is honoured in the statistics it serves: the expected selections
 here are computed from the synthetic tournaments directly (durations, start times in a zone,
@@ -32,7 +32,7 @@ from tourneylake.sandbox.world import Result
 TODAY = date(2026, 3, 1)
 NOON = 12 * 3600
 
-#: The sandbox's vocabulary as a later edition of the metadata would publish it (service-notes §4).
+#: The sandbox's vocabulary as a later edition of the metadata would publish it.
 LATER = published_vocabulary().with_constraints(HourOfDay="Range", Position="Range", EndDate="Date")
 #: Constraints the sandbox refuses whatever their form (it keeps no saved filters).
 NOT_EVALUATED = UNSUPPORTED | {"Saved"}
@@ -273,7 +273,7 @@ def test_a_client_validator_that_accepts_everything_does_not_fool_the_sandbox(
     ],
 )
 def test_what_the_client_lets_through_the_sandbox_refuses(client: Client, text: str) -> None:
-    """Where service-notes §4 is silent the client accepts (a refused valid filter could never be
+    """Where the service's grammar is silent the client accepts (a refused valid filter could never be
     harvested); the sandbox, a stricter reading, answers 101012 as the service may."""
     assert filter_catalog().problems(text) == []
     with pytest.raises(RequestRejected) as info:

@@ -10,6 +10,10 @@ Match on the class (or ``code``), never on the text: the service localises it.
   :class:`ServiceUnreachable` when no connection was ever made (a wrong base URL) — not.
 - :class:`UnusableResponse`: a complete answer that can never be read (a DTD refused for safety,
   no service envelope): asking again would pay again for the same, so it is never retried.
+- :class:`NotFoundError` (:data:`NOT_FOUND_CODES`): the player (or player group) asked for is not
+  found. The one place that lists those codes: the harvest skips such a pair (free) until its
+  weekly retry, the ledger books it as a lookup without data, and ``coverage_changes`` records a
+  player the lake held before.
 """
 
 from __future__ import annotations
@@ -125,7 +129,9 @@ class UnusableResponse(ApiError):
 CREDENTIAL_CODES = {101001, 101002, 101003}
 REQUEST_CODES = {101011, 101012}
 SUBSCRIPTION_CODES = {102004, 102005}
-NOT_FOUND_CODES = {103001}
+#: "Not found" for a player or a player group: 200039 is the code the service's public material
+#: gives; 103001 is what the sandbox answered before it learned that, kept so both are read alike.
+NOT_FOUND_CODES = frozenset({103001, 200039})
 
 
 def error_for_code(code: int, message: str, *, resource: str | None, remaining_searches: int | None) -> ServiceError:

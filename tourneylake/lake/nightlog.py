@@ -6,7 +6,8 @@ is not there for a run made without ``DAGSTER_HOME`` nor on another machine. A r
 merge their part (:meth:`NightLog.update`) under the lake's lock for it; the first update of
 another run starts the night's record afresh, so the record is always one run's, but for the
 searches the earlier runs spent on the night (``earlier_searches``: the night's bill is every
-run's). The record's fields are the caller's (``tourneylake.night.status`` writes and reads them). Written without
+run's; a caller may say what else is carried, see :meth:`NightLog.update`). The record's fields
+are the caller's (``tourneylake.night.status`` writes and reads them). Written without
 fsync: it is a summary of what the raw answers, the ledger and the tables hold, and a record
 lost to a power cut is written again by the night's next run.
 """
@@ -55,14 +56,23 @@ class NightLog:
                     out[night] = self.read(night)
         return dict(sorted(out.items()))
 
-    def update(self, night: date, run_id: str, change: Callable[[dict[str, Any]], None]) -> dict[str, Any]:
+    def update(
+        self,
+        night: date,
+        run_id: str,
+        change: Callable[[dict[str, Any]], None],
+        *,
+        carry: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
+    ) -> dict[str, Any]:
         """Apply ``change`` to the night's record as run ``run_id`` sees it (a record of another
-        run is started afresh), under the lake's lock; returns the record written."""
+        run is started afresh, with what ``carry`` keeps of the one before, and the earlier
+        runs' searches), under the lake's lock; returns the record written."""
         with self.lake.locks.hold(f"night-log-{night.isoformat()}"):
             record = self.read(night)
             now = datetime.now(UTC).isoformat(timespec="seconds")
             if record.get("run_id") != run_id:
-                record = {"night": night.isoformat(), "run_id": run_id, "started_at": now, **_carried(record)}
+                kept = carry(record) if carry is not None and record else {}
+                record = {"night": night.isoformat(), "run_id": run_id, "started_at": now, **_carried(record), **kept}
             change(record)
             record["updated_at"] = now
             atomic_write(self._path(night), orjson.dumps(record, option=orjson.OPT_SORT_KEYS), fsync=False)

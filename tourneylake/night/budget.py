@@ -1,5 +1,5 @@
 """Searches are money: plan a night within the budget, and guard it while fetching. Pure logic, no
-HTTP (design §5).
+HTTP.
 
 :class:`CostModel` knows what each resource costs: a documented prior, corrected by what the
 service's ``UserInfo/RemainingSearches`` shows around a call made in isolation.
@@ -9,7 +9,9 @@ or already done; the rest ordered never fetched first, then stalest, then priori
 is the run-time guard shared by concurrent fetchers: a call goes out only once
 :meth:`Budget.try_reserve` succeeds, so neither the run cap nor the reserve is crossed, counting
 calls in flight; a refusal those calls make ambiguous waits for them rather than defer. It
-knows the quota day (when the searches left expire) and, for a drain, stops at the reset. Both
+knows the quota day (when the searches left expire) and, for a drain, stops at the reset; between
+calls it gives the run cap back what the service's count shows was not spent
+(:meth:`Budget.true_up`), so the harvest spends it on the pairs the plan deferred. Both
 bounds are optional: the run cap (what this run may spend) and the reserve (the account never
 goes below it: affordable is ``remaining - reserve`` when ``remaining`` is known).
 """
@@ -22,7 +24,7 @@ import time
 from collections import Counter, deque
 from collections.abc import Iterable, Mapping, Set
 from dataclasses import dataclass, field, replace
-from datetime import date
+from datetime import date, timedelta
 
 from tourneylake.api import calls
 from tourneylake.api.filters import FilterSyntaxError, parse_filter
@@ -36,6 +38,7 @@ __all__ = [
     "METADATA",
     "NEWS",
     "NLQ",
+    "NOT_FOUND_RETRY",
     "NO_DATA",
     "PLAYER_SUMMARY",
     "Budget",
@@ -49,10 +52,11 @@ __all__ = [
     "fit",
     "no_data",
     "plan_night",
+    "refusal_words",
     "triage",
 ]
 
-# The resource names and their documented costs (service-reference §8) are the client's.
+# The resource names and their documented costs are the client's.
 PLAYER_SUMMARY = calls.PLAYER_SUMMARY
 NLQ = calls.NATURAL_LANGUAGE_FILTER
 HAND_ANALYSIS = calls.HAND_ANALYSIS
@@ -66,7 +70,7 @@ UNKNOWN_RESOURCE_COST = 1
 
 #: What a lookup that returns no data (an unknown player) is booked at: a kind of its own in the
 #: cost model, ``<resource>:no_data``, whose prior is the resource's and which may be learned to
-#: be 0 (the service's documentation does not say whether it charges such a lookup: §6).
+#: be 0 (the service's documentation does not say whether it charges such a lookup).
 NO_DATA = ":no_data"
 
 
@@ -77,6 +81,10 @@ def no_data(resource: str) -> str:
 
 #: (network, player, filter name or None): one harvested snapshot per night.
 TargetKey = tuple[str, str, str | None]
+
+#: A pair the service answered "not found" is asked again this many nights later, not every
+#: night (a search each time): a player found again then is harvested again from that night on.
+NOT_FOUND_RETRY = timedelta(days=7)
 
 
 # ----------------------------------------------------------------------------------- targets
@@ -234,10 +242,20 @@ class Plan:
     affordable: int | None = None
 
 
-def _reason_for(cap_left: int | None, reserve_left: int | None, cap: int | None, reserve: int) -> str:
+def _reason_for(cap_left: int | None, reserve_left: int | None, cap: int | None, reserve: int, cost: int) -> str:
     if cap_left is not None and (reserve_left is None or cap_left <= reserve_left):
         return f"budget: run cap {cap} reached"
-    return f"budget: reserve {reserve} reached"
+    assert reserve_left is not None
+    return refusal_words(reserve_left + reserve, cost, reserve)
+
+
+def refusal_words(left: int, cost: int, reserve: int, reset: str = "") -> str:
+    """Why a call of ``cost`` may not be paid with ``left`` searches and ``reserve`` kept: the
+    reserve, when the account could pay it without one, else the quota (``reset``: when it
+    resets, `` at HH:MM UTC``)."""
+    if left - cost >= 0:
+        return f"budget: reserve {reserve} reached"
+    return f"quota: {max(left, 0)} search{'es' if left != 1 else ''} left until the reset{reset}"
 
 
 @dataclass(frozen=True)
@@ -249,7 +267,8 @@ class Known:
     unfiltered); ``run_date``: tonight; ``known_networks``: the searchable networks of metadata
     (``None``: not checked); ``filter_problems``: filters metadata rejects, with why;
     ``skip_filters``: filters not to fetch tonight (a Date after the night, a question not
-    converted), with why."""
+    converted), with why; ``not_found``: the targets the service answered "not found" on a
+    night less than :data:`NOT_FOUND_RETRY` before tonight, with that night."""
 
     last_fetched: Mapping[TargetKey, date] = field(default_factory=dict)
     harvested_tonight: Set[TargetKey] = frozenset()
@@ -257,6 +276,7 @@ class Known:
     known_networks: Set[str] | None = None
     filter_problems: Mapping[str, str] = field(default_factory=dict)
     skip_filters: Mapping[str, str] = field(default_factory=dict)
+    not_found: Mapping[TargetKey, date] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -291,13 +311,16 @@ def triage(targets: Iterable[Target], known: Known) -> tuple[list[Target], list[
     # Keys from the ledger or lake may spell "unfiltered" as "" rather than None.
     last_fetched = {_normal_key(key): when for key, when in known.last_fetched.items()}
     held = {_normal_key(key) for key in known.harvested_tonight}
+    not_found = {_normal_key(key): when for key, when in known.not_found.items()}
     seen: set[TargetKey] = set()
     candidates: list[tuple[int, Target]] = []
     skipped: list[tuple[Target, str]] = []
     for index, target in enumerate(targets):
         if target.filter_name == "":
             target = replace(target, filter_name=None)
-        why = _why_skipped(target, known, seen, held, last_fetched.get(target.key))
+        why = _why_skipped(target, known, seen, held, last_fetched.get(target.key)) or _not_found_lately(
+            target, not_found, known.run_date
+        )
         seen.add(target.key)
         if why is None:
             candidates.append((index, target))
@@ -335,6 +358,15 @@ def _why_skipped(target: Target, known: Known, seen: set[TargetKey], held: set[T
     return None
 
 
+def _not_found_lately(target: Target, not_found: Mapping[TargetKey, date], tonight: date | None) -> str | None:
+    """Why a target the service did not find lately costs no search tonight (``None``: ask it:
+    never answered "not found", or its weekly retry is due)."""
+    when = not_found.get(target.key)
+    if when is None or (tonight is not None and when + NOT_FOUND_RETRY <= tonight):
+        return None
+    return f"not found by the service on {when}: asked again on {when + NOT_FOUND_RETRY} (a search a week, not a night)"
+
+
 def fit(candidates: Iterable[Target], limits: Limits) -> Plan:
     """The calls planned, in the order given, while they fit within
     ``min(max_searches_per_run, remaining - reserve)``; a call that does not fit is deferred,
@@ -353,7 +385,7 @@ def fit(candidates: Iterable[Target], limits: Limits) -> Plan:
         cap_left = None if cap is None else cap - spent
         reserve_left = None if remaining is None else remaining - reserve - spent
         if (cap_left is not None and cost > cap_left) or (reserve_left is not None and cost > reserve_left):
-            plan.deferred.append((target, _reason_for(cap_left, reserve_left, cap, reserve)))
+            plan.deferred.append((target, _reason_for(cap_left, reserve_left, cap, reserve, cost)))
             continue
         if needs_nlq:
             assert target.filter_name is not None
@@ -434,6 +466,7 @@ class Budget:
             raise ConfigError(f"max_searches_per_run must be >= 0, not {max_searches_per_run}")
         self._lock = threading.Lock()
         self._remaining = remaining
+        self._first = remaining  # the reading the run began with (see `true_up`)
         self._cap = max_searches_per_run
         self._reserve = reserve
         self._costs = costs
@@ -512,13 +545,16 @@ class Budget:
             if self._reserve > 0 and self._in_flight > 0:
                 return "budget: searches left unknown until the first answer"
             return None
-        if self._remaining - (self._in_flight - self._reflected) - cost < self._reserve:
-            return f"budget: reserve {self._reserve} reached"
+        left = self._remaining - (self._in_flight - self._reflected)
+        if left - cost < self._reserve:
+            return refusal_words(left, cost, self._reserve, self._reset_at())
         return None
 
+    def _reset_at(self) -> str:
+        return f" at {self._quota.reset_at:%H:%M} UTC" if self._quota is not None else ""
+
     def _quota_over(self) -> str:
-        reset = f" at {self._quota.reset_at:%H:%M} UTC" if self._quota is not None else ""
-        return f"budget: the quota day ends{reset}; what is left after it is the next quota day's"
+        return f"budget: the quota day ends{self._reset_at()}; what is left after it is the next quota day's"
 
     def wait_mark(self, resource: str) -> int | None:
         """When a call of ``resource`` is refused only for want of an exact reading, a mark to
@@ -669,6 +705,21 @@ class Budget:
             if not other.reflected and other.answered_at is not None and other.answered_at < reserved_at:
                 other.reflected = True
                 self._reflected += other.amount
+
+    def true_up(self) -> bool:
+        """With no call in flight, what this run spent against its cap is at most what the
+        service's count fell by since the run began: answers booked at their expected cost that
+        the service let off (a lookup that returned no data) give their searches back to the
+        cap, so the run spends them on the next pairs. Never lower than the truth: another
+        client's spending only makes the fall larger. Whether any came back."""
+        with self._lock:
+            if self._in_flight or self._abandoned or not self._is_reading or self._first is None or self._remaining is None:
+                return False
+            fell = max(self._first - self._remaining, 0)
+            if fell >= self._spent:
+                return False
+            self._spent = fell
+            return True
 
     def stop(self, reason: str) -> None:
         """No more metered calls this run (after a quota error); the first reason is kept."""

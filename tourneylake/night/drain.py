@@ -1,15 +1,18 @@
 """Use it or lose it: spend the searches that would expire at the quota reset on the backlog.
 
 Every daily quota resets at ``TOURNEYLAKE_QUOTA_RESET_UTC`` (:mod:`~tourneylake.night.quota_day`),
-and what is left then is lost; a subscriber pays for it either way. :func:`drain` spends the
-searches left above the configured reserve, which is what it keeps (for whatever runs before the
-reset): run just before the reset (its schedule, after the nightly run of that quota day), that
-is what would expire. It harvests the pairs owed
+and what is left then is lost; a subscriber pays for it either way. :func:`drain` spends only
+what would expire: the searches left, less what the next scheduled night needs before the reset
+(its plan from the watchlist, within the run cap: ``TOURNEYLAKE_SCHEDULE_CRON``'s next tick, when
+it comes before the reset), less the reserve. It spends in the drain window only, the last
+``TOURNEYLAKE_DRAIN_LEAD_MIN`` minutes before the reset (its schedule fires as it opens), unless
+told to spend now (``anytime``); it says what it kept and why. It harvests the pairs owed
 (:mod:`~tourneylake.night.backlog`) in the night's priority order across every night owed —
 never fetched first, then the stalest, then priority — each into the night it is owed to, with
 that night's anchored filter, raw answers, tables and ledger rows (:func:`harvest_owed`): a pair
 is never fetched twice, and its searches are booked to the night whose data they bought, on the
 quota day that paid (``search_ledger.quota_day``). No call starts within a minute of the reset.
+A drain is no night: its free reading of the searches left is kept nowhere.
 """
 
 from __future__ import annotations
@@ -17,8 +20,9 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass, field
-from datetime import date
+from datetime import date, datetime
 
+from tourneylake.api import calls
 from tourneylake.config import Settings
 from tourneylake.night.accounts import account_settings, share_of
 from tourneylake.night.backlog import forget, owed
@@ -28,20 +32,34 @@ from tourneylake.night.harvest import (
     Owed,
     harvest_owed,
     last_harvested,
+    plan_tonight,
     resolve_targets,
 )
-from tourneylake.night.quota_day import QuotaDay, service_now
+from tourneylake.night.metering import left_in_run
+from tourneylake.night.quota_day import DAY, QuotaDay, next_scheduled, service_now
 from tourneylake.night.session import Session
 from tourneylake.night.watchlist import Watchlist
 from tourneylake.tables.night_tables import TargetKey, stored_targets, unusable_targets
 
-__all__ = ["DRAIN_MARGIN_S", "DrainOutcome", "DrainPlan", "drain", "drain_cron", "drain_plan", "load_drained"]
+__all__ = [
+    "DRAIN_MARGIN_S",
+    "WINDOW_SLACK_S",
+    "DrainOutcome",
+    "DrainPlan",
+    "drain",
+    "drain_cron",
+    "drain_plan",
+    "load_drained",
+]
 
 log = logging.getLogger(__name__)
 
 #: No search starts this close to the reset (seconds): a call in flight across it might be counted
 #: on the next quota day, which the nightly run needs.
 DRAIN_MARGIN_S = 60
+#: The drain window opens this much earlier than ``TOURNEYLAKE_DRAIN_LEAD_MIN`` says (seconds):
+#: the schedule's tick is ours, the reset is on the service's clock, and the two may differ.
+WINDOW_SLACK_S = 300
 #: Passes over the backlog: a pass that spent less than it planned (a lookup let off, a failure)
 #: leaves searches that a next pass spends.
 PASSES = 3
@@ -49,13 +67,29 @@ PASSES = 3
 
 @dataclass
 class DrainPlan:
-    """What a drain would spend now: the quota day, what may be spent (above the reserve, not
-    within :data:`DRAIN_MARGIN_S` of the reset), and the backlog in the order it is fetched."""
+    """What a drain would spend now: the quota day; what it keeps for the next scheduled night
+    (``kept_for_night`` searches for ``next_night``, whose run at ``next_run_at`` comes before the
+    reset); what may be spent (the rest above the reserve; nothing when ``held_back`` says why);
+    and the backlog in the order it is fetched."""
 
     quota: QuotaDay
     spendable: int
     order: list[tuple[date, Target]] = field(default_factory=list)
     dropped: dict[date, dict[TargetKey, str]] = field(default_factory=dict)  # owed, never to be asked: why
+    kept_for_night: int = 0
+    next_night: date | None = None
+    next_run_at: datetime | None = None
+    held_back: str | None = None
+
+    def kept(self) -> str:
+        """What the drain keeps and why, in words."""
+        reserve = f"the reserve ({self.quota.reserve})"
+        if self.next_night is None or self.next_run_at is None:
+            return f"kept: {reserve}; the next scheduled night runs after the reset"
+        return (
+            f"kept: {reserve} and {self.kept_for_night} for the night of {self.next_night} (its plan; "
+            f"its scheduled run at {self.next_run_at:%H:%M} UTC comes before the reset)"
+        )
 
     @property
     def owed(self) -> int:
@@ -89,12 +123,29 @@ class DrainOutcome:
         return [item for outcome in self.nights.values() for item in outcome.failed]
 
 
-def drain_plan(session: Session, watchlist: Watchlist, remaining: int | None) -> DrainPlan:
+def drain_plan(session: Session, watchlist: Watchlist, remaining: int | None, *, anytime: bool = False) -> DrainPlan:
     """What a drain of ``session``'s account would spend now, with ``remaining`` searches left
-    (``None``: unknown, so nothing). Free: it reads the lake and the clock only."""
+    (``None``: unknown, so nothing): in the drain window (or ``anytime``), what would expire at
+    the reset (see the module docstring). Free: it reads the lake and the clock only."""
+    settings = session.settings
     quota = session.quota_day(remaining)
-    spendable = 0 if quota.spendable is None or quota.seconds_left <= DRAIN_MARGIN_S else quota.spendable
-    plan = DrainPlan(quota, spendable)
+    plan = DrainPlan(quota, 0)
+    tick = next_scheduled(settings.schedule_cron, quota.now)
+    if tick < quota.reset_at:  # the nightly run of the night that ends before the tick spends first
+        plan.next_night, plan.next_run_at = (tick - DAY).date(), tick
+        plan.kept_for_night = _night_needs(session, watchlist, plan.next_night)
+    window_s = settings.drain_lead_min * 60 + WINDOW_SLACK_S
+    if quota.remaining is None:
+        plan.held_back = "the searches left are unknown"
+    elif quota.seconds_left <= DRAIN_MARGIN_S:
+        plan.held_back = f"the reset is less than {DRAIN_MARGIN_S} s away: a call across it would spend the next quota day's"
+    elif quota.seconds_left > window_s and not anytime:
+        plan.held_back = (
+            f"outside the drain window (the last {settings.drain_lead_min} min before the reset, "
+            "TOURNEYLAKE_DRAIN_LEAD_MIN): `tourneylake drain --now` spends now what the next night leaves"
+        )
+    else:
+        plan.spendable = max(quota.remaining - quota.reserve - plan.kept_for_night, 0)
     ranked: list[tuple[tuple[int, date, int, date, int], date, Target]] = []
     for night, keys in owed(session.lake).items():
         candidates, dropped = _owed_targets(session, watchlist, night, keys)
@@ -106,6 +157,16 @@ def drain_plan(session: Session, watchlist: Watchlist, remaining: int | None) ->
             ranked.append(((0 if before is None else 1, before or date.min, target.priority, night, index), night, target))
     plan.order = [(night, target) for _, night, target in sorted(ranked, key=lambda item: item[0])]
     return plan
+
+
+def _night_needs(session: Session, watchlist: Watchlist, night: date) -> int:
+    """The searches the nightly run of ``night`` would plan (the watchlist's pairs it does not
+    hold yet, with their questions' conversions, within what the run cap leaves of it)."""
+    then = Session(session.settings, session.base_url, night, session.lake, writable=False, account=session.account)
+    resolution = resolve_targets(then, watchlist, None, None, convert=False)
+    cap = left_in_run(session.settings.max_searches_per_run, then.meter.spent_on_cap(calls.PLAYER_SUMMARY))
+    plan = plan_tonight(then, resolution, stored_targets(session.lake, night), remaining=None, cap=cap)
+    return plan.searches_planned
 
 
 def _owed_targets(
@@ -130,25 +191,27 @@ def _owed_targets(
     return candidates, dropped
 
 
-def drain(settings: Settings, watchlist: Watchlist, base_url: str) -> list[DrainOutcome]:
+def drain(settings: Settings, watchlist: Watchlist, base_url: str, *, anytime: bool = False) -> list[DrainOutcome]:
     """Spend what expires at the next reset on the backlog: one outcome per account (the
-    settings' one, or each of the watchlist's ``accounts:`` with its share of the players)."""
+    settings' one, or each of the watchlist's ``accounts:`` with its share of the players).
+    Outside the drain window nothing is spent unless ``anytime``. The session that reads the
+    searches left writes nothing: a drain records no night of its own."""
     today = service_now(base_url).date()
     if not watchlist.accounts:
-        return [_drain(Session.open(settings, base_url, today), watchlist)]
+        return [_drain(Session.open(settings, base_url, today, writable=False), watchlist, anytime)]
     outcomes = []
     for account in watchlist.accounts:
-        session = Session.open(account_settings(settings, account), base_url, today, account=account.name)
-        outcomes.append(_drain(session, share_of(watchlist, account.name)))
+        session = Session.open(account_settings(settings, account), base_url, today, writable=False, account=account.name)
+        outcomes.append(_drain(session, share_of(watchlist, account.name), anytime))
     return outcomes
 
 
-def _drain(session: Session, watchlist: Watchlist) -> DrainOutcome:
+def _drain(session: Session, watchlist: Watchlist, anytime: bool) -> DrainOutcome:
     """Passes over the backlog while one spends less than it planned without failing (a
     lookup let off, another client's spending: a fresh reading plans again)."""
     outcome: DrainOutcome | None = None
     for _ in range(PASSES):
-        plan = drain_plan(session, watchlist, session.read_remaining())
+        plan = drain_plan(session, watchlist, session.read_remaining(), anytime=anytime)
         if outcome is None:
             outcome = DrainOutcome(plan, account=session.account)
             forget(session.lake, plan.dropped)

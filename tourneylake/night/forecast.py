@@ -115,7 +115,7 @@ def _report(session: Session, remaining: int | None, remaining_note: str | None)
         account=session.account,
         quota=session.quota_day(remaining),
     )
-    in_force = session.in_force()
+    in_force, against = session.checked_against()  # the watchlist's check: current metadata, free
     watchlist = None
     if not settings.watchlist.is_file():
         report.notes.append(f"no watchlist at {settings.watchlist}: nothing to plan")
@@ -127,15 +127,17 @@ def _report(session: Session, remaining: int | None, remaining_note: str | None)
         except WatchlistError as exc:
             report.notes.append("watchlist not usable: " + " | ".join(str(exc).splitlines()))
     if in_force.filter_catalog is None:
-        report.notes.append("no metadata in the lake yet: filters checked for syntax only, networks not checked")
+        report.notes.append(f"filters checked for syntax only, networks not checked: {against}")
+    else:
+        report.notes.append(f"filters and networks checked against {against}")
     if watchlist is None:
         known = [
             b for b in (cap_left, None if remaining is None else max(remaining - settings.reserve_searches, 0)) if b is not None
         ]
         report.affordable = min(known) if known else None
         return report
-    resolution = resolve_targets(session, watchlist, None, None, convert=False)
-    plan = plan_tonight(session, resolution, stored_targets(lake, night), remaining=remaining, cap=cap_left)
+    resolution = resolve_targets(session, watchlist, None, None, convert=False, in_force=in_force)
+    plan = plan_tonight(session, resolution, stored_targets(lake, night), remaining=remaining, cap=cap_left, in_force=in_force)
     report.planned = list(plan.calls)
     report.conversions = list(plan.conversions)
     report.searches_planned = plan.searches_planned

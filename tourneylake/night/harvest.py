@@ -7,7 +7,9 @@ tables from the raw answers through :mod:`tourneylake.tables.night_tables` (the 
   service answers "current" without a download when nothing changed, rates included);
 - :func:`refresh_free_resource`: countries and news, once per night;
 - :func:`harvest_players`: the summaries already paid for tonight are normalised from the lake
-  at no cost; the rest of the watchlist is planned within the budget and fetched concurrently.
+  at no cost; the rest of the watchlist is planned within the budget and fetched concurrently,
+  then the pairs the plan deferred, in order, while searches come back (lookups the service let
+  off); a pair the service did not find lately waits a week (``NOT_FOUND_RETRY``).
   Every filter is sent anchored to the night (:func:`tourneylake.api.filters.filter_for_night`), so
   a night means the same whenever it is harvested.
 """
@@ -36,7 +38,7 @@ from tourneylake.lake.lake import Lake
 from tourneylake.lake.ledger import Ledger, LedgerWriter
 from tourneylake.lake.raw import UNUSABLE
 from tourneylake.night.backlog import record_owed
-from tourneylake.night.budget import Budget, Known, Limits, Plan, Target, plan_night
+from tourneylake.night.budget import NOT_FOUND_RETRY, Budget, Known, Limits, Plan, Target, plan_night
 from tourneylake.night.metering import left_in_run
 from tourneylake.night.progress import Tracker
 from tourneylake.night.quota_day import QuotaDay
@@ -71,6 +73,7 @@ __all__ = [
     "harvest_owed",
     "harvest_players",
     "last_harvested",
+    "not_found_lately",
     "refresh_free_resource",
     "refresh_metadata",
     "resolve_targets",
@@ -211,15 +214,16 @@ def resolve_targets(
     ledger: LedgerWriter | None,
     *,
     convert: bool = True,
+    in_force: InForce | None = None,
 ) -> Resolution:
     """Watchlist → the night's targets, each with the filter to send (anchored to the night).
 
     Questions are converted once through the Natural Language Filter resource and cached; with
     ``convert=False`` (a plan that must not spend) an uncached one keeps no expression, so the
-    planner budgets its conversion. Filters are validated against metadata, so an invalid one
-    never costs a search."""
+    planner budgets its conversion. Filters are validated against metadata (``in_force``'s, the
+    night's in the lake by default), so an invalid one never costs a search."""
     night = session.night
-    catalog = session.in_force().filter_catalog
+    catalog = (in_force or session.in_force()).filter_catalog
     out = Resolution([], {}, {}, [], {})
     sent: dict[str, tuple[str, str, bool]] = {}  # name → (as written, as sent, anchored)
     for name, definition in watchlist.filters.items():
@@ -280,17 +284,20 @@ def plan_tonight(
     remaining: int | None,
     cap: int | None,
     reserve: int | None = None,
+    in_force: InForce | None = None,
 ) -> Plan:
     """The night's plan (see :func:`tourneylake.night.budget.plan_night`) for what the lake says was
     harvested before and tonight, within ``remaining`` searches, the run's ``cap`` and ``reserve``
-    (the settings' by default)."""
+    (the settings' by default), the networks checked against ``in_force``'s metadata (the
+    night's in the lake by default)."""
     known = Known(
         last_fetched=last_harvested(session.lake, session.night),
         harvested_tonight=harvested,
         run_date=session.night,
-        known_networks=session.in_force().known_networks,
+        known_networks=(in_force or session.in_force()).known_networks,
         filter_problems=resolution.problems,
         skip_filters=resolution.skip,
+        not_found=not_found_lately(session.lake, session.night),
     )
     reserve = session.settings.reserve_searches if reserve is None else reserve
     limits = Limits(remaining, cap, reserve, session.meter.costs)
@@ -309,6 +316,17 @@ def last_harvested(lake: Lake, night: date) -> dict[tuple[str, str, str | None],
         for network, player, filter_name in zip(*columns, strict=True):
             seen[(network, player, filter_name or None)] = when
     return seen
+
+
+def not_found_lately(lake: Lake, night: date) -> dict[tuple[str, str, str | None], date]:
+    """The targets the service answered "not found" (:data:`~tourneylake.api.errors.NOT_FOUND_CODES`)
+    on the nights less than :data:`~tourneylake.night.budget.NOT_FOUND_RETRY` before ``night``,
+    with the latest such night: not asked again until a week after it (from the raw answers)."""
+    lately: dict[tuple[str, str, str | None], date] = {}
+    for earlier in sorted(d for d in lake.raw.nights() if night - NOT_FOUND_RETRY < d < night):
+        for key in not_found_targets(lake, earlier):
+            lately[key] = earlier
+    return lately
 
 
 def harvest_players(session: Session, watchlist: Watchlist, *, batch_size: int = 500) -> HarvestOutcome:
@@ -572,7 +590,7 @@ def _plan(
             outcome.failed.append((target, resolution.failing[target.filter_name]))
         else:
             outcome.skipped.append((target, why))
-    outcome.deferred.extend(plan.deferred)
+    outcome.deferred.extend(plan.deferred)  # the fetch takes back those searches that come back pay for
     log.info(
         "night %s: %d to fetch (%d searches planned), %d already harvested tonight, %d deferred, %d skipped",
         night, len(plan.calls), plan.searches_planned, outcome.reused, len(plan.deferred), len(outcome.skipped),
@@ -638,7 +656,7 @@ def _report_rejected(sink: Sink, plan: Plan, outcome: HarvestOutcome) -> None:
     """The answers a worker's normaliser refused after the fetching: failed pairs, as in process."""
     if not sink.rejected:
         return
-    targets = {(t.network, t.player, t.filter_name or ""): t for t in plan.calls}
+    targets = {(t.network, t.player, t.filter_name or ""): t for t in [*plan.calls, *(t for t, _ in plan.deferred)]}
     for key, why in sink.rejected:
         outcome.fetched -= 1
         outcome.failed.append((targets[key], _unusable_why(why)))
@@ -682,19 +700,30 @@ class _Fetcher:
         self.ledger = ledger
         self.progress = Tracker("summaries", total)
         self.crashed: list[Exception] = []
+        self.refused: str | None = None  # the budget's last refusal that stood (see `run`)
 
     def settled(self, targets: int = 1) -> None:
         """``targets`` have their outcome for the night (fetched, failed, deferred or skipped)."""
         self.progress.advance(targets, searches=self.ledger.spent)
 
-    async def run(self, targets: list[Target]) -> list[tuple[Target, str]]:
-        """Fetch ``targets``; returns those that failed transiently, with why."""
+    async def run(self, targets: list[Target], spare: Iterable[Target] = ()) -> list[tuple[Target, str]]:
+        """Fetch ``targets``, then the ``spare`` ones (the plan deferred them, in its order) while
+        the budget affords them: searches that came back (an answer the service let off, a
+        count that fell less than planned) are spent on the next pairs, not left to expire. The
+        first refusal that stands defers the spare ones left, with its reason. Returns the
+        targets that failed transiently, with why."""
         queue: deque[Target] = deque(targets)
+        waiting: deque[Target] = deque(spare)
         transient: list[tuple[Target, str]] = []
 
+        def defer_waiting(why: str) -> None:
+            self.outcome.deferred.extend((target, why) for target in waiting)
+            self.settled(len(waiting))
+            waiting.clear()
+
         async def worker() -> None:
-            while queue:
-                target = queue.popleft()
+            while queue or waiting:
+                target = queue.popleft() if queue else waiting.popleft()
                 if self.budget.stopped_reason:
                     self.outcome.deferred.append((target, self.budget.stopped_reason))
                     self.settled()
@@ -706,6 +735,9 @@ class _Fetcher:
                     transient.append((target, why))
                 if self.crashed:
                     queue.clear()
+                    defer_waiting(self.budget.stopped_reason or "stopped")
+                elif self.refused is not None and waiting and not queue:
+                    defer_waiting(self.refused)
 
         # More workers than HTTP slots: while one worker saves, parses and normalises a body,
         # another already holds the freed slot, so the service always has `concurrency` requests
@@ -725,6 +757,7 @@ class _Fetcher:
         try:
             response = await self._send(call)
         except BudgetRefused as exc:
+            self.refused = str(exc)
             outcome.deferred.append((target, str(exc)))
             return None
         except CredentialsError as exc:
@@ -771,6 +804,8 @@ class _Fetcher:
                 return await self.client.send(call, tree=self.sink.needs_tree)
             except BudgetRefused:
                 mark = self.budget.wait_mark(call.resource)
+                if mark is None and self.budget.true_up():
+                    continue  # searches came back: ask again
                 if mark is None or not await _settled(self.budget, mark, self.session.settings.timeout_s + 1):
                     raise
 
@@ -801,7 +836,8 @@ async def _fetch(
     outcome: HarvestOutcome,
     ledger: LedgerWriter,
 ) -> None:
-    """Fetch the plan. What failed transiently gets one more pass at the end of the harvest,
+    """Fetch the plan, then what it deferred while searches come back (see :meth:`_Fetcher.run`).
+    What failed transiently gets one more pass at the end of the harvest,
     after a pause (a service in trouble for a minute must not cost a player), within the run's
     retry window; what fails again is reported failed, with why."""
     settings = session.settings
@@ -809,9 +845,12 @@ async def _fetch(
     async with session.async_client(
         calls=len(plan.calls), retry_until=retry_until, **session.meter.hooks(budget, ledger)
     ) as client:
-        fetcher = _Fetcher(session, client, budget, sink, outcome, ledger, len(plan.calls))
+        spare = [target for target, _ in plan.deferred if not target.needs_conversion]
+        taken = set(spare)  # deferred by the fetcher again, with the reason that holds then, unless fetched
+        outcome.deferred[:] = [item for item in outcome.deferred if item[0] not in taken]
+        fetcher = _Fetcher(session, client, budget, sink, outcome, ledger, len(plan.calls) + len(spare))
         with _interrupt_stops_new_calls(budget) as interrupted:
-            failing = await fetcher.run(list(plan.calls))
+            failing = await fetcher.run(list(plan.calls), spare)
         last_pass = (
             bool(failing)
             and not fetcher.crashed

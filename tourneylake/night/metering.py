@@ -126,6 +126,9 @@ class Meter:
     _no_data: dict[int, _NoData] = field(default_factory=dict, repr=False)
     #: Each open ledger's quota day when it began (by the ledger's id).
     _began: dict[int, date] = field(default_factory=dict, repr=False)
+    #: The open ledgers (by id) with a charged answer that told no searches left (unreadable):
+    #: the fewest any answer told may not show its charge, so the reconciliation reads anew.
+    _unread: set[int] = field(default_factory=set, repr=False)
 
     @classmethod
     def open(
@@ -260,7 +263,10 @@ class Meter:
         return CallHooks(self, budget, ledger).as_client_hooks()
 
     def tally_no_data(self, ledger: LedgerWriter, attempt: Attempt, kind: str | None, cost: int) -> None:
-        """Count an answer without data that the service may or may not have charged."""
+        """Count an answer without data that the service may or may not have charged (and note a
+        charged answer that told no searches left: its charge is in no reading)."""
+        if kind is not None and attempt.remaining_after is None:
+            self._unread.add(id(ledger))
         if kind is not None and kind.endswith(NO_DATA):
             tally = self._no_data.setdefault(id(ledger), _NoData())
             tally.rows[kind] += 1
@@ -288,16 +294,18 @@ class Meter:
         searches booked (negative: given back).
 
         The searches left after the run come from one free call — unless every attempt of the
-        run was answered: then nothing can be unexplained, and the fewest searches left any
-        answer reported is the reading (the service's count after its last charge; counts only
+        run was answered, each charged one with its count: then nothing can be unexplained, and
+        the fewest searches left any answer reported is the reading (the service's count after its last charge; counts only
         fall), so another client's spending is still shown, and no round trip is added to the
         end of the night. A run the quota reset fell in is not reconciled: its counts before
         and after belong to two quota days."""
         tally = self._no_data.pop(id(ledger), _NoData())
         began = self._began.pop(id(ledger), None)
+        unread = id(ledger) in self._unread
+        self._unread.discard(id(ledger))
         if ledger.remaining_before is None or not ledger.attempts:
             return 0
-        certain = not ledger.uncertain and ledger.lowest_remaining is not None
+        certain = not ledger.uncertain and not unread and ledger.lowest_remaining is not None
         after = ledger.lowest_remaining if certain else self.read_remaining()
         if began is not None and self.quota_day() != began:
             log.warning("the service's daily quota reset fell during run %s: its searches left are not compared", self.run_id)

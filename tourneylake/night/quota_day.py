@@ -17,7 +17,7 @@ from datetime import UTC, date, datetime, timedelta
 from tourneylake.api.client import server_now
 from tourneylake.config import Settings
 
-__all__ = ["QuotaDay", "next_reset", "quota_day", "quota_day_of", "service_now"]
+__all__ = ["QuotaDay", "next_reset", "next_scheduled", "quota_day", "quota_day_of", "service_now"]
 
 DAY = timedelta(days=1)
 
@@ -35,6 +35,13 @@ def next_reset(moment: datetime, reset_s: int) -> datetime:
     """The first reset after ``moment`` (a reset at ``moment`` itself is the next day's)."""
     day = quota_day_of(moment, reset_s)
     return datetime(day.year, day.month, day.day, tzinfo=UTC) + _offset(reset_s) + DAY
+
+
+def next_scheduled(cron: str, now: datetime) -> datetime:
+    """The next tick of a daily ``M H * * *`` schedule (UTC) after ``now``."""
+    minute, hour = (int(part) for part in cron.split()[:2])
+    tick = now.astimezone(UTC).replace(hour=hour, minute=minute, second=0, microsecond=0)
+    return tick if tick > now else tick + DAY
 
 
 def service_now(base_url: str | None) -> datetime:

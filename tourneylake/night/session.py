@@ -16,7 +16,7 @@ import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import UTC, date, datetime
+from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
 from tourneylake.api import ApiError, AsyncClient, Client, CredentialsError, ReceivedBody, calls
@@ -35,9 +35,10 @@ from tourneylake.lake.state import StateStore
 from tourneylake.night.budget import Budget
 from tourneylake.night.metering import Meter
 from tourneylake.night.quota_day import QuotaDay, quota_day, service_now
+from tourneylake.tables.normalize.metadata import normalize_metadata
 from tourneylake.tables.reference import InForce
 
-__all__ = ["Session", "connected", "new_run_id", "today"]
+__all__ = ["Session", "connected", "metadata_is_current", "metadata_night", "new_run_id", "today"]
 
 log = logging.getLogger(__name__)
 
@@ -101,6 +102,27 @@ class Session:
     def in_force(self) -> InForce:
         """The reference data in force tonight, as the lake holds it now."""
         return InForce(self.lake, self.night)
+
+    def checked_against(self) -> tuple[InForce, str]:
+        """The reference data to check filters and networks against before anything is paid,
+        and what it is, in words: the lake's when it holds the night's metadata or the night
+        before's; else the service's own (its Metadata resource is free and needs no
+        credentials), read now and kept nowhere (a check is no night); else, when the service
+        cannot be read, the lake's older copy, or none (syntax only)."""
+        lake_copy = self.in_force()
+        held = metadata_night(self.lake, self.night)
+        if metadata_is_current(self.lake, self.night):
+            return lake_copy, f"the lake's metadata of {held}"
+        try:
+            with Client(self.settings, base_url=self.base_url) as client:  # no body saver: kept nowhere
+                tables = normalize_metadata(client.metadata().root, self.night)
+        except (ApiError, ValueError) as exc:
+            if held is not None:
+                log.warning("the service's metadata could not be read (%s): checked against the lake's of %s", exc, held)
+                return lake_copy, f"the lake's metadata of {held} (the service's could not be read: {exc})"
+            log.warning("the service's metadata could not be read (%s): filters checked for syntax only", exc)
+            return lake_copy, f"no metadata (the service's could not be read: {exc}): syntax only, networks not checked"
+        return InForce(self.lake, self.night, own=tables), "the service's metadata (free, read now)"
 
     # ------------------------------------------------------------------ clients
     def save_body(self, received: ReceivedBody) -> Callable[[str], object]:
@@ -234,6 +256,20 @@ class Session:
             expression = (inner.text if inner is not None else "") or ""
         self.state.set_entry(NLQ_CACHE, self._nlq_key(question, timezone, locale), expression)
         return expression
+
+
+def metadata_night(lake: Lake, night: date) -> date | None:
+    """The night whose metadata the lake holds in force for ``night`` (``None``: none)."""
+    if not lake.exists:
+        return None
+    held = [d for d in lake.tables.nights("currencies") if d <= night]  # written last of the metadata tables
+    return held[-1] if held else None
+
+
+def metadata_is_current(lake: Lake, night: date) -> bool:
+    """Whether the lake's metadata in force for ``night`` is the night's own or the night before's."""
+    held = metadata_night(lake, night)
+    return held is not None and held >= night - timedelta(days=1)
 
 
 @contextmanager

@@ -3,32 +3,41 @@
 A run records what it did in the night's record (:class:`tourneylake.lake.nightlog.NightLog`):
 the harvest its searches, counts and the pairs it deferred, failed or could not attempt, the
 warehouse load its rows per table, a failure or an interruption its reason (the steps of a
-Dagster run, and ``tourneylake run`` for what Dagster cannot tell it). :func:`lake_status`
-reads those records, the lake's listings and the latest ledger partition, never a night's
-tables in full nor the service: a pair still outstanding is one the record lists that the
-night's ``player_snapshots`` does not hold since. The data comes back as plain dataclasses;
-``tourneylake.cli`` renders them.
+Dagster run, and ``tourneylake run`` for what Dagster cannot tell it). A run's record keeps what
+the night held before it (the last run that loaded it, ``held``), so a re-run that fails or is
+interrupted shows beside what the night holds, not instead of it. :func:`lake_status` reads
+those records, the lake's listings and the ledger (every search of every run of a night, a
+drain's into it too), never a night's tables in full nor the service: a pair still outstanding
+is one the record lists that the night's ``player_snapshots`` does not hold since. Whether the
+nightly schedule is on is Dagster's to say: the caller passes it in (:class:`ScheduleState`).
+The data comes back as plain dataclasses; ``tourneylake.cli`` renders them.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+import re
+from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
-from datetime import UTC, date, datetime, timedelta
+from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any
 
+from tourneylake.api import calls
 from tourneylake.config import Settings
 from tourneylake.lake.lake import Lake
+from tourneylake.lake.ledger import Ledger
 from tourneylake.lake.nightlog import NightLog
 from tourneylake.night.budget import Target
+from tourneylake.night.quota_day import next_scheduled
 
 __all__ = [
+    "HOW_TO_SCHEDULE",
     "LakeStatus",
     "NightStatus",
+    "ScheduleState",
     "lake_status",
-    "next_scheduled",
     "record_end",
     "record_harvest",
     "record_harvest_start",
@@ -44,9 +53,20 @@ OWN_ACCOUNT = ""
 # ------------------------------------------------------------------------------ recording
 
 
+def _update(lake: Lake, night: date, run_id: str, change: Any) -> None:
+    NightLog(lake).update(night, run_id, change, carry=_held)
+
+
+def _held(earlier: dict[str, Any]) -> dict[str, Any]:
+    """What a new run's record keeps of the one before: what the night holds, the last run that
+    loaded it (its rows, counts, pairs and outcome, whole), for as long as no later run loads it."""
+    held = earlier if earlier.get("state") == "loaded" else earlier.get("held")
+    return {"held": {key: value for key, value in held.items() if key != "held"}} if held else {}
+
+
 def record_harvest_start(lake: Lake, night: date, run_id: str) -> None:
     """A harvest of ``night`` begins in run ``run_id`` (a run killed from here shows as running)."""
-    NightLog(lake).update(night, run_id, lambda record: record.setdefault("state", "harvesting"))
+    _update(lake, night, run_id, lambda record: record.setdefault("state", "harvesting"))
 
 
 def record_harvest(lake: Lake, night: date, run_id: str, account: str | None, outcome: Any) -> None:
@@ -73,7 +93,7 @@ def record_harvest(lake: Lake, night: date, run_id: str, account: str | None, ou
         if record.get("state") in (None, "harvesting"):
             record["state"] = "harvested"
 
-    NightLog(lake).update(night, run_id, change)
+    _update(lake, night, run_id, change)
 
 
 def record_load(lake: Lake, night: date, run_id: str, rows: dict[str, int], *, size: int | None = None) -> None:
@@ -87,17 +107,35 @@ def record_load(lake: Lake, night: date, run_id: str, rows: dict[str, int], *, s
         record["bytes"] = size
         if record.get("state") not in ("failed", "interrupted"):
             record["state"] = "loaded"
+            record.pop("held", None)  # this run's is what the night holds now
 
-    NightLog(lake).update(night, run_id, change)
+    _update(lake, night, run_id, change)
 
 
 def record_end(lake: Lake, night: date, run_id: str, state: str, reason: str) -> None:
-    """Run ``run_id`` ended ``failed`` or ``interrupted``, for ``reason`` (one line)."""
+    """Run ``run_id`` ended ``failed`` or ``interrupted``, for ``reason`` (one line, said in
+    words when it is only an exception's name)."""
 
     def change(record: dict[str, Any]) -> None:
-        record["state"], record["reason"] = state, reason
+        record["state"], record["reason"] = state, in_words(state, reason)
 
-    NightLog(lake).update(night, run_id, change)
+    _update(lake, night, run_id, change)
+
+
+#: A reason that is only an exception's name (``KeyboardInterrupt``), which says nothing to people.
+_BARE_NAME = re.compile(r"(?:\w+\.)*[A-Z]\w*(?:Error|Exception|Interrupt|Interrupted|Exit)")
+
+
+def in_words(state: str, reason: str) -> str:
+    """A run's end as people read it: an interruption or a failure that only named its exception
+    says what happened and what was kept."""
+    reason = " ".join(reason.split())
+    if reason and not _BARE_NAME.fullmatch(reason):
+        return reason
+    if state == "interrupted":
+        return "interrupted (Ctrl-C or a stop signal) before the night was done: every answer paid for is kept; run it again"
+    named = f" ({reason}, without a message)" if reason else ""
+    return f"the run failed{named}: its log in Dagster has the details; every answer paid for is kept"
 
 
 # ------------------------------------------------------------------------------ reading
@@ -105,27 +143,47 @@ def record_end(lake: Lake, night: date, run_id: str, state: str, reason: str) ->
 
 @dataclass
 class NightStatus:
-    """One night held: how its last run ended and what it left."""
+    """One night held: what it holds (the last run that completed it) and how its last run ended."""
 
     night: date
-    #: ok, deferred (ok, pairs left for later nights), partial (pairs failed), watchlist (pairs
-    #: not attempted), failed, interrupted, running (or its process died), unrecorded (a night
-    #: harvested before runs kept a record, or only rebuilt)
+    #: what the night holds: ok, deferred (ok, pairs left for later nights), partial (pairs
+    #: failed), watchlist (pairs not attempted); or, when no run completed it, its last run's:
+    #: failed, interrupted, running (or its process died); unrecorded (a night harvested before
+    #: runs kept a record, or only rebuilt)
     outcome: str
     loaded: bool  # in the warehouse
-    reason: str | None = None
+    reason: str | None = None  # why the last run failed or was interrupted, in words
     run_id: str | None = None
     ended_at: str | None = None
-    searches_spent: int = 0  # by the last run
-    night_searches: int = 0  # by every run of the night the records kept (its bill)
+    #: the last run's end when it is not what the night holds (a re-run that failed, was
+    #: interrupted, or is still running beside a night loaded earlier); ``None`` otherwise
+    last_attempt: str | None = None
+    searches_spent: int = 0  # by the run whose counts are shown
+    night_searches: int = 0  # by every run of the night, the drains' into it too: its ledger (its bill)
     fetched: int = 0
-    deferred: int = 0
+    deferred: int = 0  # still owed: deferred and not harvested since (a drain, a re-run)
     failed: int = 0
     misconfigured: int = 0
     rows: dict[str, int] = field(default_factory=dict)
     #: pairs deferred, failed or not attempted that the night's tables still do not hold:
     #: ``network/player [filter]: kind: why``
     outstanding: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class ScheduleState:
+    """Whether Dagster's nightly schedule is on (``None``: not known here), and where that was read."""
+
+    on: bool | None
+    source: str
+
+
+#: How the nightly schedule is turned on (Dagster's default for it is off).
+HOW_TO_SCHEDULE = (
+    "turn `nightly_schedule` on in the Dagster UI (`dagster dev`, Automation) or with "
+    "`dagster schedule start nightly_schedule -l tourneylake`, DAGSTER_HOME set; it ticks while Dagster's "
+    "daemon runs (`dagster dev` or `dagster-daemon run`)"
+)
 
 
 @dataclass
@@ -142,21 +200,30 @@ class LakeStatus:
     lake_bytes: int
     warehouse: str
     warehouse_bytes: int | None
-    next_run: datetime
+    #: whether the nightly schedule is on, and its next run (only when it is on)
+    schedule_on: bool | None
+    schedule_source: str
+    next_run: datetime | None
     schedule_cron: str
+    how_to_schedule: str = HOW_TO_SCHEDULE
 
     def as_json(self) -> dict[str, Any]:
         return asdict(self)
 
 
-def lake_status(settings: Settings, *, now: datetime | None = None) -> LakeStatus:
-    """The lake's state (see the module docstring): reads what the lake keeps, calls nothing."""
+def lake_status(settings: Settings, *, now: datetime | None = None, schedule: ScheduleState | None = None) -> LakeStatus:
+    """The lake's state (see the module docstring): reads what the lake keeps, calls nothing.
+    ``schedule``: whether the nightly schedule is on, as Dagster's instance says (the library
+    does not read it: ``pipelines`` does)."""
     lake = Lake.of(settings)
     records = NightLog(lake).all()
-    held = sorted(set(lake.raw.nights()) | set(lake.tables.nights("player_snapshots")) | set(records))
-    nights = [_night_status(lake, night, records.get(night, {})) for night in held]
+    tables = set(lake.tables.nights("player_snapshots"))
+    held = sorted(tables | set(records) | {night for night in lake.raw.nights() if _raw_night(lake, night, tables, records)})
+    bills = _bills(lake, held)
+    nights = [_night_status(lake, night, records.get(night, {}), bills.get(night, 0)) for night in held]
     left, left_at = _searches_left(settings, records)
     warehouse = _warehouse(settings)
+    schedule = schedule or ScheduleState(None, "Dagster's instance not read")
     return LakeStatus(
         data_dir=str(settings.data_dir),
         source=lake.source,
@@ -166,41 +233,69 @@ def lake_status(settings: Settings, *, now: datetime | None = None) -> LakeStatu
         lake_bytes=_lake_bytes(lake, held, records),
         warehouse=str(warehouse) if warehouse else "",
         warehouse_bytes=warehouse.stat().st_size if warehouse and warehouse.is_file() else None,
-        next_run=next_scheduled(settings.schedule_cron, now or datetime.now(UTC)),
+        schedule_on=schedule.on,
+        schedule_source=schedule.source,
+        next_run=next_scheduled(settings.schedule_cron, now or datetime.now(UTC)) if schedule.on else None,
         schedule_cron=settings.schedule_cron,
     )
 
 
-def _night_status(lake: Lake, night: date, record: dict[str, Any]) -> NightStatus:
+def _raw_night(lake: Lake, night: date, tables: set[date], records: dict[date, Any]) -> bool:
+    """Whether raw answers alone make ``night`` a night: it holds a night's answers (summaries or
+    metadata: a run that died before its tables and record), not only a free reading's or a
+    question's, which a night's own run did not make."""
+    if night in tables or night in records:
+        return True
+    return any(lake.raw.refs(night, resource, status=None) for resource in (calls.PLAYER_SUMMARY, calls.METADATA))
+
+
+def _bills(lake: Lake, nights: list[date]) -> dict[date, int]:
+    """Each night's searches as its ledger books them: every run's, drains' included."""
+    ledger = Ledger(lake)
+    if isinstance(lake.root, Path) and lake.shared is None:
+        return {night: ledger.spent(night) for night in nights}
+    with ThreadPoolExecutor(8, thread_name_prefix="tourneylake-bills") as pool:  # a round trip per night
+        return dict(zip(nights, pool.map(ledger.spent, nights), strict=True))
+
+
+def _night_status(lake: Lake, night: date, record: dict[str, Any], bill: int) -> NightStatus:
     if not record:
-        return NightStatus(night, "unrecorded", loaded=False)
-    harvests = list((record.get("harvests") or {}).values())
-
-    def total(key: str) -> int:
-        return sum(int(part.get(key) or 0) for part in harvests)
-
+        return NightStatus(night, "unrecorded", loaded=False, night_searches=bill)
+    held = record.get("held")
+    shown = held if held and record.get("state") != "loaded" else record
+    total = _totals(shown)
+    pairs = [pair for part in (shown.get("harvests") or {}).values() for pair in part.get("pairs") or []]
+    outstanding, settled = _outstanding(lake, night, pairs) if pairs else ([], 0)
+    deferred = max(total("deferred") - settled, 0)
     status = NightStatus(
         night,
-        _outcome(record.get("state"), total),
-        loaded=record.get("state") == "loaded",
+        _outcome(shown.get("state"), total, deferred),
+        loaded=shown.get("state") == "loaded",
         reason=record.get("reason"),
         run_id=record.get("run_id"),
         ended_at=record.get("updated_at"),
         searches_spent=total("searches_spent"),
-        night_searches=int(record.get("earlier_searches") or 0) + total("searches_spent"),
+        night_searches=bill,
         fetched=total("fetched"),
-        deferred=total("deferred"),
+        deferred=deferred,
         failed=total("failed"),
         misconfigured=total("misconfigured"),
-        rows={str(k): int(v) for k, v in (record.get("rows") or {}).items()},
+        rows={str(k): int(v) for k, v in (shown.get("rows") or {}).items()},
+        outstanding=outstanding,
     )
-    pairs = [pair for part in harvests for pair in part.get("pairs") or []]
-    if pairs:
-        status.outstanding = _outstanding(lake, night, pairs)
+    if shown is not record:
+        state, last = record.get("state"), _totals(record)
+        status.last_attempt = _outcome(state, last, last("deferred")) + (", not loaded" if state == "harvested" else "")
     return status
 
 
-def _outcome(state: str | None, total: Any) -> str:
+def _totals(record: dict[str, Any]) -> Callable[[str], int]:
+    """A count of the record's harvests (every account's part), by name."""
+    parts = list((record.get("harvests") or {}).values())
+    return lambda key: sum(int(part.get(key) or 0) for part in parts)
+
+
+def _outcome(state: str | None, total: Any, deferred: int) -> str:
     if state in ("failed", "interrupted"):
         return state
     if total("misconfigured"):
@@ -209,20 +304,23 @@ def _outcome(state: str | None, total: Any) -> str:
         return "partial"
     if state == "harvesting":
         return "running"
-    return "deferred" if total("deferred") else "ok"
+    return "deferred" if deferred else "ok"
 
 
-def _outstanding(lake: Lake, night: date, pairs: Iterable[list[str]]) -> list[str]:
-    """The record's pairs the night's ``player_snapshots`` still does not hold."""
+def _outstanding(lake: Lake, night: date, pairs: Iterable[list[str]]) -> tuple[list[str], int]:
+    """The record's pairs the night's ``player_snapshots`` still does not hold, and how many of
+    its deferred pairs it holds since (a drain or a re-run fetched them)."""
     holds = set()
     if night in lake.tables.nights("player_snapshots"):
         table = lake.tables.read("player_snapshots", night, columns=["network", "player", "filter_name"])
         holds = set(zip(*(table.column(c).to_pylist() for c in ("network", "player", "filter_name")), strict=True))
-    out = []
+    out, settled = [], 0
     for network, player, filter_name, kind, why in pairs:
         if (network, player, filter_name or "") not in holds and (network, player, filter_name or None) not in holds:
             out.append(f"{Target(network, player, filter_name or None, None, 0)}: {kind}: {why}")
-    return out
+        elif kind == "deferred":
+            settled += 1
+    return out, settled
 
 
 def _searches_left(settings: Settings, records: dict[date, dict[str, Any]]) -> tuple[dict[str, int | None], str | None]:
@@ -263,8 +361,13 @@ def _lake_bytes(lake: Lake, nights: list[date], records: dict[date, dict[str, An
     lies outside the nights' folders (state, markers)."""
     if not isinstance(lake.root, Path):  # an object store sizes its prefix in one listing
         return _bytes(lake.root)
-    per_night = sum(int(records.get(night, {}).get("bytes") or night_bytes(lake, night)) for night in nights)
+    per_night = sum(int(_bytes_of(records.get(night, {})) or night_bytes(lake, night)) for night in nights)
     return per_night + _bytes(lake.root, nights_too=False)
+
+
+def _bytes_of(record: dict[str, Any]) -> int:
+    """The night's bytes as its record, or what it held, says (0: not said)."""
+    return int(record.get("bytes") or (record.get("held") or {}).get("bytes") or 0)
 
 
 def _bytes(folder: Any, *, nights_too: bool = True) -> int:
@@ -289,10 +392,3 @@ def _bytes(folder: Any, *, nights_too: bool = True) -> int:
                 elif entry.is_file(follow_symlinks=False):
                     total += entry.stat(follow_symlinks=False).st_size
     return total
-
-
-def next_scheduled(cron: str, now: datetime) -> datetime:
-    """The next tick of a daily ``M H * * *`` schedule (UTC) after ``now``."""
-    minute, hour = (int(part) for part in cron.split()[:2])
-    tick = now.astimezone(UTC).replace(hour=hour, minute=minute, second=0, microsecond=0)
-    return tick if tick > now else tick + timedelta(days=1)

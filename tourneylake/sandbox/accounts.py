@@ -1,6 +1,6 @@
 """Applications, users, subscriptions, daily quotas and in-flight sessions of the sandbox.
 
-Credentials follow the service (service-reference §5): the application name is in the path, the
+Credentials follow the service: the application name is in the path, the
 application key only encodes the password, and a request carries ``Username`` and ``Password``
 (headers or query parameters). Quotas are daily, and every one resets at the same instant,
 ``quota_reset_s`` after midnight UTC (08:00 by default: the service's FAQ says "12 Midnight PST

@@ -165,10 +165,13 @@ class SandboxApp:
         #: body) after it is charged: how tests serve a hostile or broken answer for one player;
         #: ("countries", "") and ("news", "") rewrite those free answers.
         self.answer_rewrites: dict[tuple[str, str], Callable[[bytes, str], bytes]] = {}
-        #: Coverage withdrawn after the fact (service-notes §6), as tests set it: networks gone from
+        #: Coverage withdrawn after the fact, as tests set it: networks gone from
         #: the service (and from metadata), and (network, player) pairs who opted out.
         self.removed_networks: set[str] = set()
         self.opted_out: set[tuple[str, str]] = set()
+        #: The error a player the world does not hold gets: 200039, as the service's public
+        #: material gives it (tests set 103001, the sandbox's earlier choice, to try both).
+        self.not_found_code = 200039
         self._trimmed: dict[tuple[str, frozenset[str]], DayMetadata] = {}
         base = "/api/{app}"
         self.asgi = Starlette(
@@ -420,7 +423,7 @@ class SandboxApp:
             cost = self.costs.no_data
             self._charge_or_fail(user, cost)
             self.accounts.charge(user, cost)
-            raise _ServiceError(103001, f"{name!r} on {network}")
+            raise _ServiceError(self.not_found_code, f"{name!r} on {network}")
         opted_out = (network, name) in self.opted_out
         cost = self.costs.no_data if opted_out else self.costs.summary
         self._charge_or_fail(user, cost)

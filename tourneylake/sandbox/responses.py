@@ -19,7 +19,9 @@ from tourneylake.sandbox.world import Result, money
 
 __all__ = ["ERROR_TEXT", "envelope", "error_element", "fragment", "render", "summary_payload", "user_info"]
 
-#: English descriptions of the error codes the sandbox sends (service-notes §5; 103001 is ours).
+#: English descriptions of the error codes the sandbox sends: the service's documented ones, and
+#: two for a player (or player group) the service does not find, 200039 (the code the service's
+#: public material gives) and 103001 (an earlier choice of the sandbox's, still switchable).
 ERROR_TEXT: dict[int, str] = {
     0: "Internal error, please try again later.",
     101001: "User not found.",
@@ -34,6 +36,7 @@ ERROR_TEXT: dict[int, str] = {
     102005: "Operation only allowed for gold subscribers.",
     102006: "Remaining search quota too low.",
     103001: "Player not found.",
+    200039: "Player or player group not found.",
 }
 
 _REGIONS = (("NonUS", "Non US"), ("All", "International"))

@@ -202,7 +202,7 @@ def unusable_targets(lake: Lake, night: date) -> set[TargetKey]:
 
 
 def not_found_targets(lake: Lake, night: date) -> set[TargetKey]:
-    """The targets the service answered "player not found" (103001) tonight."""
+    """The targets the service answered "not found" tonight (any of ``NOT_FOUND_CODES``)."""
     found: set[TargetKey] = set()
     for code in NOT_FOUND_CODES:
         found.update(target_key(raw.key) for raw in lake.raw.bodies(night, calls.PLAYER_SUMMARY, status=f"refused-{code}"))
