@@ -242,22 +242,15 @@ def run(
     setup_logging(verbose)
     for handler in logging.getLogger().handlers:
         handler.addFilter(as_the_library_wrote_it)
-    settings = settings_from(
-        sandbox,
-        watchlist=watchlist,
-        data_dir=data_dir,
-        format=fmt,
-        max_searches_per_run=max_searches,
-        reserve_searches=reserve,
-        concurrency=concurrency,
+    flags: dict[str, Any] = dict(
+        data_dir=data_dir, format=fmt, max_searches_per_run=max_searches, reserve_searches=reserve, concurrency=concurrency
     )
+    settings = settings_from(sandbox, watchlist=watchlist, **flags)
     when = ended_night(night)
     if not settings.watchlist.is_file():
         raise fail(f"watchlist {settings.watchlist} not found (set --watchlist or TOURNEYLAKE_WATCHLIST)")
     # The nightly report follows the project's watchlist: a run of another one builds the models only.
-    one_off = (
-        watchlist is not None and settings.watchlist.resolve() != settings_from(sandbox, data_dir=data_dir).watchlist.resolve()
-    )
+    one_off = watchlist is not None and settings.watchlist.resolve() != settings_from(sandbox, **flags).watchlist.resolve()
     with reported():
         check_packaged()  # what a night reads from the installation, before anything is called
         problem = unwritable(settings)

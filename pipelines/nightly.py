@@ -164,8 +164,12 @@ def _execute(
         )
     job = definitions.resolve_job_def(job_name)
     selection = None
-    if without:  # the job's assets but those
-        selection = [key for key in definitions.resolve_asset_graph().get_all_asset_keys() if key not in without]
+    if without:  # the job's assets but those (the other location's tables it reads are not the job's to run)
+        selection = [
+            key
+            for key in definitions.resolve_asset_graph().get_all_asset_keys()
+            if key not in without and definitions.resolve_assets_def(key).is_executable
+        ]
     started = time.perf_counter()
     with run_instance() as instance:
         for run_id in release_dead_runs(instance):

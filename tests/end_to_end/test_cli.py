@@ -59,8 +59,8 @@ def test_wrong_password_exits_non_zero_with_one_line_and_one_alert(tmp_path: Pat
 
     with WebhookReceiver() as hook:
         result = tourneylake(
-            "run", "--sandbox", "--date", "2026-11-20", "--data-dir", str(tmp_path), "--watchlist", "watchlist.yaml",
-            env=clean_env(TOURNEYLAKE_PASSWORD="definitely-wrong", TOURNEYLAKE_ALERT_WEBHOOK_URL=hook.url),
+            "run", "--date", "2026-11-20", "--data-dir", str(tmp_path), "--watchlist", "watchlist.yaml",
+            env=clean_env(TOURNEYLAKE_BASE_URL="sandbox", TOURNEYLAKE_PASSWORD="definitely-wrong", TOURNEYLAKE_ALERT_WEBHOOK_URL=hook.url),
         )  # fmt: skip
     assert result.returncode == 1
     last = result.stderr.strip().splitlines()[-1]
@@ -269,9 +269,9 @@ players:
             ["bad.yaml:4: filter 'nope' is not defined", "bad.yaml:5: player has no 'name'", "bad.yaml:6: priority must be"],
         ),
         (
-            "a wrong password",
-            ("run", "--sandbox", "--date", "2026-11-20", "--watchlist", "watchlist.yaml"),
-            {"TOURNEYLAKE_PASSWORD": "definitely-wrong"},
+            "a wrong password",  # the sandbox by its URL: `--sandbox` brings its demo account whatever the environment says
+            ("run", "--date", "2026-11-20", "--watchlist", "watchlist.yaml"),
+            {"TOURNEYLAKE_BASE_URL": "sandbox", "TOURNEYLAKE_PASSWORD": "definitely-wrong"},
             ["run failed: credentials refused by the service"],
         ),
         (
@@ -443,14 +443,14 @@ def test_ctrl_c_during_the_free_calls_ends_the_night(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("why", "env"),
     [
-        ("a wrong password", {"TOURNEYLAKE_PASSWORD": "definitely-wrong"}),
+        ("a wrong password", {"TOURNEYLAKE_BASE_URL": "sandbox", "TOURNEYLAKE_PASSWORD": "definitely-wrong"}),
         ("an unreachable service", {"TOURNEYLAKE_BASE_URL": "http://127.0.0.1:9", **DEMO_ENV, "TOURNEYLAKE_MAX_ATTEMPTS": "1"}),
     ],
     ids=["wrong-password", "unreachable"],
 )
 def test_budget_exits_non_zero_when_it_cannot_read_the_account(tmp_path: Path, why: str, env: dict[str, str]) -> None:
     args = ["budget", "--data-dir", str(tmp_path), "--watchlist", "watchlist.yaml"]
-    result = tourneylake(*args, *(["--sandbox"] if "password" in why else []), env=clean_env(**env))
+    result = tourneylake(*args, env=clean_env(**env))
     assert result.returncode == 1, (why, result.stdout[-500:], result.stderr[-1000:])
     (line,) = [line for line in result.stderr.splitlines() if line.startswith("error:")]
     assert line.startswith("error: could not read the searches left on the account:") and len(line) <= 210
