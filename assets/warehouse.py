@@ -97,10 +97,12 @@ def _table_spec(name: str) -> AssetSpec:
 def warehouse(context: AssetExecutionContext, tourneylake: TourneylakeResource):
     night, lake = night_of(context), tourneylake.lake()
     # Beside the load, which reads only the tables' current versions: the night's bytes, then the
-    # expiry of the versions older than the setting's days (upkeep: it never touches a current one).
+    # tables' upkeep (compaction when due, the expiry of the versions older than the setting's
+    # days: it never touches a current part).
+    settings = tourneylake.settings()
     with ThreadPoolExecutor(1, thread_name_prefix="tourneylake-upkeep") as upkeep:
         size = upkeep.submit(night_bytes, lake, night)
-        expired = upkeep.submit(lake.tables.expire, tourneylake.settings().table_history_days)
+        kept = upkeep.submit(lake.tables.upkeep, night, settings.table_history_days, settings.compaction_days)
         with tourneylake.open_warehouse() as db:
             loaded = db.load_night(lake, night)
             counts = db.table_counts()
@@ -110,7 +112,8 @@ def warehouse(context: AssetExecutionContext, tourneylake: TourneylakeResource):
         asset_key=FILE,
         metadata={
             "rows_loaded": sum(loaded.values()),
-            "lake_files_expired": expired.result(),
+            "lake_parts_compacted": kept.result()["compacted"],
+            "lake_files_expired": kept.result()["expired"],
             "tables": MetadataValue.table(
                 [TableRecord({"table": t, "loaded": loaded.get(t, 0), "rows": counts[t]}) for t in LOAD_ORDER], SUMMARY_SCHEMA
             ),

@@ -483,6 +483,36 @@ def write_watchlist(path: Path, players: list[tuple[str, str]]) -> Path:
     return path
 
 
+class Deadline:
+    """A whole benchmark's time: ``left`` says how long a step may take, and raises once it passed."""
+
+    def __init__(self, seconds: float) -> None:
+        self.end = time.monotonic() + seconds
+
+    def left(self, at_most: float) -> float:
+        left = self.end - time.monotonic()
+        if left <= 5:
+            raise TimeoutError("the benchmark's deadline passed")
+        return min(at_most, left)
+
+
+@contextlib.contextmanager
+def environment(values: dict[str, str], unset: tuple[str, ...] = ()) -> Iterator[None]:
+    """``values`` set and ``unset`` removed in this process's environment for the block."""
+    before = {name: os.environ.get(name) for name in (*values, *unset)}
+    os.environ.update(values)
+    for name in unset:
+        os.environ.pop(name, None)
+    try:
+        yield
+    finally:
+        for name, value in before.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
 def run_env(
     base_url: str, data_dir: Path, watchlist: Path, dagster_home: Path, concurrency: int, *, tree: Path = ROOT, **extra: str
 ) -> dict[str, str]:

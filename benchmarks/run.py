@@ -51,6 +51,7 @@ from benchmarks.common import (
     ROOT,
     TODAY,
     BenchServer,
+    Deadline,
     cpu_jiffies,
     measure,
     roster,
@@ -73,17 +74,6 @@ class Result:
     target: str
     holds: bool | None
     details: dict[str, Any] = field(default_factory=dict)
-
-
-class Deadline:
-    def __init__(self, seconds: float) -> None:
-        self.end = time.monotonic() + seconds
-
-    def left(self, at_most: float) -> float:
-        left = self.end - time.monotonic()
-        if left <= 5:
-            raise TimeoutError("the benchmark run's deadline passed")
-        return min(at_most, left)
 
 
 def child(module: str, args: list[str], timeout: float) -> dict[str, Any]:

@@ -114,8 +114,10 @@ def _model_sections(manifest: dict[str, Any]) -> list[str]:
     out = [
         "## Models",
         "",
-        "dbt models of `sql/models/` (views: a query reads the tables as they are), built by the `models` "
-        "job after a night's load. Each column's type is the model's contract, enforced at every build.",
+        "dbt models of `sql/models/` (views: a query reads the tables as they are; `player_entries` and "
+        "`player_results_by_period` are tables made again at each build, `player_statistics_over_time` an incremental "
+        "table, each build adding the new nights), built by the `models` job after a night's load. "
+        "Each column's type is the model's contract, enforced at every build.",
         "",
     ]
     for node in _models(manifest):

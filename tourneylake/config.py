@@ -218,6 +218,14 @@ class Settings(BaseSettings):
         "any Delta reader's time travel); after each night's load and each rebuild, the files only older versions "
         "need are deleted (Delta's vacuum); 0 keeps only the current version",
     )
+    compaction_days: int = Field(
+        7,
+        ge=0,
+        le=366,
+        description="how often the lake's tables are compacted, in nights: on each night whose date is a multiple of it "
+        "(weekly by default), that night's load also rewrites each earlier night held in several parts as one part "
+        "(Delta's optimize), the parts it replaces expiring after `table_history_days`; 0 never",
+    )
     account_workers: int = Field(
         0,
         ge=0,

@@ -5,7 +5,9 @@ brought up to date incrementally).
 
 A night, or a shard's parts of it, is written by the writers of
 :mod:`~tourneylake.lake.table_writers`. The files no version of the last days names are deleted
-by delta-rs's vacuum (:meth:`DeltaTables.expire`), with those a killed writer left when asked.
+by delta-rs's vacuum (:meth:`DeltaTables.expire`), with those a killed writer left when asked;
+the nights held in several parts are rewritten as one by delta-rs's optimize
+(:meth:`DeltaTables.compact`), on the nights :meth:`DeltaTables.upkeep` says.
 """
 
 from __future__ import annotations
@@ -291,6 +293,50 @@ class DeltaTables:
             remove_tree(folder)
 
     # ------------------------------------------------------------------ upkeep
+    def upkeep(self, night: date, keep_days: float, compact_every: int) -> dict[str, int]:
+        """A night's upkeep of every table: on every ``compact_every``-th night (by date; 0:
+        never) the earlier nights held in several parts rewritten as one each (:meth:`compact`);
+        then the files no version of the last ``keep_days`` days needs deleted (:meth:`expire`).
+        Returns the parts compacted and the files expired."""
+        due = compact_every > 0 and night.toordinal() % compact_every == 0
+        compacted = self.compact(before=night) if due else 0
+        return {"compacted": compacted, "expired": self.expire(keep_days)}
+
+    def compact(self, before: date) -> int:
+        """Each table's nights before ``before`` held in several parts (a lake written before
+        a night's table was one part, or a night's parts added since) rewritten as one part each
+        by delta-rs's optimize, one commit a table (none where every night is one part); the
+        parts replaced are left to :meth:`expire`, so a reader of an older version still finds
+        them. A night of shards keeps its shards' parts: the night's join reads them by their
+        names. Returns how many parts were replaced."""
+        from deltalake import WriterProperties
+
+        def compact(table: str) -> int:
+            nights = [
+                night.isoformat()
+                for night, parts in self.parts(table).items()
+                if night < before and len(parts) > 1 and all(part_shard(path) is None for path, _ in parts)
+            ]
+            if not nights:
+                return 0
+            with self.opened(table) as delta:
+                if delta is None:
+                    return 0
+                try:
+                    done = delta.optimize.compact(
+                        partition_filters=[(PARTITION, "in", nights)], writer_properties=WriterProperties(compression="ZSTD")
+                    )
+                except Exception as exc:  # noqa: BLE001 - the next due night tries again; the parts stay as they are
+                    log.warning("%s: nights could not be compacted (%s)", table, one_line(exc))
+                    return 0
+            return int(done.get("numFilesRemoved", 0))
+
+        with ThreadPoolExecutor(4, thread_name_prefix="tourneylake-compact") as pool:
+            replaced = sum(pool.map(compact, self.folders()))
+        if replaced:
+            log.info("compacted %d part(s) of nights held in several", replaced)
+        return replaced
+
     def expire(self, keep_days: float, *, strays: bool = False) -> int:
         """Delete the files no version of the last ``keep_days`` days needs, in every table
         (delta-rs's vacuum: the parts of replaced nights); returns how many. ``strays``: also the

@@ -31,6 +31,7 @@ import sys
 import tempfile
 from collections import Counter
 from dataclasses import dataclass, field
+from datetime import date
 from pathlib import Path
 from typing import Any
 
@@ -50,6 +51,8 @@ __all__ = [
     "dbt_env",
     "dbt_executable",
     "ensure_manifest",
+    "forget_nights",
+    "incremental_models",
     "manifest_document",
     "manifest_path",
     "sources_yaml",
@@ -200,6 +203,25 @@ def manifest_document() -> dict[str, Any]:
     """:func:`ensure_manifest`'s manifest, parsed once a version (the file is ~1 MB)."""
     path = ensure_manifest()
     return _parsed(path, path.stat().st_mtime_ns)
+
+
+def incremental_models() -> list[str]:
+    """The models dbt builds incrementally (``materialized: incremental``): tables that keep what
+    earlier builds made and add the new nights."""
+    nodes = manifest_document()["nodes"].values()
+    return sorted(n["name"] for n in nodes if n["resource_type"] == "model" and n["config"]["materialized"] == "incremental")
+
+
+def forget_nights(connection: Any, since: date) -> list[str]:
+    """The incremental models' rows of ``since`` and later nights deleted (in the caller's
+    transaction), so their next build makes those nights again from the tables: a night rebuilt
+    in place reaches them. Returns the models that held rows (a warehouse before its first build
+    holds none)."""
+    held = {row[0] for row in connection.execute("SELECT table_name FROM information_schema.tables").fetchall()}
+    forgotten = [name for name in incremental_models() if name in held]
+    for name in forgotten:
+        connection.execute(f'DELETE FROM "{name}" WHERE snapshot_date >= $since', {"since": since})
+    return forgotten
 
 
 @functools.lru_cache(maxsize=1)

@@ -30,7 +30,7 @@ from tourneylake.lake.legacy import drop_set_aside, set_aside, sweep_tmp
 from tourneylake.lake.locks import HARVEST_LOCK, REBUILD_LOCK
 from tourneylake.schemas import TABLES
 from tourneylake.tables.coverage import write_coverage_changes
-from tourneylake.tables.models import build_models, target_dir
+from tourneylake.tables.models import build_models, forget_nights, target_dir
 from tourneylake.tables.night_tables import rebuild_night, reference_tables
 from tourneylake.tables.split_night import rebuild_night_on_two_cores
 from tourneylake.tables.warehouse import LOAD_ORDER, Warehouse
@@ -124,6 +124,7 @@ def _rebuild(settings: Settings, lake: Lake, wanted: list[date], *, every: bool,
             with _warehouse(settings.warehouse_path, fresh=False) as db:
                 for night in wanted:
                     db.load_night(lake, night)
+                forget_nights(db.connection, min(wanted))  # the incremental models make them again at their next build
                 outcome.warehouse_rows = db.table_counts()
         outcome.expired = expired.result()
     outcome.unusable.sort(key=lambda line: line[:10])  # night by night (each line starts with its night)

@@ -1,6 +1,9 @@
 -- One row per entry (a tournament a watched player played), with what the analyses group and
 -- measure: its UTC day, ISO week, month and year, the hour of the week it started (in the
 -- `time_zone` var), its buy-in and field size buckets, speed, ROI, and how it finished.
+-- A table, made again at every build: every entry mart reads it (a view would join the entries,
+-- tournaments and rates again at each read of each of them).
+{{ config(materialized='table') }}
 WITH speeds AS (  -- the Type options metadata classes as Speed (T Turbo, ST Super Turbo, ...)
     SELECT option_id, name
     FROM {{ source('warehouse', 'filter_options') }}

@@ -1,5 +1,8 @@
 -- The coaches' measures per player and period (calendar periods, every night held and the
 -- rolling windows: the macro periods()), with the days won and lost and the longest run of each.
+-- A table, made again at every build (its rolling windows end at the latest night): the
+-- leaderboard, the comparison, the report and the notebooks read it, some twice in one query.
+{{ config(materialized='table') }}
 WITH entry_periods AS (
     SELECT e.*, {{ period_columns('e.day') }}
     FROM {{ ref('player_entries') }} AS e

@@ -1,4 +1,69 @@
--- Every statistic night by night, with the change since the previous harvest.
+-- Every statistic night by night, with the change since the previous harvest. Incremental: a build
+-- makes again the latest night it holds (a night loaded again may have gained rows), every night
+-- after one whose rows changed in number (a drain, a rebuild in place), and adds the new ones;
+-- each new row's previous harvest is the latest row of its statistic the model holds, looked for
+-- in its last `statistics_lookback_nights` nights (a dbt var), and before them only for the
+-- statistics not found there. The nights are read by dates fixed before the query runs, so DuckDB
+-- reads those nights' row groups alone: a night's build reads the night and the look-back, not the
+-- whole history. A full build (`--full-refresh`, a fresh warehouse) reads every night.
+{{ config(materialized='incremental', incremental_strategy='delete+insert', unique_key=['snapshot_date'], on_schema_change='fail') }}
+{%- set key = 'network, player, filter_name, statistic' %}
+{%- set source_rows = source('warehouse', 'player_statistics') %}
+
+{% if is_incremental() %}
+{%- set since_query %}
+    WITH held AS (SELECT snapshot_date, count(*) AS held FROM {{ this }} GROUP BY ALL),
+    loaded_again AS (  -- a night whose rows changed in number since it was built
+        SELECT min(snapshot_date) AS night
+        FROM (SELECT snapshot_date, count(*) AS loaded FROM {{ source_rows }} GROUP BY ALL)
+        FULL JOIN held USING (snapshot_date)
+        WHERE loaded IS DISTINCT FROM held
+    )
+    SELECT strftime(coalesce(least((SELECT max(snapshot_date) FROM held), (SELECT night FROM loaded_again)), DATE '1900-01-01'), '%Y-%m-%d')
+{%- endset %}
+{%- set since = run_query(since_query).columns[0].values()[0] if execute else '1900-01-01' %}
+{%- set lookback = "DATE '" ~ since ~ "' - " ~ var('statistics_lookback_nights') %}
+{%- set unmatched_query %}
+    SELECT count(*)
+    FROM (SELECT DISTINCT {{ key }} FROM {{ source_rows }} WHERE snapshot_date >= DATE '{{ since }}')
+    ANTI JOIN (
+        SELECT DISTINCT {{ key }} FROM {{ this }} WHERE snapshot_date >= {{ lookback }} AND snapshot_date < DATE '{{ since }}'
+    ) USING ({{ key }})
+{%- endset %}
+{%- set unmatched = run_query(unmatched_query).columns[0].values()[0] if execute else 0 %}
+WITH new AS (
+    SELECT *
+    FROM {{ source_rows }}
+    WHERE snapshot_date >= DATE '{{ since }}'
+),
+previous AS (  -- each statistic's latest row held in the look-back's nights
+    SELECT {{ key }}, arg_max({'night': snapshot_date, 'number': value_number, 'usd': value_usd}, snapshot_date) AS last
+    FROM {{ this }}
+    WHERE snapshot_date >= {{ lookback }} AND snapshot_date < DATE '{{ since }}'
+    GROUP BY ALL
+    {%- if unmatched > 0 %}
+    UNION ALL  -- the new nights' statistics not harvested in those nights: their latest older row
+    SELECT h.network, h.player, h.filter_name, h.statistic,
+        arg_max({'night': h.snapshot_date, 'number': h.value_number, 'usd': h.value_usd}, h.snapshot_date)
+    FROM {{ this }} AS h
+    SEMI JOIN new USING ({{ key }})
+    WHERE h.snapshot_date < {{ lookback }}
+    GROUP BY ALL
+    {%- endif %}
+),
+rows AS (  -- the new nights' rows, and before them each statistic's latest row held
+    SELECT snapshot_date, {{ key }}, type, value, value_number, value_usd, value_time, true AS is_new
+    FROM new
+    UNION ALL
+    SELECT last.night, {{ key }}, NULL, NULL, last.number, last.usd, NULL, false
+    FROM previous
+)
+{% else %}
+WITH rows AS (
+    SELECT snapshot_date, {{ key }}, type, value, value_number, value_usd, value_time, true AS is_new
+    FROM {{ source_rows }}
+)
+{% endif %}
 SELECT
     snapshot_date,
     network,
@@ -10,8 +75,16 @@ SELECT
     value_number,
     value_usd,
     value_time,
-    value_number - lag(value_number) OVER w AS change,
-    value_usd - lag(value_usd) OVER w AS change_usd,
-    lag(snapshot_date) OVER w AS previous_snapshot_date
-FROM {{ source('warehouse', 'player_statistics') }}
-WINDOW w AS (PARTITION BY network, player, filter_name, statistic ORDER BY snapshot_date)
+    change,
+    change_usd,
+    previous_snapshot_date
+FROM (
+    SELECT
+        *,
+        value_number - lag(value_number) OVER w AS change,
+        value_usd - lag(value_usd) OVER w AS change_usd,
+        lag(snapshot_date) OVER w AS previous_snapshot_date
+    FROM rows
+    WINDOW w AS (PARTITION BY {{ key }} ORDER BY snapshot_date)
+)
+WHERE is_new
