@@ -16,8 +16,8 @@ $(STAMP): pyproject.toml uv.lock
 	@# The project's own modules compiled too (uv compiles the dependencies): every process,
 	@# `tourneylake run` and each test's subprocess, starts without compiling them again.
 	$(VENV)/bin/python -m compileall -q tourneylake assets pipelines
-	@# The dbt manifest (sql/target/manifest.json: `dbt parse`, offline) that Dagster's model
-	@# assets and the docs read; parsed again by whoever reads it once a file of sql/ is newer.
+	@# The dbt manifest (`dbt parse`, offline, into the user's cache: tourneylake.tables.models)
+	@# that Dagster's model assets and the docs read; parsed again once a file of sql/ is newer.
 	DO_NOT_TRACK=1 $(VENV)/bin/python -m tourneylake.tables.models
 	@touch $@
 

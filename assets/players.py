@@ -25,11 +25,11 @@ from dagster import (
     asset,
 )
 
-from assets.backfill import refuse_oversized_backfill
-from assets.nights import nightly_partitions
-from assets.pools import SERVICE_POOL, account_pool
-from assets.resource import TourneylakeResource
-from assets.steps import PID_TAG, fails_cleanly, listing, night_of
+from tourneylake.assets.backfill import refuse_oversized_backfill
+from tourneylake.assets.nights import nightly_partitions
+from tourneylake.assets.pools import SERVICE_POOL, account_pool
+from tourneylake.assets.resource import TourneylakeResource
+from tourneylake.assets.steps import PID_TAG, fails_cleanly, listing, night_of
 from tourneylake.config import Settings
 from tourneylake.night.accounts import load_share, save_shares, shares_digest
 from tourneylake.night.harvest import HarvestOutcome, harvest_account, harvest_players, target_lines

@@ -15,8 +15,8 @@ from typing import Any
 
 from dagster import DagsterEvent, DefaultSensorStatus, RunFailureSensorContext, run_failure_sensor
 
-from assets.resource import TourneylakeResource
-from assets.steps import PID_TAG
+from tourneylake.assets.resource import TourneylakeResource
+from tourneylake.assets.steps import PID_TAG
 from tourneylake.night.alerts import night_failed
 
 PARTITION_TAG = "dagster/partition"

@@ -31,11 +31,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from pipelines.failures import failure_line
 from tests.deploy.conftest import stop
 from tests.helpers import REPO, player_line
 from tourneylake.lake.lake import Lake
 from tourneylake.lake.ledger import Ledger
+from tourneylake.pipelines.failures import failure_line
 from tourneylake.sandbox import DEMO
 from tourneylake.tables.normalize.summary import SUMMARY_TABLES
 
@@ -55,7 +55,7 @@ DEPLOY = REPO / "deploy"
 _ONE_PROCESS = """
 import sys
 from datetime import date
-from pipelines.nightly import run_night
+from tourneylake.pipelines.nightly import run_night
 from tourneylake.config import load_settings
 for night in sys.argv[1:]:
     report = run_night(load_settings(), date.fromisoformat(night))

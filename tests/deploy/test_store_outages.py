@@ -26,13 +26,13 @@ from pathlib import Path
 import fsspec
 import pytest
 
-from pipelines.nightly import RunReport, run_night
 from tests.helpers import player_line, sandbox_settings, write_watchlist
 from tests.s3_proxy import RunningProxy, running_proxy
 from tourneylake.api import calls
 from tourneylake.config import SANDBOX_USERNAME, Settings
 from tourneylake.lake.lake import Lake
 from tourneylake.lake.ledger import RECONCILED_AFTER_CRASH, Ledger
+from tourneylake.pipelines.nightly import RunReport, run_night
 from tourneylake.tables.normalize.summary import SUMMARY_TABLES
 
 pytestmark = [pytest.mark.slow, pytest.mark.deploy]

@@ -28,11 +28,10 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from tests.helpers import REPO, player_line
+from tests.helpers import DEMO_ENV, REPO, player_line
 from tourneylake.api import calls
 from tourneylake.lake.lake import Lake
 from tourneylake.lake.ledger import Ledger
-from tourneylake.sandbox import DEMO
 from tourneylake.tables.normalize.summary import SUMMARY_TABLES
 
 # One worker runs every test of the suite's PostgreSQL server: one of them restarts it.
@@ -48,7 +47,7 @@ VOLATILE = {"fetched_at", "server_time", "listed_at", "last_activity_at", "metad
 _DRIVER = """
 import json, sys
 from datetime import date
-from pipelines.nightly import run_night
+from tourneylake.pipelines.nightly import run_night
 from tourneylake.config import load_settings
 report = run_night(load_settings(), date.fromisoformat(sys.argv[1]))
 print(json.dumps({"success": report.success, "failure": report.failure}), flush=True)
@@ -68,8 +67,7 @@ def _environment(sandbox, folder: Path, state_url: str) -> dict[str, str]:
         "TL_LEFT_PW": "left-pw",
         "TL_RIGHT_PW": "right-pw",
         "TOURNEYLAKE_BASE_URL": sandbox.base_url,
-        "TOURNEYLAKE_USERNAME": DEMO.username,
-        "TOURNEYLAKE_PASSWORD": DEMO.password,
+        **DEMO_ENV,
         "TOURNEYLAKE_DATA_DIR": str(folder / "data"),
         "TOURNEYLAKE_WATCHLIST": str(watchlist),
         "TOURNEYLAKE_STATE_URL": state_url,
