@@ -233,6 +233,13 @@ def run(
         int,
         typer.Option("--nights", min=1, max=366, help="Harvest the N nights ending with --date, oldest first (one run each)."),
     ] = 1,
+    models: Annotated[
+        bool,
+        typer.Option(
+            "--models/--no-models",
+            help="Build the models and the report after the nights (default); --no-models harvests and loads only.",
+        ),
+    ] = True,
     verbose: Verbose = False,
 ) -> None:
     """Harvest a night, load it, build the models and the report.
@@ -289,8 +296,10 @@ def run(
             if failed:
                 partial.append(f"{failed} pair(s) failed" + (f" on {day}" if nights > 1 else ""))
     finally:
-        if loaded:  # once, after the last night loaded (and before a failed night is reported)
+        if loaded and models:  # once, after the last night loaded (and before a failed night is reported)
             build_models(settings, report=not one_off)
+        elif loaded:
+            console.print("models: not built (--no-models); the next run builds them", highlight=False)
     if len(reports) > 1:
         print_total(reports)
     misconfigured = sorted({line for report in reports for line in harvest_of(report).get("misconfigured_pairs") or []})

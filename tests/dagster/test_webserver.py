@@ -138,7 +138,7 @@ def test_nights_from_the_ui_and_the_cli_share_the_instance(tmp_path: Path) -> No
             assert _ended(url, materialised, deadline) == "SUCCESS"
 
             cli = subprocess.run(
-                [sys.executable, "-m", "tourneylake.pipelines.cli", "run", "--date", "2026-11-21"],
+                [sys.executable, "-m", "tourneylake.pipelines.cli", "run", "--no-models", "--date", "2026-11-21"],
                 cwd=REPO, env=env, capture_output=True, text=True, timeout=240,
             )  # fmt: skip
             assert cli.returncode == 0, cli.stderr[-2000:]

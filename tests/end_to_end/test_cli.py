@@ -18,7 +18,7 @@ import pytest
 from tests.helpers import DEMO_ENV, REPO
 from tourneylake.tables.models import manifest_document
 
-pytestmark = [pytest.mark.xdist_group("cli"), pytest.mark.slow]
+pytestmark = pytest.mark.slow
 
 CLI = [sys.executable, "-m", "tourneylake.pipelines.cli"]
 
@@ -50,8 +50,11 @@ def test_run_then_query(tmp_path: Path) -> None:
     assert query.returncode == 0, query.stderr
     assert "profit_usd" in query.stdout and "Ana Łukasz" in query.stdout
 
-    again = tourneylake("run", "--sandbox", "--date", "2026-11-20", "--data-dir", str(tmp_path), "--watchlist", "watchlist.yaml")
+    again = tourneylake(
+        "run", "--sandbox", "--no-models", "--date", "2026-11-20", "--data-dir", str(tmp_path), "--watchlist", "watchlist.yaml"
+    )
     assert again.returncode == 0 and "searches spent: 0" in again.stdout
+    assert "models: not built (--no-models)" in again.stdout and "models ok" not in again.stdout
 
 
 def test_wrong_password_exits_non_zero_with_one_line_and_one_alert(tmp_path: Path) -> None:
@@ -149,7 +152,7 @@ def test_a_killed_run_keeps_what_it_paid_for(tmp_path: Path, tables_worker: str)
             TOURNEYLAKE_TABLES_WORKER=tables_worker,
             DAGSTER_HOME=str(home),
         )
-        args = ["run", "--date", "2026-11-20", "--data-dir", str(data), "--watchlist", "watchlist.yaml"]
+        args = ["run", "--no-models", "--date", "2026-11-20", "--data-dir", str(data), "--watchlist", "watchlist.yaml"]
         before = server.accounts.remaining(SANDBOX_USERNAME)
         process = subprocess.Popen([*CLI, *args], cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         deadline = time.monotonic() + 120
@@ -205,7 +208,7 @@ def test_a_night_with_a_failed_pair_exits_partial_naming_it_and_pays_it_once(tmp
     with running_sandbox(seed=7, today=date(2026, 11, 20)) as server:
         server.app.answer_rewrites[("Winamax.fr", "Élodie.R")] = with_doctype
         env = clean_env(TOURNEYLAKE_BASE_URL=server.base_url, **DEMO_ENV, TOURNEYLAKE_FORMAT="xml")
-        args = ["run", "--date", "2026-11-20", "--data-dir", str(tmp_path), "--watchlist", "watchlist.yaml"]
+        args = ["run", "--no-models", "--date", "2026-11-20", "--data-dir", str(tmp_path), "--watchlist", "watchlist.yaml"]
         before = server.accounts.remaining(SANDBOX_USERNAME)
         first = tourneylake(*args, env=env)
         spent = before - server.accounts.remaining(SANDBOX_USERNAME)
@@ -243,7 +246,7 @@ def test_a_flag_fixes_a_bad_variable_for_run(tmp_path: Path) -> None:
     """A bad TOURNEYLAKE_* value that a flag overrides does not stop `run` (Dagster's definitions
     read no setting at import)."""
     result = tourneylake(
-        "run", "--sandbox", "--date", "2026-11-20", "--data-dir", str(tmp_path), "--watchlist", "watchlist.yaml", "--concurrency", "4",
+        "run", "--sandbox", "--no-models", "--date", "2026-11-20", "--data-dir", str(tmp_path), "--watchlist", "watchlist.yaml", "--concurrency", "4",
         env=clean_env(TOURNEYLAKE_CONCURRENCY="100000"),
     )  # fmt: skip
     assert result.returncode == 0, result.stderr[-2000:]
@@ -297,7 +300,9 @@ def test_bad_input_is_one_error_line_per_problem_and_no_traceback(
     (tmp_path / "bad.yaml").write_text(BAD_WATCHLIST)
     data = tmp_path / "data"
     if "another source" in case:  # a lake the built-in sandbox filled, then pointed at another service
-        seeded = tourneylake("run", "--sandbox", "--date", "2026-11-20", "--data-dir", str(data), "--watchlist", "watchlist.yaml")
+        seeded = tourneylake(
+            "run", "--sandbox", "--no-models", "--date", "2026-11-20", "--data-dir", str(data), "--watchlist", "watchlist.yaml"
+        )
         assert seeded.returncode == 0, seeded.stderr[-2000:]
     result = (
         tourneylake(*(a.format(tmp=tmp_path) for a in args), "--data-dir", str(data), env=clean_env(**env))
@@ -381,7 +386,7 @@ def test_ctrl_c_exits_130_with_one_line_and_keeps_every_paid_answer(tmp_path: Pa
     night, data = date(2026, 11, 20), tmp_path / "data"
     with running_sandbox(seed=7, today=night, latency_ms=300) as server:
         env = clean_env(TOURNEYLAKE_BASE_URL=server.base_url, **DEMO_ENV, TOURNEYLAKE_CONCURRENCY="2")
-        args = ["run", "--date", night.isoformat(), "--data-dir", str(data), "--watchlist", "watchlist.yaml"]
+        args = ["run", "--no-models", "--date", night.isoformat(), "--data-dir", str(data), "--watchlist", "watchlist.yaml"]
         before = server.accounts.remaining(SANDBOX_USERNAME)
         process = subprocess.Popen(
             [*CLI, *args], cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
