@@ -10,7 +10,7 @@ MKDOCS := NO_MKDOCS_2_WARNING=1 DO_NOT_TRACK=1 $(VENV)/bin/mkdocs
 # The Dagster instance (run history, schedules, the pools that serialise runs on one account).
 DAGSTER_HOME := $(CURDIR)/dagster_home
 
-.PHONY: run test test-fast lint format sync bench dagster notebook docs clean
+.PHONY: run test test-fast test-deploy lint format sync bench dagster notebook docs clean
 
 $(STAMP): pyproject.toml uv.lock
 	@$(UV) --version >/dev/null 2>&1 || $(PYTHON) -m pip install --quiet uv
@@ -18,8 +18,8 @@ $(STAMP): pyproject.toml uv.lock
 	@# The project's own modules compiled too (uv compiles the dependencies): every process,
 	@# `tourneylake run` and each test's subprocess, starts without compiling them again.
 	$(VENV)/bin/python -m compileall -q tourneylake assets pipelines
-	@# The dbt manifest (sql/target/manifest.json: `dbt parse`, offline) that Dagster's model
-	@# assets and the docs read; parsed again by whoever reads it once a file of sql/ is newer.
+	@# The dbt manifest (`dbt parse`, offline, into the user's cache: tourneylake.tables.models)
+	@# that Dagster's model assets and the docs read; parsed again once a file of sql/ is newer.
 	DO_NOT_TRACK=1 $(VENV)/bin/python -m tourneylake.tables.models
 	@touch $@
 
@@ -31,8 +31,14 @@ run: $(STAMP)
 	$(VENV)/bin/tourneylake query example
 
 # pytest's exit code 5 (no tests collected) is non-zero, so it fails the target as it should.
+# The deployment's tests (marked deploy) take minutes of their own: `make test-deploy`.
 test: lint
-	$(VENV)/bin/python -m pytest -n 2 --dist loadgroup $(PYTEST_ARGS)
+	$(VENV)/bin/python -m pytest -n 2 --dist loadgroup -m "not deploy" $(PYTEST_ARGS)
+
+# The deployment run for real (tests/deploy): a night on Celery workers with Redis, PostgreSQL
+# and S3, a worker killed mid-night, and the store's outages ridden out or failed cleanly.
+test-deploy: $(STAMP)
+	$(VENV)/bin/python -m pytest -n 2 --dist loadgroup -m deploy $(PYTEST_ARGS)
 
 # The inner loop: everything but the subprocess and end-to-end tests (marked slow).
 test-fast: $(STAMP)

@@ -11,9 +11,9 @@ from datetime import UTC, date, datetime
 
 from dagster import OpExecutionContext, op
 
-from assets.pools import SERVICE_POOL, WAREHOUSE_POOL
-from assets.resource import TourneylakeResource
-from assets.steps import fails_cleanly, listing
+from tourneylake.assets.pools import SERVICE_POOL, WAREHOUSE_POOL
+from tourneylake.assets.resource import TourneylakeResource
+from tourneylake.assets.steps import fails_cleanly, listing
 from tourneylake.night.drain import drain
 
 

@@ -7,10 +7,10 @@ pays for hands nobody asked to analyse tonight.
 
 from dagster import AssetExecutionContext, MaterializeResult, asset
 
-from assets.nights import nightly_partitions
-from assets.pools import SERVICE_POOL
-from assets.resource import TourneylakeResource
-from assets.steps import fails_cleanly, listing, night_of
+from tourneylake.assets.nights import nightly_partitions
+from tourneylake.assets.pools import SERVICE_POOL
+from tourneylake.assets.resource import TourneylakeResource
+from tourneylake.assets.steps import fails_cleanly, listing, night_of
 from tourneylake.hands import analyze_inbox, hands_dir, inbox_dir
 
 

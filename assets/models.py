@@ -14,9 +14,9 @@ from typing import Any
 from dagster import AssetExecutionContext, AssetKey
 from dagster_dbt import DagsterDbtTranslator, DagsterDbtTranslatorSettings, DbtCliResource, dbt_assets
 
-from assets.pools import WAREHOUSE_POOL
-from assets.resource import TourneylakeResource
-from assets.warehouse import table_key
+from tourneylake.assets.pools import WAREHOUSE_POOL
+from tourneylake.assets.resource import TourneylakeResource
+from tourneylake.assets.warehouse import table_key
 from tourneylake.tables.models import PROJECT, dbt_executable, ensure_manifest, target_dir, warehouse_vars
 
 GROUP = "models"

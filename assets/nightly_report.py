@@ -5,10 +5,10 @@ from typing import Any
 
 from dagster import AssetExecutionContext, MaterializeResult, MetadataValue, asset
 
-from assets.pools import WAREHOUSE_POOL
-from assets.resource import TourneylakeResource
-from assets.steps import fails_cleanly
-from assets.warehouse import table_key
+from tourneylake.assets.pools import WAREHOUSE_POOL
+from tourneylake.assets.resource import TourneylakeResource
+from tourneylake.assets.steps import fails_cleanly
+from tourneylake.assets.warehouse import table_key
 from tourneylake.report import Report, write_report
 
 #: The models the report reads (its upstream assets).

@@ -10,6 +10,7 @@ executor) — and ``player_summaries`` makes the night's tables of the shards' p
 are in (free).
 """
 
+import os
 from collections.abc import Sequence
 
 from dagster import (
@@ -24,15 +25,16 @@ from dagster import (
     asset,
 )
 
-from assets.backfill import refuse_oversized_backfill
-from assets.nights import nightly_partitions
-from assets.pools import SERVICE_POOL, account_pool
-from assets.resource import TourneylakeResource
-from assets.steps import fails_cleanly, listing, night_of
+from tourneylake.assets.backfill import refuse_oversized_backfill
+from tourneylake.assets.nights import nightly_partitions
+from tourneylake.assets.pools import SERVICE_POOL, account_pool
+from tourneylake.assets.resource import TourneylakeResource
+from tourneylake.assets.steps import PID_TAG, fails_cleanly, listing, night_of
 from tourneylake.config import Settings
 from tourneylake.night.accounts import load_share, save_shares, shares_digest
 from tourneylake.night.harvest import HarvestOutcome, harvest_account, harvest_players, target_lines
 from tourneylake.night.status import record_harvest, record_harvest_start
+from tourneylake.runtime.parent import stops_when_parent_dies
 from tourneylake.tables.coverage import change_lines, write_coverage_changes
 from tourneylake.tables.drift import night_drift
 from tourneylake.tables.night_tables import join_shards
@@ -222,7 +224,9 @@ def _account_harvest(account: str) -> AssetsDefinition:
         watchlist = tourneylake.load_watchlist()
         refuse_oversized_backfill(context, session, load_share(session.lake, watchlist, account)[0])
         record_harvest_start(session.lake, night, context.run.run_id)
-        outcome = harvest_account(session, watchlist)
+        # In a process of its own (not `tourneylake run`'s): no new search once the run is gone.
+        with stops_when_parent_dies(watch=context.run.tags.get(PID_TAG) != str(os.getpid())):
+            outcome = harvest_account(session, watchlist)
         record_harvest(session.lake, night, context.run.run_id, account, outcome)
         return _harvest_result(session.settings, outcome, drift_check(night_drift(session.lake, night)))
 

@@ -7,9 +7,9 @@ this job in the UI.
 
 from dagster import OpExecutionContext, op
 
-from assets.pools import WAREHOUSE_POOL
-from assets.resource import TourneylakeResource
-from assets.steps import fails_cleanly, listing, night_of
+from tourneylake.assets.pools import WAREHOUSE_POOL
+from tourneylake.assets.resource import TourneylakeResource
+from tourneylake.assets.steps import fails_cleanly, listing, night_of
 from tourneylake.tables.rebuild import rebuild
 
 

@@ -6,11 +6,11 @@ from typing import Any, TypeVar
 
 from dagster import AssetExecutionContext, MaterializeResult, RetryRequested, asset
 
-from assets.nights import nightly_partitions
-from assets.pools import SERVICE_POOL
-from assets.resource import TourneylakeResource
-from assets.steps import fails_cleanly, night_of
 from tourneylake.api import ApiError
+from tourneylake.assets.nights import nightly_partitions
+from tourneylake.assets.pools import SERVICE_POOL
+from tourneylake.assets.resource import TourneylakeResource
+from tourneylake.assets.steps import fails_cleanly, night_of
 from tourneylake.night.harvest import refresh_free_resource, refresh_metadata
 
 F = TypeVar("F", bound=Callable[..., Any])

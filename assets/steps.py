@@ -15,6 +15,10 @@ from tourneylake.errors import TourneylakeError
 F = TypeVar("F", bound=Callable[..., Any])
 
 LISTED = 50  # lines of a listing shown in the UI; the rest are counted
+# Which process runs a night in-process (`tourneylake run`), so that a later run can tell a dead
+# one from a live one, a step whether it runs in that process, and the sensor that the command
+# line has told the user itself.
+HOST_TAG, PID_TAG = "tourneylake/host", "tourneylake/pid"
 
 
 def night_of(context: AssetExecutionContext | OpExecutionContext) -> date:

@@ -4,7 +4,7 @@ One step materialises the warehouse file and, as assets of their own (generated 
 catalogue), each of its tables: row counts and column schemas in the catalog, lineage from the
 lake asset that fills each table, and the load's checks (the night's rows in DuckDB equal the
 lake's). The file's materialisation summarises the load in one table. The views over the tables
-are the dbt models (``assets.models``), downstream of these assets; the tables' own data tests
+are the dbt models (``tourneylake.assets.models``), downstream of these assets; the tables' own data tests
 (keys, conversions) are dbt tests too.
 """
 
@@ -24,10 +24,10 @@ from dagster import (
     multi_asset,
 )
 
-from assets.nights import nightly_partitions
-from assets.pools import WAREHOUSE_POOL
-from assets.resource import TourneylakeResource
-from assets.steps import fails_cleanly, night_of
+from tourneylake.assets.nights import nightly_partitions
+from tourneylake.assets.pools import WAREHOUSE_POOL
+from tourneylake.assets.resource import TourneylakeResource
+from tourneylake.assets.steps import fails_cleanly, night_of
 from tourneylake.night.status import night_bytes, record_load
 from tourneylake.schemas import TABLES, duckdb_type
 from tourneylake.tables.normalize.summary import SUMMARY_TABLES

@@ -62,7 +62,7 @@ def night(server: BenchServer, tree: Path, work: Path, label: str, extra: dict[s
     env = run_env(server.base_url, data_dir, watchlist, home, CONCURRENCY, tree=tree, **extra)
     env["PYTHONUNBUFFERED"] = "1"  # the night's last line ("run ok in …") seen when it is printed
     run = measure(
-        [sys.executable, "-m", "pipelines.cli", "run", "--date", NIGHT.isoformat()],
+        [sys.executable, "-m", "tourneylake.pipelines.cli", "run", "--date", NIGHT.isoformat()],
         env=env,
         cwd=tree,
         timeout=1800,
@@ -72,7 +72,10 @@ def night(server: BenchServer, tree: Path, work: Path, label: str, extra: dict[s
     if run.returncode != 0:
         raise RuntimeError(f"{label}: tourneylake run exited {run.returncode}: {run.stderr[-2000:]}")
     rebuild = measure(
-        [sys.executable, "-m", "pipelines.cli", "rebuild", "--date", NIGHT.isoformat()], env=env, cwd=tree, timeout=1800
+        [sys.executable, "-m", "tourneylake.pipelines.cli", "rebuild", "--date", NIGHT.isoformat()],
+        env=env,
+        cwd=tree,
+        timeout=1800,
     )
     if rebuild.returncode != 0:
         raise RuntimeError(f"{label}: tourneylake rebuild exited {rebuild.returncode}: {rebuild.stderr[-2000:]}")

@@ -17,7 +17,7 @@ What it answers (JSON only, ``Accept: application/json``; anything else is a pla
   ``RemainingSearches`` of every ``UserInfo`` counts down from ``--quota``;
 - credentials: the ``Username`` and ``Password`` headers compared, as bytes, to the precomputed
   demo account's (else error 101001/101002, success="false", free); no ``User-Agent``: 101011;
-  an unknown player: 103001. ``--accounts N`` adds ``bench1@example.com`` … ``benchN@…`` with
+  an unknown player: 200039. ``--accounts N`` adds ``bench1@example.com`` … ``benchN@…`` with
   the demo password, each with a quota of its own (several accounts side by side).
 
 Shape (``--shape issue``, the default): the issue's "realistic" summary, ~14 KB: 37 statistics,
@@ -33,8 +33,9 @@ counters back to the start), ``GET /_bench/latency?ms=N`` (the latency from now 
     python -m benchmarks.bench_server --port 0 --players 2000 --latency-ms 20
     # prints "listening http://127.0.0.1:PORT" on stdout once every body is rendered
 
-Point ``tourneylake run`` at it with ``TOURNEYLAKE_BASE_URL=http://127.0.0.1:PORT`` (the demo
-account's credentials are the settings' defaults) and ``--date`` the day before ``--today``.
+Point ``tourneylake run`` at it with ``TOURNEYLAKE_BASE_URL=http://127.0.0.1:PORT``, the demo
+account named (``TOURNEYLAKE_APPNAME``, ``…_APPKEY``, ``…_USERNAME``, ``…_PASSWORD``: a URL is
+never given the sandbox's account by default) and ``--date`` the day before ``--today``.
 """
 
 from __future__ import annotations
@@ -151,7 +152,7 @@ def render(seed: int, players: int, today: date, distinct: int, shape: str) -> t
         errors[101002] = _pieces(http.get(api + "/networks/PokerStars/players/x/summary", headers={"Password": "0" * 32}).content)
         errors[101011] = _pieces(http.get(api + "/networks/PokerStars/players/x/summary", headers={"User-Agent": ""}).content)
         server.accounts.set_remaining(DEMO.username, int(SENTINEL))
-        errors[103001] = _pieces(
+        errors[200039] = _pieces(
             http.get(api + "/networks/PokerStars/players/nobody%20at%20all/summary", params={"filter": filter_sent}).content
         )
         docs = []
@@ -339,8 +340,8 @@ class Connection(asyncio.Protocol):
         state.remaining_of[self.user] = left - 1
         remaining = str(left - 1).encode()
         if template is None:
-            state.count("error_103001")
-            return _ok(remaining.join(bodies.errors[103001]))
+            state.count("error_200039")
+            return _ok(remaining.join(bodies.errors[200039]))
         state.count("summary")
         if unquote(query.decode()).partition("filter=")[2].split("&")[0] != bodies.filter_sent:
             state.filter_mismatches += 1

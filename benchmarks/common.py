@@ -42,7 +42,7 @@ def tourneylake_exe() -> list[str]:
     exe = Path(sys.executable).with_name("tourneylake")
     if exe.exists():
         return [str(exe)]
-    return [sys.executable, "-m", "pipelines.cli"]
+    return [sys.executable, "-m", "tourneylake.pipelines.cli"]
 
 
 def free_port() -> int:
@@ -525,6 +525,10 @@ def run_env(
         shutil.copyfile(instance, dagster_home / "dagster.yaml")
     env.update(
         TOURNEYLAKE_BASE_URL=base_url,
+        TOURNEYLAKE_APPNAME=APPNAME,
+        TOURNEYLAKE_APPKEY=APPKEY,
+        TOURNEYLAKE_USERNAME=USERNAME,
+        TOURNEYLAKE_PASSWORD=PASSWORD,
         TOURNEYLAKE_DATA_DIR=str(data_dir),
         TOURNEYLAKE_WATCHLIST=str(watchlist),
         TOURNEYLAKE_CONCURRENCY=str(concurrency),

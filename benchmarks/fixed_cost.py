@@ -57,7 +57,7 @@ def _round(tree: Path, base_url: str, folder: Path, warm: bool) -> tuple[float, 
     nights = [NIGHT - timedelta(days=1), NIGHT] if warm else [NIGHT]
     for index, night in enumerate(nights):
         done = measure(
-            [sys.executable, "-m", "pipelines.cli", *_command(night.isoformat(), data)],
+            [sys.executable, "-m", "tourneylake.pipelines.cli", *_command(night.isoformat(), data)],
             env=env,
             cwd=tree,
             timeout=300,
@@ -79,7 +79,11 @@ def _breakdown(tree: Path, base_url: str, folder: Path, warm: bool) -> dict[str,
         env = run_env(base_url, data, watchlist, home, 4, tree=tree)
         before = (NIGHT - timedelta(days=1)).isoformat()
         subprocess.run(
-            [sys.executable, "-m", "pipelines.cli", *_command(before, data)], env=env, cwd=tree, check=True, capture_output=True
+            [sys.executable, "-m", "tourneylake.pipelines.cli", *_command(before, data)],
+            env=env,
+            cwd=tree,
+            check=True,
+            capture_output=True,
         )
     env = run_env(base_url, data, watchlist, home, 4, tree=tree, FIXED_COST_MARKS=str(marks_file), FIXED_COST_TREE=str(tree))
     launched = time.time()
@@ -206,13 +210,13 @@ def _child() -> None:  # pragma: no cover - run as a script by _breakdown
 
         setattr(owner, name, staticmethod(wrapper) if static else wrapper)
 
-    import pipelines.cli as cli
+    import tourneylake.pipelines.cli as cli
 
     marks["cli_imported"] = time.time()
     from dagster import DagsterInstance, JobDefinition
 
-    import pipelines.nightly as nightly
     import tourneylake.night.harvest as harvest
+    import tourneylake.pipelines.nightly as nightly
     from tourneylake.tables.warehouse import Warehouse
 
     marks["nightly_imported"] = time.time()

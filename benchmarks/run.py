@@ -117,7 +117,7 @@ class Arm:
 
 
 def whole_run(server: BenchServer, arm: Arm, watchlist: Path, data_dir: Path, timeout: float) -> dict[str, Any]:
-    """``tourneylake run`` (``python -m pipelines.cli run``) from process start to exit, over a
+    """``tourneylake run`` (``python -m tourneylake.pipelines.cli run``) from process start to exit, over a
     fresh data directory and Dagster home, against ``server``: the night, then its models."""
     server.reset()
     env = run_env(
@@ -130,7 +130,7 @@ def whole_run(server: BenchServer, arm: Arm, watchlist: Path, data_dir: Path, ti
         **arm.env,
     )
     m = measure(
-        [sys.executable, "-m", "pipelines.cli", "run", "--date", NIGHT.isoformat()],
+        [sys.executable, "-m", "tourneylake.pipelines.cli", "run", "--date", NIGHT.isoformat()],
         env=env,
         cwd=arm.tree,
         timeout=timeout,
@@ -686,7 +686,16 @@ def bench_rebuild(data_dir: Path, summaries: int, repeats: int, deadline: Deadli
     runs = []
     for rep in range(repeats):
         m = measure(
-            [sys.executable, "-m", "pipelines.cli", "rebuild", "--date", NIGHT.isoformat(), "--data-dir", str(data_dir)],
+            [
+                sys.executable,
+                "-m",
+                "tourneylake.pipelines.cli",
+                "rebuild",
+                "--date",
+                NIGHT.isoformat(),
+                "--data-dir",
+                str(data_dir),
+            ],
             timeout=deadline.left(900),
         )
         if m.returncode != 0:

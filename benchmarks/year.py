@@ -3,7 +3,7 @@
 How the year is made: the sandbox's living world in a process of its own (its players play
 another day every night), its clock moved to each night before that night runs (a control path
 this benchmark adds to it, ``/_year/today``); every night is the real nightly job
-(``pipelines.nightly.run_night``: Dagster's job, in this process, its runs recorded in the
+(``tourneylake.pipelines.nightly.run_night``: Dagster's job, in this process, its runs recorded in the
 year's own Dagster home), so the lake, the ledger, the warehouse and the instance hold what a
 year of nights leaves. The watchlist: ``--players`` unfiltered players, and a per-day filter for
 the first ``--daily`` of them (the day models have rows). The models job runs the night before
@@ -53,7 +53,22 @@ from urllib.parse import parse_qs
 import httpx
 import orjson
 
-from benchmarks.common import ROOT, SEED, Deadline, environment, free_port, headers, measure, roster, run_env, stop_process
+from benchmarks.common import (
+    APPKEY,
+    APPNAME,
+    PASSWORD,
+    ROOT,
+    SEED,
+    USERNAME,
+    Deadline,
+    environment,
+    free_port,
+    headers,
+    measure,
+    roster,
+    run_env,
+    stop_process,
+)
 
 CONCURRENCY = 16
 NIGHT_DONE = b"run ok in "
@@ -191,7 +206,16 @@ class Year:
     def settings(self) -> Any:
         from tourneylake.config import Settings
 
-        return Settings(base_url=self.world.base_url, data_dir=self.data, watchlist=self.watchlist, concurrency=CONCURRENCY)
+        return Settings(
+            base_url=self.world.base_url,
+            appname=APPNAME,
+            appkey=APPKEY,
+            username=USERNAME,
+            password=PASSWORD,  # a served sandbox: a URL of its own, so its demo account named
+            data_dir=self.data,
+            watchlist=self.watchlist,
+            concurrency=CONCURRENCY,
+        )
 
     def instance_env(self) -> contextlib.AbstractContextManager[None]:
         """The year's Dagster home in this process's environment (the in-process runs record there)."""
@@ -234,7 +258,7 @@ class Year:
         materialisations (Dagster's runless events), so the UI shows every night a year leaves."""
         from dagster import AssetMaterialization, AssetsDefinition, DagsterInstance
 
-        from pipelines.definitions import assets_for
+        from tourneylake.pipelines.definitions import assets_for
         from tourneylake.schemas import TABLES
 
         partitioned = sorted(
@@ -257,7 +281,7 @@ class Year:
 
     def models(self) -> float:
         """The models job (dbt build and the report), as after a night. Seconds."""
-        from pipelines.nightly import run_models
+        from tourneylake.pipelines.nightly import run_models
 
         t0 = time.perf_counter()
         with self.instance_env():
@@ -382,7 +406,7 @@ def notebook_seconds(year: Year, name: str) -> float:
 
 
 def command(year: Year, args: list[str], timeout: float) -> Any:
-    m = measure([sys.executable, "-m", "pipelines.cli", *args], env=year.env, timeout=timeout)
+    m = measure([sys.executable, "-m", "tourneylake.pipelines.cli", *args], env=year.env, timeout=timeout)
     if m.returncode != 0:
         raise RuntimeError(f"tourneylake {' '.join(args)} exited {m.returncode}: {m.stderr[-2000:]} {m.stdout[-500:]}")
     return m
@@ -401,7 +425,7 @@ def checkpoint(year: Year, night: date, number: int, tmp: Path, deadline: Deadli
     warm = year.world.warm(night, year.players)
     env = {**year.env}
     run = measure(
-        [sys.executable, "-m", "pipelines.cli", "run", "--date", night.isoformat()],
+        [sys.executable, "-m", "tourneylake.pipelines.cli", "run", "--date", night.isoformat()],
         env=env,
         timeout=deadline.left(1800),
         mark=NIGHT_DONE,

@@ -17,8 +17,8 @@ from typing import Any
 import yaml
 from dagster import Definitions, ExecutorDefinition, definitions, multiprocess_executor
 
-from pipelines.definitions import definitions_from_env
 from tourneylake.errors import ConfigError
+from tourneylake.pipelines.definitions import definitions_from_env
 
 HERE = Path(__file__).resolve().parent
 EXECUTOR_ENV = "DEPLOY_EXECUTOR"
@@ -57,5 +57,5 @@ def deployment(name: str | None = None) -> Definitions:
 @definitions
 def defs() -> Definitions:
     """What the deployment's code location loads, built from the environment when it loads (as
-    ``pipelines.definitions.defs``)."""
+    ``tourneylake.pipelines.definitions.defs``)."""
     return deployment()

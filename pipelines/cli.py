@@ -18,26 +18,31 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
-from pipelines.schedule_state import nightly_schedule_state
 from tourneylake.api.filters import FIRST_NIGHT
 from tourneylake.cli import (
     INTERRUPTED,
     USAGE,
     Sandbox,
+    Verbose,
     app,
     console,
     ended_night,
     err,
     fail,
     launch,
+    order_commands,
     reported,
     schedule_readers,
     settings_from,
     setup_logging,
 )
+from tourneylake.config import unwritable
+from tourneylake.errors import ConfigError
 from tourneylake.night.accounts import account_settings
 from tourneylake.night.progress import ProgressSnapshot, listening
 from tourneylake.night.watchlist import load_watchlist
+from tourneylake.packaged import check_packaged
+from tourneylake.pipelines.schedule_state import nightly_schedule_state
 from tourneylake.runtime.without_pandas import skip_pandas_sniffing
 
 __all__ = ["PARTIAL", "WATCHLIST", "app", "main"]
@@ -167,8 +172,23 @@ def print_run(report: Any) -> None:
     failed_checks = [name for name, ok in report.checks.items() if not ok]
     if failed_checks:
         console.print(f"[yellow]checks not passing:[/] {', '.join(failed_checks)}")
-    state = "[green]ok[/]" if report.success else "[red]interrupted[/]" if report.interrupted else "[red]failed[/]"
-    console.print(f"run {state} in {report.duration_s:.1f} s")  # why it failed: the one error line that follows
+    console.print(f"run {run_state(report)} in {report.duration_s:.1f} s")  # why it is not ok: the one error line that follows
+
+
+def run_state(report: Any) -> str:
+    """How a night's run ended, as its exit status says it: "ok" only for a run that left nothing
+    to fix (0); failed pairs make it partial (3), pairs the watchlist kept from being attempted
+    incomplete (4)."""
+    if report.interrupted:
+        return "[red]interrupted[/]"
+    if not report.success:
+        return "[red]failed[/]"
+    harvest = harvest_of(report)
+    if harvest.get("misconfigured"):
+        return "[yellow]incomplete: pairs not attempted[/]"
+    if harvest.get("failed"):
+        return "[yellow]partial[/]"
+    return "[green]ok[/]"
 
 
 def print_total(reports: list[Any]) -> None:
@@ -213,25 +233,36 @@ def run(
         int,
         typer.Option("--nights", min=1, max=366, help="Harvest the N nights ending with --date, oldest first (one run each)."),
     ] = 1,
-    verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
+    models: Annotated[
+        bool,
+        typer.Option(
+            "--models/--no-models",
+            help="Build the models and the report after the nights (default); --no-models harvests and loads only.",
+        ),
+    ] = True,
+    verbose: Verbose = False,
 ) -> None:
-    """Run a night (or the last --nights N) through Dagster (the nightly job), then print what it did."""
+    """Harvest a night, load it, build the models and the report.
+
+    The night that ended (or the last --nights N), through Dagster's nightly job, the one the
+    schedule runs; then what it did. A one-off --watchlist leaves the nightly report as it is."""
     setup_logging(verbose)
     for handler in logging.getLogger().handlers:
         handler.addFilter(as_the_library_wrote_it)
-    settings = settings_from(
-        sandbox,
-        watchlist=watchlist,
-        data_dir=data_dir,
-        format=fmt,
-        max_searches_per_run=max_searches,
-        reserve_searches=reserve,
-        concurrency=concurrency,
+    flags: dict[str, Any] = dict(
+        data_dir=data_dir, format=fmt, max_searches_per_run=max_searches, reserve_searches=reserve, concurrency=concurrency
     )
+    settings = settings_from(sandbox, watchlist=watchlist, **flags)
     when = ended_night(night)
     if not settings.watchlist.is_file():
         raise fail(f"watchlist {settings.watchlist} not found (set --watchlist or TOURNEYLAKE_WATCHLIST)")
+    # The nightly report follows the project's watchlist: a run of another one builds the models only.
+    one_off = watchlist is not None and settings.watchlist.resolve() != settings_from(sandbox, **flags).watchlist.resolve()
     with reported():
+        check_packaged()  # what a night reads from the installation, before anything is called
+        problem = unwritable(settings)
+        if problem:
+            raise ConfigError(problem)
         listed = load_watchlist(settings.watchlist)  # every mistake, with its line, before Dagster starts or anything is called
         for account in listed.accounts:  # and every account's credentials are where it says
             account_settings(settings, account)
@@ -240,7 +271,7 @@ def run(
 
         if worker_wanted(settings, len(listed.targets())):
             prestart(store=settings.lake_is_remote)  # the tables worker starts on the other core while Dagster is imported
-        from pipelines.nightly import run_night  # Dagster is imported only when a night runs
+        from tourneylake.pipelines.nightly import run_night  # Dagster is imported only when a night runs
     skip_pandas_sniffing()  # a night makes no data frame
 
     first = when - timedelta(days=nights - 1)
@@ -265,8 +296,10 @@ def run(
             if failed:
                 partial.append(f"{failed} pair(s) failed" + (f" on {day}" if nights > 1 else ""))
     finally:
-        if loaded:  # once, after the last night loaded (and before a failed night is reported)
-            build_models(settings)
+        if loaded and models:  # once, after the last night loaded (and before a failed night is reported)
+            build_models(settings, report=not one_off)
+        elif loaded:
+            console.print("models: not built (--no-models); the next run builds them", highlight=False)
     if len(reports) > 1:
         print_total(reports)
     misconfigured = sorted({line for report in reports for line in harvest_of(report).get("misconfigured_pairs") or []})
@@ -278,17 +311,22 @@ def run(
         raise fail(f"run partial: {'; '.join(partial)} (listed above); run the night again to retry them", PARTIAL)
 
 
-def build_models(settings: Any) -> None:
+def build_models(settings: Any, *, report: bool = True) -> None:
     """The models job (dbt builds the views and runs their tests) on the warehouse the nights
-    loaded, and one line on it."""
-    from pipelines.nightly import run_models
+    loaded, and one line on it; ``report=False``: without the nightly report."""
+    from tourneylake.pipelines.nightly import run_models
 
     with reported():
-        report = run_models(settings)
-    print_models(report)
-    if not report.success:
-        failing = sorted(name.split(":", 1)[1] for name, ok in report.checks.items() if not ok)
-        why = "dbt tests not passing: " + ", ".join(failing) if failing else report.failure
+        built = run_models(settings, report=report)
+    print_models(built)
+    if not report:
+        console.print(
+            "report: not written (a one-off --watchlist; the nightly report follows the project's, `tourneylake report` writes it)",
+            highlight=False,
+        )
+    if not built.success:
+        failing = sorted(name.split(":", 1)[1] for name, ok in built.checks.items() if not ok)
+        why = "dbt tests not passing: " + ", ".join(failing) if failing else built.failure
         raise fail(f"models failed: {why}")
 
 
@@ -306,6 +344,9 @@ def print_models(report: Any) -> None:
     page = report.value("nightly_report", "path")
     if page is not None:
         console.print(f"report: {page}", highlight=False)
+
+
+order_commands(app)  # `run` first
 
 
 def main() -> None:

@@ -2,7 +2,7 @@
 their schedules, and the sensors (the models after a night, alerts).
 
 Two code locations on one machine (``workspace.yaml``): ``tourneylake`` (:func:`defs`: the
-nights, without the dbt models) and ``tourneylake_models`` (``pipelines.models``: the models,
+nights, without the dbt models) and ``tourneylake_models`` (``tourneylake.pipelines.models``: the models,
 the report and their job, with the sensor that runs it after each night). dagster-dbt and
 dbt-core are slow to import, and every run launched from the UI is a new process that loads its
 location: a night's run loads none of dbt. A deployment (``deploy/``) keeps one
@@ -45,16 +45,16 @@ from dagster import (
     run_status_sensor,
 )
 
-from assets import hands, players, reference, warehouse
-from assets.drain import drain_backlog, load_drained_nights
-from assets.nights import first_night, user_nights
-from assets.players import account_assets
-from assets.rebuild import rebuild_night
-from assets.resource import SETTING_FIELDS, TourneylakeResource
-from pipelines.failures import night_failed_sensor
-from pipelines.freshness import freshness_checks, freshness_schedule
+from tourneylake.assets import hands, players, reference, warehouse
+from tourneylake.assets.drain import drain_backlog, load_drained_nights
+from tourneylake.assets.nights import first_night, user_nights
+from tourneylake.assets.players import account_assets
+from tourneylake.assets.rebuild import rebuild_night
+from tourneylake.assets.resource import SETTING_FIELDS, TourneylakeResource
 from tourneylake.config import Settings, load_settings
 from tourneylake.night.drain import drain_cron
+from tourneylake.pipelines.failures import night_failed_sensor
+from tourneylake.pipelines.freshness import freshness_checks, freshness_schedule
 
 #: The assets of a night and the hands: what a night's run loads (no dbt).
 NIGHT_ASSETS = load_assets_from_modules([reference, players, warehouse, hands])
@@ -77,7 +77,7 @@ class Models:
 def model_definitions() -> Models:
     """The models' part of the Definitions, imported when first asked for: dagster-dbt imports
     dbt-core (about a second of a process's start), which a night's run does not need."""
-    from assets import models, nightly_report
+    from tourneylake.assets import models, nightly_report
 
     checks = AssetSelection.checks(*models.dbt_models.check_keys)  # of the models and of the tables they read
     job = define_asset_job(
@@ -93,7 +93,7 @@ def model_definitions() -> Models:
 def assets_for(accounts: list[str] | None = None, *, with_models: bool = True) -> list[Any]:
     """Every asset (``with_models``: the dbt models and the report too): with several accounts,
     one harvest asset per account and the tables made from all of them in place of the
-    one-account ``player_summaries`` (see ``assets.players``)."""
+    one-account ``player_summaries`` (see ``tourneylake.assets.players``)."""
     every = [*NIGHT_ASSETS, *(model_definitions().assets if with_models else [])]
     if not accounts:
         return every
@@ -235,7 +235,7 @@ def build_definitions(
     """Everything Dagster loads. ``accounts``: the watchlist's (see :func:`assets_for`);
     ``executor``: the nightly job's, for a deployment beyond one machine (``deploy/``), with
     ``executor_config``, its default run config; ``first``: the first night of the partitions
-    (default: :func:`assets.nights.first_night` of the resource's settings); ``drain_at``:
+    (default: :func:`tourneylake.assets.nights.first_night` of the resource's settings); ``drain_at``:
     the drain schedule's cron (default: the settings'); ``with_models``: the dbt models, their
     job and sensor (a night's run of ``tourneylake run`` goes without: it does not import dbt)."""
     settings = _settings_when_loaded(resource)
@@ -246,7 +246,7 @@ def build_definitions(
     job = nightly(executor, [fresh], models.checks if models else None, executor_config)
     resources: dict[str, Any] = {"tourneylake": resource}
     if models:
-        from assets.models import dbt_resource
+        from tourneylake.assets.models import dbt_resource
 
         resources["dbt"] = dbt_resource()
     return Definitions(
@@ -269,11 +269,11 @@ NIGHTS_LOCATION = "tourneylake"
 
 
 def models_location(resource: TourneylakeResource) -> Definitions:
-    """The models' code location beside the nights' (``pipelines.models``): the dbt models and
+    """The models' code location beside the nights' (``tourneylake.pipelines.models``): the dbt models and
     their tests as checks, the report, the ``models`` job, and the sensor that runs it after each
     ``nightly`` run of the :data:`NIGHTS_LOCATION` location. The tables the models read are that
     location's assets: here they are the models' upstream keys, and Dagster joins the two graphs."""
-    from assets.models import dbt_resource
+    from tourneylake.assets.models import dbt_resource
 
     models = model_definitions()
     nightly_runs = JobSelector(location_name=NIGHTS_LOCATION, job_name="nightly")
@@ -294,10 +294,10 @@ def _settings_when_loaded(resource: TourneylakeResource) -> Settings:
 
 @definitions
 def defs() -> Definitions:
-    """What ``dagster dev`` loads (workspace.yaml), and ``dagster … -m pipelines.definitions``:
+    """What ``dagster dev`` loads (workspace.yaml), and ``dagster … -m tourneylake.pipelines.definitions``:
     built from the environment when the code location loads, not when this module is imported,
     so importing it reads no setting and ``tourneylake run``'s flags win. The nights without the
-    models (those are ``pipelines.models``' location)."""
+    models (those are ``tourneylake.pipelines.models``' location)."""
     return definitions_from_env(with_models=False)
 
 

@@ -19,22 +19,29 @@ from collections.abc import Iterator
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from datetime import date
+from pathlib import Path
 from typing import Any
 
-from dagster import DagsterInstance, JobDefinition, build_reconstructable_job, execute_job
+from dagster import AssetKey, DagsterInstance, JobDefinition, build_reconstructable_job, execute_job
 from pydantic import SecretStr
 
-from assets.nights import first_night
-from assets.pools import SERVICE_POOL, WAREHOUSE_POOL
-from assets.resource import TourneylakeResource
-from pipelines.definitions import BUILT_BY_RUN, MODELS_TAG, build_definitions, models_location, watchlist_accounts
-from pipelines.failures import HOST_TAG, PID_TAG, interrupted, root_message
+from tourneylake.assets.nights import first_night
+from tourneylake.assets.pools import SERVICE_POOL, WAREHOUSE_POOL
+from tourneylake.assets.resource import TourneylakeResource
+from tourneylake.assets.steps import HOST_TAG, PID_TAG
 from tourneylake.config import ENV_PREFIX, Settings, load_settings
+from tourneylake.errors import ConfigError
 from tourneylake.night.alerts import night_failed
 from tourneylake.night.drain import drain_cron
 from tourneylake.night.endpoint import connect
+from tourneylake.packaged import packaged
+from tourneylake.pipelines.definitions import BUILT_BY_RUN, MODELS_TAG, build_definitions, models_location, watchlist_accounts
+from tourneylake.pipelines.failures import failure_line, interrupted
 
 log = logging.getLogger(__name__)
+
+#: The nightly report's asset (``tourneylake.assets.nightly_report``), left out of a one-off run's models.
+REPORT_KEY = AssetKey("nightly_report")
 
 # Dagster's console logger stays quiet: the command line prints the run's outcome itself (one
 # line for a failure); the events, stack traces included, are in the instance for the UI.
@@ -43,11 +50,36 @@ QUIET_LOGS = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}
 
 @contextlib.contextmanager
 def run_instance() -> Iterator[DagsterInstance]:
-    """The instance a run records into: ``$DAGSTER_HOME``'s when it is set (``make run``: the
-    runs show in ``dagster dev``, and its pools serialise overlapping runs on one account), else
-    a throwaway one for the block."""
-    with DagsterInstance.get() if os.environ.get("DAGSTER_HOME") else DagsterInstance.ephemeral() as instance:
+    """The instance a run records into: ``$DAGSTER_HOME``'s when it is set (``make run``, a
+    project's ``dagster_home``: the runs show in ``dagster dev``, and its pools serialise
+    overlapping runs on one account), else a throwaway one for the block."""
+    home = os.environ.get("DAGSTER_HOME")
+    with home_instance(home) if home else DagsterInstance.ephemeral() as instance:
         yield instance
+
+
+def home_instance(home: str) -> DagsterInstance:
+    """``DAGSTER_HOME``'s instance. A folder without a ``dagster.yaml`` is given the one
+    ``tourneylake init`` writes (the pools, no telemetry), said in one line, rather than
+    Dagster's defaults with their warning, telemetry notice and welcome banner before the
+    night's first line (and ``dagster dev`` on that folder then finds the same instance)."""
+    folder = Path(home)
+    if not folder.is_dir():
+        raise ConfigError(f"DAGSTER_HOME={home} is not a folder: make it (`tourneylake init` writes one), or unset DAGSTER_HOME")
+    settings = folder / "dagster.yaml"
+    if not settings.exists():
+        try:
+            with settings.open("xb") as out:  # never over one written meanwhile
+                out.write(packaged("templates/dagster.yaml").read_bytes())
+        except FileExistsError:
+            pass
+        except OSError as exc:
+            raise ConfigError(
+                f"DAGSTER_HOME={home} has no dagster.yaml and none can be written there: {exc.strerror or exc}"
+            ) from None
+        else:
+            log.info("DAGSTER_HOME had no dagster.yaml: wrote tourneylake's instance settings there (%s)", settings)
+    return DagsterInstance.get()
 
 
 def _alive(pid: int) -> bool:
@@ -98,16 +130,17 @@ def run_night(settings: Settings, night: date, *, sandbox_seed: int = 7) -> RunR
     return _execute(settings, "nightly", night, sandbox_seed=sandbox_seed)
 
 
-def run_models(settings: Settings) -> RunReport:
+def run_models(settings: Settings, *, report: bool = True) -> RunReport:
     """The ``models`` job, in process: every dbt model built on the warehouse, every test run,
-    then the report. dagster-dbt echoes dbt's log to standard output and its progress to the
+    then the report (``report=False``: not the report, which follows the project's watchlist, not
+    a one-off run's). dagster-dbt echoes dbt's log to standard output and its progress to the
     ``dagster.builtin`` logger: both stay in the run's event log (the UI), out of the command's
     output."""
     echo = logging.getLogger("dagster.builtin")  # its level is the instance's `python_log_level` in a run
     echo.addFilter(_warnings_only)
     try:
         with contextlib.redirect_stdout(io.StringIO()):
-            return _execute(settings, "models", None)
+            return _execute(settings, "models", None, without=() if report else (REPORT_KEY,))
     finally:
         echo.removeFilter(_warnings_only)
 
@@ -116,7 +149,9 @@ def _warnings_only(record: logging.LogRecord) -> bool:
     return record.levelno >= logging.WARNING
 
 
-def _execute(settings: Settings, job_name: str, night: date | None, *, sandbox_seed: int = 7) -> RunReport:
+def _execute(
+    settings: Settings, job_name: str, night: date | None, *, sandbox_seed: int = 7, without: tuple[AssetKey, ...] = ()
+) -> RunReport:
     accounts = watchlist_accounts(settings)
     first = min(first_night(settings), night) if night else first_night(settings)  # any night the service has data for
     if job_name == "nightly" and night is not None and side_by_side(settings, accounts):
@@ -129,6 +164,13 @@ def _execute(settings: Settings, job_name: str, night: date | None, *, sandbox_s
             resource, settings.schedule_cron, accounts, drain_at=drain_cron(settings), first=first, with_models=False
         )
     job = definitions.resolve_job_def(job_name)
+    selection = None
+    if without:  # the job's assets but those (the other location's tables it reads are not the job's to run)
+        selection = [
+            key
+            for key in definitions.resolve_asset_graph().get_all_asset_keys()
+            if key not in without and definitions.resolve_assets_def(key).is_executable
+        ]
     started = time.perf_counter()
     with run_instance() as instance:
         for run_id in release_dead_runs(instance):
@@ -139,6 +181,7 @@ def _execute(settings: Settings, job_name: str, night: date | None, *, sandbox_s
             raise_on_error=False,
             run_config=QUIET_LOGS,
             tags=_tags(),
+            asset_selection=selection,
         )
         report = _report(settings, job_name, night, result)
     report.duration_s = time.perf_counter() - started
@@ -172,7 +215,7 @@ def reconstructable_nightly(accounts: list[str], first: date) -> Any:
     """:func:`nightly_job` as each step's process loads it (Dagster keeps the last job it loaded
     by its pointer, here named with its accounts and first night: other accounts, another job)."""
     return build_reconstructable_job(
-        "pipelines.nightly", "nightly_job", reconstructable_kwargs={"accounts": accounts, "first": first.isoformat()}
+        "tourneylake.pipelines.nightly", "nightly_job", reconstructable_kwargs={"accounts": accounts, "first": first.isoformat()}
     )
 
 
@@ -191,7 +234,7 @@ def _execute_side_by_side(settings: Settings, night: date, accounts: list[str], 
         with_first = settings.model_copy(update={"first_night": first})
         stack.enter_context(_environment(settings_environment(with_first, base_url=endpoint.base_url)))
         if os.environ.get("DAGSTER_HOME"):
-            instance = stack.enter_context(DagsterInstance.get())
+            instance = stack.enter_context(home_instance(os.environ["DAGSTER_HOME"]))
         else:  # a throwaway instance on disk: the steps' processes share it
             folder = stack.enter_context(tempfile.TemporaryDirectory(prefix="tourneylake-dagster-"))
             instance = stack.enter_context(DagsterInstance.local_temp(folder, overrides={"telemetry": {"enabled": False}}))
@@ -250,7 +293,7 @@ def _report(settings: Settings, job_name: str, night: date | None, result: Any) 
             report.checks[f"{evaluation.asset_key.to_user_string()}:{evaluation.check_name}"] = evaluation.passed
     if not result.success:
         failures = [e for e in result.all_events if e.is_step_failure]
-        report.failure = root_message(failures[0].step_failure_data.error) if failures else "the run did not complete"
+        report.failure = failure_line(result.all_events)
         report.interrupted = any(interrupted(e.step_failure_data.error) for e in failures)
         if night is not None:
             night_failed(settings, night, job_name, result.run_id, report.failure, interrupted=report.interrupted)

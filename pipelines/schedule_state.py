@@ -16,7 +16,7 @@ from tourneylake.night.status import ScheduleState
 
 __all__ = ["NIGHTLY_SCHEDULE", "nightly_schedule_state"]
 
-#: The nightly schedule's name (``pipelines.definitions.nightly_schedule``).
+#: The nightly schedule's name (``tourneylake.pipelines.definitions.nightly_schedule``).
 NIGHTLY_SCHEDULE = "nightly_schedule"
 
 

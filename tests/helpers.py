@@ -24,6 +24,10 @@ from tourneylake.sandbox import DEMO
 from tourneylake.tables.warehouse import Warehouse
 
 REPO = Path(__file__).resolve().parent.parent
+#: The sandbox's demo account, named as any service but the in-process sandbox needs it named
+#: (a URL other than `sandbox` never gets the demo account by default): as settings, as variables.
+DEMO_ACCOUNT = {"appname": DEMO.appname, "appkey": DEMO.appkey, "username": DEMO.username, "password": DEMO.password}
+DEMO_ENV = {f"TOURNEYLAKE_{name.upper()}": value for name, value in DEMO_ACCOUNT.items()}
 #: The tests' own data files (recorded answers, the filter corpus, metadata with rates).
 DATA = REPO / "tests" / "data"
 
@@ -84,10 +88,7 @@ def sandbox_settings(sandbox: Any, data_dir: Path, **overrides: Any) -> Settings
     """Settings pointing at a running sandbox (a plain http URL: no second server), with quick retries."""
     values: dict[str, Any] = dict(
         base_url=sandbox.base_url,
-        appname=DEMO.appname,
-        appkey=DEMO.appkey,
-        username=DEMO.username,
-        password=DEMO.password,
+        **DEMO_ACCOUNT,
         data_dir=data_dir,
         watchlist=data_dir / "watchlist.yaml",
         concurrency=2,
@@ -108,8 +109,7 @@ def dagster_cli_env(sandbox: Any, settings: Settings, home: Path, night: date, *
         **{k: v for k, v in os.environ.items() if not k.startswith("TOURNEYLAKE_")},
         "DAGSTER_HOME": str(home),
         "TOURNEYLAKE_BASE_URL": sandbox.base_url,
-        "TOURNEYLAKE_USERNAME": DEMO.username,
-        "TOURNEYLAKE_PASSWORD": DEMO.password,
+        **DEMO_ENV,
         "TOURNEYLAKE_DATA_DIR": str(settings.data_dir),
         "TOURNEYLAKE_WATCHLIST": str(settings.watchlist),
         "TOURNEYLAKE_CONCURRENCY": "2",

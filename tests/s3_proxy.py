@@ -15,6 +15,10 @@ able to get through), and only while the proxy lives. The faults, one drawn per 
 
 ``GET /_proxy/stats`` (never forwarded) answers the counts as JSON: requests by method, LIST
 requests, conditional PUTs (``If-None-Match``), faults by kind. ``POST /_proxy/reset`` zeroes them.
+``POST /_proxy/outage?seconds=S`` starts an outage: for the next ``S`` seconds no request reaches
+the store, each answered by turns with a ``503 ServiceUnavailable`` (a store throttling or
+restarting) or a dropped connection (a store that is down), as a restart of an object store or a
+throttling burst looks to a client; the counts say how many (``outage``).
 ``--log FILE`` appends a line per request (time, method, path or listed prefix, status, seconds), to
 see which step asks what.
 """
@@ -57,6 +61,7 @@ class Proxy:
         self.counts: Counter[str] = Counter()
         self.faults: Counter[str] = Counter()
         self.last_faulty: set[str] = set()  # paths whose previous request failed: the next one passes
+        self.outage_until = 0.0  # time.monotonic() until which every request fails (an outage)
         self.session: aiohttp.ClientSession | None = None
 
     def stats(self) -> dict[str, Any]:
@@ -93,6 +98,9 @@ class Proxy:
             self.counts.clear()
             self.faults.clear()
             return web.json_response({})
+        if request.path == "/_proxy/outage":
+            self.outage_until = time.monotonic() + float(request.rel_url.query["seconds"])
+            return web.json_response({})
         self._count(request)
         started = time.time()
         answer = await self._forward(request)
@@ -103,6 +111,12 @@ class Proxy:
         return answer
 
     async def _forward(self, request: web.Request) -> web.StreamResponse:
+        if time.monotonic() < self.outage_until:
+            self.faults["outage"] += 1
+            if self.faults["outage"] % 2:
+                return web.Response(status=503, body=_ERROR % (b"ServiceUnavailable", b"outage"), content_type="application/xml")
+            await request.read()
+            return _drop(request)
         fault = self._fault(request.path)
         if fault is not None:
             self.faults[fault] += 1
@@ -219,6 +233,13 @@ class RunningProxy:
         import urllib.request
 
         urllib.request.urlopen(urllib.request.Request(f"{self.url}/_proxy/reset", method="POST"), timeout=10).close()
+
+    def outage(self, seconds: float) -> None:
+        """No request reaches the store for the next ``seconds`` (see the module docstring)."""
+        import urllib.request
+
+        request = urllib.request.Request(f"{self.url}/_proxy/outage?seconds={seconds}", method="POST")
+        urllib.request.urlopen(request, timeout=10).close()
 
 
 @contextlib.contextmanager

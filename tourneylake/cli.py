@@ -14,7 +14,6 @@ import logging
 import os
 import re
 import sys
-import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, date, datetime, timedelta
@@ -26,20 +25,38 @@ import pyarrow as pa
 import typer
 from rich.console import Console
 from rich.logging import RichHandler
+from rich.markup import escape
 from rich.table import Table
 
 from tourneylake import __version__
-from tourneylake.config import Settings, load_settings
+from tourneylake.config import ON_SANDBOX, Settings, load_settings
 from tourneylake.errors import ConfigError, TourneylakeError
 from tourneylake.runtime.threads import stop_process_threads
 
+# Click's plain help (no boxes): a flag shows no type, an option the kind of value it takes.
 app = typer.Typer(
-    add_completion=False, no_args_is_help=True, help="Harvest the poker statistics service into a Parquet lake and DuckDB."
+    add_completion=False,
+    no_args_is_help=True,
+    rich_markup_mode=None,
+    help="Harvest the poker statistics service into a Parquet lake and DuckDB.",
 )
-filter_app = typer.Typer(no_args_is_help=True, help="Check filters, or convert a question into one.")
-hand_app = typer.Typer(no_args_is_help=True, help="Hand analysis (subscribers, 5 searches).")
+filter_app = typer.Typer(no_args_is_help=True, rich_markup_mode=None, help="Check filters, or convert a question into one.")
+hand_app = typer.Typer(no_args_is_help=True, rich_markup_mode=None, help="Hand analysis (subscribers, 5 searches).")
 app.add_typer(filter_app, name="filter")
 app.add_typer(hand_app, name="hand")
+
+#: The commands ``tourneylake --help`` lists first, in this order: a night's, then setting up.
+FIRST = ("run", "status", "report", "query", "budget", "doctor", "init")
+
+
+def order_commands(application: typer.Typer) -> None:
+    """List :data:`FIRST` first in ``--help`` (the others after, as registered)."""
+
+    def rank(info: Any) -> int:
+        name = info.name or info.callback.__name__.replace("_", "-")
+        return FIRST.index(name) if name in FIRST else len(FIRST)
+
+    application.registered_commands.sort(key=rank)
 
 
 def _fitted(stderr: bool) -> dict[str, Any]:
@@ -54,8 +71,14 @@ err = Console(**_fitted(True))
 
 
 DataDir = Annotated[str | None, typer.Option("--data-dir", help="Data directory or fsspec URL (TOURNEYLAKE_DATA_DIR).")]
-Sandbox = Annotated[bool, typer.Option("--sandbox", help="Use the built-in sandbox whatever TOURNEYLAKE_BASE_URL says.")]
-Night = Annotated[str | None, typer.Option("--date", help="The night, YYYY-MM-DD (default: today, UTC).")]
+Sandbox = Annotated[
+    bool, typer.Option("--sandbox", help="Use the built-in sandbox and its demo account, whatever TOURNEYLAKE_BASE_URL says.")
+]
+Night = Annotated[
+    str | None, typer.Option("--date", help="The night, YYYY-MM-DD (default: the night that ended, yesterday UTC).")
+]
+WatchlistFile = Annotated[Path | None, typer.Option("--watchlist", help="Watchlist YAML (TOURNEYLAKE_WATCHLIST).")]
+Verbose = Annotated[bool, typer.Option("--verbose", "-v", help="Show the library's debug lines too.")]
 
 T = TypeVar("T")
 
@@ -124,16 +147,17 @@ def reported() -> Iterator[None]:
 def settings_from(sandbox: bool = False, **overrides: Any) -> Settings:
     """The settings (environment, `.env`, then the command's flags)."""
     with reported():
-        settings = load_settings(**overrides)
-        settings = settings.with_overrides(base_url="sandbox") if sandbox else settings
+        settings = load_settings(**overrides, **(ON_SANDBOX if sandbox else {}))
     with contextlib.suppress(ConfigError):  # a lake at a URL without TOURNEYLAKE_WAREHOUSE: said where it matters
         _log_dir[:] = [settings.local_dir]
     return settings
 
 
 def parse_night(value: str | None, flag: str = "--date", *, default: date | None = None) -> date:
+    """``value`` as a night; none given: ``default``, else the night that ended (yesterday,
+    UTC), the one ``run`` harvests: every command that takes a night has that one default."""
     if not value:
-        return default or datetime.now(UTC).date()
+        return default or datetime.now(UTC).date() - timedelta(days=1)
     try:
         return date.fromisoformat(value)
     except ValueError:
@@ -146,7 +170,7 @@ def ended_night(value: str | None) -> date:
     from tourneylake.api.filters import FIRST_NIGHT
 
     today = datetime.now(UTC).date()
-    night = parse_night(value, default=today - timedelta(days=1))
+    night = parse_night(value)
     if night >= today:
         raise fail(f"the night of {night} has not ended yet (UTC): harvest it from {night + timedelta(days=1)} on", USAGE)
     if night < FIRST_NIGHT:
@@ -161,16 +185,18 @@ def setup_logging(verbose: bool) -> None:
 
 
 def launch(application: typer.Typer) -> NoReturn:
-    """Run the command line, then end the process without the interpreter's teardown.
+    """Run the command line, then exit as Python does, less the interpreter's teardown.
 
     A ``tourneylake run`` has Dagster, SQLAlchemy, pydantic and pyarrow loaded; freeing all of
-    that object by object at exit took a noticeable share of a night, for nothing: the operating
-    system reclaims it at once. Every file a command writes is closed by
-    the command itself (its bytes are the kernel's: ``os._exit`` cannot lose them), so after the
-    exit handlers ran (temporary directories, logging, coverage) and standard output and error
-    are flushed, ``os._exit`` ends it. A normal
-    exit when a thread other than the main one still runs (it waits for it) or the exit status
-    is not a number (Python prints it)."""
+    that object by object at exit takes a noticeable share of a night, for nothing: the operating
+    system reclaims it at once. So the command ends with ``sys.exit``, and the interpreter's own
+    exit does what it always does first (it waits for running threads, then calls the exit
+    handlers, last registered first); the last of them, registered here before the command
+    ran, flushes logging and standard output and error and ends the process with ``os._exit``,
+    skipping only the teardown. Every file a command writes is closed by the command itself (its
+    bytes are the kernel's: ``os._exit`` cannot lose them)."""
+    status: list[int] = []
+    atexit.register(_end_now, status)
     try:
         application()
         code: Any = 0
@@ -180,15 +206,23 @@ def launch(application: typer.Typer) -> NoReturn:
         err.print("[bold red]error:[/] interrupted", highlight=False)
         code = INTERRUPTED
     stop_process_threads()  # idle now: the lake's part threads, the S3 client's reads
-    others = [t for t in threading.enumerate() if t is not threading.main_thread() and not t.daemon and t.is_alive()]
-    run_exit_handlers = getattr(atexit, "_run_exitfuncs", None)  # CPython's; absent elsewhere
-    if others or not isinstance(code, int | None) or run_exit_handlers is None:
-        sys.exit(code)
-    run_exit_handlers()
+    if isinstance(code, int | None):  # a message instead of a number: Python prints it, then tears down
+        status.append(code or 0)
+    sys.exit(code)
+
+
+def _end_now(status: list[int]) -> None:
+    """The exit handler :func:`launch` registers: the command's status without the teardown,
+    once every other handler registered after it (temporary folders, Dagster's, the process
+    pools') ran. Of those registered before it, at import, logging's is called here; pyarrow's
+    S3 finalizer only guards a teardown."""
+    if not status:
+        return
+    logging.shutdown()
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(OSError, ValueError):  # a closed pipe (`| head`): what could be written was
             stream.flush()
-    os._exit(code or 0)
+    os._exit(status[-1])
 
 
 def call(action: Callable[[], T]) -> T:
@@ -233,7 +267,9 @@ def sandbox(
         ),
     ] = False,
 ) -> None:
-    """Serve the sandbox emulator in the foreground (Ctrl-C stops it)."""
+    """Serve the sandbox emulator (Ctrl-C stops it).
+
+    In the foreground, on loopback, as a service at http://HOST:PORT (app `demo`)."""
     from tourneylake.sandbox import Costs, Faults, serve_forever
 
     settings = settings_from(quota_reset_utc=quota_reset)
@@ -252,6 +288,74 @@ def sandbox(
     if today:
         kwargs["today"] = parse_night(today, "--today")
     call(lambda: serve_forever(**kwargs))
+
+
+# -------------------------------------------------------------------------------------- init
+
+
+@app.command()
+def init(
+    folder: Annotated[Path, typer.Argument(help="The project folder to make (made if missing; nothing in it is overwritten).")],
+    sandbox: Annotated[bool, typer.Option("--sandbox", help="A folder that runs the built-in sandbox at once.")] = False,
+) -> None:
+    """Make a project folder: watchlist, settings, Dagster instance.
+
+    A commented watchlist.yaml, .env.example naming every setting, what `dagster dev` needs there
+    (dagster_home/, workspace.yaml), the notebooks, a .gitignore and NEXT.md. Never overwrites."""
+    from tourneylake.project import ProjectExists, init_project
+
+    try:
+        made = init_project(folder, sandbox=sandbox)
+    except ProjectExists as exc:
+        raise fail(str(exc), USAGE) from None
+    except TourneylakeError as exc:
+        raise fail(str(exc)) from None
+    kind = "on the built-in sandbox" if made.sandbox else "for a live account"
+    console.print(f"made {folder}, a tourneylake project {kind}: {', '.join(made.files)}", highlight=False, soft_wrap=True)
+    console.print(f"next: cd {folder} and read NEXT.md", highlight=False)
+
+
+# ------------------------------------------------------------------------------------ doctor
+
+
+def print_diagnosis(found: Any) -> None:
+    console.print(f"[bold]tourneylake doctor[/]: {found.service} ({found.source}), the night of {found.night}", highlight=False)
+    for finding in found.findings:
+        mark = "[green]✓[/]" if finding.ok else "[red]✗[/]"
+        console.print(f"{mark} {finding.check}: {escape(finding.text)}", highlight=False, soft_wrap=True)
+    for plan in found.plans:
+        for target, why in plan.deferred:
+            pair = f"{target.network}/{target.player}" + (f" [{target.filter_name}]" if target.filter_name else "")
+            console.print(f"  deferred: {pair}: {why}", highlight=False, markup=False)
+
+
+@app.command()
+def doctor(
+    sandbox: Sandbox = False,
+    data_dir: DataDir = None,
+    watchlist: WatchlistFile = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Everything as one JSON document on standard output.")] = False,
+) -> None:
+    """Check the account and tonight's plan, at no search.
+
+    The URL answers, the application and credentials are accepted, searches left and the quota
+    reset, every watchlist pair against the service's metadata, tonight's plan. Exit 1 on any
+    problem, each one line naming what to change."""
+    from tourneylake.doctor import diagnose
+
+    settings = settings_from(sandbox, data_dir=data_dir, watchlist=watchlist)
+    found = call(lambda: diagnose(settings, parse_night(None)))
+    if as_json:
+        import orjson
+
+        sys.stdout.buffer.write(orjson.dumps(found.as_json(), option=orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE))
+        sys.stdout.buffer.flush()
+    else:
+        print_diagnosis(found)
+    if found.problems:
+        raise fail(f"{len(found.problems)} problem(s), each above with what to change")
+    if not as_json:
+        console.print("[green]ok[/]: a night can run (`tourneylake run`)", highlight=False)
 
 
 # ------------------------------------------------------------------------------------ budget
@@ -326,10 +430,12 @@ def print_budget(report: Any) -> None:
 def budget(
     sandbox: Sandbox = False,
     data_dir: DataDir = None,
-    watchlist: Annotated[Path | None, typer.Option("--watchlist")] = None,
+    watchlist: WatchlistFile = None,
     night: Night = None,
 ) -> None:
-    """Searches left, tonight's plan, what would be deferred and why, and the spend per night (free)."""
+    """Searches left and the night's plan (free).
+
+    What would be deferred and why, and the spend per night; the only call is a free one."""
     from tourneylake.night.forecast import budget_reports
 
     settings = settings_from(sandbox, data_dir=data_dir, watchlist=watchlist)
@@ -432,8 +538,10 @@ def status(
     pairs: Annotated[int, typer.Option("--pairs", min=0, help="Outstanding pairs to list (the latest).")] = 20,
     as_json: Annotated[bool, typer.Option("--json", help="Everything as one JSON document on standard output.")] = False,
 ) -> None:
-    """The lake at a glance: nights held and how each one's last run ended, searches, rows, pairs still outstanding,
-    searches left, sizes, whether the nightly schedule is on. Reads the lake (and Dagster's instance); calls nothing."""
+    """The nights held and how each one's last run ended.
+
+    What each night holds, searches, rows, pairs still outstanding, searches left, sizes, whether
+    the nightly schedule is on. Reads the lake (and Dagster's instance); calls nothing."""
     from tourneylake.night.status import lake_status
     from tourneylake.runtime.without_pandas import skip_pandas_sniffing
 
@@ -483,7 +591,7 @@ def print_drain(outcome: Any) -> None:
 def drain(
     sandbox: Sandbox = False,
     data_dir: DataDir = None,
-    watchlist: Annotated[Path | None, typer.Option("--watchlist")] = None,
+    watchlist: WatchlistFile = None,
     now: Annotated[
         bool,
         typer.Option(
@@ -491,10 +599,12 @@ def drain(
             help="Drain now, outside the window before the reset (what the next scheduled night needs is still kept).",
         ),
     ] = False,
-    verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
+    verbose: Verbose = False,
 ) -> None:
-    """Spend the searches that expire at the next quota reset on the pairs owed to earlier nights (each into its own
-    night): in the last TOURNEYLAKE_DRAIN_LEAD_MIN minutes before the reset, what is left above the reserve and the
+    """Spend expiring searches on pairs owed to earlier nights.
+
+    The searches that expire at the next quota reset, each pair into its own night: in the last
+    TOURNEYLAKE_DRAIN_LEAD_MIN minutes before the reset, what is left above the reserve and the
     next scheduled night's plan; exit 3 when some pair failed."""
     from tourneylake.night.drain import drain as drain_backlog
     from tourneylake.night.drain import load_drained
@@ -579,7 +689,7 @@ def hand_analyze(
 
 @app.command()
 def rebuild(
-    night: Night = None,
+    night: Annotated[str | None, typer.Option("--date", help="One night, YYYY-MM-DD.")] = None,
     first: Annotated[str | None, typer.Option("--from", help="First night of a range, YYYY-MM-DD.")] = None,
     last: Annotated[str | None, typer.Option("--to", help="Last night of a range, YYYY-MM-DD.")] = None,
     every: Annotated[bool, typer.Option("--all", help="Every night the lake holds (and a fresh warehouse file).")] = False,
@@ -593,9 +703,11 @@ def rebuild(
             help="Processes rebuilding nights side by side (0: one per core, at most 8; 1: one after another).",
         ),
     ] = None,
-    verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
+    verbose: Verbose = False,
 ) -> None:
-    """Re-normalise nights from the lake's raw answers: no network call, no search."""
+    """Re-make nights from the lake's raw answers (free).
+
+    No network call, no search: every table of the nights, then the warehouse."""
     from tourneylake.runtime.without_pandas import skip_pandas_sniffing
     from tourneylake.tables.rebuild import rebuild as run_rebuild
 
@@ -654,7 +766,9 @@ def query(
     as_csv: Annotated[bool, typer.Option("--csv", help="Write the answer as CSV (with a header) to standard output.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Write the answer as JSON lines (one object per row).")] = False,
 ) -> None:
-    """Run SQL on the warehouse and print the answer ('example' runs sql/examples/top_players_usd.sql)."""
+    """Run SQL on the warehouse and print the answer.
+
+    'example' runs the packaged example (players by profit in USD)."""
     if as_csv and as_json:
         raise fail("--csv and --json: choose one", USAGE)
     import duckdb
@@ -662,11 +776,11 @@ def query(
     from tourneylake.tables.warehouse import Warehouse, sql_dir
 
     settings = settings_from(data_dir=data_dir)
-    path = settings.warehouse_path
+    path = call(lambda: settings.warehouse_path)
     if not path.is_file():
         raise fail(f"no warehouse at {path}: run `tourneylake run` first")
     if sql == EXAMPLE:
-        text = (sql_dir() / "examples" / "top_players_usd.sql").read_text()
+        text = call(lambda: (sql_dir() / "examples" / "top_players_usd.sql").read_text())
         if not (as_csv or as_json):
             console.print("[bold]Example:[/] players by profit in USD over every harvested tournament\n")
     else:
@@ -675,7 +789,7 @@ def query(
         try:
             result = db.query(text)
         except duckdb.Error as exc:
-            raise fail(one_line(exc)) from None
+            raise fail(one_line(exc) + _why_empty(db)) from None
     if result is None:
         return
     if as_csv or as_json:
@@ -704,13 +818,17 @@ def report(
     data_dir: DataDir = None,
     open_it: Annotated[bool, typer.Option("--open", help="Open the page in the default browser.")] = False,
 ) -> None:
-    """Write the night's HTML report beside the warehouse (reports/<night>.html) and print its path."""
+    """Write the night's HTML report and print its path.
+
+    Beside the warehouse, reports/<night>.html, with a page per player."""
     from tourneylake.report import write_report
 
     settings = settings_from(data_dir=data_dir)
     wanted = parse_night(night) if night else None
     with reported():
-        written = write_report(settings.warehouse_path, wanted, watchlist=settings.watchlist)
+        written = write_report(
+            settings.warehouse_path, wanted, watchlist=settings.watchlist
+        )  # one line when there is nothing to report
     console.print(
         f"report of the night of {written.night}: {written.path} ({written.player_pages} player pages)", highlight=False
     )
@@ -718,6 +836,21 @@ def report(
         import webbrowser
 
         webbrowser.open(written.path.resolve().as_uri())
+
+
+def _why_empty(db: Any) -> str:
+    """What a failed query on a warehouse that holds no night yet, or no models, is missing."""
+    import duckdb
+
+    try:
+        names = {row[0] for row in db.connection.execute("SELECT table_name FROM information_schema.tables").fetchall()}
+        if "player_snapshots" not in names or not db.connection.execute("SELECT count(*) FROM player_snapshots").fetchone()[0]:
+            return f" (the warehouse {db.path} holds no night yet: run `tourneylake run` first)"
+        if "player_results_usd" not in names:
+            return " (the models are not built on this warehouse yet: `tourneylake run` builds them after its night)"
+    except duckdb.Error:
+        return f" (the warehouse {db.path} holds no tables: run `tourneylake run` first)"
+    return ""
 
 
 def _cell(column: str, value: Any) -> str:

@@ -3,7 +3,7 @@
 Every setting is a field of :class:`Settings` (pydantic-settings): its type, default, bounds and
 description live on the field, and everything else follows from it — the ``TOURNEYLAKE_*``
 environment variable (prefix + upper-cased name), the CLI's overrides, the Dagster resource
-(``assets.resource`` wraps this class and binds each variable through ``EnvVar``), and the
+(``tourneylake.assets.resource`` wraps this class and binds each variable through ``EnvVar``), and the
 configuration reference in ``docs/configuration.md`` (generated from the descriptions). Adding a
 setting is adding a field.
 
@@ -13,33 +13,49 @@ be logged, printed in a traceback or shown by Dagster without leaking.
 
 from __future__ import annotations
 
+import os
 import re
 from datetime import date
 from pathlib import Path
 from typing import Annotated, Any, Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from pydantic import BeforeValidator, Field, SecretStr, ValidationError, field_validator
+from pydantic import BeforeValidator, Field, SecretStr, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from tourneylake.errors import ConfigError, one_line
 
 __all__ = [
     "ENV_PREFIX",
+    "IDENTITY",
+    "ON_SANDBOX",
     "SANDBOX",
     "ConfigError",
     "Settings",
     "load_settings",
+    "unwritable",
 ]
 
 SANDBOX = "sandbox"
 ENV_PREFIX = "TOURNEYLAKE_"
 
-# The built-in sandbox's demo account (published in the README; see tourneylake.sandbox).
+# The built-in sandbox's demo account (published in the README; see tourneylake.sandbox): the
+# defaults of the four settings below, for the sandbox only. A live service gets them from its user.
 SANDBOX_APPNAME = "demo"
 SANDBOX_APPKEY = "sandboxkey2026"
 SANDBOX_USERNAME = "analyst@example.com"
 SANDBOX_PASSWORD = "correct-horse-battery"
+#: The settings that say who calls: an account's and an application's.
+IDENTITY = ("username", "password", "appname", "appkey")
+#: What ``--sandbox`` sets: the built-in sandbox and its demo account, whatever the environment
+#: says (a live service's password is never shown to the emulator, which would refuse it anyway).
+ON_SANDBOX = {
+    "base_url": SANDBOX,
+    "appname": SANDBOX_APPNAME,
+    "appkey": SANDBOX_APPKEY,
+    "username": SANDBOX_USERNAME,
+    "password": SANDBOX_PASSWORD,
+}
 
 
 # ---------------------------------------------------------------- the data directory's URL
@@ -113,13 +129,22 @@ class Settings(BaseSettings):
     base_url: str = Field(
         SANDBOX, description="the service root (paths start `/api/{appname}/`); `sandbox` starts the built-in emulator in-process"
     )
-    appname: str = Field(SANDBOX_APPNAME, min_length=1, description="application name (the first path segment after `/api`)")
-    appkey: SecretStr = Field(
-        SecretStr(SANDBOX_APPKEY), description="application key, lowercase; used only to encode the password"
+    appname: str = Field(
+        SANDBOX_APPNAME,
+        min_length=1,
+        description="application name (the first path segment after `/api`); required with a live base URL (the "
+        "default is the sandbox's demo account, which a live service never gets)",
     )
-    username: str = Field(SANDBOX_USERNAME, description="the account's user name (an e-mail address)")
+    appkey: SecretStr = Field(
+        SecretStr(SANDBOX_APPKEY),
+        description="application key, lowercase; used only to encode the password; required with a live base URL",
+    )
+    username: str = Field(
+        SANDBOX_USERNAME, description="the account's user name (an e-mail address); required with a live base URL"
+    )
     password: SecretStr = Field(
-        SecretStr(SANDBOX_PASSWORD), description="the account's password: sent only encoded, never logged or stored"
+        SecretStr(SANDBOX_PASSWORD),
+        description="the account's password: sent only encoded, never logged or stored; required with a live base URL",
     )
     format: Literal["json", "xml"] = Field("json", description="response format asked for: the same tables either way")
     credentials_in: Literal["headers", "query"] = Field(
@@ -254,6 +279,19 @@ class Settings(BaseSettings):
         "nightly run fails, in Dagster or from `tourneylake run`; kept secret (chat webhooks hold a token)",
     )
 
+    @model_validator(mode="before")
+    @classmethod
+    def _own_identity(cls, data: Any) -> Any:
+        """A live service is called with the account and application its user gave, never the
+        sandbox's demo ones (the defaults): each of the four must be set, or nothing is sent."""
+        if not isinstance(data, dict) or str(data.get("base_url") or SANDBOX).strip() == SANDBOX:
+            return data
+        missing = [ENV_PREFIX + name.upper() for name in IDENTITY if _unset(data.get(name))]
+        if missing:
+            names = ", ".join(missing[:-1]) + " and " + missing[-1] if len(missing) > 1 else missing[0]
+            raise ValueError(f"{names} must be set for a live service: put them in .env (the demo account is the sandbox's only)")
+        return data
+
     @field_validator("state_url")
     @classmethod
     def _postgres_url(cls, value: SecretStr | None) -> SecretStr | None:
@@ -350,6 +388,22 @@ class Settings(BaseSettings):
         return _build(lambda: type(self)(**{**self.model_dump(), **clean}))
 
 
+def unwritable(settings: Settings) -> str | None:
+    """Why the settings' local data directory (the data directory, or the warehouse's folder when
+    the lake is at a URL) cannot be written, in one line naming it and its variable; ``None`` when
+    it can (or can be made). Makes nothing: it looks at the folder, or the nearest one above it."""
+    variable = ENV_PREFIX + ("DATA_DIR" if isinstance(settings.data_dir, Path) else "WAREHOUSE")
+    folder = settings.local_dir.absolute()
+    existing = next((p for p in (folder, *folder.parents) if p.exists()), None)
+    if existing is None:
+        return None
+    if not existing.is_dir():
+        return f"{variable}: the data directory {folder} cannot be made: {existing} is a file, not a folder"
+    if not os.access(existing, os.W_OK | os.X_OK):
+        return f"{variable}: the data directory {folder} cannot be written ({existing} is not writable): choose another or fix its permissions"
+    return None
+
+
 def load_settings(**overrides: Any) -> Settings:
     """The settings from the environment and `.env`, with ``overrides`` (non-None) on top; a bad
     value raises :class:`ConfigError` with one line naming the variable."""
@@ -364,11 +418,20 @@ def _build(make: Any) -> Settings:
         raise ConfigError(_one_line(exc)) from None
 
 
+def _unset(value: Any) -> bool:
+    if isinstance(value, SecretStr):
+        value = value.get_secret_value()
+    return value is None or (isinstance(value, str) and not value.strip())
+
+
 def _one_line(exc: ValidationError) -> str:
     problems = []
     for error in exc.errors():
-        field = str(error["loc"][0]) if error["loc"] else "?"
         message = str(error["msg"]).removeprefix("Value error, ")
+        if not error["loc"]:  # the settings as a whole: the message names its variables
+            problems.append(message)
+            continue
+        field = str(error["loc"][0])
         value = error.get("input")
         if field == "data_dir" and isinstance(value, str):
             value = shown(value)  # never a user:password@ part

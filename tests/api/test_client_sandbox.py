@@ -8,6 +8,7 @@ from datetime import date
 
 import pytest
 
+from tests.helpers import DEMO_ACCOUNT
 from tourneylake.api import (
     AsyncClient,
     Attempt,
@@ -38,7 +39,7 @@ hero collected 0.60 from pot
 
 def settings(server: SandboxServer, **kw: object) -> Settings:
     base: dict[str, object] = dict(
-        base_url=server.base_url, retry_initial_wait_s=0.01, retry_max_wait_s=0.05, max_attempts=6, timeout_s=5.0
+        base_url=server.base_url, **DEMO_ACCOUNT, retry_initial_wait_s=0.01, retry_max_wait_s=0.05, max_attempts=6, timeout_s=5.0
     )
     base.update(kw)
     return Settings(**base)  # type: ignore[arg-type]

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import REPO, ledger_rows
+from tests.helpers import DEMO_ENV, REPO, ledger_rows
 from tourneylake.config import Settings
 from tourneylake.sandbox import DEMO, running_sandbox
 
@@ -42,6 +42,7 @@ def test_a_three_night_backfill_never_exceeds_the_concurrency(tmp_path: Path) ->
     with running_sandbox(seed=5, today=NIGHTS[-1], latency_ms=40) as server:
         env.update(
             TOURNEYLAKE_BASE_URL=server.base_url,
+            **DEMO_ENV,
             TOURNEYLAKE_CONCURRENCY=str(CONCURRENCY),
             TOURNEYLAKE_DATA_DIR=str(tmp_path / "data"),
             TOURNEYLAKE_WATCHLIST="watchlist.yaml",
@@ -55,7 +56,7 @@ def test_a_three_night_backfill_never_exceeds_the_concurrency(tmp_path: Path) ->
             "job",
             "execute",
             "-m",
-            "pipelines.definitions",
+            "tourneylake.pipelines.definitions",
             "-a",
             "defs",
             "-j",

@@ -20,14 +20,14 @@ from dagster import (
     materialize,
 )
 
-from assets.models import dbt_models
-from assets.reference import countries, metadata, news
-from assets.resource import TourneylakeResource
-from pipelines.definitions import definitions_from_env
-from pipelines.definitions import defs as code_location
-from pipelines.models import defs as models_code_location
-from tests.helpers import REPO
+from tests.helpers import DEMO_ACCOUNT, DEMO_ENV, REPO
+from tourneylake.assets.models import dbt_models
+from tourneylake.assets.reference import countries, metadata, news
+from tourneylake.assets.resource import TourneylakeResource
 from tourneylake.config import SANDBOX_PASSWORD
+from tourneylake.pipelines.definitions import definitions_from_env
+from tourneylake.pipelines.definitions import defs as code_location
+from tourneylake.pipelines.models import defs as models_code_location
 from tourneylake.tables.warehouse import LOAD_ORDER
 
 pytestmark = [pytest.mark.xdist_group("dagster"), pytest.mark.slow]
@@ -98,7 +98,7 @@ def test_definitions_hold_the_assets_checks_jobs_and_schedule() -> None:
 
 
 def test_the_schedule_asks_for_the_night_that_has_just_ended() -> None:
-    from pipelines.definitions import build_definitions
+    from tourneylake.pipelines.definitions import build_definitions
 
     since = build_definitions(TourneylakeResource(), "0 3 * * *", first=date(2026, 11, 1))
     schedule = since.resolve_schedule_def("nightly_schedule")
@@ -139,10 +139,10 @@ def test_the_code_location_loads_as_dagster_dev_would() -> None:
 
 NIGHTS_LOCATION = """
 import sys
-from pipelines.definitions import defs
+from tourneylake.pipelines.definitions import defs
 job = defs().resolve_job_def("nightly")
 print((sorted(job.asset_layer.executable_asset_keys), sorted(job.asset_layer.asset_graph.asset_check_keys)))
-print(sorted(name for name in sys.modules if name.split(".")[0] in ("dbt", "dagster_dbt") or name == "assets.models"))
+print(sorted(name for name in sys.modules if name.split(".")[0] in ("dbt", "dagster_dbt") or name == "tourneylake.assets.models"))
 """
 
 
@@ -164,7 +164,7 @@ def test_the_nights_code_location_imports_no_dbt(tmp_path: Path) -> None:
 def test_reference_assets_materialise_and_metadata_is_cached_by_hash(sandbox, tmp_path: Path) -> None:
     from tourneylake.lake.lake import Lake
 
-    resource = TourneylakeResource(base_url=sandbox.base_url, data_dir=str(tmp_path))
+    resource = TourneylakeResource(base_url=sandbox.base_url, **DEMO_ACCOUNT, data_dir=str(tmp_path))
     first = materialize([metadata, countries, news], partition_key=NIGHT.isoformat(), resources={"tourneylake": resource})
     assert first.success
     meta = first.asset_materializations_for_node("metadata")[0].metadata
@@ -199,7 +199,7 @@ def test_a_deliberate_failure_is_one_line_and_not_retried(sandbox, tmp_path: Pat
     from tourneylake.lake.lake import Lake
 
     Lake(tmp_path).claim("live:https://elsewhere.example")  # a data directory of another source
-    resource = TourneylakeResource(base_url=sandbox.base_url, data_dir=str(tmp_path))
+    resource = TourneylakeResource(base_url=sandbox.base_url, **DEMO_ACCOUNT, data_dir=str(tmp_path))
     result = materialize([metadata], partition_key=NIGHT.isoformat(), resources={"tourneylake": resource}, raise_on_error=False)
     assert not result.success
     assert not [
@@ -211,7 +211,7 @@ def test_a_deliberate_failure_is_one_line_and_not_retried(sandbox, tmp_path: Pat
 
 
 def test_an_asset_invoked_directly_with_build_asset_context(sandbox, tmp_path: Path) -> None:
-    resource = TourneylakeResource(base_url=sandbox.base_url, data_dir=str(tmp_path))
+    resource = TourneylakeResource(base_url=sandbox.base_url, **DEMO_ACCOUNT, data_dir=str(tmp_path))
     result = news(build_asset_context(partition_key=NIGHT.isoformat()), resource)
     assert isinstance(result, MaterializeResult)
     assert result.metadata["rows"] > 0 and result.metadata["warnings"] == "none"
@@ -219,6 +219,8 @@ def test_an_asset_invoked_directly_with_build_asset_context(sandbox, tmp_path: P
 
 def test_envvar_bound_secrets_never_reach_the_event_log(sandbox, tmp_path: Path, monkeypatch) -> None:
     monkeypatch.setenv("TOURNEYLAKE_BASE_URL", sandbox.base_url)
+    for variable, value in DEMO_ENV.items():
+        monkeypatch.setenv(variable, value)
     monkeypatch.setenv("TOURNEYLAKE_PASSWORD", SANDBOX_PASSWORD)
     monkeypatch.setenv("TOURNEYLAKE_DATA_DIR", str(tmp_path))
     resource = TourneylakeResource.from_env()
@@ -234,11 +236,13 @@ def test_envvar_bound_secrets_never_reach_the_event_log(sandbox, tmp_path: Path,
 def test_the_rebuild_job_remakes_a_night_from_raw_without_a_request(sandbox, tmp_path: Path, monkeypatch) -> None:
     import httpx
 
-    from pipelines.definitions import build_definitions
     from tourneylake.lake.lake import Lake
+    from tourneylake.pipelines.definitions import build_definitions
 
     sandbox.world.set_today(NIGHT)
-    resource = TourneylakeResource(base_url=sandbox.base_url, data_dir=str(tmp_path), watchlist=str(REPO / "watchlist.yaml"))
+    resource = TourneylakeResource(
+        base_url=sandbox.base_url, **DEMO_ACCOUNT, data_dir=str(tmp_path), watchlist=str(REPO / "watchlist.yaml")
+    )
     definitions = build_definitions(resource, "0 3 * * *", first=NIGHT)
     with DagsterInstance.ephemeral() as instance:
         assert (
@@ -264,12 +268,14 @@ def test_a_night_then_its_models_built_below_the_tables_with_the_dbt_tests_as_ch
     import typer
     from dagster import RunRequest, SkipReason, build_run_status_sensor_context
 
-    from pipelines.cli import build_models, console
-    from pipelines.definitions import BUILT_BY_RUN, MODELS_TAG, build_definitions
-    from pipelines.definitions import models_location as models_location_of
+    from tourneylake.pipelines.cli import build_models, console
+    from tourneylake.pipelines.definitions import BUILT_BY_RUN, MODELS_TAG, build_definitions
+    from tourneylake.pipelines.definitions import models_location as models_location_of
 
     sandbox.world.set_today(NIGHT)
-    resource = TourneylakeResource(base_url=sandbox.base_url, data_dir=str(tmp_path), watchlist=str(REPO / "watchlist.yaml"))
+    resource = TourneylakeResource(
+        base_url=sandbox.base_url, **DEMO_ACCOUNT, data_dir=str(tmp_path), watchlist=str(REPO / "watchlist.yaml")
+    )
     nights = build_definitions(resource, "0 3 * * *", first=NIGHT, with_models=False)  # the two locations, on one resource
     definitions = models_location_of(resource)
     sensor = definitions.resolve_sensor_def("models_after_nightly")
@@ -316,21 +322,23 @@ def _the_models_and_their_checks(result: Any, tmp_path: Path) -> None:
 def test_the_drain_job_spends_expiring_searches_on_the_pairs_owed_and_loads_their_night(sandbox, tmp_path: Path) -> None:
     """Off by default, before the reset: the drain job fetches what a capped night owed, into
     that night, and loads it into the warehouse."""
-    from pipelines.definitions import build_definitions
     from tourneylake.night.harvest import harvest_players
     from tourneylake.night.session import Session
     from tourneylake.night.watchlist import load_watchlist
+    from tourneylake.pipelines.definitions import build_definitions
     from tourneylake.tables.warehouse import Warehouse
 
     owed_night = date(2026, 11, 19)
     sandbox.world.set_today(NIGHT)
     watchlist = str(REPO / "watchlist.yaml")
-    capped = TourneylakeResource(base_url=sandbox.base_url, data_dir=str(tmp_path), watchlist=watchlist, max_searches_per_run=2)
+    capped = TourneylakeResource(
+        base_url=sandbox.base_url, **DEMO_ACCOUNT, data_dir=str(tmp_path), watchlist=watchlist, max_searches_per_run=2
+    )
     nightly = harvest_players(Session.open(capped.settings(), sandbox.base_url, owed_night), load_watchlist(watchlist))
     assert nightly.fetched == 2 and nightly.deferred
 
     definitions = build_definitions(
-        TourneylakeResource(base_url=sandbox.base_url, data_dir=str(tmp_path), watchlist=watchlist), "0 3 * * *"
+        TourneylakeResource(base_url=sandbox.base_url, **DEMO_ACCOUNT, data_dir=str(tmp_path), watchlist=watchlist), "0 3 * * *"
     )
     schedule = definitions.resolve_schedule_def("drain_schedule")
     assert schedule.cron_schedule == "30 7 * * *" and schedule.default_status.value == "STOPPED"

@@ -3,7 +3,7 @@
 The job runs in-process for one account (``tourneylake run`` and the schedule alike) and
 under the multiprocess executor for several, as a deployment on Celery, Docker or Kubernetes
 would run it: every step in its own process, the code location loaded from
-``pipelines.definitions:defs``, the settings from ``TOURNEYLAKE_*`` variables, a persistent
+``tourneylake.pipelines.definitions:defs``, the settings from ``TOURNEYLAKE_*`` variables, a persistent
 instance with the shipped pools. Two accounts make the two harvest steps independent, so they
 run side by side. The lake and warehouse it leaves are the ones an in-process run leaves.
 """
@@ -21,11 +21,11 @@ from pathlib import Path
 import pytest
 from dagster import DagsterInstance, in_process_executor
 
-from assets.resource import TourneylakeResource
-from pipelines.definitions import build_definitions
-from pipelines.nightly import reconstructable_nightly, run_night
 from tests.helpers import REPO, accounts_run_side_by_side, dagster_cli_env, player_line, sandbox_settings, write_watchlist
+from tourneylake.assets.resource import TourneylakeResource
 from tourneylake.lake.lake import Lake
+from tourneylake.pipelines.definitions import build_definitions
+from tourneylake.pipelines.nightly import reconstructable_nightly, run_night
 from tourneylake.sandbox import DEMO
 
 NIGHT = date(2026, 11, 20)
@@ -86,7 +86,7 @@ def test_the_nightly_job_under_the_multiprocess_executor_matches_in_process(sand
     config.write_text(json.dumps({"execution": {"config": {"max_concurrent": 2}}}))
     env = dagster_cli_env(sandbox, multi, home, NIGHT)
     result = subprocess.run(
-        [sys.executable, "-m", "dagster", "job", "execute", "-m", "pipelines.definitions", "-a", "defs", "-j", "nightly",
+        [sys.executable, "-m", "dagster", "job", "execute", "-m", "tourneylake.pipelines.definitions", "-a", "defs", "-j", "nightly",
          "-c", str(config), "--tags", json.dumps({"dagster/partition": NIGHT.isoformat()})],
         cwd=REPO, env=env, capture_output=True, text=True, timeout=240,
     )  # fmt: skip

@@ -11,11 +11,11 @@ from pathlib import Path
 import pytest
 from dagster import AssetKey, DagsterInstance
 
-from assets.resource import TourneylakeResource
-from pipelines.definitions import build_definitions
 from tests.helpers import WebhookReceiver, player_line, remaining, sandbox_settings, write_watchlist
+from tourneylake.assets.resource import TourneylakeResource
 from tourneylake.config import SANDBOX_APPKEY
 from tourneylake.lake.lake import Lake
+from tourneylake.pipelines.definitions import build_definitions
 
 pytestmark = [pytest.mark.xdist_group("operating"), pytest.mark.slow]
 
@@ -32,7 +32,7 @@ def _settings(sandbox, folder: Path, watchlist: str = TWO_PAIRS, **overrides):
 
 
 def test_partitions_start_at_the_first_night_the_lake_holds_or_the_setting(sandbox, tmp_path: Path) -> None:
-    from assets.nights import first_night
+    from tourneylake.assets.nights import first_night
 
     empty = _settings(sandbox, tmp_path / "empty")
     resource = TourneylakeResource.from_settings(empty)
@@ -95,8 +95,8 @@ def test_a_backfill_that_would_spend_more_than_the_account_has_is_refused(sandbo
 def test_a_failed_night_is_recorded_and_posts_one_secret_free_alert(sandbox, tmp_path: Path) -> None:
     from dagster import build_run_status_sensor_context
 
-    from pipelines.failures import night_failed_sensor
     from tourneylake.lake.nightlog import NightLog
+    from tourneylake.pipelines.failures import night_failed_sensor
 
     with WebhookReceiver() as hook:
         settings = _settings(sandbox, tmp_path, password="not-the-password", alert_webhook_url=hook.url)
@@ -224,7 +224,7 @@ def test_the_freshness_check_fails_for_a_night_that_did_not_land(sandbox, tmp_pa
 def test_the_freshness_check_passes_while_no_night_is_due(sandbox, tmp_path: Path) -> None:
     """A lake whose first night is today owes no night yet, at any hour (Dagster's own check fails
     with an error of its own there: between midnight and the deadline when the first is yesterday)."""
-    from pipelines.freshness import latest_deadline
+    from tourneylake.pipelines.freshness import latest_deadline
 
     settings = _settings(sandbox, tmp_path, landed_by_hour_utc=6)
     today = datetime.now(UTC).date()

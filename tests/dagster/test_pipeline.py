@@ -9,11 +9,11 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from pipelines.nightly import run_models, run_night
-from tests.helpers import REPO, ledger_rows, shipped_dagster_home
+from tests.helpers import DEMO_ACCOUNT, REPO, ledger_rows, shipped_dagster_home
 from tourneylake.api import encode_password
 from tourneylake.config import SANDBOX_APPKEY, SANDBOX_PASSWORD, SANDBOX_USERNAME, Settings
 from tourneylake.lake.lake import Lake
+from tourneylake.pipelines.nightly import run_models, run_night
 from tourneylake.sandbox import running_sandbox
 from tourneylake.sandbox.truth import truth
 
@@ -53,6 +53,7 @@ def make_settings(tmp_path: Path, sandbox):
     def make(name: str = "data", **overrides) -> Settings:
         base = dict(
             base_url=sandbox.base_url,
+            **DEMO_ACCOUNT,
             data_dir=tmp_path / name,
             watchlist=watchlist,
             concurrency=4,
@@ -256,8 +257,8 @@ def test_wrong_password_fails_the_night_with_a_clear_reason(sandbox, make_settin
 def test_no_secret_reaches_the_lake_the_warehouse_or_dagster(sandbox, make_settings, tmp_path: Path) -> None:
     from dagster import DagsterInstance
 
-    from assets.resource import TourneylakeResource
-    from pipelines.definitions import build_definitions
+    from tourneylake.assets.resource import TourneylakeResource
+    from tourneylake.pipelines.definitions import build_definitions
 
     sandbox.world.set_today(NIGHT1)
     settings = make_settings()
@@ -296,6 +297,7 @@ def test_the_ledger_adds_up_to_the_services_count_even_with_faults(tmp_path: Pat
     with running_sandbox(seed=5, today=NIGHT1, faults=Faults.parse("slow=0.4,slow_s=1,truncate=0.2")) as server:
         settings = Settings(
             base_url=server.base_url,
+            **DEMO_ACCOUNT,
             data_dir=tmp_path / "d",
             watchlist=watchlist,
             timeout_s=0.5,

@@ -21,7 +21,7 @@ import httpx
 import orjson
 import pytest
 
-from tests.helpers import REPO
+from tests.helpers import DEMO_ENV, REPO
 
 pytestmark = [pytest.mark.xdist_group("webserver"), pytest.mark.slow]
 
@@ -121,6 +121,7 @@ def test_nights_from_the_ui_and_the_cli_share_the_instance(tmp_path: Path) -> No
         env.update(
             DAGSTER_HOME=str(home),
             TOURNEYLAKE_BASE_URL=server.base_url,
+            **DEMO_ENV,
             TOURNEYLAKE_DATA_DIR=str(tmp_path / "data"),
             TOURNEYLAKE_WATCHLIST=str(REPO / "watchlist.yaml"),
             TOURNEYLAKE_FIRST_NIGHT="2026-11-19",  # the lake is empty: its partitions would start yesterday
@@ -137,7 +138,7 @@ def test_nights_from_the_ui_and_the_cli_share_the_instance(tmp_path: Path) -> No
             assert _ended(url, materialised, deadline) == "SUCCESS"
 
             cli = subprocess.run(
-                [sys.executable, "-m", "pipelines.cli", "run", "--date", "2026-11-21"],
+                [sys.executable, "-m", "tourneylake.pipelines.cli", "run", "--no-models", "--date", "2026-11-21"],
                 cwd=REPO, env=env, capture_output=True, text=True, timeout=240,
             )  # fmt: skip
             assert cli.returncode == 0, cli.stderr[-2000:]

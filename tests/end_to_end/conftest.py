@@ -12,8 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from pipelines.nightly import RunReport, run_models, run_night
+from tests.helpers import DEMO_ACCOUNT
 from tourneylake.config import Settings
+from tourneylake.pipelines.nightly import RunReport, run_models, run_night
 from tourneylake.sandbox import running_sandbox
 
 NIGHTS = (date(2026, 11, 19), date(2026, 11, 20), date(2026, 11, 21))
@@ -54,7 +55,12 @@ def three_nights(tmp_path_factory: pytest.TempPathFactory) -> Harvest:
     data = root / "data"
     with running_sandbox(seed=SEED, today=NIGHTS[0]) as server:
         settings = Settings(
-            base_url=server.base_url, data_dir=data, watchlist=watchlist, retry_initial_wait_s=0.01, retry_max_wait_s=0.05
+            base_url=server.base_url,
+            **DEMO_ACCOUNT,
+            data_dir=data,
+            watchlist=watchlist,
+            retry_initial_wait_s=0.01,
+            retry_max_wait_s=0.05,
         )
         for night in NIGHTS:
             server.world.set_today(night)

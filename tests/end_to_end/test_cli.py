@@ -15,12 +15,12 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.helpers import REPO
+from tests.helpers import DEMO_ENV, REPO
 from tourneylake.tables.models import manifest_document
 
-pytestmark = [pytest.mark.xdist_group("cli"), pytest.mark.slow]
+pytestmark = pytest.mark.slow
 
-CLI = [sys.executable, "-m", "pipelines.cli"]
+CLI = [sys.executable, "-m", "tourneylake.pipelines.cli"]
 
 
 def clean_env(**extra: str) -> dict[str, str]:
@@ -50,8 +50,11 @@ def test_run_then_query(tmp_path: Path) -> None:
     assert query.returncode == 0, query.stderr
     assert "profit_usd" in query.stdout and "Ana Łukasz" in query.stdout
 
-    again = tourneylake("run", "--sandbox", "--date", "2026-11-20", "--data-dir", str(tmp_path), "--watchlist", "watchlist.yaml")
+    again = tourneylake(
+        "run", "--sandbox", "--no-models", "--date", "2026-11-20", "--data-dir", str(tmp_path), "--watchlist", "watchlist.yaml"
+    )
     assert again.returncode == 0 and "searches spent: 0" in again.stdout
+    assert "models: not built (--no-models)" in again.stdout and "models ok" not in again.stdout
 
 
 def test_wrong_password_exits_non_zero_with_one_line_and_one_alert(tmp_path: Path) -> None:
@@ -59,8 +62,8 @@ def test_wrong_password_exits_non_zero_with_one_line_and_one_alert(tmp_path: Pat
 
     with WebhookReceiver() as hook:
         result = tourneylake(
-            "run", "--sandbox", "--date", "2026-11-20", "--data-dir", str(tmp_path), "--watchlist", "watchlist.yaml",
-            env=clean_env(TOURNEYLAKE_PASSWORD="definitely-wrong", TOURNEYLAKE_ALERT_WEBHOOK_URL=hook.url),
+            "run", "--date", "2026-11-20", "--data-dir", str(tmp_path), "--watchlist", "watchlist.yaml",
+            env=clean_env(TOURNEYLAKE_BASE_URL="sandbox", TOURNEYLAKE_PASSWORD="definitely-wrong", TOURNEYLAKE_ALERT_WEBHOOK_URL=hook.url),
         )  # fmt: skip
     assert result.returncode == 1
     last = result.stderr.strip().splitlines()[-1]
@@ -144,11 +147,12 @@ def test_a_killed_run_keeps_what_it_paid_for(tmp_path: Path, tables_worker: str)
         (home / "dagster.yaml").write_text((REPO / "dagster_home" / "dagster.yaml").read_text())
         env = clean_env(
             TOURNEYLAKE_BASE_URL=server.base_url,
+            **DEMO_ENV,
             TOURNEYLAKE_CONCURRENCY="1",
             TOURNEYLAKE_TABLES_WORKER=tables_worker,
             DAGSTER_HOME=str(home),
         )
-        args = ["run", "--date", "2026-11-20", "--data-dir", str(data), "--watchlist", "watchlist.yaml"]
+        args = ["run", "--no-models", "--date", "2026-11-20", "--data-dir", str(data), "--watchlist", "watchlist.yaml"]
         before = server.accounts.remaining(SANDBOX_USERNAME)
         process = subprocess.Popen([*CLI, *args], cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         deadline = time.monotonic() + 120
@@ -203,8 +207,8 @@ def test_a_night_with_a_failed_pair_exits_partial_naming_it_and_pays_it_once(tmp
 
     with running_sandbox(seed=7, today=date(2026, 11, 20)) as server:
         server.app.answer_rewrites[("Winamax.fr", "Élodie.R")] = with_doctype
-        env = clean_env(TOURNEYLAKE_BASE_URL=server.base_url, TOURNEYLAKE_FORMAT="xml")
-        args = ["run", "--date", "2026-11-20", "--data-dir", str(tmp_path), "--watchlist", "watchlist.yaml"]
+        env = clean_env(TOURNEYLAKE_BASE_URL=server.base_url, **DEMO_ENV, TOURNEYLAKE_FORMAT="xml")
+        args = ["run", "--no-models", "--date", "2026-11-20", "--data-dir", str(tmp_path), "--watchlist", "watchlist.yaml"]
         before = server.accounts.remaining(SANDBOX_USERNAME)
         first = tourneylake(*args, env=env)
         spent = before - server.accounts.remaining(SANDBOX_USERNAME)
@@ -232,7 +236,7 @@ def test_a_night_with_a_failed_pair_exits_partial_naming_it_and_pays_it_once(tmp
 def test_a_night_that_cannot_be_harvested_is_one_line(args: tuple[str, ...], message: str) -> None:
     from typer.testing import CliRunner
 
-    from pipelines.cli import app
+    from tourneylake.pipelines.cli import app
 
     result = CliRunner().invoke(app, ["run", "--sandbox", *args])
     assert result.exit_code == 2 and message in result.output and "Traceback" not in result.output  # usage
@@ -242,7 +246,7 @@ def test_a_flag_fixes_a_bad_variable_for_run(tmp_path: Path) -> None:
     """A bad TOURNEYLAKE_* value that a flag overrides does not stop `run` (Dagster's definitions
     read no setting at import)."""
     result = tourneylake(
-        "run", "--sandbox", "--date", "2026-11-20", "--data-dir", str(tmp_path), "--watchlist", "watchlist.yaml", "--concurrency", "4",
+        "run", "--sandbox", "--no-models", "--date", "2026-11-20", "--data-dir", str(tmp_path), "--watchlist", "watchlist.yaml", "--concurrency", "4",
         env=clean_env(TOURNEYLAKE_CONCURRENCY="100000"),
     )  # fmt: skip
     assert result.returncode == 0, result.stderr[-2000:]
@@ -268,15 +272,15 @@ players:
             ["bad.yaml:4: filter 'nope' is not defined", "bad.yaml:5: player has no 'name'", "bad.yaml:6: priority must be"],
         ),
         (
-            "a wrong password",
-            ("run", "--sandbox", "--date", "2026-11-20", "--watchlist", "watchlist.yaml"),
-            {"TOURNEYLAKE_PASSWORD": "definitely-wrong"},
+            "a wrong password",  # the sandbox by its URL: `--sandbox` brings its demo account whatever the environment says
+            ("run", "--date", "2026-11-20", "--watchlist", "watchlist.yaml"),
+            {"TOURNEYLAKE_BASE_URL": "sandbox", "TOURNEYLAKE_PASSWORD": "definitely-wrong"},
             ["run failed: credentials refused by the service"],
         ),
         (
             "a data directory of another source",
             ("run", "--date", "2026-11-20", "--watchlist", "watchlist.yaml"),
-            {"TOURNEYLAKE_BASE_URL": "http://127.0.0.1:9"},
+            {"TOURNEYLAKE_BASE_URL": "http://127.0.0.1:9", **DEMO_ENV},
             ["run failed: the data directory", "from source 'sandbox', not 'live:http://127.0.0.1:9'"],
         ),
         (
@@ -296,7 +300,9 @@ def test_bad_input_is_one_error_line_per_problem_and_no_traceback(
     (tmp_path / "bad.yaml").write_text(BAD_WATCHLIST)
     data = tmp_path / "data"
     if "another source" in case:  # a lake the built-in sandbox filled, then pointed at another service
-        seeded = tourneylake("run", "--sandbox", "--date", "2026-11-20", "--data-dir", str(data), "--watchlist", "watchlist.yaml")
+        seeded = tourneylake(
+            "run", "--sandbox", "--no-models", "--date", "2026-11-20", "--data-dir", str(data), "--watchlist", "watchlist.yaml"
+        )
         assert seeded.returncode == 0, seeded.stderr[-2000:]
     result = (
         tourneylake(*(a.format(tmp=tmp_path) for a in args), "--data-dir", str(data), env=clean_env(**env))
@@ -344,9 +350,9 @@ launch(app)
 
 @pytest.mark.parametrize(("linger", "pool"), [(0.0, ""), (0.5, ""), (0.0, "parts"), (0.0, "reads")])
 def test_the_console_script_exits_with_its_status_its_output_and_exit_handlers(tmp_path: Path, linger: float, pool: str) -> None:
-    """`launch` skips the interpreter's teardown, never what a normal exit would do first; the
-    process's idle shared threads (the lake's part writes, the S3 client's reads) do not bring
-    the teardown back."""
+    """`launch` skips the interpreter's teardown, never what a normal exit does first (a running
+    thread waited for, the exit handlers, the output flushed); neither a running thread nor the
+    process's idle shared threads (the lake's part writes, the S3 client's reads) bring it back."""
     script = tmp_path / "launched.py"
     script.write_text(LAUNCHED)
     args = [sys.executable, str(script), "3", "--linger", str(linger), *(["--pool", pool] if pool else [])]
@@ -355,7 +361,7 @@ def test_the_console_script_exits_with_its_status_its_output_and_exit_handlers(t
     assert (tmp_path / "atexit").read_text() == "ran"
     assert (tmp_path / "thread").is_file() == bool(linger)  # a running thread is waited for
     assert (tmp_path / "pool").is_file() == bool(pool)
-    assert (tmp_path / "teardown").is_file() == bool(linger)  # torn down only to wait for a running thread
+    assert not (tmp_path / "teardown").is_file()  # waited for the thread, ran the handlers, skipped the teardown
 
 
 def _summaries_kept(lake: Any, night: Any) -> int:
@@ -379,8 +385,8 @@ def test_ctrl_c_exits_130_with_one_line_and_keeps_every_paid_answer(tmp_path: Pa
 
     night, data = date(2026, 11, 20), tmp_path / "data"
     with running_sandbox(seed=7, today=night, latency_ms=300) as server:
-        env = clean_env(TOURNEYLAKE_BASE_URL=server.base_url, TOURNEYLAKE_CONCURRENCY="2")
-        args = ["run", "--date", night.isoformat(), "--data-dir", str(data), "--watchlist", "watchlist.yaml"]
+        env = clean_env(TOURNEYLAKE_BASE_URL=server.base_url, **DEMO_ENV, TOURNEYLAKE_CONCURRENCY="2")
+        args = ["run", "--no-models", "--date", night.isoformat(), "--data-dir", str(data), "--watchlist", "watchlist.yaml"]
         before = server.accounts.remaining(SANDBOX_USERNAME)
         process = subprocess.Popen(
             [*CLI, *args], cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
@@ -420,7 +426,7 @@ def test_ctrl_c_during_the_free_calls_ends_the_night(tmp_path: Path) -> None:
 
     night = date(2026, 11, 20)
     with running_sandbox(seed=7, today=night, latency_ms=1000) as server:
-        env = clean_env(TOURNEYLAKE_BASE_URL=server.base_url)
+        env = clean_env(TOURNEYLAKE_BASE_URL=server.base_url, **DEMO_ENV)
         args = ["run", "--date", night.isoformat(), "--data-dir", str(tmp_path / "data"), "--watchlist", "watchlist.yaml"]
         before = server.accounts.remaining(SANDBOX_USERNAME)
         process = subprocess.Popen(
@@ -442,14 +448,14 @@ def test_ctrl_c_during_the_free_calls_ends_the_night(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("why", "env"),
     [
-        ("a wrong password", {"TOURNEYLAKE_PASSWORD": "definitely-wrong"}),
-        ("an unreachable service", {"TOURNEYLAKE_BASE_URL": "http://127.0.0.1:9", "TOURNEYLAKE_MAX_ATTEMPTS": "1"}),
+        ("a wrong password", {"TOURNEYLAKE_BASE_URL": "sandbox", "TOURNEYLAKE_PASSWORD": "definitely-wrong"}),
+        ("an unreachable service", {"TOURNEYLAKE_BASE_URL": "http://127.0.0.1:9", **DEMO_ENV, "TOURNEYLAKE_MAX_ATTEMPTS": "1"}),
     ],
     ids=["wrong-password", "unreachable"],
 )
 def test_budget_exits_non_zero_when_it_cannot_read_the_account(tmp_path: Path, why: str, env: dict[str, str]) -> None:
     args = ["budget", "--data-dir", str(tmp_path), "--watchlist", "watchlist.yaml"]
-    result = tourneylake(*args, *(["--sandbox"] if "password" in why else []), env=clean_env(**env))
+    result = tourneylake(*args, env=clean_env(**env))
     assert result.returncode == 1, (why, result.stdout[-500:], result.stderr[-1000:])
     (line,) = [line for line in result.stderr.splitlines() if line.startswith("error:")]
     assert line.startswith("error: could not read the searches left on the account:") and len(line) <= 210
@@ -490,10 +496,16 @@ def test_a_wrong_watchlist_exits_4_naming_the_pairs_after_harvesting_the_others(
     watchlist = tmp_path / "w.yaml"
     watchlist.write_text(MISCONFIGURED)
     data = tmp_path / "data"
+    report = data / "reports" / "2026-11-20.html"  # the night's report of the project's own watchlist
+    report.parent.mkdir(parents=True)
+    report.write_text("the project's report")
     result = tourneylake(
         "run", "--sandbox", "--date", "2026-11-20", "--nights", "2", "--data-dir", str(data), "--watchlist", str(watchlist)
     )
     assert result.returncode == 4, result.stderr[-2000:]
+    assert "run ok" not in result.stdout and result.stdout.count("run incomplete: pairs not attempted") == 2
+    assert "report: not written (a one-off --watchlist" in result.stdout  # another watchlist than the project's
+    assert report.read_text() == "the project's report" and list(report.parent.iterdir()) == [report]
     assert result.stdout.count("players fetched: 2,") == 2  # each night: the two good pairs
     assert result.stdout.count("not attempted: fix the watchlist (2)") == 2
     assert "2 nights (2026-11-19 to 2026-11-20): players fetched 4, deferred 0, failed 0, not attempted 4" in result.stdout

@@ -85,9 +85,9 @@ def test_inbox_hands_within_the_run_budget(sandbox, tmp_path):
 def test_hands_asset_is_opt_in_and_analyses_the_inbox(sandbox, tmp_path):
     from dagster import AssetKey, DagsterInstance, materialize
 
-    from assets.hands import hand_analyses
-    from assets.resource import TourneylakeResource
-    from pipelines.definitions import defs as code_location
+    from tourneylake.assets.hands import hand_analyses
+    from tourneylake.assets.resource import TourneylakeResource
+    from tourneylake.pipelines.definitions import defs as code_location
 
     defs = code_location()
     graph = defs.resolve_asset_graph()

@@ -1,11 +1,14 @@
-"""Shards killed, and the state database restarted, mid-night (issue 33), with the state in
-PostgreSQL: ``tourneylake run``'s night (accounts side by side, each in a process of its own)
+"""Shards killed, their run killed, and the state database restarted, mid-night, with the state
+in PostgreSQL: ``tourneylake run``'s night (accounts side by side, each in a process of its own)
 run by a process of its own against the sandbox over HTTP.
 
 - ``kill -9`` of one shard's process while its calls are in flight: the other account's night
-  is kept, the run says it failed; a re-run pays for nothing twice, its tables are those of an
-  uninterrupted night, and each account's ledger adds up to the service's charges (the dead
-  run found by its connection and reconciled).
+  is kept, the run fails in one line naming the account and how its harvest died; a re-run pays
+  for nothing twice, its tables are those of an uninterrupted night, and each account's ledger
+  adds up to the service's charges (the dead run found by its connection and reconciled).
+- ``kill -9`` of the run's own process alone: its shards see their parent gone and stop
+  starting searches (the calls in flight finish and are kept); a re-run completes the night,
+  paying again at most the calls that were in flight.
 - PostgreSQL restarted mid-night: the writers reconnect and the night completes (or fails in
   one line and completes when run again); nothing paid is lost, the ledger is the bill.
 """
@@ -25,11 +28,10 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from tests.helpers import REPO, player_line
+from tests.helpers import DEMO_ENV, REPO, player_line
 from tourneylake.api import calls
 from tourneylake.lake.lake import Lake
 from tourneylake.lake.ledger import Ledger
-from tourneylake.sandbox import DEMO
 from tourneylake.tables.normalize.summary import SUMMARY_TABLES
 
 # One worker runs every test of the suite's PostgreSQL server: one of them restarts it.
@@ -45,7 +47,7 @@ VOLATILE = {"fetched_at", "server_time", "listed_at", "last_activity_at", "metad
 _DRIVER = """
 import json, sys
 from datetime import date
-from pipelines.nightly import run_night
+from tourneylake.pipelines.nightly import run_night
 from tourneylake.config import load_settings
 report = run_night(load_settings(), date.fromisoformat(sys.argv[1]))
 print(json.dumps({"success": report.success, "failure": report.failure}), flush=True)
@@ -65,8 +67,7 @@ def _environment(sandbox, folder: Path, state_url: str) -> dict[str, str]:
         "TL_LEFT_PW": "left-pw",
         "TL_RIGHT_PW": "right-pw",
         "TOURNEYLAKE_BASE_URL": sandbox.base_url,
-        "TOURNEYLAKE_USERNAME": DEMO.username,
-        "TOURNEYLAKE_PASSWORD": DEMO.password,
+        **DEMO_ENV,
         "TOURNEYLAKE_DATA_DIR": str(folder / "data"),
         "TOURNEYLAKE_WATCHLIST": str(watchlist),
         "TOURNEYLAKE_STATE_URL": state_url,
@@ -144,7 +145,7 @@ def test_a_shard_killed_mid_night_then_a_re_run(sandbox, tmp_path: Path, state_u
     night = _start(env)
     os.kill(_writer_of(env, "left", answered=5), signal.SIGKILL)  # mid-night, calls in flight
     first = _finish(night)
-    assert not first["success"] and first["failure"]  # said, in one line
+    assert not first["success"] and first["failure"] == "account left's harvest died (killed by signal 9, SIGKILL)"
     lake = _lake(env)
     assert Ledger(lake).dead_runs(account="left")  # found by its connection, no host or pid guessed
     stored = {ref.name for ref in lake.raw.refs(NIGHT, calls.PLAYER_SUMMARY)}
@@ -161,6 +162,46 @@ def test_a_shard_killed_mid_night_then_a_re_run(sandbox, tmp_path: Path, state_u
     with psycopg.connect(state_url) as conn:  # the ledger's rows are the database's, none in the lake's files
         assert conn.execute("SELECT count(*) FROM tourneylake_runs WHERE NOT closed").fetchone() == (0,)
     assert not (tmp_path / "data" / "lake" / "_ledger").exists()
+
+
+def _ended(pid: int) -> bool:
+    import psutil
+
+    try:
+        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return True
+
+
+def test_shards_whose_run_was_killed_stop_paying(sandbox, tmp_path: Path, state_url: str, uninterrupted) -> None:
+    """``kill -9`` of the run's process alone (not its group): each shard notices its parent is
+    gone and stops starting searches; nobody is left paying for answers nobody asked for."""
+    env = _environment(sandbox, tmp_path, state_url)
+    before = _remaining(sandbox)
+    plan, latency = sandbox.app.plan, sandbox.app.plan.latency_ms
+    plan.latency_ms = 600.0  # a night of minutes: only a shard that stops leaves most of it unpaid
+    try:
+        night = _start(env)
+        shards = {account: _writer_of(env, account, answered=2) for account in USERS}
+        os.kill(night.pid, signal.SIGKILL)
+        night.wait(30)
+        deadline = time.monotonic() + 120
+        while not all(map(_ended, shards.values())) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert all(map(_ended, shards.values()))  # they ended by themselves, their night unfinished
+    finally:
+        plan.latency_ms = latency
+    lake = _lake(env)
+    spent = _ledger_by_account(lake)
+    assert sum(spent.values()) < PLAYERS // 2  # stopped, not fetching the rest of the night
+    assert all(run.closed for run in Ledger(lake).runs(NIGHT))  # the calls in flight finished and were booked
+
+    again = _finish(_start(env))
+    assert again["success"], again
+    assert _tables(lake) == uninterrupted
+    drops = {name: before[name] - after for name, after in _remaining(sandbox).items()}
+    assert _ledger_by_account(lake) == drops
+    assert sum(drops.values()) <= PLAYERS + 4  # at most the calls in flight (2 a shard) paid twice
 
 
 def test_postgres_restarted_mid_night(sandbox, tmp_path: Path, state_url: str, postgres_server, uninterrupted) -> None:

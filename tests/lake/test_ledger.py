@@ -302,24 +302,29 @@ def test_runs_carry_their_accounts_name_and_readings_filter_by_it(lake: Lake) ->
     assert ledger.spent(NIGHT, account="bob") == 3  # the reconciliation is booked to the dead run's account
 
 
-def _held_writer(monkeypatch: pytest.MonkeyPatch, fail_at: str | None = None) -> threading.Event:
+def _held_writer(monkeypatch: pytest.MonkeyPatch, fail_at: str | None = None, fails: int = 1_000_000) -> threading.Event:
     """The writer thread (an object-store lake's) held before each object it writes until the
-    event is set; the object holding the row of call ``fail_at`` fails (a full disk)."""
+    event is set; the object holding the row of call ``fail_at`` fails (a full disk, a store
+    that does not answer), its first ``fails`` writes."""
     release = threading.Event()
     write, write_segment = LedgerWriter._write, LedgerWriter._write_segment
+    failed = [0]
 
-    def fails(lines: list[dict]) -> bool:
-        return any(line["kind"] == "entry" and line.get("call") == fail_at for line in lines)
+    def failing(lines: list[dict]) -> bool:
+        if failed[0] < fails and any(line["kind"] == "entry" and line.get("call") == fail_at for line in lines):
+            failed[0] += 1
+            return True
+        return False
 
     def held(self: LedgerWriter, line: dict) -> None:  # a local disk's: a line at a time
         assert release.wait(10)
-        if fails([line]):
+        if failing([line]):
             raise OSError(errno.ENOSPC, "No space left on device")
         write(self, line)
 
     def held_segment(self: LedgerWriter, lines: list[dict]) -> None:
         assert release.wait(10)
-        if fails(lines):
+        if failing(lines):
             raise OSError(errno.ENOSPC, "No space left on device")
         write_segment(self, lines)
 
@@ -366,30 +371,97 @@ def test_a_row_that_cannot_be_written_leaves_the_run_open_for_reconciliation(lak
     assert dead.run_id == "r1" and [line["call"] for line in dead.unanswered] == ["k1"] and dead.entries == []
 
 
-def test_a_call_whose_line_was_queued_before_a_failure_does_not_go_out(store_lake: Lake, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_failed_write_stops_new_calls_and_every_paid_row_is_written_after_it(
+    store_lake: Lake, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Lines written together share their object's fate: a write-ahead line in the object that
-    failed, or queued after it, keeps its call from going out."""
+    failed, or queued while the ledger cannot be written, keeps its call from going out; the
+    rows (calls paid for) are tried again until written, a later row is never refused, and the
+    run closes whole: no lump reconciliation."""
     lake = store_lake
-    release = _held_writer(monkeypatch, fail_at="k1")
+    release = _held_writer(monkeypatch, fail_at="k1", fails=2)
     writer = LedgerWriter(lake, NIGHT, "r1", remaining_before=100)
     sent_k1 = writer.sent_soon("player_summary", "k1", 1)
     release.set()
     assert sent_k1.result(10) is None
+    sent_k0 = writer.sent_soon("player_summary", "k0", 1)
+    assert sent_k0.result(10) is None
     release.clear()
-    row_k1 = writer.record_soon("k1", **row(remaining_after=99))  # fails
+    row_k1 = writer.record_soon("k1", **row(remaining_after=99))  # its object fails twice
     sent_k2 = writer.sent_soon("player_summary", "k2", 1)  # in the same object
     release.set()
     with pytest.raises(OSError, match="No space left"):
-        row_k1.result(10)
-    with pytest.raises(OSError, match="No space left"):
         sent_k2.result(10)  # k2 does not go out ...
-    with pytest.raises(LedgerError, match="could not be written"):
-        writer.sent_soon("player_summary", "k3", 1)  # nor does any later call
-    assert writer.uncertain == {}  # k1 is booked by its row (written or not: the next run reconciles), k2 never went out
+    release.clear()  # the row's second write fails too; its third waits here
+    with pytest.raises(LedgerError, match="could not be written"):  # ... nor does a call while the ledger fails
+        writer.sent_soon("player_summary", "k3", 1)
+    row_k0 = writer.record_soon("k0", **row(remaining_after=98))  # a later row is taken
+    release.set()
+    assert row_k1.result(10) is None and row_k0.result(10) is None  # both written, in order
+    writer.sent("player_summary", "k4", 1)  # the ledger is written again: calls go out again
+    writer.record("k4", **row(remaining_after=97))
+    writer.close()
+    assert Ledger(lake).dead_runs() == []
+    (run,) = Ledger(lake).runs(NIGHT)
+    assert run.closed and run.unanswered == [] and [e["remaining_after"] for e in run.entries] == [99, 98, 97]
+    assert b'"k2"' not in run_lines(writer) and b'"k3"' not in run_lines(writer)
+
+
+def test_rows_that_cannot_be_written_for_long_leave_the_run_open_for_reconciliation(
+    store_lake: Lake, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The last resort: a row still unwritten long after its first failure (a store down for
+    minutes) is given up and the run left open, so the next run books what the service charged."""
+    from tourneylake.lake import ledger
+
+    monkeypatch.setattr(ledger, "KEEP_ROWS_S", 0.3)
+    lake = store_lake
+    release = _held_writer(monkeypatch, fail_at="k1")
+    release.set()
+    writer = LedgerWriter(lake, NIGHT, "r1", remaining_before=100)
+    writer.sent("player_summary", "k1", 1)
+    with pytest.raises(OSError, match="No space left"):
+        writer.record("k1", **row(remaining_after=99))
     writer.close()
     (dead,) = Ledger(lake).dead_runs()
-    with _run_bytes(dead.path) as handle:
-        assert [line["call"] for line in dead.unanswered] == ["k1"] and b'"k2"' not in handle.read()
+    assert [line["call"] for line in dead.unanswered] == ["k1"] and dead.entries == []
+
+
+@pytest.mark.parametrize("where", ["local", "store"])
+def test_readers_of_run_files_tolerate_a_concurrent_close(
+    where: str, lake: Lake, store_lake: Lake, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A reader lists a night's runs, then reads them, while another shard's writer closes its
+    run (renames it): the run is read as it is now, once, never a FileNotFoundError."""
+    from tourneylake.lake import ledger
+
+    lake = lake if where == "local" else store_lake
+    started = datetime.now(UTC)
+    writer = LedgerWriter(lake, NIGHT, "other", remaining_before=100, account="right")
+    writer.sent("player_summary", "k1", 1)
+    writer.record("k1", **row(run_id="other", remaining_after=99, called_at=datetime.now(UTC)))
+    closing = writer.close
+    list_runs, read_run = Ledger._run_paths, ledger._read_run
+
+    def listed_then_closed(self: Ledger, directory: object) -> list:
+        found = list_runs(self, directory)
+        closing()
+        return found
+
+    def closed_first(path: object, night: date) -> object:
+        closing()
+        return read_run(path, night)
+
+    monkeypatch.setattr(Ledger, "_run_paths", listed_then_closed)
+    (run,) = Ledger(lake).runs(NIGHT)
+    assert run.closed and run.spent == 1
+    monkeypatch.setattr(ledger, "_read_run", closed_first)
+    writer = LedgerWriter(lake, NIGHT, "other2", remaining_before=100, account="right")
+    writer.sent("player_summary", "k2", 1)
+    writer.record("k2", **row(run_id="other2", remaining_after=98, called_at=datetime.now(UTC)))
+    closing = writer.close
+    assert Ledger(lake).spent_since(started, except_run="mine", account="right") == 2
+    assert Ledger(lake).dead_runs() == []
 
 
 def test_publishing_a_night_waits_for_another_publisher_of_it(lake: Lake) -> None:

@@ -182,7 +182,7 @@ def test_a_url_lake_needs_a_local_warehouse_file(tmp_path: Path) -> None:
         _ = load_settings(data_dir="memory://x/y").warehouse_path
     settings = load_settings(data_dir="memory://x/y", warehouse=tmp_path / "w.duckdb")
     assert settings.warehouse_path == tmp_path / "w.duckdb" and settings.local_dir == tmp_path
-    from pipelines.cli import app as run_app
+    from tourneylake.pipelines.cli import app as run_app
 
     (tmp_path / "watchlist.yaml").write_text("players:\n" + player_line("PokerStars", "Borbas.Geri") + "\n")
     args = ["run", "--sandbox", "--watchlist", str(tmp_path / "watchlist.yaml"), "--data-dir", "memory://x/y"]

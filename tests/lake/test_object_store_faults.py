@@ -15,13 +15,13 @@ from pathlib import Path
 import fsspec
 import pytest
 
-from pipelines.nightly import run_night
 from tests.helpers import ledger_rows, player_line, sandbox_settings, write_watchlist
 from tests.s3_proxy import running_proxy
 from tourneylake.api import calls
 from tourneylake.config import SANDBOX_USERNAME
 from tourneylake.lake.lake import Lake
 from tourneylake.lake.raw import RECEIVED
+from tourneylake.pipelines.nightly import run_night
 from tourneylake.tables.warehouse import Warehouse
 
 pytestmark = pytest.mark.slow

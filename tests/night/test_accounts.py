@@ -17,16 +17,16 @@ from pathlib import Path
 import pytest
 from dagster import AssetKey, materialize
 
-from assets.models import dbt_resource
-from assets.resource import TourneylakeResource
-from pipelines.cli import harvest_of
-from pipelines.definitions import assets_for
-from pipelines.nightly import run_night
 from tests.helpers import ledger_rows, player_line, sandbox_settings, write_watchlist
+from tourneylake.assets.models import dbt_resource
+from tourneylake.assets.resource import TourneylakeResource
 from tourneylake.errors import ConfigError
 from tourneylake.lake.lake import Lake
 from tourneylake.night.accounts import account_settings, assign, share_of
 from tourneylake.night.watchlist import AccountDef, WatchedPlayer, WatchlistError, parse_watchlist
+from tourneylake.pipelines.cli import harvest_of
+from tourneylake.pipelines.definitions import assets_for
+from tourneylake.pipelines.nightly import run_night
 
 NIGHT = date(2026, 11, 20)
 

@@ -19,10 +19,10 @@ import httpx
 import pyarrow as pa
 import pytest
 
-from pipelines.nightly import run_models, run_night
-from tests.helpers import ledger_rows, player_line
+from tests.helpers import DEMO_ACCOUNT, ledger_rows, player_line
 from tourneylake.config import SANDBOX_USERNAME, Settings
 from tourneylake.lake.lake import Lake
+from tourneylake.pipelines.nightly import run_models, run_night
 from tourneylake.sandbox import running_sandbox
 from tourneylake.sandbox.truth import truth
 from tourneylake.schemas import TABLES
@@ -51,7 +51,7 @@ def settings_for(server, tmp_path: Path, name: str, players: list[tuple[str, str
     lines = ["filters:", filters, "players:", *(player_line(n, p, "[sng_30d, all_sng]") for n, p in players)]
     watchlist.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return Settings(
-        base_url=server.base_url, data_dir=tmp_path / name, watchlist=watchlist, concurrency=4,
+        base_url=server.base_url, **DEMO_ACCOUNT, data_dir=tmp_path / name, watchlist=watchlist, concurrency=4,
         retry_initial_wait_s=0.01, retry_max_wait_s=0.05, **extra,
     )  # fmt: skip
 

@@ -9,7 +9,7 @@ import logging
 import pytest
 from rich.console import Console
 
-import pipelines.cli
+import tourneylake.pipelines.cli
 from tourneylake.night.progress import ProgressSnapshot, Tracker, listening
 
 
@@ -34,8 +34,8 @@ def test_listeners_see_every_step_and_the_log_only_some(caplog: pytest.LogCaptur
 
 def test_on_a_terminal_the_command_line_draws_a_bar(monkeypatch: pytest.MonkeyPatch) -> None:
     screen = io.StringIO()
-    monkeypatch.setattr(pipelines.cli, "err", Console(file=screen, force_terminal=True, width=120))
-    with pipelines.cli.progress_bar():
+    monkeypatch.setattr(tourneylake.pipelines.cli, "err", Console(file=screen, force_terminal=True, width=120))
+    with tourneylake.pipelines.cli.progress_bar():
         tracker = Tracker("summaries", 4)
         for spent in range(1, 5):
             tracker.advance(searches=spent)

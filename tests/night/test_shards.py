@@ -13,14 +13,14 @@ from dagster import AssetKey, materialize
 
 import tourneylake.night.accounts as accounts_module
 import tourneylake.tables.night_tables as night_tables
-from assets.models import dbt_resource
-from assets.resource import TourneylakeResource
-from pipelines.definitions import assets_for
 from tests.helpers import player_line, sandbox_settings, write_watchlist
 from tourneylake.api import calls
+from tourneylake.assets.models import dbt_resource
+from tourneylake.assets.resource import TourneylakeResource
 from tourneylake.lake.lake import Lake
 from tourneylake.night.accounts import load_share, share_of
 from tourneylake.night.watchlist import load_watchlist
+from tourneylake.pipelines.definitions import assets_for
 from tourneylake.tables.night_tables import player_tables
 from tourneylake.tables.normalize.summary import SUMMARY_TABLES
 

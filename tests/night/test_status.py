@@ -13,12 +13,12 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from pipelines.cli import app as console
-from pipelines.nightly import run_night
 from tests.helpers import REPO, player_line, sandbox_settings, shipped_dagster_home, write_watchlist
 from tourneylake.cli import app
 from tourneylake.night.quota_day import next_scheduled
 from tourneylake.night.status import in_words, lake_status
+from tourneylake.pipelines.cli import app as console
+from tourneylake.pipelines.nightly import run_night
 
 pytestmark = [pytest.mark.xdist_group("status"), pytest.mark.slow]
 
@@ -131,7 +131,7 @@ def test_status_says_whether_the_nightly_schedule_is_on_and_how_to_turn_it_on(la
     assert "dagster schedule start nightly_schedule" in off.output and "next run" not in off.output
     env = {**os.environ, "TOURNEYLAKE_DATA_DIR": str(lake.data_dir), "TOURNEYLAKE_WATCHLIST": str(lake.watchlist)}
     started = subprocess.run(
-        [str(REPO / ".venv" / "bin" / "dagster"), "schedule", "start", "nightly_schedule", "-m", "pipelines.definitions"],
+        [str(REPO / ".venv" / "bin" / "dagster"), "schedule", "start", "nightly_schedule", "-m", "tourneylake.pipelines.definitions"],
         cwd=REPO, env=env, capture_output=True, text=True, timeout=240,
     )  # fmt: skip
     assert started.returncode == 0 and "Started schedule nightly_schedule" in started.stdout, started.stderr[-2000:]

@@ -48,11 +48,11 @@ def test_answers_a_night_and_counts_searches(server: BenchServer) -> None:
         _, refused = read_answer(http.get(summary_path(*names[0]), headers={"Password": "0" * 32}).content, "json")
         assert not refused.success
         unknown = http.get(summary_path("PokerStars", "nobody at all"), params={"filter": filter_sent}).content
-        assert b"103001" in unknown
+        assert b"200039" in unknown
         assert http.get("/api/demo/metadata", headers={"Accept": "text/html"}).status_code == 404
     stats = server.stats()
     assert stats["counts"]["summary"] == 5 and stats["filter_mismatches"] == 0
-    assert stats["counts"]["error_101002"] == 1 and stats["counts"]["error_103001"] == 1
+    assert stats["counts"]["error_101002"] == 1 and stats["counts"]["error_200039"] == 1
 
 
 def test_measure_reports_the_hosts_steal_time() -> None:

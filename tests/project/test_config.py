@@ -81,7 +81,7 @@ def test_overrides_are_validated_copies() -> None:
 
 
 def test_the_dagster_resource_is_generated_from_the_settings() -> None:
-    from assets.resource import TourneylakeResource
+    from tourneylake.assets.resource import TourneylakeResource
 
     assert set(Settings.model_fields) <= set(TourneylakeResource.model_fields)
     resource = TourneylakeResource(concurrency=3, password="pw")

@@ -22,7 +22,7 @@ FLOORS: dict[str, int] = {
     "sandbox": 2,  # the emulator: the ground and the wire only
     "tables": 2,  # answers → tables
     "night": 3,  # one night's work
-    "top": 4,  # cli.py, questions.py, hands.py, report.py, notebook.py: beside the command line
+    "top": 4,  # cli.py, questions.py, hands.py, report.py, notebook.py, doctor.py, project.py: beside the command line
 }
 GROUND = {
     "tourneylake",
@@ -31,34 +31,49 @@ GROUND = {
     "tourneylake.schemas",
     "tourneylake.figures",
     "tourneylake.fonts",
+    "tourneylake.packaged",
 }
-TOP = {"tourneylake.cli", "tourneylake.questions", "tourneylake.hands", "tourneylake.report", "tourneylake.notebook"}
+TOP = {
+    "tourneylake.cli",
+    "tourneylake.questions",
+    "tourneylake.hands",
+    "tourneylake.report",
+    "tourneylake.notebook",
+    "tourneylake.doctor",
+    "tourneylake.project",
+}
 
 
 def imported_packages(folder: str) -> dict[str, set[str]]:
-    """{module file: top-level packages it imports} for every Python file under ``folder``."""
+    """{module file: packages it imports} for every Python file under ``folder``: the top-level
+    ones, and ``tourneylake.assets`` or ``tourneylake.pipelines`` for the Dagster code."""
     out: dict[str, set[str]] = {}
     for path in sorted((REPO / folder).rglob("*.py")):
-        found: set[str] = set()
+        names: list[str] = []
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
             if isinstance(node, ast.Import):
-                found.update(alias.name.split(".")[0] for alias in node.names)
+                names.extend(alias.name for alias in node.names)
             elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-                found.add(node.module.split(".")[0])
-        out[str(path.relative_to(REPO))] = found
+                names.append(node.module)
+        out[str(path.relative_to(REPO))] = {
+            ".".join(n.split(".")[:2]) if n.startswith("tourneylake.") else n.split(".")[0] for n in names
+        }
     return out
 
 
-#: The project's packages whose modules the import checks read.
-PACKAGES = ("tourneylake", "assets", "pipelines")
+#: The project's packages whose modules the import checks read: the folder → its package. The
+#: Dagster code's folders are the package's ``tourneylake.assets`` and ``tourneylake.pipelines``
+#: (links inside ``tourneylake/``, which a walk of that folder does not follow).
+PACKAGES = {"tourneylake": "tourneylake", "assets": "tourneylake.assets", "pipelines": "tourneylake.pipelines"}
+DAGSTER_CODE = ("tourneylake.assets", "tourneylake.pipelines")
 
 
 def project_modules(root: Path) -> dict[str, Path]:
     """Dotted name → file of every module of the project's packages under ``root``."""
     out = {}
-    for package in PACKAGES:
-        for path in sorted((root / package).rglob("*.py")):
-            parts = list(path.relative_to(root).with_suffix("").parts)
+    for folder, package in PACKAGES.items():
+        for path in sorted((root / folder).rglob("*.py")):
+            parts = [*package.split("."), *path.relative_to(root / folder).with_suffix("").parts]
             if parts[-1] == "__init__":
                 parts.pop()
             out[".".join(parts)] = path
@@ -100,7 +115,7 @@ def import_graph(root: Path, *, type_imports: bool = True) -> dict[str, set[str]
                 if node.level:
                     anchor = package.split(".")[: len(package.split(".")) - (node.level - 1)]
                     base = ".".join([*anchor, *([node.module] if node.module else [])])
-                if base.split(".")[0] not in PACKAGES:
+                if base.split(".")[0] != "tourneylake":
                     continue
                 found.update(r for alias in node.names if (r := resolve(f"{base}.{alias.name}")))
         graph[name] = found - {name}
@@ -162,6 +177,12 @@ def _shortest_round(graph: dict[str, set[str]], start: str, within: set[str]) ->
     raise AssertionError(f"{start} is in no circle")
 
 
+def library(module: str) -> bool:
+    """Whether ``module`` is the library's (not the Dagster code in ``tourneylake.assets`` and
+    ``tourneylake.pipelines``)."""
+    return module.split(".")[0] == "tourneylake" and not any(module == c or module.startswith(c + ".") for c in DAGSTER_CODE)
+
+
 def room(module: str) -> str:
     if module in GROUND or module.startswith("tourneylake.runtime"):
         return "ground"
@@ -177,9 +198,9 @@ def upward_imports(graph: dict[str, set[str]]) -> list[str]:
     return sorted(
         f"{source} ({room(source)}) imports {target} ({room(target)})"
         for source, targets in graph.items()
-        if source.split(".")[0] == "tourneylake"
+        if library(source)
         for target in targets
-        if room(source) != room(target) and FLOORS[room(target)] >= FLOORS[room(source)]
+        if library(target) and room(source) != room(target) and FLOORS[room(target)] >= FLOORS[room(source)]
     )
 
 
@@ -213,14 +234,15 @@ def test_the_checks_find_circles_and_upward_imports() -> None:
     graph = {
         "tourneylake.lake.raw": {"tourneylake.lake.lake"},
         "tourneylake.lake.lake": {"tourneylake.lake.raw"},
-        "pipelines.a": {"pipelines.b", "tourneylake.lake.raw"},
-        "pipelines.b": {"pipelines.c"},
-        "pipelines.c": {"pipelines.a", "pipelines.d"},
-        "pipelines.d": {"pipelines.b"},
+        "tourneylake.pipelines.a": {"tourneylake.pipelines.b", "tourneylake.lake.raw"},
+        "tourneylake.pipelines.b": {"tourneylake.pipelines.c"},
+        "tourneylake.pipelines.c": {"tourneylake.pipelines.a", "tourneylake.pipelines.d"},
+        "tourneylake.pipelines.d": {"tourneylake.pipelines.b"},
     }
     assert circles(graph) == [
-        "pipelines.a → pipelines.b → pipelines.c → pipelines.a (with pipelines.d)",
         "tourneylake.lake.lake → tourneylake.lake.raw → tourneylake.lake.lake",
+        "tourneylake.pipelines.a → tourneylake.pipelines.b → tourneylake.pipelines.c → tourneylake.pipelines.a "
+        "(with tourneylake.pipelines.d)",
     ]
     graph = {"tourneylake.api.client": {"tourneylake.night.session"}, "tourneylake.night.session": set()}
     assert upward_imports(graph) == ["tourneylake.api.client (api) imports tourneylake.night.session (night)"]
@@ -234,8 +256,8 @@ def test_the_checks_find_circles_and_upward_imports() -> None:
 @pytest.mark.parametrize(
     ("folder", "forbidden"),
     [
-        ("tourneylake", {"assets", "pipelines", "dagster", "dagster_webserver"}),
-        ("assets", {"pipelines"}),
+        ("tourneylake", {"tourneylake.assets", "tourneylake.pipelines", "dagster", "dagster_webserver", "dagster_dbt"}),
+        ("assets", {"tourneylake.pipelines"}),
     ],
 )
 def test_dependencies_point_one_way(folder: str, forbidden: set[str]) -> None:
@@ -251,7 +273,7 @@ def test_the_library_cli_does_not_import_dagster() -> None:
 
 
 def test_the_console_script_imports_dagster_only_to_run_a_night() -> None:
-    code = "import sys, pipelines.cli; print('dagster' in sys.modules)"
+    code = "import sys, tourneylake.pipelines.cli; print('dagster' in sys.modules)"
     result = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "False"

@@ -24,10 +24,10 @@ from tourneylake.tables.warehouse import LOAD_ORDER, Warehouse
 
 pytestmark = [pytest.mark.xdist_group("upkeep"), pytest.mark.slow]
 
-NIGHTS = [date(2026, 10, 1) + timedelta(days=i) for i in range(12)]
+NIGHTS = [date(2026, 10, 1) + timedelta(days=i) for i in range(8)]
 PLAYERS = 20
 #: The nights written again in several parts, and the tables they are written in.
-SPLIT_NIGHTS = NIGHTS[2:9:3]
+SPLIT_NIGHTS = NIGHTS[1:7:2]
 #: The models' look-back for a statistic's previous harvest (a dbt var), shorter than the players' gap.
 LOOKBACK = {"statistics_lookback_nights": 2}
 SPLIT_TABLES = ("player_statistics", "player_snapshots", "tournament_entries", "search_ledger", "currencies")
@@ -89,16 +89,16 @@ def split(lake: Lake, table: str, night: date, parts: int = 3) -> int:
 
 @pytest.fixture(scope="module")
 def year(tmp_path_factory: pytest.TempPathFactory):
-    """12 nights of 20 players harvested from the sandbox's living world and loaded night by
-    night, four of them left out of the watchlist for four nights; the models built after the
-    first five nights (a full build), the next four and the last three (incremental builds, the
+    """8 nights of 20 players harvested from the sandbox's living world and loaded night by
+    night, four of them left out of the watchlist for three nights; the models built after the
+    first three nights (a full build), the next three and the last two (incremental builds, the
     left-out players' previous harvest older than the models look back); then some nights of
     some tables written again in several parts."""
     data = tmp_path_factory.mktemp("upkeep")
     with running_sandbox(seed=11, today=NIGHTS[0], players=PLAYERS) as server:
         settings = sandbox_settings(server, data, concurrency=4)
         roster = server.world.roster(PLAYERS)
-        for first, last, players in ((0, 5, roster), (5, 9, roster[4:]), (9, 12, roster)):
+        for first, last, players in ((0, 3, roster), (3, 6, roster[4:]), (6, 8, roster)):
             watchlist = "filters:\n  daily: {filter: 'Class:SNG', window: day}\nplayers:\n" + "\n".join(
                 player_line(network, name, "[daily]" if i < 6 else "[]") for i, (network, name) in enumerate(players)
             )

@@ -50,6 +50,7 @@ from tourneylake.api.errors import (
     MalformedCallError,
     MalformedResponse,
     ServiceError,
+    ServiceUnreachable,
     TransportError,
     UnusableResponse,
 )
@@ -335,8 +336,27 @@ class _Protocol:
 
     def answered(self, call: Call, number: int) -> None:
         """An answer to this try arrived (any status), before anything reads it."""
+        _note_reached(self.base_url)
         if self.on_answer is not None:
             self.on_answer(call, number)
+
+    def check_reachable(self, call: Call) -> None:
+        """Fail at once a call to a service this process found unreachable a moment ago (the
+        night's other first calls need not wait for the same verdict again)."""
+        found = unreachable_lately(self.base_url)
+        if found is not None:
+            raise ServiceUnreachable(f"{call.describe()}: {found}", resource=call.resource)
+
+    def unreachable(self, call: Call, error: TransportError) -> ApiError:
+        """``error`` once the call's tries are spent: when no connection was ever made to a
+        service that has not answered this process, that the base URL is wrong, naming the setting."""
+        if error.connect is None or _reached(self.base_url):
+            return error
+        reason = (
+            f"cannot reach the service at {redact(self.base_url)} ({error.connect}): check TOURNEYLAKE_BASE_URL (and the network)"
+        )
+        _note_unreachable(self.base_url, reason)
+        return ServiceUnreachable(f"{call.describe()}: {reason}", resource=call.resource)
 
     @property
     def account(self) -> tuple[str, str, str]:
@@ -420,11 +440,29 @@ class _Protocol:
             multiplier=s.retry_initial_wait_s, jitter=s.retry_initial_wait_s, max=s.retry_max_wait_s
         )
         return dict(
-            stop=stop,
+            stop=stop | _StopUnreachable(self.base_url),
             wait=_HonourRetryAfter(backoff, s.retry_max_total_s),
             retry=tenacity.retry_if_exception(lambda e: isinstance(e, ApiError) and e.retryable),
+            before_sleep=self._say_retrying,
             reraise=True,
         )
+
+    def _say_retrying(self, retry_state: tenacity.RetryCallState) -> None:
+        """One line, at a call's first retry, when no connection could be made to a service that
+        has not answered yet (a wrong URL, the network down): not 80 seconds of silence."""
+        error = retry_state.outcome.exception() if retry_state.outcome is not None else None
+        if (
+            retry_state.attempt_number == 1
+            and isinstance(error, TransportError)
+            and error.connect
+            and not _reached(self.base_url)
+        ):
+            log.warning(
+                "cannot reach the service at %s (%s): trying again for up to %g s",
+                redact(self.base_url),
+                error.connect,
+                UNREACHABLE_AFTER_S,
+            )
 
 
 def retry_after_seconds(value: str | None) -> float | None:
@@ -457,6 +495,27 @@ class _HonourRetryAfter(tenacity.wait.wait_base):
         error = retry_state.outcome.exception() if retry_state.outcome is not None else None
         asked = getattr(error, "retry_after", None)
         return max(wait, min(asked, self.longest)) if asked is not None else wait
+
+
+#: A service that has not answered this process is given up after this long of failed
+#: connections (a wrong URL says so within seconds, not after every retry a slow service gets)...
+UNREACHABLE_AFTER_S = 10.0
+#: ...and for this long afterwards every call to it fails at once.
+UNREACHABLE_MEMORY_S = 60.0
+
+
+class _StopUnreachable(tenacity.stop.stop_base):
+    """Stop retrying a call whose connections fail, to a service that has not answered this
+    process, after :data:`UNREACHABLE_AFTER_S`."""
+
+    def __init__(self, base_url: str) -> None:
+        self.base_url = base_url
+
+    def __call__(self, retry_state: tenacity.RetryCallState) -> bool:
+        error = retry_state.outcome.exception() if retry_state.outcome is not None else None
+        if not isinstance(error, TransportError) or error.connect is None or _reached(self.base_url):
+            return False
+        return (retry_state.seconds_since_start or 0.0) >= UNREACHABLE_AFTER_S
 
 
 class _StopAt(tenacity.stop.stop_base):
@@ -500,7 +559,10 @@ def tls_context() -> ssl.SSLContext:
 
 def _transport_error(call: Call, exc: httpx.HTTPError) -> TransportError:
     kind = "timed out" if isinstance(exc, httpx.TimeoutException) else type(exc).__name__
-    return TransportError(redact(f"{call.describe()}: {kind}: {exc}"), resource=call.resource)
+    # No connection made (refused, no such host, no route, connecting timed out): the request
+    # never reached the service. Said so once the tries are spent (`_Protocol.unreachable`).
+    connect = redact(f"{type(exc).__name__}: {exc}") if isinstance(exc, httpx.ConnectError | httpx.ConnectTimeout) else None
+    return TransportError(redact(f"{call.describe()}: {kind}: {exc}"), resource=call.resource, connect=connect)
 
 
 class _Resources:
@@ -555,6 +617,14 @@ class Client(_Resources):
 
     def send(self, call: Call, **_: Any) -> ApiResponse:
         """Send a prepared :class:`Call` (see :mod:`tourneylake.api.calls`)."""
+        protocol = self.protocol
+        protocol.check_reachable(call)
+        try:
+            return self._send(call)
+        except TransportError as exc:
+            raise protocol.unreachable(call, exc) from None
+
+    def _send(self, call: Call) -> ApiResponse:
         protocol = self.protocol
         number = 0
         for attempt in tenacity.Retrying(**protocol.retry_kwargs()):
@@ -694,6 +764,38 @@ def _note_reading(account: tuple[str, str, str], remaining: int) -> None:
 def _forget_reading(account: tuple[str, str, str]) -> None:
     with _READINGS_LOCK:
         _READINGS.pop(account, None)
+
+
+# The services (by their root) that answered this process, and those found unreachable, with
+# why and when (monotonic seconds). See `_Protocol.unreachable`.
+_REACHED: set[str] = set()
+_UNREACHABLE: dict[str, tuple[str, float]] = {}
+
+
+def _note_reached(base_url: str) -> None:
+    if base_url not in _REACHED:
+        with _READINGS_LOCK:
+            _REACHED.add(base_url)
+            _UNREACHABLE.pop(base_url, None)
+
+
+def _reached(base_url: str) -> bool:
+    return base_url in _REACHED
+
+
+def _note_unreachable(base_url: str, reason: str) -> None:
+    with _READINGS_LOCK:
+        _UNREACHABLE[base_url] = (reason, time.monotonic())
+
+
+def unreachable_lately(base_url: str) -> str | None:
+    """Why the service at ``base_url`` was found unreachable in this process, within the last
+    :data:`UNREACHABLE_MEMORY_S` (``None`` if it was not)."""
+    with _READINGS_LOCK:
+        found = _UNREACHABLE.get(base_url.rstrip("/"))
+    if found is None or time.monotonic() - found[1] > UNREACHABLE_MEMORY_S:
+        return None
+    return found[0]
 
 
 # Each service's clock (by its root): the latest answer's `Response/@timestamp` and when it was
@@ -930,6 +1032,13 @@ class AsyncClient(_Resources):
     async def send(self, call: Call, *, tree: bool = True, **_: Any) -> ApiResponse:
         """Send a prepared :class:`Call` (see :mod:`tourneylake.api.calls`). ``tree=False``: the
         caller uses the answer's envelope and body, not its tree (see :meth:`_Protocol.read`)."""
+        self.protocol.check_reachable(call)
+        try:
+            return await self._send(call, tree)
+        except TransportError as exc:
+            raise self.protocol.unreachable(call, exc) from None
+
+    async def _send(self, call: Call, tree: bool) -> ApiResponse:
         protocol = self.protocol
         number = 0
         async for attempt in tenacity.AsyncRetrying(**protocol.retry_kwargs()):
@@ -957,12 +1066,15 @@ class AsyncClient(_Resources):
                         response = exc
                     else:
                         protocol.answered(call, number)
-                saved, status_hook = False, None
-                settling: list[Future[Any] | asyncio.Future[Any]] = []
-                if self._saver is not None and isinstance(response, httpx.Response) and response.status_code == 200:
-                    settle = await self._saver.save(ReceivedBody(call, response.content, protocol.settings.format, started))
-                    status_hook = None if settle is None else lambda status: settling.append(settle(status))  # noqa: B023
-                    saved = True
+                    saved, status_hook = False, None
+                    settling: list[Future[Any] | asyncio.Future[Any]] = []
+                    # The slot is given up once a paid body is kept, not when it arrives: a process
+                    # killed at any moment has at most its slots' calls paid and not kept.
+                    if self._saver is not None and isinstance(response, httpx.Response) and response.status_code == 200:
+                        body = ReceivedBody(call, response.content, protocol.settings.format, started)
+                        settle = await self._saver.save(body)
+                        status_hook = None if settle is None else lambda status: settling.append(settle(status))  # noqa: B023
+                        saved = True
                 try:
                     return protocol.finish(
                         call, response, number, started, t0,

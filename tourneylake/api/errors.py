@@ -6,7 +6,8 @@ Match on the class (or ``code``), never on the text: the service localises it.
 - :class:`QuotaError` / :class:`SubscriptionError` (1020xx): stop metered calls for the run.
 - :class:`InternalServiceError` (0) and :class:`LoggedInElsewhere` (101024): retried with backoff.
 - :class:`MalformedCallError`: HTTP 404/405, our request was not correctly formed.
-- :class:`TransportError`: timeouts, 5xx, dropped connections, bodies cut short — retried.
+- :class:`TransportError`: timeouts, 5xx, dropped connections, bodies cut short — retried;
+  :class:`ServiceUnreachable` when no connection was ever made (a wrong base URL) — not.
 - :class:`UnusableResponse`: a complete answer that can never be read (a DTD refused for safety,
   no service envelope): asking again would pay again for the same, so it is never retried.
 - :class:`NotFoundError` (:data:`NOT_FOUND_CODES`): the player (or player group) asked for is not
@@ -94,13 +95,25 @@ class MalformedCallError(ApiError):
 
 class TransportError(ApiError):
     """The exchange itself failed: timeout, connection, HTTP 5xx or 429, a body cut short.
-    ``retry_after``: the seconds the service asked us to wait (``Retry-After``), when it did."""
+    ``retry_after``: the seconds the service asked us to wait (``Retry-After``), when it did;
+    ``connect``: why no connection could be made, when none was (the request never left)."""
 
     retryable = True
 
-    def __init__(self, message: str, *, resource: str | None = None, retry_after: float | None = None) -> None:
+    def __init__(
+        self, message: str, *, resource: str | None = None, retry_after: float | None = None, connect: str | None = None
+    ) -> None:
         super().__init__(message, resource=resource)
         self.retry_after = retry_after
+        self.connect = connect
+
+
+class ServiceUnreachable(TransportError):
+    """No connection to the service could be made, and it has not answered this process yet: the
+    base URL (or the network) is wrong, not the service slow. Not retried further: the message
+    names the setting."""
+
+    retryable = False
 
 
 class MalformedResponse(TransportError):

@@ -31,7 +31,7 @@ from tourneylake.lake.layout import PARTITION, SHARDS_DIR, check_name, night_fol
 from tourneylake.lake.legacy import legacy_tables
 from tourneylake.lake.raw import as_date
 from tourneylake.lake.storage import AnyPath, StorePath, remove_tree
-from tourneylake.lake.table_writers import TRIES, NightWriter, ShardWriter, finish_together, next_try, part_shard
+from tourneylake.lake.table_writers import NightWriter, ShardWriter, Tries, finish_together, part_shard
 
 if TYPE_CHECKING:
     from deltalake import DeltaTable
@@ -51,6 +51,16 @@ def damaged_part(path: str | Path, night: date, exc: BaseException) -> LakeError
     part = f"{folders[-3]}/{folders[-1]}"  # its table and its name (the night is in the command)
     return LakeError(f"{part} is damaged ({why}): `tourneylake rebuild --date {night}` makes it again from raw (no search)")
 
+
+#: delta-rs's client tries each request again itself for a blip (a second or two, as the lake's
+#: own client: ``s3store.RETRY``); a longer outage is ridden out around it (``Tries``), which says so.
+DELTA_RETRIES = {
+    "max_retries": "3",
+    "retry_timeout": "2s",
+    "backoff_config.init_backoff": "50ms",
+    "backoff_config.max_backoff": "1s",
+    "backoff_config.base": "2",
+}
 
 #: The tables this process opened, each lent to one user at a time (:meth:`DeltaTables.opened`)
 #: and brought up to date (delta-rs's incremental update) when lent again.
@@ -87,12 +97,13 @@ class DeltaTables:
 
     def storage_options(self) -> dict[str, str]:
         """delta-rs's options for the lake's store, from the store's usual environment (delta-rs reads
-        the credentials themselves from it: ``AWS_ACCESS_KEY_ID``, a profile, a role…)."""
+        the credentials themselves from it: ``AWS_ACCESS_KEY_ID``, a profile, a role…), with its
+        client's own tries of each request (:data:`DELTA_RETRIES`)."""
         if isinstance(self.root, Path):
             return {}
         from tourneylake.lake.s3store import s3_options  # the lake's own S3 client is given the same
 
-        return s3_options()
+        return {**s3_options(), **DELTA_RETRIES}
 
     @contextlib.contextmanager
     def opened(self, table: str) -> Iterator[DeltaTable | None]:
@@ -104,7 +115,8 @@ class DeltaTables:
         with _IDLE_LOCK:
             idle = _IDLE.get(uri)
             delta = idle.pop() if idle else None
-        for attempt in range(TRIES):
+        tries = Tries(f"cannot read the table {uri}")
+        while True:
             try:
                 if delta is not None:
                     delta.update_incremental()
@@ -116,7 +128,8 @@ class DeltaTables:
                 break
             except Exception as exc:  # noqa: BLE001 - a store's failure (a lost answer, a 5xx): tried again, then one line
                 delta = None
-                next_try(exc, attempt, f"cannot read the table {uri}")
+                tries.failed(exc)
+        tries.done()
         yield delta
         if delta is not None:  # not after a failure inside the block: the next user opens it anew
             with _IDLE_LOCK:

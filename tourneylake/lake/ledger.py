@@ -41,7 +41,8 @@ import pyarrow as pa
 from tourneylake.errors import TourneylakeError
 from tourneylake.lake.lake import Lake
 from tourneylake.lake.layout import PARTITION
-from tourneylake.lake.postgres import RunLease
+from tourneylake.lake.outages import KEEP_PAID_S, wait_before
+from tourneylake.lake.postgres import LeaseLost, RunLease
 from tourneylake.lake.storage import AnyPath, StorePath, atomic_write, remove_tree
 from tourneylake.schemas import TABLES
 
@@ -91,6 +92,10 @@ OPEN_SUFFIX = ".open"  # object store: ``run-<id>.open/`` holds an open run's se
 #: Object store: the writer starts at most one PUT in this long (a write-ahead line does not hold
 #: its call's HTTP slot while it waits, see ``AsyncClient.send``).
 LINGER_S = 0.025
+#: Object store or shared state: how long the rows of a run's paid calls are tried again, from
+#: their first failed write, before the run is left open for the next run to reconcile (each
+#: write already rides out the store's outage for a minute: see ``outages``).
+KEEP_ROWS_S = KEEP_PAID_S
 
 
 def _night_dir(lake: Lake, night: date) -> AnyPath:
@@ -123,10 +128,16 @@ class LedgerWriter:
     absent; the header with the first), and each waiter hears of its line once that object is
     stored; closing writes the whole run as ``run-<id>.jsonl`` and deletes the folder. Such a run is held while a writer of this
     process has it open or the process its header names is alive on this host: the one-writer
-    rule (one writer per account and night) makes an open run of another host a dead one. After a write fails, every later one raises :class:`LedgerError` at once, and so
-    does every write-ahead line already queued: a night whose ledger cannot be written stops
-    paying for calls. Its run is then not closed but left open, so the next run books what the
-    service charged beyond the rows it could write."""
+    rule (one writer per account and night) makes an open run of another host a dead one.
+
+    A write that fails (once the store's outage has been ridden out for a minute) fails the
+    write-ahead lines it held, and every new one while the ledger cannot be written: their calls
+    do not go out, so a night whose ledger cannot be written stops paying. Its rows (the calls
+    already paid for) are not given up: each is tried again, in order, until it is written, for
+    up to :data:`KEEP_ROWS_S` after its first failure, and a later row is never refused because an
+    earlier write failed. Only rows still unwritten then (or on a local disk, any line that
+    failed) leave the run open, for the next run to book what the service charged beyond its
+    rows: a lump reconciliation is the last resort."""
 
     def __init__(
         self,
@@ -165,7 +176,10 @@ class LedgerWriter:
         # The writer thread's pause between writes: an object store's PUTs are spaced (lines that
         # come meanwhile share one); a database's transactions are not (each takes what came).
         self._linger = LINGER_S if self._shared is None else 0.0
-        self._failed: BaseException | None = None  # the write that failed: no line is written after it
+        self._failed: BaseException | None = None  # rows given up (a local disk: a line): the run stays open
+        self._failing: BaseException | None = None  # the last write failed: no write-ahead line is taken
+        self._failing_since = 0.0  # time.monotonic() of the first failure of the rows being tried again
+        self._failed_writes = 0  # writes failed in a row
         self._closing = False  # close() has begun: no line is taken after it
 
     @property
@@ -199,12 +213,15 @@ class LedgerWriter:
         return header
 
     def _write_segment(self, lines: list[Mapping[str, Any]]) -> None:
-        """Object store: one object for the lines written together (see the class docstring)."""
+        """Object store: one object for the lines written together (see the class docstring); a
+        segment whose write failed is written again under the same name (the header with the
+        first one that lands)."""
         data = b"".join(_dumps(line) for line in lines)
         if self._path is None:
             self._path = self.directory / f"run-{self.run_id}{OPEN_SUFFIX}"
             with _LIVE_LOCK:
                 _LIVE.add(str(self._path))
+        if self._segments == 0:
             data = _dumps(self._header()) + data
         atomic_write(self._path / f"{self._segments:08d}.jsonl", data, fsync=True)
         self._segments += 1
@@ -238,13 +255,14 @@ class LedgerWriter:
         self._file.flush()
 
     def _refusal(self) -> LedgerError:
-        return LedgerError(f"the ledger could not be written ({self._failed}); no call is paid for without it")
+        why = self._failing or self._failed
+        return LedgerError(f"the ledger could not be written ({why}); no call is paid for without it")
 
     def _queue(self, line: Mapping[str, Any]) -> Future[None]:
         """Write ``line`` here (a local file) or hand it to the writer thread (an object store);
         called under the lock, so the file's order is the order of the calls. A queued line is
         written even if whoever waits for it is cancelled."""
-        if self._failed is not None:
+        if self._failed is not None or (self._failing is not None and line["kind"] == "sent"):
             raise self._refusal()
         if self._closing:
             raise LedgerError(f"run {self.run_id}: its ledger is closed; no line is written after it")
@@ -275,8 +293,9 @@ class LedgerWriter:
         return written
 
     def _write_batches(self) -> None:
-        """Object store: the writer's thread, writing what is queued as one object at a time, at
-        most one a :data:`LINGER_S` (the lines that come meanwhile share the next PUT)."""
+        """Object store or shared state: the writer's thread, writing what is queued as one object
+        (one transaction) at a time, at most one a :data:`LINGER_S` (the lines that come meanwhile
+        share the next write); the rows of a failed write are tried again first."""
         last = 0.0
         while True:
             with self._lock:
@@ -288,34 +307,63 @@ class LedgerWriter:
                     self._wake.wait(left)
                 last = time.monotonic()
                 batch, self._batch = self._batch, []
-            self._write_batch(batch)
+            again = self._write_batch(batch)
+            if again:
+                with self._lock:
+                    self._batch[:0] = again
+                time.sleep(wait_before(self._failed_writes))  # a pause before the rows are tried again
 
-    def _write_batch(self, batch: list[tuple[Mapping[str, Any], Future[None]]]) -> None:
+    def _write_batch(self, batch: list[tuple[Mapping[str, Any], Future[None]]]) -> list[tuple[Mapping[str, Any], Future[None]]]:
+        """Write ``batch``; returns the lines to try again (the rows of a failed write)."""
         lines = []
         for line, written in batch:
-            if self._failed is not None and line["kind"] == "sent":
-                # Queued after a write failed: its call does not go out (nor counts as unanswered).
-                # A row is still tried: it books a call that was paid for.
+            if self._failing is not None and line["kind"] == "sent":
+                # Queued while the ledger cannot be written: its call does not go out (nor counts
+                # as unanswered). A row is still tried: it books a call that was paid for.
                 with self._lock:
                     self._unanswered.pop((line["call"], line["attempt"]), None)
                 written.set_exception(self._refusal())
             else:
                 lines.append((line, written))
         if not lines:
-            return
+            return []
         try:
             self._write_lines([line for line, _ in lines])
-        except BaseException as exc:  # noqa: BLE001 - every waiter hears of it
-            self._failed = self._failed or exc
-            with self._lock:  # the calls whose write-ahead line is lost do not go out
-                for line, _ in lines:
-                    if line["kind"] == "sent":
-                        self._unanswered.pop((line["call"], line["attempt"]), None)
-            for _, written in lines:
-                written.set_exception(exc)
-            return
+        except BaseException as exc:  # noqa: BLE001 - the write-ahead lines' waiters hear of it; the rows are tried again
+            return self._failed_write(lines, exc)
+        self._failing, self._failed_writes = None, 0
         for _, written in lines:
             written.set_result(None)
+        return []
+
+    def _failed_write(
+        self, lines: list[tuple[Mapping[str, Any], Future[None]]], exc: BaseException
+    ) -> list[tuple[Mapping[str, Any], Future[None]]]:
+        """A write failed: its write-ahead lines fail (their calls do not go out), its rows are
+        tried again, until :data:`KEEP_ROWS_S` after the first failure (then the run stays open)."""
+        now = time.monotonic()
+        if self._failing is None:
+            self._failing_since = now
+        self._failing = exc
+        self._failed_writes += 1
+        again = []
+        for line, written in lines:
+            if line["kind"] == "sent":
+                with self._lock:  # the call whose write-ahead line is lost does not go out
+                    self._unanswered.pop((line["call"], line["attempt"]), None)
+                written.set_exception(exc)
+            else:
+                again.append((line, written))
+        if not again:
+            return []
+        if now - self._failing_since < KEEP_ROWS_S and not isinstance(exc, LeaseLost):
+            log.warning("run %s: %d ledger line(s) not written yet (%s): trying again", self.run_id, len(again), exc)
+            return again
+        self._failed = exc
+        log.error("run %s: %d ledger row(s) could not be written for %.0f s (%s)", self.run_id, len(again), KEEP_ROWS_S, exc)
+        for _, written in again:
+            written.set_exception(exc)
+        return []
 
     def sent_soon(self, resource: str, call_key: str, attempt: int) -> Future[None]:
         """A metered attempt is about to go out (write-ahead, see the module docstring): it may
@@ -511,17 +559,65 @@ def _compact(folder: StorePath, data: bytes) -> StorePath:
 
 
 def _run_bytes(path: AnyPath) -> IO[bytes]:
-    """A run's lines: its file, or (object store, open run) its segments in order."""
+    """A run's lines: its file, or (object store, open run) its segments in order. An open run's
+    folder whose segments went while they were read (its writer closed it: one object now) is
+    :class:`FileNotFoundError`, as a local file renamed meanwhile."""
     if isinstance(path, StorePath):
         if path.name.endswith(OPEN_SUFFIX):
-            found = path.cat_many(_segments(path))
+            listed = _segments(path)
+            found = path.cat_many(listed)
+            if not listed or len(found) < len(listed):
+                raise FileNotFoundError(str(path))
             return io.BytesIO(b"".join(found[p] for p in sorted(found)))
         return io.BytesIO(path.read_bytes())
     return open(path, "rb")
 
 
+def _run_id(path: AnyPath) -> str:
+    return path.name.removeprefix("run-").split(".")[0]
+
+
+def _closed_path(path: AnyPath) -> AnyPath | None:
+    """Where an open run's lines are once its writer has closed it (``None``: it is closed)."""
+    if path.name.endswith(".open.jsonl") or path.name.endswith(OPEN_SUFFIX):
+        return path.with_name(f"run-{_run_id(path)}.jsonl")
+    return None
+
+
+def _one_path_per_run(paths: Iterable[AnyPath]) -> list[AnyPath]:
+    """One path per run (its closed file when a listing caught it under both names, as a
+    listing taken while its writer renamed it may)."""
+    by_run: dict[str, AnyPath] = {}
+    for path in paths:
+        kept = by_run.get(_run_id(path))
+        if kept is None or _closed_path(kept) is not None:
+            by_run[_run_id(path)] = path
+    return sorted(by_run.values())
+
+
+def _read_runs(paths: Iterable[AnyPath]) -> list[RunLog]:
+    """The runs of a listing, each read once, as they are now (see :func:`_read_run_if_there`)."""
+    return [run for run in map(_read_run_if_there, _one_path_per_run(paths)) if run is not None]
+
+
+def _read_run_if_there(path: AnyPath) -> RunLog | None:
+    """A run as listed under ``path``, read under its closed name when its writer closed it since
+    the listing (a concurrent close renames it); ``None`` when it is not there any more."""
+    night = date.fromisoformat(path.parent.name.split("=", 1)[1])
+    try:
+        return _read_run(path, night)
+    except FileNotFoundError:
+        closed = _closed_path(path)
+        if closed is None:
+            return None
+        try:
+            return _read_run(closed, night)
+        except FileNotFoundError:
+            return None
+
+
 def _read_run(path: AnyPath, night: date) -> RunLog:
-    run_id = path.name.removeprefix("run-").split(".")[0]
+    run_id = _run_id(path)
     log = RunLog(path, night, run_id)
     pending: dict[tuple[Any, Any], Mapping[str, Any]] = {}
     damaged: list[tuple[int, str]] = []
@@ -686,7 +782,7 @@ class Ledger:
             found = self.shared.run_lines(night=night)
             runs = [_shared_run(run_id, night, header, lines) for run_id, _, header, _, lines in found]
         else:
-            runs = [_read_run(path, night) for path in self._run_paths(_night_dir(self.lake, night))]
+            runs = _read_runs(self._run_paths(_night_dir(self.lake, night)))
         return [run for run in runs if account is None or run.account == account]
 
     def entries(self, night: date, *, account: str | None = None) -> Iterator[dict[str, Any]]:
@@ -754,8 +850,9 @@ class Ledger:
         dead = []
         for path in self._open_paths():
             if isinstance(path, StorePath) or not _held(path):
-                night = date.fromisoformat(path.parent.name.split("=", 1)[1])
-                run = _read_run(path, night)
+                run = _read_run_if_there(path)
+                if run is None or run.closed:  # closed by its writer meanwhile
+                    continue
                 if isinstance(path, StorePath) and _held_remotely(run):
                     continue
                 if account is None or run.account == account:
@@ -786,14 +883,16 @@ class Ledger:
             if isinstance(self.base, StorePath)
             else list(self.base.glob(f"{PARTITION}=*/run-*.jsonl"))
         )
-        for path in paths:
-            if path.name.startswith(f"run-{except_run}.") or _untouched_since(path, moment):
+        for path in _one_path_per_run(paths):
+            if path.name.startswith(f"run-{except_run}."):
                 continue
-            night = date.fromisoformat(path.parent.name.split("=", 1)[1])
-            run = _read_run(path, night)
-            if not run.same_credentials(account, login):
+            with contextlib.suppress(FileNotFoundError):  # closed meanwhile (renamed): read as it is now
+                if _untouched_since(path, moment):
+                    continue
+            found = _read_run_if_there(path)
+            if found is None or not found.same_credentials(account, login):
                 continue
-            for row in run.entries:
+            for row in found.entries:
                 called = _time(row.get("called_at"))
                 if called is not None and called >= moment:
                     total += int(row.get("cost") or 0)

@@ -26,7 +26,7 @@ import orjson
 
 from tourneylake.errors import LakeError, one_line
 
-__all__ = ["RunLease", "SharedState", "StateUnreachable", "shared_state", "shown_url"]
+__all__ = ["LeaseLost", "RunLease", "SharedState", "StateUnreachable", "shared_state", "shown_url"]
 
 log = logging.getLogger(__name__)
 
@@ -56,6 +56,10 @@ CREATE TABLE IF NOT EXISTS tourneylake_locks (lake text NOT NULL, name text NOT 
 
 class StateUnreachable(LakeError):
     """The state database cannot be reached (down, restarting, refused the login)."""
+
+
+class LeaseLost(LakeError):
+    """A run's ledger is held by another process (a reconciler took it): its writer stops."""
 
 
 def shown_url(url: str) -> str:
@@ -279,7 +283,7 @@ class RunLease:
         from psycopg.types.json import Jsonb
 
         if not conn.execute("SELECT pg_try_advisory_lock(%s)", (self._key,)).fetchone()[0]:
-            raise LakeError(f"run {self.run_id}: another process holds its ledger (a reconciler): this run stops here")
+            raise LeaseLost(f"run {self.run_id}: another process holds its ledger (a reconciler): this run stops here")
         if first:
             conn.execute(
                 "INSERT INTO tourneylake_runs (lake, run_id, night, header) VALUES (%s, %s, %s, %s) ON CONFLICT DO NOTHING",
@@ -290,7 +294,7 @@ class RunLease:
             "SELECT closed FROM tourneylake_runs WHERE lake = %s AND run_id = %s", (self.state.lake, self.run_id)
         ).fetchone()
         if row is None or row[0]:
-            raise LakeError(f"run {self.run_id} was closed by a reconciler while its connection was down: it stops here")
+            raise LeaseLost(f"run {self.run_id} was closed by a reconciler while its connection was down: it stops here")
 
     def _insert(self, seq: int, line: Mapping[str, Any]) -> None:
         from psycopg.types.json import Jsonb

@@ -35,6 +35,7 @@ from datetime import date
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from tourneylake.lake.outages import KEEP_PAID_S, out_elsewhere, transient_text
 from tourneylake.lake.raw import RECEIVED, key_digest, raw_file_bytes, raw_stamps
 from tourneylake.lake.raw_answers import check_raw_request, new_token
 from tourneylake.lake.segments import Entries, RawRef, SegmentWriter, night_index
@@ -254,6 +255,8 @@ class RawSaver:
                 answered.set_result(None)
         else:  # done again here, for the harvest's own error (or its success)
             log.warning("the raw saver process could not do its part (%s): the harvest does it itself", failed)
+            if transient_text(str(failed)):  # it kept trying for as long as a paid body is: not again here
+                out_elsewhere(KEEP_PAID_S)
             self._chain(self._here(here), answered)
 
     def _ended(self) -> None:

@@ -14,11 +14,13 @@ Credentials and endpoint come from the store's usual environment, as for delta-r
 (a profile, a role…; ``AWS_EC2_METADATA_DISABLED`` honoured). They are never kept in this
 object's ``repr`` nor shown in its errors.
 
-Failures: a missing object is :class:`FileNotFoundError`; the store retries 5xx, ``SlowDown`` and
-connection errors itself (:data:`RETRY`, bounded); a body cut short (a dropped connection, or
-fewer bytes than the answer said) is asked again here, a few times (:data:`BODY_ATTEMPTS`),
-never taken as data. Every request of the lake is idempotent (plain PUTs of whole objects), so
-asking again is safe (a Delta commit is delta-rs's, through its own client).
+Failures: a missing object is :class:`FileNotFoundError`. A request that fails for a reason the
+store may get over (a 5xx, ``SlowDown``, a dropped or refused connection, a timeout, a body cut
+short: never taken as data) is asked again: by the store client a few times within a second or two
+(:data:`RETRY`), then here with backoff until it has failed for
+:data:`~tourneylake.lake.outages.PATIENCE_S` seconds (:func:`~tourneylake.lake.outages.ride_out`,
+which says so while it lasts). Every request of the lake is idempotent (plain PUTs of whole
+objects), so asking again is safe (a Delta commit is delta-rs's, through its own client).
 """
 
 from __future__ import annotations
@@ -26,7 +28,6 @@ from __future__ import annotations
 import errno
 import os
 import threading
-import time
 import weakref
 from collections.abc import Callable
 from datetime import timedelta
@@ -34,6 +35,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from fsspec.spec import AbstractBufferedFile, AbstractFileSystem
 
+from tourneylake.lake.outages import ride_out, transient_text
 from tourneylake.runtime.threads import ProcessThreads
 
 if TYPE_CHECKING:
@@ -43,14 +45,13 @@ __all__ = ["S3ObjectStoreFileSystem", "ShortBodyError", "s3_options"]
 
 T = TypeVar("T")
 
-#: obstore's own retries (5xx, SlowDown, dropped connections, timeouts): bounded in count and time.
+#: obstore's own retries (5xx, SlowDown, dropped connections, timeouts): a blip, within a second
+#: or two; a longer outage is ridden out around them (``ride_out``), which says it is retrying.
 RETRY: dict[str, Any] = {
-    "max_retries": 6,
-    "retry_timeout": timedelta(seconds=60),
-    "backoff": {"init_backoff": timedelta(milliseconds=50), "max_backoff": timedelta(seconds=5), "base": 2},
+    "max_retries": 3,
+    "retry_timeout": timedelta(seconds=2),
+    "backoff": {"init_backoff": timedelta(milliseconds=50), "max_backoff": timedelta(seconds=1), "base": 2},
 }
-#: How many times a read whose body came short is asked (the store retries the request, not its body).
-BODY_ATTEMPTS = 4
 #: Objects fetched side by side by :meth:`S3ObjectStoreFileSystem.cat` and ``cat_ranges``.
 SIDE_BY_SIDE = 16
 #: A PUT above this is a multipart upload (a single PUT below: one request, whole or absent).
@@ -120,17 +121,14 @@ def _botocore_credentials() -> dict[str, Any]:
 
 
 def _transient(exc: BaseException) -> bool:
-    """A failure worth asking again: a body cut short or a connection lost while the answer came."""
+    """A failure worth asking again: a body cut short, a connection lost, refused or timed out, a
+    5xx or throttling the client's own tries did not get past (never a credential's refusal, a
+    missing object or a request the store rejects)."""
     if isinstance(exc, ShortBodyError):
         return True
     from obstore.exceptions import GenericError
 
-    if not isinstance(exc, GenericError):
-        return False
-    text = str(exc).split("\n\n", 1)[0].lower()
-    return "credential" not in text and any(
-        needle in text for needle in ("body error", "connection", "closed", "reset", "timed out", "timeout", "incomplete")
-    )
+    return isinstance(exc, GenericError) and transient_text(str(exc))
 
 
 class S3ObjectStoreFileSystem(AbstractFileSystem):
@@ -206,18 +204,13 @@ class S3ObjectStoreFileSystem(AbstractFileSystem):
             return store
 
     def _again(self, where: str, call: Callable[[], T]) -> T:
-        """``call``, asked again (a few times, briefly apart) when its answer came cut short. A
-        missing object (or bucket) is a one-line :class:`FileNotFoundError` naming ``where``."""
-        for attempt in range(BODY_ATTEMPTS):
-            try:
-                return call()
-            except FileNotFoundError:
-                raise FileNotFoundError(errno.ENOENT, "no such object", f"s3://{where}") from None
-            except Exception as exc:
-                if attempt == BODY_ATTEMPTS - 1 or not _transient(exc):
-                    raise
-                time.sleep(0.05 * 2**attempt)
-        raise AssertionError("unreachable")
+        """``call``, asked again while it fails for a reason the store may get over (see the
+        module docstring). A missing object (or bucket) is a one-line :class:`FileNotFoundError`
+        naming ``where``."""
+        try:
+            return ride_out(call, _transient)
+        except FileNotFoundError:
+            raise FileNotFoundError(errno.ENOENT, "no such object", f"s3://{where}") from None
 
     # ------------------------------------------------------------------ metadata
     @staticmethod

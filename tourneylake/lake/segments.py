@@ -18,6 +18,7 @@ Kept to the standard library, orjson and the lake's storage: the raw saver impor
 from __future__ import annotations
 
 import contextlib
+import itertools
 import logging
 import os
 import struct
@@ -35,6 +36,7 @@ from typing import Any
 import orjson
 
 from tourneylake.errors import LakeError, one_line
+from tourneylake.lake import outages
 from tourneylake.lake.storage import AnyPath, StorePath, fsync_dir
 
 __all__ = ["NightIndex", "RawRef", "SegmentWriter", "night_index", "writer_for"]
@@ -61,7 +63,8 @@ BATCH_BYTES = 8 << 20
 #: small night, the bodies a saver left): none. Its callers wait for each record, a status before
 #: the step reads its answer back, and a record that comes while a PUT is out joins the next one.
 IN_PROCESS_LINGER_S = 0.0
-#: Tries of one segment's PUT before the records waiting for it are told it failed.
+#: Tries of one segment's PUT before the records waiting for it are told it failed (a failure
+#: the store may get over: until it has been out for ``outages.KEEP_PAID_S``).
 _PUT_TRIES = 5
 #: What a reader fetches first of an object-store segment: its index frame, most often the
 #: whole segment (a store's segment is what came in 50 ms): then kept for :func:`take_whole`.
@@ -330,7 +333,9 @@ class SegmentWriter:
 
     def _put(self, batch: list[_Pending]) -> list[RawRef | None]:
         """An object store: the batch as one new segment, its index frame first (one PUT, whole or
-        absent; tried again on a failure, under the same name)."""
+        absent; tried again on a failure, under the same name). Paid bodies: a store that is out
+        is tried until :data:`~tourneylake.lake.outages.KEEP_PAID_S` (each PUT rides out the
+        first minute itself), while the night, whose other requests give up, stops paying."""
         records = b"".join(item.data for item in batch)
         entries, at = [], 0
         for item in batch:  # offsets from the end of the index frame
@@ -338,14 +343,18 @@ class SegmentWriter:
             at += len(item.data)
         index = frame({"k": "index", "records": entries})
         path = self._path()
-        for attempt in range(_PUT_TRIES):
+        first_failure = 0.0
+        for attempt in itertools.count():
             try:
                 path.write_bytes(index + records)
                 break
             except (LakeError, OSError) as exc:
-                if attempt + 1 >= _PUT_TRIES:
+                first_failure = first_failure or time.monotonic()
+                store_out = outages.transient_text(str(exc))
+                keep_trying = store_out and not outages.out_too_long(first_failure, outages.KEEP_PAID_S)
+                if attempt + 1 >= _PUT_TRIES and not keep_trying:
                     raise LakeError(f"a raw segment could not be stored at {path}: {one_line(exc)}") from None
-                time.sleep(0.05 * 2**attempt)
+                time.sleep(outages.wait_before(attempt + 3) if store_out else 0.05 * 2 ** min(attempt, 6))
         self._seq += 1
         assert isinstance(path, StorePath)
         stored: Entries = []

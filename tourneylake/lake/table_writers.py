@@ -34,8 +34,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from tourneylake.errors import LakeError, one_line
+from tourneylake.lake import outages
 from tourneylake.lake.layout import PARTITION, check_name
 from tourneylake.lake.legacy import is_legacy
+from tourneylake.lake.outages import store_answered, store_failed, transient_text
 from tourneylake.lake.storage import AnyPath, StorePath
 from tourneylake.runtime.threads import ProcessThreads
 
@@ -53,7 +55,7 @@ class DeltaTables(Protocol):
     def opened(self, table: str) -> contextlib.AbstractContextManager[DeltaTable | None]: ...
 
 
-__all__ = ["TABLE_CONFIGURATION", "NightWriter", "ShardWriter", "finish_together", "next_try", "part_shard"]
+__all__ = ["TABLE_CONFIGURATION", "NightWriter", "ShardWriter", "Tries", "finish_together", "part_shard", "store_failure"]
 
 log = logging.getLogger(__name__)
 
@@ -64,8 +66,7 @@ TABLE_CONFIGURATION = {
     "delta.logRetentionDuration": "interval 30 days",
     "delta.enableExpiredLogCleanup": "true",
 }
-#: Tries of what a store's transient failure, or another writer's commit, may fail (delta-rs
-#: tries each request and each commit again itself first).
+#: Tries after another writer's commit (delta-rs resolves what it can itself first).
 TRIES = 8
 #: Where a commit names the writer that made it (its commit information), to know whether a
 #: commit whose answer was lost is in.
@@ -82,16 +83,52 @@ def part_shard(path: str) -> str | None:
     return found.group("shard") if found else None
 
 
-def next_try(exc: BaseException, attempt: int, what: str, *, commit: bool = False) -> None:
-    """Wait before the next try of something that failed for a reason outside our code (a
-    store's failure; another writer's commit; for a ``commit``, only those), or say it on one
-    line once the tries are spent."""
+def store_failure(exc: BaseException) -> bool:
+    """Whether delta-rs (or the lake's own client) failed for a reason the store may get over
+    (an outage, throttling, a connection lost): its requests' own tries were spent."""
+    if isinstance(exc, OSError) and not isinstance(exc, FileNotFoundError | PermissionError):
+        return True
     from deltalake.exceptions import CommitFailedError, DeltaError
 
-    if not isinstance(exc, (CommitFailedError if commit else DeltaError) | OSError) or attempt + 1 >= TRIES:
-        raise LakeError(f"{what}: {one_line(exc)}") from None
-    log.info("%s (%s): trying again", what, one_line(exc)[:200])
-    time.sleep(min(2.0, 0.05 * 2**attempt) * (0.5 + random.random()))
+    return isinstance(exc, DeltaError) and not isinstance(exc, CommitFailedError) and transient_text(str(exc))
+
+
+class Tries:
+    """The tries of one operation on a table: after another writer's commit (``commit``: only
+    that, or a store's failure) it is tried again up to :data:`TRIES` times, after a store's
+    failure until the store has been out for :data:`~tourneylake.lake.outages.PATIENCE_S`
+    seconds (the process says it is retrying meanwhile); then :meth:`failed` says it on one line."""
+
+    def __init__(self, what: str, *, commit: bool = False) -> None:
+        self.what = what
+        self.commit = commit
+        self.attempt = 0
+        self._outage: int | None = None  # counted as retrying the store (see outages)
+        self._first_failure = 0.0
+
+    def failed(self, exc: BaseException) -> None:
+        """Wait before the next try, or raise the one-line :class:`LakeError` when there is none."""
+        from deltalake.exceptions import CommitFailedError, DeltaError
+
+        self.attempt += 1
+        if store_failure(exc):
+            if self._outage is None:
+                self._first_failure = time.monotonic()
+            self._outage = store_failed(self._outage, exc)
+            if not outages.out_too_long(self._first_failure):
+                time.sleep(outages.wait_before(self.attempt - 1))
+                return
+        elif isinstance(exc, CommitFailedError if self.commit else DeltaError) and self.attempt < TRIES:
+            log.info("%s (%s): trying again", self.what, one_line(exc)[:200])
+            time.sleep(min(2.0, 0.05 * 2 ** (self.attempt - 1)) * (0.5 + random.random()))
+            return
+        self.done(answered=False)
+        raise LakeError(f"{self.what}: {one_line(exc)}") from None
+
+    def done(self, *, answered: bool = True) -> None:
+        """The operation is over (no longer counted as retrying the store)."""
+        store_answered(self._outage, answered=answered)
+        self._outage = None
 
 
 class _Writer:
@@ -163,18 +200,21 @@ class _Writer:
         """``commit`` on the table as it is now (``None``: no table yet), tried again after
         another writer's commit or a store's failure; one whose answer was lost is found in the
         table (its commit names this writer) rather than made twice."""
-        for attempt in range(TRIES):
+        tries = Tries(f"{self.tables.uri(self.table)}: night {self.night} could not be {what}", commit=True)
+        while True:
             try:
                 with self.tables.opened(self.table) as delta:
                     commit(delta)
+                tries.done()
                 return
             except LakeError:
+                tries.done(answered=False)
                 raise
             except Exception as exc:  # noqa: BLE001 - another writer's commit, or a store's failure: tried again
                 if self._landed():
+                    tries.done()
                     return
-                what_failed = f"{self.tables.uri(self.table)}: night {self.night} could not be {what}"
-                next_try(exc, attempt, what_failed, commit=True)
+                tries.failed(exc)
 
 
 class NightWriter(_Writer):
@@ -371,7 +411,8 @@ class ShardWriter(_Writer):
         metadata, which other shards' commits at the same moment would conflict with."""
         from deltalake import DeltaTable, Schema
 
-        for attempt in range(TRIES):
+        tries = Tries(f"cannot prepare the table {self.tables.uri(self.table)}")
+        while True:
             try:
                 with self.tables.opened(self.table) as delta:
                     if delta is None:
@@ -383,16 +424,18 @@ class ShardWriter(_Writer):
                             configuration=TABLE_CONFIGURATION,
                             storage_options=self.tables.storage_options(),
                         )
-                        return
-                    known = set(pa.schema(delta.schema().to_arrow()).names)
-                    new = [field.with_nullable(True) for field in columns if field.name not in known]
-                    if new:
-                        delta.alter.add_columns(Schema.from_arrow(pa.schema(new)).fields)
-                    return
+                    else:
+                        known = set(pa.schema(delta.schema().to_arrow()).names)
+                        new = [field.with_nullable(True) for field in columns if field.name not in known]
+                        if new:
+                            delta.alter.add_columns(Schema.from_arrow(pa.schema(new)).fields)
+                tries.done()
+                return
             except LakeError:
+                tries.done(answered=False)
                 raise
             except Exception as exc:  # noqa: BLE001 - another writer made it (or added the columns) first, or a store failed: looked at again
-                next_try(exc, attempt, f"cannot prepare the table {self.tables.uri(self.table)}")
+                tries.failed(exc)
 
     def _replaces(self, path: str) -> bool:
         """Whether the commit replaces this part of the night (see the class docstring)."""

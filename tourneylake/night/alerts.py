@@ -20,6 +20,7 @@ from typing import Any
 import orjson
 
 from tourneylake.config import Settings
+from tourneylake.errors import TourneylakeError, one_line
 from tourneylake.lake.lake import Lake
 from tourneylake.lake.ledger import Ledger
 from tourneylake.night.status import record_end
@@ -36,16 +37,24 @@ def night_failed(
 ) -> None:
     """Record in the night's record that run ``run_id`` of ``job`` failed (or was interrupted,
     which is the user's doing and posts nothing), then post the alert. ``record=False``: a run
-    that does not harvest the night (a rebuild) leaves the record of its last harvest as it is."""
+    that does not harvest the night (a rebuild) leaves the record of its last harvest as it is.
+    A failure to record it (a data directory that cannot be written, say) is one warning: the
+    failure being reported is the one that counts, and is never hidden by this one."""
     lake = Lake.of(settings)
     if record:
-        record_end(lake, night, run_id, "interrupted" if interrupted else "failed", reason)
+        try:
+            record_end(lake, night, run_id, "interrupted" if interrupted else "failed", reason)
+        except (OSError, TourneylakeError) as exc:
+            log.warning("the failure could not be recorded in the lake: %s", one_line(exc))
     if not interrupted:
         post_alert(settings, alert_payload(lake, night, job, run_id, reason))
 
 
 def alert_payload(lake: Lake, night: date, job: str, run_id: str, reason: str) -> dict[str, Any]:
-    spent = Ledger(lake).spent(night)
+    try:
+        spent: int | None = Ledger(lake).spent(night)
+    except (OSError, TourneylakeError):  # a lake that cannot be read: the alert goes out all the same
+        spent = None
     return {
         "event": "run_failed",
         "night": night.isoformat(),
@@ -53,7 +62,7 @@ def alert_payload(lake: Lake, night: date, job: str, run_id: str, reason: str) -
         "run_id": run_id,
         "reason": reason,
         "searches_spent": spent,
-        "text": f"tourneylake: the {job} run of the night of {night} failed: {reason} ({spent} searches spent that night)",
+        "text": f"tourneylake: the {job} run of the night of {night} failed: {reason} ({spent if spent is not None else 'unknown'} searches spent that night)",
     }
 
 

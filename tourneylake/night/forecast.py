@@ -27,7 +27,7 @@ from tourneylake.night.session import Session, connected
 from tourneylake.night.watchlist import AccountDef, Watchlist, WatchlistError, load_watchlist
 from tourneylake.tables.night_tables import stored_targets
 
-__all__ = ["BudgetReport", "backfill_refusal", "budget_report", "budget_reports"]
+__all__ = ["BudgetReport", "backfill_refusal", "budget_report", "budget_reports", "session_report"]
 
 log = logging.getLogger(__name__)
 
@@ -174,3 +174,9 @@ def backfill_refusal(session: Session, watchlist: Watchlist, nights: list[date])
         f"a backfill of {len(nights)} nights is refused: it may spend up to {needed:,} searches and the account has "
         f"{left:,} left above its reserve (backfill fewer nights, or wait for the quota to reset)"
     )
+
+
+def session_report(session: Session, remaining: int | None, remaining_note: str | None = None) -> BudgetReport:
+    """:func:`budget_report` on an open session, with the searches left it has read: ``tourneylake
+    doctor``'s, which plans against the metadata the service has just sent."""
+    return _report(session, remaining, remaining_note)

@@ -8,8 +8,9 @@ library's side of it, free of Dagster:
   twice, never NULL) and its coded columns' ``accepted_values``: ``python -m docs.generate``
   writes it, a test keeps it current. (A relationship between two tables is tested on the model
   that joins them: a source's test of two sources is no Dagster check of either.)
-* :func:`ensure_manifest` runs ``dbt parse`` when ``sql/target/manifest.json`` is missing or
-  older than a file of the project (``make sync`` builds it; ``assets.models`` reads it).
+* :func:`ensure_manifest` runs ``dbt parse`` when the manifest (:func:`manifest_path`, in the
+  user's cache: never in the installed package) is missing or older than a file of the project
+  (``make sync`` parses it; ``tourneylake.assets.models`` reads it).
 * :func:`build_models` runs ``dbt build`` on a warehouse file in a child process (``tourneylake
   rebuild --all`` makes a fresh file, whose views must be created again).
 
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 import fcntl
 import functools
+import hashlib
 import json
 import os
 import shutil
@@ -36,11 +38,11 @@ from typing import Any
 import yaml
 
 from tourneylake.errors import TourneylakeError
+from tourneylake.packaged import packaged
 from tourneylake.runtime.pipes import worker_env
 from tourneylake.schemas import TABLES, duckdb_type
 
 __all__ = [
-    "MANIFEST",
     "PROJECT",
     "SOURCES",
     "ModelsBuild",
@@ -52,16 +54,16 @@ __all__ = [
     "forget_nights",
     "incremental_models",
     "manifest_document",
+    "manifest_path",
     "sources_yaml",
     "target_dir",
     "warehouse_vars",
 ]
 
-PROJECT = Path(__file__).resolve().parents[2] / "sql"
+#: The dbt project, as the package holds it (read only: dbt writes under the data directory and
+#: the cache, never here).
+PROJECT = packaged("sql")
 SOURCES = PROJECT / "models" / "sources.yml"
-#: The warehouse of ``make run`` (the settings' default data directory, from the repository root).
-DEFAULT_WAREHOUSE = PROJECT.parent / "data" / "warehouse.duckdb"
-MANIFEST = PROJECT / "target" / "manifest.json"
 #: The dbt source the warehouse tables are declared under: ``source('warehouse', '<table>')``.
 SOURCE_NAME = "warehouse"
 # What dbt reads: a newer one than the manifest means it must be parsed again.
@@ -161,27 +163,40 @@ def _last_error(output: str) -> str:
     return (errors or lines or ["no output"])[-1]
 
 
+def manifest_path() -> Path:
+    """Where the project's parse (``manifest.json``, read for Dagster's asset graph) is kept: the
+    user's cache (``$XDG_CACHE_HOME``, else ``~/.cache``), one folder per installed project, so
+    every project folder, test and code location of one installation shares one parse, and
+    nothing is written into the package (site-packages, or a checkout's ``sql/``)."""
+    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    where = hashlib.sha256(str(PROJECT.resolve()).encode()).hexdigest()[:12]
+    return cache / "tourneylake" / f"dbt-{where}" / "manifest.json"
+
+
 def ensure_manifest() -> Path:
-    """``sql/target/manifest.json``, parsed again first when a project file is newer. Parsed
-    into a folder of its own, then moved into place under a lock: test workers and a running
+    """:func:`manifest_path`, parsed again first when a project file is newer. Parsed into a
+    folder of its own, then moved into place under a lock: test workers and a running
     ``dagster dev`` never read half a manifest."""
-    if MANIFEST.is_file() and MANIFEST.stat().st_mtime >= _newest_source():
-        return MANIFEST
-    MANIFEST.parent.mkdir(parents=True, exist_ok=True)
-    with open(MANIFEST.parent / ".parse.lock", "w") as lock:
+    manifest = manifest_path()
+    if manifest.is_file() and manifest.stat().st_mtime >= _newest_source():
+        return manifest
+    try:
+        manifest.parent.mkdir(parents=True, exist_ok=True)
+        lock_file = open(manifest.parent / ".parse.lock", "w")  # noqa: SIM115 - held for the block below
+    except OSError as exc:
+        raise ModelsError(f"cannot write dbt's parse of the models into {manifest.parent}: {exc.strerror or exc}") from None
+    with lock_file as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        if MANIFEST.is_file() and MANIFEST.stat().st_mtime >= _newest_source():
-            return MANIFEST  # parsed by another process meanwhile
-        with tempfile.TemporaryDirectory(dir=MANIFEST.parent, prefix=".parse-") as staging:
-            # Parsed with the default warehouse's vars: a first build on it (`make run`) takes
-            # this parse as its partial parse (dbt parses again when the vars differ).
-            args = ["parse", "--target-path", staging, "--log-path", staging, "--vars", warehouse_vars(DEFAULT_WAREHOUSE)]
+        if manifest.is_file() and manifest.stat().st_mtime >= _newest_source():
+            return manifest  # parsed by another process meanwhile
+        with tempfile.TemporaryDirectory(dir=manifest.parent, prefix=".parse-") as staging:
+            # The warehouse is named by whoever builds; a parse reads no file.
+            args = ["parse", "--target-path", staging, "--log-path", staging, "--vars", json.dumps({"warehouse": ":memory:"})]
             done = _run(args, what="parse")
             if done.returncode != 0:
                 raise ModelsError(f"dbt parse failed: {_last_error(done.stdout + done.stderr)}")
-            for name in ("partial_parse.msgpack", "manifest.json"):  # the manifest last: its time says "current"
-                os.replace(Path(staging) / name, MANIFEST.parent / name)
-    return MANIFEST
+            os.replace(Path(staging) / "manifest.json", manifest)
+    return manifest
 
 
 def manifest_document() -> dict[str, Any]:
@@ -267,4 +282,4 @@ def build_models(
 
 
 if __name__ == "__main__":  # `make sync`: the manifest Dagster and the docs read
-    print(ensure_manifest().relative_to(PROJECT.parent))
+    print(ensure_manifest())

@@ -38,6 +38,7 @@ from tourneylake.errors import TourneylakeError
 from tourneylake.lake.delta_tables import damaged_part
 from tourneylake.lake.lake import Lake
 from tourneylake.lake.storage import StorePath
+from tourneylake.packaged import packaged
 from tourneylake.schemas import TABLES, TableSpec, duckdb_type
 from tourneylake.tables.normalize.summary import SUMMARY_TABLES
 
@@ -75,8 +76,8 @@ class _Template(string.Template):
 
 
 def sql_dir() -> Path:
-    """``sql/`` at the repository root."""
-    return Path(__file__).resolve().parents[2] / "sql"
+    """The package's ``sql/`` (the tables' DDL, the dbt project, the example queries)."""
+    return packaged("sql")
 
 
 def _named(text: str) -> dict[str, str]:
