@@ -46,19 +46,22 @@ def _help(args: list[str]) -> str:
     return result.output
 
 
-def _panel_rows(help_text: str, panel: str) -> list[str]:
-    """The rows of one of Typer's help panels (`Options`, `Arguments`, `Commands`), without their frame."""
-    rows, inside = [], False
+def _entries(help_text: str, section: str) -> list[str]:
+    """The entries (first lines) of one section of a command's help (`Options`, `Arguments`,
+    `Commands`), in click's plain layout or in Typer's rich panels, without a required `*`."""
+    entries, inside = [], False
     for line in help_text.splitlines():
-        if line.startswith("╭"):
-            inside = f" {panel} " in line
-        elif line.startswith("╰"):
+        header = re.match(r"^(?:╭─ )?(\w+)(?::\s*$| ─)", line)
+        if header:
+            inside = header.group(1) == section
+            continue
+        if line.startswith("╰") or (line and not line.startswith((" ", "│"))):
             inside = False
-        elif inside:
-            row = line.strip().strip("│").rstrip()
-            if row.strip():  # a continuation row starts with more than one space
-                rows.append(row[1:] if row.startswith(" ") else row)
-    return rows
+        elif inside and line.startswith("│"):
+            line = " " + line.strip().strip("│").rstrip()  # a panel's row: one space more, as click indents
+        if inside and re.match(r"^  \S", line):
+            entries.append(line.strip().removeprefix("* "))
+    return entries
 
 
 def test_every_command_and_option_is_in_the_cli_reference():
@@ -72,20 +75,20 @@ def test_every_command_and_option_is_in_the_cli_reference():
         name = " ".join(path)
         assert name in sections, f"`{name}` has no section in the CLI reference"
         text = _help(path[1:])
-        for row in _panel_rows(text, "Options"):
-            row = row.removeprefix("* ")  # `*`: required
+        for row in _entries(text, "Options"):
             for flag in re.findall(r"(?<![\w-])(--?[a-zA-Z][\w-]*)", row.split("  ")[0]):
                 if flag != "--help":
                     assert f"`{flag}" in sections[name], f"`{name}`: option {flag} is not in its section"
                     seen += 1
-        for row in _panel_rows(text, "Arguments"):
-            argument = row.removeprefix("* ").split()[0].upper()
+        for row in _entries(text, "Arguments"):
+            argument = row.split()[0].upper()
             assert f"`{argument}`" in sections[name], f"`{name}`: argument {argument} is not in its section"
-        for row in _panel_rows(text, "Commands"):
-            if not row.startswith(" "):
-                pending.append([*path, row.split()[0]])
-    assert {"tourneylake run", "tourneylake status", "tourneylake filter check"} <= set(sections)
+        for row in _entries(text, "Commands"):
+            pending.append([*path, row.split()[0]])
+    assert {"tourneylake run", "tourneylake doctor", "tourneylake init", "tourneylake filter check"} <= set(sections)
     assert seen > 30
+    silent = [row for row in re.findall(r"^\| `-.*$", docs_reference.render_cli(), re.MULTILINE) if row.endswith("|  |")]
+    assert not silent, f"options without help: {silent}"
 
 
 def test_every_setting_is_in_the_settings_reference():
