@@ -5,10 +5,12 @@ UV := $(shell command -v uv 2>/dev/null || echo "$(PYTHON) -m uv")
 VENV := .venv
 STAMP := $(VENV)/.synced-stamp
 PYTEST_ARGS ?=
+# MkDocs for the documentation site (mkdocs.yml), without its notice about a successor.
+MKDOCS := NO_MKDOCS_2_WARNING=1 DO_NOT_TRACK=1 $(VENV)/bin/mkdocs
 # The Dagster instance (run history, schedules, the pools that serialise runs on one account).
 DAGSTER_HOME := $(CURDIR)/dagster_home
 
-.PHONY: run test test-fast test-deploy lint format sync bench dagster notebook clean
+.PHONY: run test test-fast test-deploy lint format sync bench dagster notebook docs clean
 
 $(STAMP): pyproject.toml uv.lock
 	@$(UV) --version >/dev/null 2>&1 || $(PYTHON) -m pip install --quiet uv
@@ -42,11 +44,17 @@ test-deploy: $(STAMP)
 test-fast: $(STAMP)
 	$(VENV)/bin/python -m pytest -n 2 --dist loadgroup -m "not slow" $(PYTEST_ARGS)
 
-# ruff (lint and format) and mypy (the library, assets and pipelines: pyproject.toml's [tool.mypy]).
+# ruff (lint and format), mypy (pyproject.toml's [tool.mypy]), and the documentation site built
+# with warnings as errors: a broken link or anchor, or a reference that cannot be generated, fails.
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
+	$(MKDOCS) build --strict --quiet
+
+# The documentation site (mkdocs.yml), served on loopback with live reload.
+docs: $(STAMP)
+	$(MKDOCS) serve --dev-addr 127.0.0.1:8000
 
 format: $(STAMP)
 	$(VENV)/bin/ruff check --fix .
@@ -72,5 +80,5 @@ dagster: $(STAMP)
 	DAGSTER_HOME=$(DAGSTER_HOME) PYTHONWARNINGS='ignore:Function `dev_command` is superseded' $(VENV)/bin/dagster dev -w workspace.yaml
 
 clean:
-	rm -rf data
+	rm -rf data site
 	find dagster_home -mindepth 1 ! -name dagster.yaml -exec rm -rf {} +

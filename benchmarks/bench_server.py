@@ -20,7 +20,7 @@ What it answers (JSON only, ``Accept: application/json``; anything else is a pla
   an unknown player: 200039. ``--accounts N`` adds ``bench1@example.com`` … ``benchN@…`` with
   the demo password, each with a quota of its own (several accounts side by side).
 
-Shape (``--shape issue``, the default): the issue's "realistic" summary, ~14 KB: 37 statistics,
+Shape (``--shape issue``, the default): a realistic summary as the live service sends it, ~14 KB: 37 statistics,
 30 recent tournaments, each data set and the timeline cut to one point. ``--shape sandbox``
 serves the sandbox's bodies as they are (~24 KB). ``--distinct N`` renders N players through the
 sandbox; further players (``--players`` more than that) get a copy of player ``i mod N``'s

@@ -16,7 +16,7 @@ Six figures, each measured on one machine in one run (never asserted as a timing
 4. ``Warehouse.load_night`` <= 1.3x a plain ``CREATE TABLE AS SELECT * FROM read_parquet``;
 5. peak RSS of the whole run at 500 / 2,000 / 20,000 players;
 6. ``tourneylake rebuild`` of benchmark 1's night: summaries per second, whole process and the
-   rebuild alone (per CPU-second: the issue's per-core target);
+   rebuild alone (per CPU-second: the per-core target);
 7. building every dbt model (``dbt build``: the views and their tests, a whole dbt process) after
    benchmark 1's night <= loading that night into the warehouse; and reading every model once.
 
@@ -682,7 +682,7 @@ def bench_memory(server: BenchServer, counts: list[int], deadline: Deadline, kno
 def bench_rebuild(data_dir: Path, summaries: int, repeats: int, deadline: Deadline) -> Result:
     """``tourneylake rebuild --date NIGHT`` over the lake of benchmark 1 (no network), whole
     process; then the rebuild alone (``benchmarks.rebuild_rate``: no start-up, no warehouse), whose
-    summaries per CPU-second are the per-core rate the issue's target names."""
+    summaries per CPU-second are the per-core rate the target names."""
     runs = []
     for rep in range(repeats):
         m = measure(

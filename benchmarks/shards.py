@@ -4,11 +4,11 @@ executor, as before) against side by side (``0``: each account's harvest in a pr
 own, the multiprocess executor), alternating A/B, medians of ``--repeats``.
 
 The service is :mod:`benchmarks.bench_server` with ``--accounts`` (each account its own quota),
-its latency a timer: the issue's figure is 4 accounts x 2,500 players at 150 ms, 4 calls in
+its latency a timer: the figure of record is 4 accounts x 2,500 players at 150 ms, 4 calls in
 flight per account (the service polices sessions per account, so accounts are what run side
 by side). Every run starts from an empty lake (everything is fetched) and a reset server.
 
-    python -m benchmarks.shards                                    # the figure (~10 min)
+    python -m benchmarks.shards                                    # the figure of record (~10 min)
     python -m benchmarks.shards --players-per-account 25 --latency-ms 20 --repeats 1 --no-write   # a quick check
 
 Appends to ``benchmarks/RESULTS.md`` (unless ``--no-write``), with the machine and the date.

@@ -4,7 +4,7 @@ Every setting is a field of :class:`Settings` (pydantic-settings): its type, def
 description live on the field, and everything else follows from it — the ``TOURNEYLAKE_*``
 environment variable (prefix + upper-cased name), the CLI's overrides, the Dagster resource
 (``tourneylake.assets.resource`` wraps this class and binds each variable through ``EnvVar``), and the
-configuration reference in ``docs/configuration.md`` (generated from the descriptions). Adding a
+settings reference of the docs (generated from the descriptions: ``scripts/docs_reference.py``). Adding a
 setting is adding a field.
 
 Secrets are ``SecretStr``: their ``repr``/``str`` never show the value, so a settings object can
@@ -236,7 +236,7 @@ class Settings(BaseSettings):
     )
     schedule_cron: str = Field("0 3 * * *", description="the nightly schedule: a daily cron `M H * * *`, UTC")
     # The service's FAQ: "All daily search quotas are reset at 12 Midnight PST (GMT -8)"; its client
-    # documentation: "midnight Pacific Time (UTC -8)" (service-notes §6). GMT-8 all year: 08:00 UTC.
+    # documentation: "midnight Pacific Time (UTC -8)". GMT-8 all year: 08:00 UTC.
     quota_reset_utc: str = Field(
         "08:00",
         description="when the service resets every daily search quota, `HH:MM` UTC (its FAQ: 12 midnight PST, GMT-8): "

@@ -594,7 +594,7 @@ def _night_page(data: _Data, night_dir: str) -> str:
         f"<h1>tourneylake — the night of {esc(data.night.isoformat())}</h1>"
         f'<p class="meta">{esc(count(len(data.nights)))} night(s) held ({esc(held)}); written {esc(datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"))}. '
         "Money in USD at the rates of the night each tournament started in; periods are UTC days, ISO weeks and months. "
-        "Formulas: docs/tables.md.</p>"
+        "Every formula: the documentation's models reference.</p>"
         '<nav><a href="#charts">Charts</a><a href="#leaderboard">Leaderboard</a><a href="#movers">Movers</a><a href="#bill">Bill</a><a href="#players">Players</a></nav>'
         + _charts_section(data)
         + f'<h2 id="leaderboard">Leaderboard — {esc(data.night.strftime("%B %Y"))}, month-to-date</h2>'

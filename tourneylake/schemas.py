@@ -2,7 +2,7 @@
 
 One place defines each table: its Arrow schema (what the normaliser builds and the lake writes,
 what the warehouse's DDL and loads are rendered from with ``sql/tables.sql``) and the
-documentation rendered into ``docs/tables.md`` (:func:`tables_markdown`). Conventions:
+documentation rendered into the docs' tables reference (:func:`tables_markdown`). Conventions:
 ``snapshot_date`` is the night the data was harvested for (the hive partition, not stored in the
 files); every time is ``timestamp[s, tz=UTC]`` from the service's epoch seconds; money is
 ``float64`` in the currency served, each money column with a ``_usd`` twin (amount / the night's
@@ -565,7 +565,7 @@ def duckdb_type(dtype: pa.DataType) -> str:
 
 
 def tables_markdown() -> str:
-    """The table reference for the README / ``docs/tables.md``."""
+    """The tables reference of the docs (``scripts/docs_reference.py``)."""
     out: list[str] = ["# Tables", ""]
     for spec in _SPECS:
         out += [

@@ -1,5 +1,5 @@
 {#- The coaches' measures over a group of `player_entries` rows (the formulas are in the models'
-    docs, docs/tables.md). Used by every model that aggregates entries, so each is defined once. -#}
+    docs, the models reference). Used by every model that aggregates entries, so each is defined once. -#}
 {% macro entry_metrics() -%}
     count(*) AS entries,
     count(buy_in_usd) AS entries_in_usd,

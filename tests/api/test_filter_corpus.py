@@ -1,8 +1,8 @@
 """Real-world filters and generated ones, held against the real recorded metadata.
 
 The corpus (``data/filters/corpus.json``) holds filter strings from the live service's own
-answers (the favourite-games filters of the recorded player summary), from its manual as quoted
-in service-notes §4, from live clients and from the recorded metadata, each with its verdict and
+answers (the favourite-games filters of the recorded player summary), from its manual, from
+live clients and from the recorded metadata, each with its verdict and
 why. The property tests generate valid filters from the metadata's constraint definitions, by
 type, and check that the catalog accepts them and that they survive parse → format unchanged.
 """
@@ -152,7 +152,7 @@ _word = st.from_regex(r"[A-Z][a-z]{1,9}", fullmatch=True)
 
 
 def _values(definition: ConstraintDefinition, currencies: tuple[str, ...]) -> st.SearchStrategy[tuple[str, ...]]:
-    """Valid values of one constraint, from its type as metadata declares it (service-notes §4)."""
+    """Valid values of one constraint, from its type as metadata declares it (``docs/reference/filters.md``)."""
     name, kind = definition.id, definition.type
 
     def some(value: st.SearchStrategy[str], most: int = 3) -> st.SearchStrategy[tuple[str, ...]]:

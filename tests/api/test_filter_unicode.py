@@ -118,7 +118,7 @@ def sandbox_accepts(text: str) -> bool:
 
 @settings(max_examples=400, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
 @given(filters())
-@example("Stake:USD٣~*")  # the issue's own example: Python's \d took the Arabic-Indic three
+@example("Stake:USD٣~*")  # a reported example: Python's \d took the Arabic-Indic three
 def test_the_clients_grammar_and_the_sandboxs_agree_on_unicode(text: str) -> None:
     assert client_accepts(text) == sandbox_accepts(text), text
 

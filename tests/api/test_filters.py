@@ -986,7 +986,7 @@ def test_duration_errors(text: str, position: int, fragment: str) -> None:
 @pytest.mark.parametrize(
     "text",
     [
-        # the forms the service's manual gives (and the list)
+        # the forms the service's manual gives, and those users reported
         "Stake:USD2~10,GBP*~5R",
         "Guarantee:USD10~100,GBP*~500",
         "Prize!:GBP*~100",

@@ -14,7 +14,7 @@ from tourneylake.sandbox.stats import STATISTIC_IDS as SANDBOX_STATISTIC_IDS
 
 RECORDED = DATA / "recorded"
 
-# The 37 statistic ids of the recorded real summary, in order (service-notes §2): the sandbox
+# The 37 statistic ids of the recorded real summary, in order (the recorded player summary): the sandbox
 # serves the same, plus `Entries` (newer clients ask for it) — one list, so they cannot drift.
 STATISTIC_IDS = [sid for sid in SANDBOX_STATISTIC_IDS if sid != "Entries"]
 

@@ -31,7 +31,7 @@ from tourneylake.tables.normalize import (
 NIGHT = date(2019, 12, 10)
 FETCHED = datetime(2019, 12, 10, 3, 3, 24, tzinfo=UTC)
 
-# The 37 statistic ids of the recorded real summary, in order (service-notes §2): the sandbox
+# The 37 statistic ids of the recorded real summary, in order (the recorded player summary): the sandbox
 # serves the same, plus `Entries` (newer clients ask for it) — one list, so they cannot drift.
 STATISTIC_IDS = [sid for sid in SANDBOX_STATISTIC_IDS if sid != "Entries"]
 

@@ -10,7 +10,7 @@ import hashlib
 from dataclasses import dataclass, field
 from urllib.parse import quote
 
-# Documented costs (reference §8): the budget's prior, corrected by what the service reports.
+# The service's documented costs: the budget's prior, corrected by what the service reports.
 METADATA = "metadata"
 COUNTRIES = "countries"
 WHATS_NEW = "whats_new"

@@ -94,7 +94,7 @@ for _name in ("httpx", "httpcore"):
 
 
 def encode_password(password: str, appkey: str) -> str:
-    """Reference §5.4: ``MD5hex(lowercase(MD5hex(password)) + application_key)``."""
+    """The service's password rule: ``MD5hex(lowercase(MD5hex(password)) + application_key)``."""
     # MD5 is the service's rule, not a choice of ours; it protects nothing locally.
     inner = hashlib.md5(password.encode("utf-8"), usedforsecurity=False).hexdigest().lower()
     return hashlib.md5((inner + appkey.lower()).encode("utf-8"), usedforsecurity=False).hexdigest()

@@ -1,4 +1,4 @@
-"""The response envelope as typed values (reference §2.1–2.2).
+"""The response envelope as typed values (``docs/concepts/service.md``, The envelope).
 
 Every field is tolerated when absent: the real ``/metadata`` response carries no ``UserInfo``
 and no real sample carries ``appVersion``.
@@ -59,7 +59,7 @@ class Envelope:
     def remaining_searches(self) -> int | None:
         """The account's searches left: only a ``loggedIn="true"`` UserInfo tells them; a
         logged-out one (a free call without credentials, a failed login, some error answers)
-        reports the anonymous allowance (service-notes §5), which must never move the budget."""
+        reports the anonymous allowance, not the account's, which must never move the budget."""
         info = self.user_info
         return info.remaining_searches if info is not None and info.logged_in else None
 

@@ -9,7 +9,7 @@ the metadata (digits are ASCII digits, a typed value is ASCII); :func:`filter_fo
 the filter to send for a night, its Dates anchored to the night's last second, so a night means
 the same whenever it is fetched. Values are kept exactly as written: ``format_filter`` round
 trips, and the canonical form is what is sent and keyed. Every rule, form and decision is in
-``docs/filters.md``.
+``docs/reference/filters.md``.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """One tree shape for both wire formats of the service.
 
-The service's JSON is a mechanical mapping of its XML (service-notes §1): ``@name`` attributes
+The service's JSON is a mechanical mapping of its XML (``docs/concepts/service.md``): ``@name`` attributes
 with string values, ``$`` for the text beside attributes, plain values for text-only elements,
 ``""`` for empty ones, and a repeatable child that is a list when there are several and usually
 a bare object when there is one. Both formats are read into that mapping, and :class:`Node` is a
@@ -42,7 +42,7 @@ __all__ = [
     "to_xml",
 ]
 
-# Children the real JSON keeps as one-element lists (service-notes §1).
+# Children the real JSON keeps as one-element lists (seen in recorded real answers).
 DEFAULT_KEEP_LISTS = frozenset({"Data", "Y"})
 # Text-only elements the real JSON writes as numbers.
 DEFAULT_NUMERIC_TEXT = frozenset({"RemainingSearches", "ExpirationDate", "TrackedGamesCount"})

@@ -1,5 +1,5 @@
 """The watchlist: which players to harvest, with which named filters, and (optionally) which
-service accounts share them. Its format and every rule are in ``docs/watchlist.md``.
+service accounts share them. Its format and every rule are in ``docs/guides/watchlist.md``.
 
 A watchlist is read from YAML's node tree (so ``name: 007`` is the player ``"007"``), never from
 resolved values, and every broken rule is a :class:`WatchlistError` naming the file and line:

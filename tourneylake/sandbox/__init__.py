@@ -1,7 +1,6 @@
 """The sandbox: a faithful, deterministic local emulation of the statistics service.
 
-For development, tests, demos and benchmarks (design §6); its behaviour is in
-``docs/sandbox.md``::
+For development, tests, demos and benchmarks; its behaviour is in ``docs/reference/sandbox.md``::
 
     with running_sandbox(seed=7, today="2026-03-01") as sandbox:
         sandbox.base_url                       # http://127.0.0.1:<port>; resources under /api/demo/...

@@ -6,7 +6,7 @@ order (each step's failure is the answer), and only then does the work and charg
 Errors are HTTP 200 envelopes with ``success="false"``; a malformed call gets HTTP 404 or 405.
 It also records what tests read of what it saw (every summary request, requests in flight). The
 order, the error codes, what costs a search and the metadata cache marker are written down in
-``docs/sandbox.md``.
+``docs/reference/sandbox.md``.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 A fault spec is a comma-separated list of ``key=value``
 (``5xx=0.1,drop=0.05,truncate=0.05,slow=0.02,internal=0.02,parallel=4,jitter=5,slow_s=30``;
-every key is in ``docs/sandbox.md``). The shares are exclusive bands of one uniform draw per
+every key is in ``docs/reference/sandbox.md``). The shares are exclusive bands of one uniform draw per
 request, drawn from ``random.Random(seed)`` in request-arrival order, so a sequential client sees
 the same faults on the same requests every run. 5xx, drops and internal errors happen before any
 search is charged; truncated and slow answers after.
@@ -39,7 +39,7 @@ class FaultSpecError(TourneylakeError, ValueError):
 
 @dataclass(frozen=True)
 class Faults:
-    """What goes wrong, and how often (each field is a key of the spec: docs/sandbox.md, Faults)."""
+    """What goes wrong, and how often (each field is a key of the spec: docs/reference/sandbox.md, Faults)."""
 
     error_5xx: float = 0.0
     drop: float = 0.0

@@ -4,10 +4,10 @@
 (:func:`tourneylake.api.filters.parse_filter`) but not its value grammar nor its validator: the
 constraint names, types, options and currencies are those of the sandbox's own metadata
 (:func:`published_vocabulary`), and every value is read here. So the sandbox is a second,
-independent reading of service-notes §4: a filter the client's checks wrongly let through is
+independent reading of the service's filter grammar (``docs/reference/filters.md``): a filter the client's checks wrongly let through is
 refused with error 101012, as the service would. :func:`compile_filter` turns a filter into a
 :class:`Predicate`; every form it reads and everything it refuses is listed in
-``docs/sandbox.md`` (Filters).
+``docs/reference/sandbox.md`` (Filters).
 """
 
 from __future__ import annotations

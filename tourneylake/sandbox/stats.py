@@ -6,7 +6,7 @@ moves), then small accumulators each compute one group of statistics: totals, fi
 days, swings, breakdowns (the data sets) and the timeline. The same code produces the served
 values and :mod:`.truth`, so tests compare them exactly.
 
-Conventions (service-notes §2): every value is a string; money in USD with 2 decimals,
+Conventions (the service's, docs/concepts/service.md): every value is a string; money in USD with 2 decimals,
 percentages with 1, dates in epoch seconds; a tournament's profit is prize - stake - rake (a
 player's re-entries are reported, not charged again); freerolls are left out of averages of ROI.
 ``Ability`` is always served ``authorized="false"``, and ``PTLBPoints`` too outside PokerStars

@@ -1,6 +1,6 @@
 """What the service stopped (or started) showing, night by night: the ``coverage_changes`` table.
 
-Coverage changes after the fact (service-notes §6): a network's history can be removed at the
+Coverage changes after the fact: a network's history can be removed at the
 network's request, and a player can opt out. What the lake paid for stays (earlier nights keep
 their partitions; nothing here deletes a row) and the change is news to the analyst. A night's
 changes compare it with what the lake held before it, from the lake's own tables and raw answers

@@ -283,7 +283,7 @@ def dict_runs(values: Sequence[Any], counts: Sequence[int] | pa.Array) -> pa.Dic
 
 
 def usd(amount: pa.Array, rate: pa.Array) -> pa.Array:
-    """amount / rate, NULL where either is NULL (reference §2.3) or the quotient overflows."""
+    """amount / rate, NULL where either is NULL (a currency without a rate) or the quotient overflows."""
     return finite(pc.divide(amount, rate))
 
 

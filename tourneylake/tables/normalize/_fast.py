@@ -4,7 +4,7 @@ of the tree :func:`tourneylake.api.tree.parse` built, reusing its strings and ev
 parse).
 
 The types accept exactly the *clean* shape: every attribute a string (or null), every
-repeatable child a list, a bare object or ``""`` (service-notes §1), nothing else. Anything else
+repeatable child a list, a bare object or ``""`` (the service's JSON quirks), nothing else. Anything else
 (a number where a string is expected, an object where a value is, an attribute with no column, a
 stray string where an element is) makes :func:`read` return ``None``, and the normaliser reads
 that summary the tree way, so its results, warnings and errors are the tree path's

@@ -1,7 +1,7 @@
 """``/metadata`` → reference tables, and the USD rates every money column is converted with.
 
-Only ``Currency/@rate`` is documented (reference §2.3); the rest of the shape comes from the
-recorded real response (service-notes §3). Every group is optional: a missing group gives an
+Only ``Currency/@rate`` is documented by the service; the rest of the shape comes from a
+recorded real response (``tests/data/recorded/``). Every group is optional: a missing group gives an
 empty table, a lone child given as a bare object reads like a list of one.
 
 Everything is read through :class:`~tourneylake.api.tree.Node`, so structural garbage (an object

@@ -1,6 +1,6 @@
 """Countries and What's New → tables, read by what the payload holds.
 
-Their response shapes are not documented (reference §4.3), so nothing here assumes one. The
+Their response shapes are not documented by the service, so nothing here assumes one. The
 reader finds the repeated record elements under the payload (``Countries/Country[]``,
 ``Country[]``, ``News/Item[]``, a lone bare object, ...), takes every attribute and text child of
 each record generically (the ``attributes`` map column, plus ``raw_json`` with the record as
@@ -113,7 +113,7 @@ def _pick(flat: dict[str, str], names: Sequence[str]) -> str | None:
 
 
 def _time(value: str | None) -> float | None:
-    """Epoch seconds (documented for every time, reference §2.1), else an ISO date-time. The
+    """Epoch seconds (the service's form for every time), else an ISO date-time. The
     seconds may lie out of range, infinite for "1e400" (the caller checks, to warn)."""
     if value is None:
         return None

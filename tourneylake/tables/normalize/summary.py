@@ -9,7 +9,7 @@ once per column, with Arrow's kernels (casts, USD by a rate column, flags, per-s
 expanded with ``take``); the night's dedup keys are compact hashes (:mod:`._seen`).
 :meth:`~SummaryNormalizer.add` checks a payload before it keeps anything and raises only
 :class:`~tourneylake.api.tree.MalformedPayload`, leaving the batch as it was; a value out of
-range is NULL at flush, with a warning. The shape (service-notes §2) is
+range is NULL at flush, with a warning. The shape (``docs/concepts/service.md``) is
 ``Response/PlayerResponse/PlayerView/{Filter, Player/{Statistics/{Statistic, StatisticalDataSet,
 Timeline/Event}, RecentTournaments/Tournament/TournamentEntry}}``; a repeatable child may be a
 list, a bare object or ``""``.
