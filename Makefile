@@ -35,8 +35,9 @@ run: $(STAMP)
 test: lint
 	$(VENV)/bin/python -m pytest -n 2 --dist loadgroup -m "not deploy" $(PYTEST_ARGS)
 
-# The deployment run for real (tests/deploy): a night on Celery workers with Redis, PostgreSQL
-# and S3, a worker killed mid-night, and the store's outages ridden out or failed cleanly.
+# The deployment run for real (marked deploy): a night on Celery workers with Redis, PostgreSQL
+# and S3, a worker killed mid-night, the store's outages ridden out or failed cleanly, and the
+# shards on a PostgreSQL state killed or cut off mid-night.
 test-deploy: $(STAMP)
 	$(VENV)/bin/python -m pytest -n 2 --dist loadgroup -m deploy $(PYTEST_ARGS)
 

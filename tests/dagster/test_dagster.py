@@ -342,8 +342,12 @@ def test_the_drain_job_spends_expiring_searches_on_the_pairs_owed_and_loads_thei
     )
     schedule = definitions.resolve_schedule_def("drain_schedule")
     assert schedule.cron_schedule == "30 7 * * *" and schedule.default_status.value == "STOPPED"
-    with DagsterInstance.ephemeral() as instance:
-        result = definitions.resolve_job_def("drain").execute_in_process(instance=instance)
+    time_of_day, sandbox.world.time_of_day = sandbox.world.time_of_day, 7 * 3600 + 30 * 60  # the schedule's 07:30
+    try:
+        with DagsterInstance.ephemeral() as instance:
+            result = definitions.resolve_job_def("drain").execute_in_process(instance=instance)
+    finally:
+        sandbox.world.time_of_day = time_of_day
     assert result.success
     with Warehouse(tmp_path / "warehouse.duckdb", read_only=True) as db:
         rows = db.query("SELECT count(*) AS n FROM player_snapshots WHERE snapshot_date = $1", [owed_night]).to_pylist()

@@ -111,6 +111,7 @@ def test_the_dockerfile_installs_from_the_lock_file_and_names_files_that_exist()
 
 
 @pytest.mark.slow
+@pytest.mark.deploy
 def test_a_two_account_night_on_a_postgres_instance_with_shared_state(
     sandbox, tmp_path: Path, state_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -20,6 +20,7 @@ from tourneylake.cli import app
 from tourneylake.figures import count, figure, money, percent, words
 from tourneylake.fonts import NAMES_FAMILY
 from tourneylake.report import _board, player_page_name, write_report
+from tourneylake.tables.models import build_models
 
 pytestmark = [pytest.mark.xdist_group("notebook"), pytest.mark.slow]
 
@@ -150,9 +151,10 @@ def test_every_link_resolves_and_each_player_page_holds_their_numbers(three_nigh
 def test_names_are_escaped(three_nights: Harvest, tmp_path: Path) -> None:
     warehouse = tmp_path / "warehouse.duckdb"
     shutil.copy(three_nights.warehouse, warehouse)
-    with duckdb.connect(str(warehouse)) as con:  # the views read the tables: a renamed player is renamed everywhere
+    with duckdb.connect(str(warehouse)) as con:  # a player renamed in the tables the models read
         for table in ("player_snapshots", "player_statistics", "tournament_entries", "search_ledger"):
             con.execute(f"UPDATE {table} SET player = ? WHERE player = 'Zoë O''Brien'", [NASTY])
+    build_models(warehouse)  # the models kept as tables follow (the incremental history keeps the old name)
     written = write_report(warehouse, watchlist=three_nights.watchlist)
     for path in [written.path, *(written.path.parent / str(written.night)).glob("*.html")]:
         text = path.read_text(encoding="utf-8")

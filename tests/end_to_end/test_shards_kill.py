@@ -35,7 +35,7 @@ from tourneylake.lake.ledger import Ledger
 from tourneylake.tables.normalize.summary import SUMMARY_TABLES
 
 # One worker runs every test of the suite's PostgreSQL server: one of them restarts it.
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("postgres")]
+pytestmark = [pytest.mark.slow, pytest.mark.deploy, pytest.mark.xdist_group("postgres")]
 
 NIGHT = date(2026, 11, 20)
 SANDBOX = dict(seed=21, today=NIGHT, players=200, latency_ms=150)

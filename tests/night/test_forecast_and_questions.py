@@ -46,7 +46,10 @@ def test_filters_are_checked_against_the_services_metadata_before_a_search_with_
     from tourneylake.cli import app
 
     settings = sandbox_settings(sandbox, tmp_path / "data", watchlist=tmp_path / "watchlist.yaml")
-    for name, value in (("BASE_URL", sandbox.base_url), ("USERNAME", settings.username), ("PASSWORD", DEMO.password)):
+    for name, value in (
+        ("BASE_URL", sandbox.base_url), ("USERNAME", settings.username), ("PASSWORD", DEMO.password),
+        ("APPNAME", DEMO.appname), ("APPKEY", DEMO.appkey),
+    ):  # fmt: skip
         monkeypatch.setenv(f"TOURNEYLAKE_{name}", value)
     for expression, offending in (("Stake:USD٣~*", "'٣'"), ("Date:１D", "'１'")):
         checked = CliRunner().invoke(app, ["filter", "check", expression, "--data-dir", str(settings.data_dir)])
