@@ -81,6 +81,8 @@ def _environment(sandbox, folder: Path, data_dir: str, **extra: str) -> dict[str
         "TOURNEYLAKE_BASE_URL": sandbox.base_url,
         "TOURNEYLAKE_USERNAME": DEMO.username,
         "TOURNEYLAKE_PASSWORD": DEMO.password,
+        "TOURNEYLAKE_APPNAME": DEMO.appname,
+        "TOURNEYLAKE_APPKEY": DEMO.appkey,
         "TOURNEYLAKE_DATA_DIR": data_dir,
         "TOURNEYLAKE_WATCHLIST": str(_watchlist(sandbox, folder)),
         "TOURNEYLAKE_WAREHOUSE": str(folder / "warehouse.duckdb"),

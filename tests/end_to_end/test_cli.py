@@ -9,6 +9,7 @@ import socket
 import subprocess
 import sys
 import time
+from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -129,7 +130,6 @@ def test_a_killed_run_keeps_what_it_paid_for(tmp_path: Path, tables_worker: str)
     completes — on the persistent Dagster instance with the shipped pools, whose slot the killed
     run still held. With the tables worker, the worker ends by itself (its input closed) and
     commits nothing."""
-    from datetime import date
 
     import duckdb
     import psutil
@@ -197,7 +197,6 @@ def test_a_killed_run_keeps_what_it_paid_for(tmp_path: Path, tables_worker: str)
 def test_a_night_with_a_failed_pair_exits_partial_naming_it_and_pays_it_once(tmp_path: Path) -> None:
     """A player whose answer is complete but unreadable (a DTD, refused for safety): the night
     loads the others, names the pair, exits 3 (partial) — and a re-run pays nothing for it again."""
-    from datetime import date
 
     from tourneylake.config import SANDBOX_USERNAME
     from tourneylake.sandbox import running_sandbox
@@ -375,7 +374,6 @@ def test_ctrl_c_exits_130_with_one_line_and_keeps_every_paid_answer(tmp_path: Pa
     """SIGINT to the run's process group (a terminal's Ctrl-C) while it fetches: no new search
     starts, the calls in flight finish, one line, exit 130; every search paid has its answer on
     disk, and the next run pays only for the rest."""
-    from datetime import date
 
     from tourneylake.config import SANDBOX_USERNAME, Settings
     from tourneylake.lake.lake import Lake
@@ -419,7 +417,6 @@ def test_ctrl_c_during_the_free_calls_ends_the_night(tmp_path: Path) -> None:
     """SIGINT while the night's first steps (the free calls, which Dagster retries on a
     transient failure) wait on the service: the night stops there, exit 130, one line, no
     search spent. (Dagster retries an interrupted step that has a retry policy: the night went on.)"""
-    from datetime import date
 
     from tourneylake.config import SANDBOX_USERNAME
     from tourneylake.sandbox import running_sandbox
@@ -516,12 +513,13 @@ def test_a_wrong_watchlist_exits_4_naming_the_pairs_after_harvesting_the_others(
     assert "PokerStars/Borbas.Geri [bad]: invalid filter 'bad'" in logged and "unknown network 'NoSuchNetwork'" in logged
 
 
-def test_the_readmes_dagster_examples_work_as_written(tmp_path: Path) -> None:
-    """Every `dagster asset materialize` and `dagster job execute` line of the README, run as
-    written (a shell, the virtual environment on the PATH) on an empty data directory."""
-    readme = (REPO / "README.md").read_text()
-    commands = [line.strip() for line in readme.splitlines() if line.strip().startswith(("dagster asset ", "dagster job "))]
+def test_the_operating_guides_dagster_examples_work_as_written(tmp_path: Path) -> None:
+    """Every `dagster asset materialize` and `dagster job execute` line of the operating guide,
+    run as written (a shell, the virtual environment on the PATH) on an empty data directory."""
+    guide = (REPO / "docs" / "guides" / "operating.md").read_text()
+    commands = [line.strip() for line in guide.splitlines() if line.strip().startswith(("dagster asset ", "dagster job "))]
     assert len(commands) >= 2
+    night = datetime.now(UTC).date() - timedelta(days=1)  # the commands' $(date -u -d yesterday +%F)
     home = tmp_path / "dagster_home"
     home.mkdir()
     (home / "dagster.yaml").write_text((REPO / "dagster_home" / "dagster.yaml").read_text())
@@ -534,10 +532,7 @@ def test_the_readmes_dagster_examples_work_as_written(tmp_path: Path) -> None:
     for command in commands:
         done = subprocess.run(["bash", "-c", command], cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
         assert done.returncode == 0, (command, done.stderr[-2000:])
-    from datetime import UTC, datetime, timedelta
-
     from tourneylake.lake.lake import Lake
 
-    yesterday = datetime.now(UTC).date() - timedelta(days=1)
     lake = Lake(tmp_path / "data")
-    assert yesterday in lake.tables.nights("countries") and yesterday in lake.tables.nights("player_snapshots")
+    assert night in lake.tables.nights("countries") and night in lake.tables.nights("player_snapshots")
