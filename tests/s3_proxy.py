@@ -194,6 +194,20 @@ def _stop(process: subprocess.Popen[bytes]) -> None:
             process.wait()
 
 
+def wait_listening(process: subprocess.Popen[Any], port: int, name: str, within_s: float = 30) -> None:
+    """Return once ``process`` accepts connections on ``port`` (loopback); raise if it exits or
+    ``within_s`` passes first."""
+    deadline = time.monotonic() + within_s
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+            return
+        except OSError:
+            if process.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"{name} did not come up within {within_s:.0f} s") from None
+            time.sleep(0.1)
+
+
 @contextlib.contextmanager
 def running_moto() -> Iterator[str]:
     """``moto_server`` (a real S3 API) on a loopback port; yields its endpoint URL."""
@@ -203,15 +217,7 @@ def running_moto() -> Iterator[str]:
     command = [str(Path(sys.executable).parent / "moto_server"), "-H", "127.0.0.1", "-p", str(port)]
     process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
-                break
-            except OSError:
-                if process.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError("moto_server did not come up within 30 s") from None
-                time.sleep(0.1)
+        wait_listening(process, port, "moto_server")
         yield f"http://127.0.0.1:{port}"
     finally:
         _stop(process)

@@ -7,11 +7,12 @@ import os
 import signal
 import socket
 import subprocess
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+from tests.s3_proxy import wait_listening
 
 
 def free_port() -> int:
@@ -56,15 +57,7 @@ def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     with open(Path(folder) / "redis.log", "wb") as log:
         process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
     try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
-                break
-            except OSError:
-                if process.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError("redis-server did not come up within 30 s") from None
-                time.sleep(0.1)
+        wait_listening(process, port, "redis-server")
         yield f"redis://127.0.0.1:{port}"
     finally:
         stop(process)
