@@ -21,6 +21,7 @@ from tourneylake.night.harvest import HarvestOutcome, harvest_players, refresh_f
 from tourneylake.night.session import Session
 from tourneylake.night.watchlist import load_watchlist
 from tourneylake.sandbox import DEMO
+from tourneylake.tables.normalize.summary import SUMMARY_TABLES
 from tourneylake.tables.warehouse import Warehouse
 
 REPO = Path(__file__).resolve().parent.parent
@@ -229,3 +230,18 @@ def only_side_by_side(monkeypatch: Any, module: Any, name: str) -> None:
         return real(*args)
 
     monkeypatch.setattr(module, name, gated)
+
+
+#: Columns that differ between two harvests of the same answers (clocks, listing times, hashes).
+VOLATILE = {"fetched_at", "server_time", "listed_at", "last_activity_at", "metadata_hash"}
+
+
+def summary_rows(lake: Lake, night: date) -> dict[str, list[str]]:
+    """The night's summary tables, each as its sorted rows without :data:`VOLATILE` columns: what
+    two harvests of the same night must agree on."""
+    out = {}
+    for name in SUMMARY_TABLES:
+        table = lake.tables.read_table(name, night)
+        keep = [c for c in table.column_names if c not in VOLATILE]
+        out[name] = sorted(map(repr, table.select(keep).to_pylist()))
+    return out

@@ -32,12 +32,11 @@ import pytest
 import yaml
 
 from tests.deploy.conftest import stop
-from tests.helpers import REPO, player_line
+from tests.helpers import REPO, player_line, summary_rows
 from tourneylake.lake.lake import Lake
 from tourneylake.lake.ledger import Ledger
 from tourneylake.pipelines.failures import failure_line
 from tourneylake.sandbox import DEMO
-from tourneylake.tables.normalize.summary import SUMMARY_TABLES
 
 # The suite's PostgreSQL server is restarted by a test of this group: its tests run on one worker.
 pytestmark = [pytest.mark.slow, pytest.mark.deploy, pytest.mark.xdist_group("postgres")]
@@ -48,7 +47,6 @@ ACCOUNTS = ("left", "middle", "right")
 PLAYERS = 60
 SANDBOX = dict(seed=5, today=NIGHT, players=120, latency_ms=150)
 SANDBOX_USERS = [(f"{name}@example.com", f"{name}-pw", "subscriber", 100_000) for name in ACCOUNTS]
-VOLATILE = {"fetched_at", "server_time", "listed_at", "last_activity_at", "metadata_hash"}
 BIN = Path(sys.executable).parent
 DEPLOY = REPO / "deploy"
 
@@ -95,15 +93,6 @@ def _environment(sandbox, folder: Path, data_dir: str, **extra: str) -> dict[str
     }
 
 
-def _tables(lake: Lake, night: date) -> dict[str, list[str]]:
-    out = {}
-    for name in SUMMARY_TABLES:
-        table = lake.tables.read_table(name, night)
-        keep = [c for c in table.column_names if c not in VOLATILE]
-        out[name] = sorted(map(repr, table.select(keep).to_pylist()))
-    return out
-
-
 @pytest.fixture(scope="module")
 def one_process(sandbox, tmp_path_factory: pytest.TempPathFactory) -> dict[date, dict[str, list[str]]]:
     """Both nights run in one process each (``tourneylake run``'s own, one account after
@@ -117,7 +106,7 @@ def one_process(sandbox, tmp_path_factory: pytest.TempPathFactory) -> dict[date,
             [sys.executable, "-c", _ONE_PROCESS, night.isoformat()], cwd=REPO, env=env, capture_output=True, text=True
         )
         assert done.returncode == 0, done.stderr[-3000:]
-        tables[night] = _tables(Lake(folder / "data"), night)
+        tables[night] = summary_rows(Lake(folder / "data"), night)
     return tables
 
 
@@ -244,7 +233,7 @@ def test_a_night_on_celery_workers_is_the_night_of_one_process(sandbox, deployme
     logged = "".join(log.read_text(errors="replace") for log in deployment.logs)
     assert all(f"player_summaries__{name}" in logged for name in ACCOUNTS)
     assert "left-pw" not in logged and DEMO.password not in logged
-    assert _tables(deployment.lake, NIGHT) == one_process[NIGHT]
+    assert summary_rows(deployment.lake, NIGHT) == one_process[NIGHT]
     assert not Ledger(deployment.lake).dead_runs()
 
 
@@ -268,7 +257,7 @@ def test_a_worker_killed_mid_night_then_a_re_run(sandbox, deployment: Deployment
 
     code, err = _finished(deployment.run(KILLED_NIGHT))
     assert code == 0, err[-3000:]
-    assert _tables(deployment.lake, KILLED_NIGHT) == one_process[KILLED_NIGHT]
+    assert summary_rows(deployment.lake, KILLED_NIGHT) == one_process[KILLED_NIGHT]
     ledger = Ledger(deployment.lake)
     assert not ledger.dead_runs()
     spent: dict[str, int] = {}

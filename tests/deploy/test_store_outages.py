@@ -26,30 +26,19 @@ from pathlib import Path
 import fsspec
 import pytest
 
-from tests.helpers import player_line, sandbox_settings, write_watchlist
+from tests.helpers import player_line, sandbox_settings, summary_rows, write_watchlist
 from tests.s3_proxy import RunningProxy, running_proxy
 from tourneylake.api import calls
 from tourneylake.config import SANDBOX_USERNAME, Settings
 from tourneylake.lake.lake import Lake
 from tourneylake.lake.ledger import RECONCILED_AFTER_CRASH, Ledger
 from tourneylake.pipelines.nightly import RunReport, run_night
-from tourneylake.tables.normalize.summary import SUMMARY_TABLES
 
 pytestmark = [pytest.mark.slow, pytest.mark.deploy]
 
 NIGHT = date(2026, 11, 20)
 PLAYERS = 40
 SANDBOX = dict(seed=21, today=NIGHT, players=100, latency_ms=100)
-VOLATILE = {"fetched_at", "server_time", "listed_at", "last_activity_at", "metadata_hash"}
-
-
-def _tables(lake: Lake) -> dict[str, list[str]]:
-    out = {}
-    for name in SUMMARY_TABLES:
-        table = lake.tables.read_table(name, NIGHT)
-        keep = [c for c in table.column_names if c not in VOLATILE]
-        out[name] = sorted(map(repr, table.select(keep).to_pylist()))
-    return out
 
 
 def _settings(sandbox, folder: Path, data_dir: str | Path) -> Settings:
@@ -64,7 +53,7 @@ def uninterrupted(sandbox, tmp_path_factory: pytest.TempPathFactory) -> dict[str
     folder = tmp_path_factory.mktemp("uninterrupted")
     report = run_night(_settings(sandbox, folder, folder / "data"), NIGHT)
     assert report.success, report.failure
-    return _tables(Lake(folder / "data"))
+    return summary_rows(Lake(folder / "data"), NIGHT)
 
 
 @pytest.fixture
@@ -112,7 +101,7 @@ def test_a_5_s_outage_is_ridden_out(
     assert any("the lake's store is not answering" in line and "retrying" in line for line in said), said
     assert any("answers again" in line for line in said), said
     lake = Lake(url)
-    assert _tables(lake) == uninterrupted
+    assert summary_rows(lake, NIGHT) == uninterrupted
     assert before - sandbox.accounts.remaining(SANDBOX_USERNAME) == PLAYERS == Ledger(lake).spent(NIGHT)
 
 
@@ -135,7 +124,7 @@ def test_a_90_s_outage_keeps_what_was_paid_and_a_failed_night_s_re_run_pays_noth
         assert paid < PLAYERS
         again = run_night(settings, NIGHT)
         assert again.success, again.failure
-    assert _tables(lake) == uninterrupted
+    assert summary_rows(lake, NIGHT) == uninterrupted
     assert before - sandbox.accounts.remaining(SANDBOX_USERNAME) == PLAYERS  # nothing paid twice
     rows = list(Ledger(lake).entries(NIGHT))
     assert sum(int(row["cost"]) for row in rows) == PLAYERS and not [r for r in rows if r["outcome"] == RECONCILED_AFTER_CRASH]

@@ -28,11 +28,10 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from tests.helpers import DEMO_ENV, REPO, player_line
+from tests.helpers import DEMO_ENV, REPO, player_line, summary_rows
 from tourneylake.api import calls
 from tourneylake.lake.lake import Lake
 from tourneylake.lake.ledger import Ledger
-from tourneylake.tables.normalize.summary import SUMMARY_TABLES
 
 # One worker runs every test of the suite's PostgreSQL server: one of them restarts it.
 pytestmark = [pytest.mark.slow, pytest.mark.deploy, pytest.mark.xdist_group("postgres")]
@@ -42,7 +41,6 @@ SANDBOX = dict(seed=21, today=NIGHT, players=200, latency_ms=150)
 USERS = {"left": "left@example.com", "right": "right@example.com"}
 SANDBOX_USERS = [(user, f"{name}-pw", "subscriber", 100_000) for name, user in USERS.items()]
 PLAYERS = 60
-VOLATILE = {"fetched_at", "server_time", "listed_at", "last_activity_at", "metadata_hash"}
 
 _DRIVER = """
 import json, sys
@@ -112,15 +110,6 @@ def _writer_of(env: dict[str, str], account: str, *, answered: int, within_s: fl
     raise AssertionError(f"{account}'s harvest never answered {answered} calls")
 
 
-def _tables(lake: Lake) -> dict[str, list[str]]:
-    out = {}
-    for name in SUMMARY_TABLES:
-        table = lake.tables.read_table(name, NIGHT)
-        keep = [c for c in table.column_names if c not in VOLATILE]
-        out[name] = sorted(map(repr, table.select(keep).to_pylist()))
-    return out
-
-
 def _ledger_by_account(lake: Lake) -> dict[str, int]:
     spent: dict[str, int] = {}
     for row in Ledger(lake).entries(NIGHT):
@@ -136,7 +125,7 @@ def _remaining(sandbox) -> dict[str, int]:
 def uninterrupted(sandbox, tmp_path_factory, state_url: str) -> dict[str, list[str]]:
     env = _environment(sandbox, tmp_path_factory.mktemp("uninterrupted"), state_url)
     assert _finish(_start(env))["success"]
-    return _tables(_lake(env))
+    return summary_rows(_lake(env), NIGHT)
 
 
 def test_a_shard_killed_mid_night_then_a_re_run(sandbox, tmp_path: Path, state_url: str, uninterrupted) -> None:
@@ -154,7 +143,7 @@ def test_a_shard_killed_mid_night_then_a_re_run(sandbox, tmp_path: Path, state_u
     again = _finish(_start(env))
     assert again["success"], again
     assert not Ledger(lake).dead_runs()
-    assert _tables(lake) == uninterrupted
+    assert summary_rows(lake, NIGHT) == uninterrupted
     assert stored <= {ref.name for ref in lake.raw.refs(NIGHT, calls.PLAYER_SUMMARY)}
     drops = {name: before[name] - after for name, after in _remaining(sandbox).items()}
     assert _ledger_by_account(lake) == drops  # the ledger is the bill, the dead run reconciled
@@ -198,7 +187,7 @@ def test_shards_whose_run_was_killed_stop_paying(sandbox, tmp_path: Path, state_
 
     again = _finish(_start(env))
     assert again["success"], again
-    assert _tables(lake) == uninterrupted
+    assert summary_rows(lake, NIGHT) == uninterrupted
     drops = {name: before[name] - after for name, after in _remaining(sandbox).items()}
     assert _ledger_by_account(lake) == drops
     assert sum(drops.values()) <= PLAYERS + 4  # at most the calls in flight (2 a shard) paid twice
@@ -236,7 +225,7 @@ def test_postgres_restarted_mid_night(sandbox, tmp_path: Path, state_url: str, p
         assert first["failure"] and "\n" not in first["failure"]
         again = _finish(_start(env))
         assert again["success"], again
-    assert _tables(lake) == uninterrupted
+    assert summary_rows(lake, NIGHT) == uninterrupted
     drops = {name: before[name] - after for name, after in _remaining(sandbox).items()}
     assert _ledger_by_account(lake) == drops  # nothing paid is missing from the ledger
     assert not Ledger(lake).dead_runs()
