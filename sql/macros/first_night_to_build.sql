@@ -3,7 +3,9 @@
     rows changed in number since it was built (a drain, a rebuild in place, a night caught up
     late); '1900-01-01' when it holds none. `loaded` is a query of the rows a night should give,
     one `snapshot_date` column per row. Run at compile time: the model then reads those nights by
-    a fixed date, which DuckDB prunes to their row groups. -#}
+    a fixed date, which DuckDB prunes to their row groups. Such a model's `unique_key` is the one
+    column 'snapshot_date', a string: dbt-duckdb then deletes the nights made again with `IN`
+    (given as a list, it joins every held row of a night to every new row of it). -#}
 {% macro first_night_to_build(loaded) -%}
 {%- set query %}
     WITH held AS (SELECT snapshot_date, count(*) AS held FROM {{ this }} GROUP BY ALL),

@@ -5,7 +5,7 @@
 -- statistics not found there. The nights are read by dates fixed before the query runs, so DuckDB
 -- reads those nights' row groups alone: a night's build reads the night and the look-back, not the
 -- whole history. A full build (`--full-refresh`, a fresh warehouse) reads every night.
-{{ config(materialized='incremental', incremental_strategy='delete+insert', unique_key=['snapshot_date'], on_schema_change='fail') }}
+{{ config(materialized='incremental', incremental_strategy='delete+insert', unique_key='snapshot_date', on_schema_change='fail') }}
 {%- set key = 'network, player, filter_name, statistic' %}
 {%- set source_rows = source('warehouse', 'player_statistics') %}
 
