@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.table import Table
@@ -38,12 +38,12 @@ from tourneylake.cli import (
 )
 from tourneylake.config import unwritable
 from tourneylake.errors import ConfigError
-from tourneylake.night.accounts import account_settings
-from tourneylake.night.progress import ProgressSnapshot, listening
-from tourneylake.night.watchlist import load_watchlist
 from tourneylake.packaged import check_packaged
 from tourneylake.pipelines.schedule_state import nightly_schedule_state
 from tourneylake.runtime.without_pandas import skip_pandas_sniffing
+
+if TYPE_CHECKING:
+    from tourneylake.night.progress import ProgressSnapshot
 
 __all__ = ["PARTIAL", "WATCHLIST", "app", "main"]
 
@@ -64,6 +64,8 @@ def progress_bar() -> Iterator[None]:
         yield
         return
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+    from tourneylake.night.progress import listening
 
     columns = (
         TextColumn("{task.description}"),
@@ -258,6 +260,9 @@ def run(
         raise fail(f"watchlist {settings.watchlist} not found (set --watchlist or TOURNEYLAKE_WATCHLIST)")
     # The nightly report follows the project's watchlist: a run of another one builds the models only.
     one_off = watchlist is not None and settings.watchlist.resolve() != settings_from(sandbox, **flags).watchlist.resolve()
+    from tourneylake.night.accounts import account_settings
+    from tourneylake.night.watchlist import load_watchlist
+
     with reported():
         check_packaged()  # what a night reads from the installation, before anything is called
         problem = unwritable(settings)

@@ -21,7 +21,6 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Annotated, Any, NoReturn, TypeVar
 
-import pyarrow as pa
 import typer
 from rich.console import Console
 from rich.logging import RichHandler
@@ -465,17 +464,17 @@ def _size(count: int | None) -> str:
     return f"{count} B"
 
 
-def print_status(found: Any, night: date | None, pairs: int, latest: int) -> None:
+def print_status(found: Any, night: date | None, pairs: int) -> None:
     source = found.source or "nothing harvested yet"
     console.print(
         f"[bold]tourneylake status[/]: {found.data_dir} ({source}); lake {_size(found.lake_bytes)}, "
         f"warehouse {_size(found.warehouse_bytes)}",
         highlight=False,
     )
-    nights = [n for n in found.nights if n.night == night] if night else found.nights[-latest:] if latest else []
-    earlier = "" if night or len(nights) == len(found.nights) else f", the latest {len(nights)} shown (--nights N)"
+    nights = found.nights
+    earlier = "" if night or len(nights) == found.nights_held else f", the latest {len(nights)} shown (--nights N)"
     table = Table(
-        title=f"{len(found.nights)} night(s) held: what each holds (its last run's, or the last that loaded it)" + earlier
+        title=f"{found.nights_held} night(s) held: what each holds (its last run's, or the last that loaded it)" + earlier
     )
     for column in ("night", "outcome", "searches", "fetched", "deferred", "failed", "not attempted", *_SHOWN_TABLES):
         table.add_column(column, justify="left" if column in ("night", "outcome") else "right", no_wrap=column == "outcome")
@@ -510,6 +509,9 @@ def print_status(found: Any, night: date | None, pairs: int, latest: int) -> Non
             console.print(f"  … and {len(outstanding) - pairs:,} earlier (--pairs N, or --json)", highlight=False)
     left = ", ".join(f"{name} {'unknown' if n is None else f'{n:,}'}" for name, n in found.searches_left.items())
     console.print(f"searches left: {left or 'unknown'}" + (f" (as of {found.searches_left_at})" if left else ""), highlight=False)
+
+
+def print_schedule(found: Any) -> None:
     if found.schedule_on:
         console.print(
             f"nightly schedule: on ({found.schedule_source}); next run {found.next_run:%Y-%m-%d %H:%M} UTC "
@@ -534,7 +536,9 @@ schedule_readers: list[Callable[[], Any]] = []
 def status(
     data_dir: DataDir = None,
     night: Annotated[str | None, typer.Option("--date", help="Show one night: its rows per table and outstanding pairs.")] = None,
-    latest: Annotated[int, typer.Option("--nights", min=0, help="The latest nights to show (the JSON has them all).")] = 31,
+    latest: Annotated[
+        int, typer.Option("--nights", min=0, help="The latest nights to show (the JSON has them all, unless --date).")
+    ] = 31,
     pairs: Annotated[int, typer.Option("--pairs", min=0, help="Outstanding pairs to list (the latest).")] = 20,
     as_json: Annotated[bool, typer.Option("--json", help="Everything as one JSON document on standard output.")] = False,
 ) -> None:
@@ -548,15 +552,18 @@ def status(
     skip_pandas_sniffing()  # a status makes no data frame (pyarrow would import pandas to ask)
     settings = settings_from(data_dir=data_dir)
     chosen = parse_night(night) if night else None
-    schedule = schedule_readers[-1]() if schedule_readers else None
-    found = call(lambda: lake_status(settings, schedule=schedule))
+    found = call(lambda: lake_status(settings, latest=None if as_json else latest, night=chosen))
+    if not as_json:
+        print_status(found, chosen, pairs)  # the lake first: asking Dagster's instance takes its import
+    if schedule_readers:
+        found.with_schedule(schedule_readers[-1](), settings.schedule_cron)
     if as_json:
         import orjson
 
         sys.stdout.buffer.write(orjson.dumps(found.as_json(), option=orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE))
         sys.stdout.buffer.flush()
         return
-    print_status(found, chosen, pairs, latest)
+    print_schedule(found)
 
 
 # ------------------------------------------------------------------------------------- drain
@@ -795,6 +802,8 @@ def query(
     if as_csv or as_json:
         _write_rows(result if limit is None else result.slice(0, limit), "csv" if as_csv else "json")
         return
+    import pyarrow as pa
+
     shown = 50 if limit is None else limit
     table = Table()
     for name, field in zip(result.column_names, result.schema, strict=True):

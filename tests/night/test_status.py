@@ -61,6 +61,10 @@ def test_each_nights_last_run_is_told_with_what_is_still_outstanding(lake) -> No
         (WATCHLIST, "watchlist"),
     ]
     assert nights[DEFERRED].searches_spent == 2 and nights[DEFERRED].deferred == 1 and nights[DEFERRED].loaded
+    # The latest nights alone are described when asked (a night's bill reads its ledger), or one night.
+    latest = lake_status(lake, latest=2)
+    assert latest.nights_held == 4 and latest.nights == found.nights[-2:]
+    assert lake_status(lake, night=PARTIAL).nights == [nights[PARTIAL]]
     assert nights[DEFERRED].rows["player_snapshots"] == 2
     (deferred,) = nights[DEFERRED].outstanding
     assert deferred.startswith("iPoker/Zoë O'Brien: deferred: budget: run cap 2 reached")

@@ -117,7 +117,9 @@ def test_compaction_and_vacuum_keep_every_row_and_every_answer(year, tmp_path: P
     relations = [*LOAD_ORDER, *models()]
     before_tables = lake_tables(lake)
     before_answers = answers(settings.warehouse_path, relations)
-    assert all(before_answers[name] for name in ("player_entries", "leaderboard", "movers", "player_daily_results"))
+    assert all(
+        before_answers[name] for name in ("player_entries", "leaderboard", "movers", "player_daily_results", "computed_vs_served")
+    )
 
     # A night that is not due compacts nothing; a due one compacts every earlier night of
     # several parts, and the parts they replace are vacuumed (no past version kept: 0 days).

@@ -192,7 +192,10 @@ class LakeStatus:
 
     data_dir: str
     source: str | None
+    #: the nights described: the latest ones asked for, or every night held
     nights: list[NightStatus]
+    #: how many nights the lake holds (described or not)
+    nights_held: int
     #: each account's searches left as the last run read them (the settings' account under its
     #: user name), and when
     searches_left: dict[str, int | None]
@@ -210,17 +213,33 @@ class LakeStatus:
     def as_json(self) -> dict[str, Any]:
         return asdict(self)
 
+    def with_schedule(self, schedule: ScheduleState, cron: str, now: datetime | None = None) -> LakeStatus:
+        """The status with the schedule's state as Dagster's instance says, and its next run."""
+        self.schedule_on, self.schedule_source = schedule.on, schedule.source
+        self.next_run = next_scheduled(cron, now or datetime.now(UTC)) if schedule.on else None
+        return self
 
-def lake_status(settings: Settings, *, now: datetime | None = None, schedule: ScheduleState | None = None) -> LakeStatus:
+
+def lake_status(
+    settings: Settings,
+    *,
+    latest: int | None = None,
+    night: date | None = None,
+    now: datetime | None = None,
+    schedule: ScheduleState | None = None,
+) -> LakeStatus:
     """The lake's state (see the module docstring): reads what the lake keeps, calls nothing.
+    ``latest``: only the latest nights are described (each night's bill reads its ledger, so a
+    year's status would read a year's), ``night``: only that one; neither: every night held.
     ``schedule``: whether the nightly schedule is on, as Dagster's instance says (the library
     does not read it: ``pipelines`` does)."""
     lake = Lake.of(settings)
     records = NightLog(lake).all()
     tables = set(lake.tables.nights("player_snapshots"))
     held = sorted(tables | set(records) | {night for night in lake.raw.nights() if _raw_night(lake, night, tables, records)})
-    bills = _bills(lake, held)
-    nights = [_night_status(lake, night, records.get(night, {}), bills.get(night, 0)) for night in held]
+    shown = [n for n in held if n == night] if night else held[max(len(held) - latest, 0) :] if latest is not None else held
+    bills = _bills(lake, shown)
+    nights = [_night_status(lake, one, records.get(one, {}), bills.get(one, 0)) for one in shown]
     left, left_at = _searches_left(settings, records)
     warehouse = _warehouse(settings)
     schedule = schedule or ScheduleState(None, "Dagster's instance not read")
@@ -228,16 +247,17 @@ def lake_status(settings: Settings, *, now: datetime | None = None, schedule: Sc
         data_dir=str(settings.data_dir),
         source=lake.source,
         nights=nights,
+        nights_held=len(held),
         searches_left=left,
         searches_left_at=left_at,
         lake_bytes=_lake_bytes(lake, held, records),
         warehouse=str(warehouse) if warehouse else "",
         warehouse_bytes=warehouse.stat().st_size if warehouse and warehouse.is_file() else None,
-        schedule_on=schedule.on,
-        schedule_source=schedule.source,
-        next_run=next_scheduled(settings.schedule_cron, now or datetime.now(UTC)) if schedule.on else None,
+        schedule_on=None,
+        schedule_source="",
+        next_run=None,
         schedule_cron=settings.schedule_cron,
-    )
+    ).with_schedule(schedule, settings.schedule_cron, now)
 
 
 def _raw_night(lake: Lake, night: date, tables: set[date], records: dict[date, Any]) -> bool:

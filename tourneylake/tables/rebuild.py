@@ -96,9 +96,10 @@ def _rebuild(settings: Settings, lake: Lake, wanted: list[date], *, every: bool,
     sweep_tmp(lake.root)
     outcome = RebuildOutcome(nights=wanted, fresh_warehouse=every and warehouse)
     # `--all` fills a fresh file while the nights are rebuilt (queries keep the old one until
-    # the swap); a rebuild in place loads the live file at the end, holding its lock only then.
+    # the swap), its models tested on every night; a rebuild in place loads the live file at the
+    # end, holding its lock only then.
     with (
-        _warehouse(settings.warehouse_path, fresh=True, variables=settings.model_vars)
+        _warehouse(settings.warehouse_path, fresh=True, variables={**settings.model_vars, "tested_nights": 0})
         if every and warehouse
         else nullcontext() as fresh
     ):

@@ -1,48 +1,76 @@
--- For each summary whose window is fixed (a `window: day` filter, or an anchored one) and whose
--- filter has no constraint but Date: the count, total ROI, average ROI and ITM computed from the
--- lake's entries started in that window, beside what the service reported for it.
-WITH windows AS (
+-- For each summary whose window is fixed (`fixed_window_summaries`, the ones the service served
+-- statistics for): the entries, total ROI, average ROI and ITM computed from the lake's entries
+-- started in that window, beside what the service reported for it.
+-- A table made again at every build: an entry listed late (a tournament that ended after its
+-- night's harvest) changes the windows before it. Each player's entries are summed in start order
+-- once; a window's sums are the running sums at its end less those before its start (two as-of
+-- joins, exact in DECIMAL), so the build grows with the entries and windows, not their product.
+{{ config(materialized='table') }}
+WITH starts AS (  -- each player's entries summed per start
     SELECT
-        snapshot_date,
         network,
         player,
-        filter_name,
-        filter_window,
-        tournament_count AS listed,
-        to_timestamp(regexp_extract(filter_sent, 'Date:(\d+)~(\d+)', 1)::BIGINT) AS window_start,
-        to_timestamp(regexp_extract(filter_sent, 'Date:(\d+)~(\d+)', 2)::BIGINT) AS window_end
-    FROM {{ source('warehouse', 'player_snapshots') }}
-    WHERE found
-        AND (filter_window = 'day' OR anchored)
-        AND regexp_matches(filter_sent, '^Date:\d+~\d+$')
-),
-served AS (
-    SELECT
-        snapshot_date,
-        network,
-        player,
-        filter_name,
-        max(value_number) FILTER (WHERE statistic = 'Count') AS served_entries,
-        max(value_number) FILTER (WHERE statistic = 'TotalROI') AS served_total_roi_pct,
-        max(value_number) FILTER (WHERE statistic = 'AvROI') AS served_avg_roi_pct,
-        max(value_number) FILTER (WHERE statistic = 'ITM') AS served_itm_pct
-    FROM {{ source('warehouse', 'player_statistics') }}
+        started_at,
+        count(*) AS entries,
+        count(profit_usd) AS profits,
+        sum(profit_usd::DECIMAL(38, 12)) AS profit,
+        count(buy_in_usd) AS buy_ins,
+        sum(buy_in_usd::DECIMAL(38, 12)) AS buy_in,
+        count(roi_pct) AS rois,
+        sum(roi_pct::DECIMAL(38, 12)) AS roi,
+        count(*) FILTER (WHERE cashed) AS cashes
+    FROM {{ ref('player_entries') }}
+    WHERE started_at IS NOT NULL
     GROUP BY ALL
 ),
-computed AS (
+running AS (  -- the sums of the player's entries started up to each start
+    SELECT
+        network,
+        player,
+        started_at,
+        sum(entries) OVER w AS entries,
+        sum(profits) OVER w AS profits,
+        sum(coalesce(profit, 0)) OVER w AS profit,
+        sum(buy_ins) OVER w AS buy_ins,
+        sum(coalesce(buy_in, 0)) OVER w AS buy_in,
+        sum(rois) OVER w AS rois,
+        sum(coalesce(roi, 0)) OVER w AS roi,
+        sum(cashes) OVER w AS cashes
+    FROM starts
+    WINDOW w AS (PARTITION BY network, player ORDER BY started_at ROWS UNBOUNDED PRECEDING)
+),
+windows AS (
+    SELECT * FROM {{ ref('fixed_window_summaries') }} WHERE served
+),
+sums AS (  -- the window's entries: the running sums at its end less those before its start
     SELECT
         w.snapshot_date,
         w.network,
         w.player,
         w.filter_name,
-        count(e.tournament_id) AS computed_entries,
-        100 * sum(e.profit_usd) / nullif(sum(e.buy_in_usd), 0) AS computed_total_roi_pct,
-        avg(e.roi_pct) AS computed_avg_roi_pct,
-        100 * count(*) FILTER (WHERE e.cashed) / nullif(count(e.tournament_id), 0) AS computed_itm_pct
+        coalesce(e.entries, 0) - coalesce(b.entries, 0) AS entries,
+        coalesce(e.profits, 0) - coalesce(b.profits, 0) AS profits,
+        coalesce(e.profit, 0) - coalesce(b.profit, 0) AS profit,
+        coalesce(e.buy_ins, 0) - coalesce(b.buy_ins, 0) AS buy_ins,
+        coalesce(e.buy_in, 0) - coalesce(b.buy_in, 0) AS buy_in,
+        coalesce(e.rois, 0) - coalesce(b.rois, 0) AS rois,
+        coalesce(e.roi, 0) - coalesce(b.roi, 0) AS roi,
+        coalesce(e.cashes, 0) - coalesce(b.cashes, 0) AS cashes
     FROM windows AS w
-    LEFT JOIN {{ ref('player_entries') }} AS e
-        ON e.network = w.network AND e.player = w.player AND e.started_at BETWEEN w.window_start AND w.window_end
-    GROUP BY ALL
+    ASOF LEFT JOIN running AS e ON w.network = e.network AND w.player = e.player AND w.window_end >= e.started_at
+    ASOF LEFT JOIN running AS b ON w.network = b.network AND w.player = b.player AND w.window_start > b.started_at
+),
+computed AS (
+    SELECT
+        snapshot_date,
+        network,
+        player,
+        filter_name,
+        entries::BIGINT AS computed_entries,
+        CASE WHEN profits > 0 AND buy_ins > 0 THEN 100 * profit::DOUBLE / nullif(buy_in::DOUBLE, 0) END AS computed_total_roi_pct,
+        CASE WHEN rois > 0 THEN roi::DOUBLE / rois END AS computed_avg_roi_pct,
+        100 * cashes / nullif(entries, 0) AS computed_itm_pct
+    FROM sums
 )
 SELECT
     w.snapshot_date,
@@ -53,19 +81,18 @@ SELECT
     w.window_start,
     w.window_end,
     w.listed,
-    s.served_entries::BIGINT AS served_entries,
+    w.served_entries,
     c.computed_entries,
-    coalesce(s.served_entries <= w.listed, false) AS listed_all,
-    s.served_total_roi_pct,
+    coalesce(w.served_entries <= w.listed, false) AS listed_all,
+    w.served_total_roi_pct,
     c.computed_total_roi_pct,
-    s.served_avg_roi_pct,
+    w.served_avg_roi_pct,
     c.computed_avg_roi_pct,
-    s.served_itm_pct,
+    w.served_itm_pct,
     c.computed_itm_pct,
-    c.computed_entries - s.served_entries::BIGINT AS entries_difference,
-    c.computed_total_roi_pct - s.served_total_roi_pct AS total_roi_difference_pct,
-    c.computed_avg_roi_pct - s.served_avg_roi_pct AS avg_roi_difference_pct,
-    c.computed_itm_pct - s.served_itm_pct AS itm_difference_pct
+    c.computed_entries - w.served_entries AS entries_difference,
+    c.computed_total_roi_pct - w.served_total_roi_pct AS total_roi_difference_pct,
+    c.computed_avg_roi_pct - w.served_avg_roi_pct AS avg_roi_difference_pct,
+    c.computed_itm_pct - w.served_itm_pct AS itm_difference_pct
 FROM windows AS w
-JOIN served AS s USING (snapshot_date, network, player, filter_name)
 JOIN computed AS c USING (snapshot_date, network, player, filter_name)

@@ -1,5 +1,11 @@
 -- The served statistics that moved since the previous night they were harvested, per player and
--- filter and night, ranked by how much they moved (relative change first).
+-- filter and night, ranked by how much they moved (relative change first). Incremental: a
+-- night's rows are its own, so a build makes the nights from `first_night_to_build` on.
+{{ config(materialized='incremental', incremental_strategy='delete+insert', unique_key='snapshot_date', on_schema_change='fail') }}
+{%- set moves %}
+    SELECT * FROM {{ ref('player_statistics_over_time') }} WHERE change IS NOT NULL AND change <> 0
+{%- endset %}
+{%- set since = first_night_to_build(moves) if is_incremental() else '1900-01-01' %}
 WITH moved AS (
     SELECT
         snapshot_date,
@@ -14,8 +20,8 @@ WITH moved AS (
         change,
         change_usd,
         100 * change / nullif(abs(value_number - change), 0) AS change_pct
-    FROM {{ ref('player_statistics_over_time') }}
-    WHERE change IS NOT NULL AND change <> 0
+    FROM ({{ moves }})
+    WHERE snapshot_date >= DATE '{{ since }}'
 )
 SELECT
     *,

@@ -1,27 +1,16 @@
 -- Every statistic night by night, with the change since the previous harvest. Incremental: a build
--- makes again the latest night it holds (a night loaded again may have gained rows), every night
--- after one whose rows changed in number (a drain, a rebuild in place), and adds the new ones;
+-- makes again the nights from `first_night_to_build` on and adds the new ones;
 -- each new row's previous harvest is the latest row of its statistic the model holds, looked for
 -- in its last `statistics_lookback_nights` nights (a dbt var), and before them only for the
 -- statistics not found there. The nights are read by dates fixed before the query runs, so DuckDB
 -- reads those nights' row groups alone: a night's build reads the night and the look-back, not the
 -- whole history. A full build (`--full-refresh`, a fresh warehouse) reads every night.
-{{ config(materialized='incremental', incremental_strategy='delete+insert', unique_key=['snapshot_date'], on_schema_change='fail') }}
+{{ config(materialized='incremental', incremental_strategy='delete+insert', unique_key='snapshot_date', on_schema_change='fail') }}
 {%- set key = 'network, player, filter_name, statistic' %}
 {%- set source_rows = source('warehouse', 'player_statistics') %}
 
 {% if is_incremental() %}
-{%- set since_query %}
-    WITH held AS (SELECT snapshot_date, count(*) AS held FROM {{ this }} GROUP BY ALL),
-    loaded_again AS (  -- a night whose rows changed in number since it was built
-        SELECT min(snapshot_date) AS night
-        FROM (SELECT snapshot_date, count(*) AS loaded FROM {{ source_rows }} GROUP BY ALL)
-        FULL JOIN held USING (snapshot_date)
-        WHERE loaded IS DISTINCT FROM held
-    )
-    SELECT strftime(coalesce(least((SELECT max(snapshot_date) FROM held), (SELECT night FROM loaded_again)), DATE '1900-01-01'), '%Y-%m-%d')
-{%- endset %}
-{%- set since = run_query(since_query).columns[0].values()[0] if execute else '1900-01-01' %}
+{%- set since = first_night_to_build('SELECT snapshot_date FROM ' ~ source_rows) %}
 {%- set lookback = "DATE '" ~ since ~ "' - " ~ var('statistics_lookback_nights') %}
 {%- set unmatched_query %}
     SELECT count(*)
