@@ -1,6 +1,5 @@
 -- The latest value of every statistic per player and filter (filter_name '' = unfiltered).
--- A table made again at each build: as a view, every read ranked the whole history (0.4 s at 90
--- nights of 2,000 players, growing); the build pays it once a night.
+-- A table made again at each build: as a view, every read ranked the whole history.
 {{ config(materialized='table') }}
 SELECT *
 FROM {{ source('warehouse', 'player_statistics') }}
