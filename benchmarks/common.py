@@ -377,7 +377,10 @@ class Measured:
     stdout: str
     stderr: str
     # The most memory the child and its descendants held at once (sampled every ~50 ms: a
-    # harvest with its tables worker is two processes; ``ru_maxrss`` sees one at a time).
+    # harvest with its tables worker is two processes; ``ru_maxrss`` sees one at a time), or
+    # the largest of their own peaks (``VmHWM``) if more. Not ``ru_maxrss``: Linux counts in it
+    # the parent's RSS at the fork, so a benchmark process holding gigabytes (a year's in-process
+    # nights) would report them as the child's.
     tree_peak_rss_mb: float = 0.0
     # The share of the machine's CPU time the hypervisor gave to others while the child ran
     # (``steal`` in /proc/stat), in percent; None where the kernel does not say. A run that
@@ -406,19 +409,24 @@ def steal_pct(before: tuple[int, int] | None, after: tuple[int, int] | None) -> 
     return round(100 * (after[0] - before[0]) / (after[1] - before[1]), 1)
 
 
-def _tree_rss_mb(pid: int) -> float:
+def _tree_memory_mb(pid: int) -> tuple[float, float]:
+    """The RSS of ``pid`` and its descendants now, summed, and the largest high-water mark
+    (``VmHWM``) among them: a process's own peak, even between two samples."""
     import psutil
 
     try:
         root = psutil.Process(pid)
         processes = [root, *root.children(recursive=True)]
     except psutil.Error:
-        return 0.0
-    total = 0
+        return 0.0, 0.0
+    total, largest = 0, 0
     for process in processes:
-        with contextlib.suppress(psutil.Error):  # ended between the listing and the reading
+        with contextlib.suppress(psutil.Error, OSError, ValueError):  # ended between the listing and the reading
             total += process.memory_info().rss
-    return total / 1e6
+            for line in Path(f"/proc/{process.pid}/status").read_text().splitlines():
+                if line.startswith("VmHWM:"):
+                    largest = max(largest, int(line.split()[1]) * 1024)
+    return total / 1e6, largest / 1e6
 
 
 def measure(
@@ -446,7 +454,8 @@ def measure(
                 break
             polls += 1
             if polls % 10 == 0:
-                tree_peak = max(tree_peak, _tree_rss_mb(proc.pid))
+                now_mb, largest_mb = _tree_memory_mb(proc.pid)
+                tree_peak = max(tree_peak, now_mb, largest_mb)
                 if mark is not None and marked_s is None and mark in os.pread(out.fileno(), 1 << 24, 0):
                     marked_s = time.perf_counter() - t0
             if time.perf_counter() > deadline:
@@ -469,7 +478,7 @@ def measure(
             ended_at,
             out.read().decode(errors="replace"),
             err.read().decode(errors="replace"),
-            max(tree_peak, usage.ru_maxrss / 1024),
+            tree_peak,
             steal_pct(jiffies, cpu_jiffies()),
             marked_s,
         )
