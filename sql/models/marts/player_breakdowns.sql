@@ -1,6 +1,9 @@
 -- Results per player (scope `player`) and over the whole watchlist (scope `watchlist`) broken
 -- down by one dimension at a time: stake bucket, game class, structure, speed, network, field
 -- size, hour of the week (in the `time_zone` var) and month.
+-- A table made again at each build: as a view, every read (and each of its tests) grouped every
+-- entry of the year again.
+{{ config(materialized='table') }}
 WITH dimensions AS (
     SELECT
         e.*,
