@@ -306,15 +306,31 @@ def plan_tonight(
 
 def last_harvested(lake: Lake, night: date) -> dict[tuple[str, str, str | None], date]:
     """The last night before ``night`` each (network, player, filter) was harvested, from the
-    lake's ``player_snapshots`` partitions."""
+    lake's ``player_snapshots`` partitions: the table's log read once (not once a night: a year
+    of nights is a year of reads of it), each night's parts read side by side (on an object
+    store a round trip each), the latest night of each key found by Arrow."""
+    import pyarrow as pa
+
+    columns = ["network", "player", "filter_name"]
+    nights = [
+        (when, [path for path, _ in parts]) for when, parts in lake.tables.parts("player_snapshots").items() if when < night
+    ]
+
+    def keys(item: tuple[date, list[str]]) -> pa.Table | None:
+        table = lake.tables.read_parts(item[0], item[1], columns)
+        if not table.num_rows:
+            return None
+        return table.select(columns).append_column("night", pa.array([item[0]] * table.num_rows, pa.date32()))
+
+    with ThreadPoolExecutor(8, thread_name_prefix="tourneylake-last") as pool:
+        tables = [table for table in pool.map(keys, nights) if table is not None]
     seen: dict[tuple[str, str, str | None], date] = {}
-    for when in lake.tables.nights("player_snapshots"):
-        if when >= night:
-            break
-        table = lake.tables.read("player_snapshots", when, columns=["network", "player", "filter_name"])
-        columns = [table.column(c).to_pylist() for c in ("network", "player", "filter_name")] if table.num_rows else [[]] * 3
-        for network, player, filter_name in zip(*columns, strict=True):
-            seen[(network, player, filter_name or None)] = when
+    if not tables:
+        return seen
+    latest = pa.concat_tables(tables, promote_options="default").group_by(columns).aggregate([("night", "max")])
+    for network, player, filter_name, when in zip(*(latest.column(c).to_pylist() for c in [*columns, "night_max"]), strict=True):
+        key = (network, player, filter_name or None)  # '' and None: one key, the latest night
+        seen[key] = max(when, seen.get(key, when))
     return seen
 
 
