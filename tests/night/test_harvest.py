@@ -139,3 +139,35 @@ def test_a_player_the_service_does_not_know_is_paid_for_once_a_night(sandbox, tm
     again = harvest_players(Session.open(settings, settings.base_url, sandbox.world.today), load_watchlist(settings.watchlist))
     assert again.searches_spent == 0 and before - remaining(settings) == 1
     assert [why for _, why in again.skipped] == not_found
+
+
+def test_last_harvested_is_each_targets_latest_night_before_the_one_planned(tmp_path) -> None:
+    """The plan's "last fetched" from every night's ``player_snapshots`` at once: the latest
+    night before the planned one wins, a filter written '' is the unfiltered target, and the
+    planned night and later ones are not read."""
+    import pyarrow as pa
+
+    from tourneylake.lake.lake import Lake
+    from tourneylake.night.harvest import last_harvested
+    from tourneylake.schemas import TABLES
+
+    lake = Lake(tmp_path)
+    schema = TABLES["player_snapshots"].schema
+    schema = schema.remove(schema.get_field_index("snapshot_date"))  # the night is the partition
+    first = date(2026, 11, 1)
+    nights: dict[date, list[tuple[str, str, str | None]]] = {
+        first: [("PokerStars", "a", None), ("PokerStars", "b", "sng")],
+        first + timedelta(days=1): [("PokerStars", "a", ""), ("GGNetwork", "b", None)],
+        first + timedelta(days=3): [("PokerStars", "b", "sng")],
+        first + timedelta(days=5): [("PokerStars", "c", None)],
+    }
+    for night, keys in nights.items():
+        rows = {name: [None] * len(keys) for name in schema.names}
+        rows["network"], rows["player"], rows["filter_name"] = (list(column) for column in zip(*keys, strict=True))
+        lake.tables.write("player_snapshots", night, pa.table(rows, schema=schema))
+    assert last_harvested(lake, first + timedelta(days=5)) == {
+        ("PokerStars", "a", None): first + timedelta(days=1),
+        ("GGNetwork", "b", None): first + timedelta(days=1),
+        ("PokerStars", "b", "sng"): first + timedelta(days=3),
+    }
+    assert last_harvested(lake, first) == {}
