@@ -29,6 +29,8 @@ from dataclasses import dataclass, field
 from datetime import date
 from typing import Protocol
 
+import pyarrow as pa
+
 from tourneylake.api import ApiError, AsyncClient, CredentialsError, NotFoundError, QuotaError, UnusableResponse, calls
 from tourneylake.api.client import ApiResponse, warm_async_transport
 from tourneylake.api.filters import FilterSyntaxError, filter_for_night
@@ -306,24 +308,21 @@ def plan_tonight(
 
 def last_harvested(lake: Lake, night: date) -> dict[tuple[str, str, str | None], date]:
     """The last night before ``night`` each (network, player, filter) was harvested, from the
-    lake's ``player_snapshots`` partitions: the table's log read once (not once a night: a year
-    of nights is a year of reads of it), each night's parts read side by side (on an object
-    store a round trip each), the latest night of each key found by Arrow."""
-    import pyarrow as pa
-
+    lake's ``player_snapshots`` partitions: its log read once, the nights' parts side by side (a
+    round trip each on an object store), the latest night of each key by Arrow's ``group_by``."""
     columns = ["network", "player", "filter_name"]
     nights = [
         (when, [path for path, _ in parts]) for when, parts in lake.tables.parts("player_snapshots").items() if when < night
     ]
 
-    def keys(item: tuple[date, list[str]]) -> pa.Table | None:
+    def night_keys(item: tuple[date, list[str]]) -> pa.Table | None:
         table = lake.tables.read_parts(item[0], item[1], columns)
         if not table.num_rows:
             return None
         return table.select(columns).append_column("night", pa.array([item[0]] * table.num_rows, pa.date32()))
 
     with ThreadPoolExecutor(8, thread_name_prefix="tourneylake-last") as pool:
-        tables = [table for table in pool.map(keys, nights) if table is not None]
+        tables = [table for table in pool.map(night_keys, nights) if table is not None]
     seen: dict[tuple[str, str, str | None], date] = {}
     if not tables:
         return seen
