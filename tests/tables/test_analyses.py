@@ -232,7 +232,8 @@ def _one(con: duckdb.DuckDBPyConnection, sql: str, *params: object) -> dict:
     return dict(zip(names, rows[0], strict=True))
 
 
-ALICE_ROI = [289 / 11 * 100, -100.0, 9.5 / 5.5 * 100]  # per paid entry (T1, T2, T3); T4 a freeroll, T5 no rate
+#: alice's ROI per paid entry (T1, T2, T3, T5; T4 a freeroll): T5's, in XXX, needs no USD rate.
+ALICE_ROI = [289 / 11 * 100, -100.0, 9.5 / 5.5 * 100, 7 / 3 * 100]
 
 
 def test_the_build_passes_and_warns_where_the_lake_lacks_an_entry(built) -> None:
@@ -249,19 +250,19 @@ def test_entries_buy_ins_abi_profit_and_both_rois(con) -> None:
     assert alice["abi_usd"] == pytest.approx(38.5 / 4)
     assert alice["profit_usd"] == pytest.approx(289 - 22 + 9.5 + 0)
     assert alice["total_roi_pct"] == pytest.approx(276.5 / 38.5 * 100)  # the ROI of the totals: 718.2
-    assert alice["paid_entries"] == 3
-    assert alice["avg_roi_pct"] == pytest.approx(900.0)  # the mean of the entries' ROIs: (2627.3 − 100 + 172.7) / 3
+    assert alice["paid_entries"] == 4
+    assert alice["avg_roi_pct"] == pytest.approx(733.3333)  # the mean of the entries' ROIs: (2627.3 − 100 + 172.7 + 233.3) / 4
     assert alice["avg_roi_pct"] != pytest.approx(alice["total_roi_pct"])
 
 
 def test_the_roi_interval_and_the_small_sample_flag(con) -> None:
     alice = _one(con, "SELECT * FROM player_results_by_period WHERE player = 'alice' AND period = 'all'")
     sd = statistics.stdev(ALICE_ROI)  # the sample sd (n − 1)
-    se = sd / math.sqrt(3)
+    se = sd / math.sqrt(4)
     assert alice["roi_sd_pct"] == pytest.approx(sd) and alice["roi_se_pct"] == pytest.approx(se)
-    assert alice["roi_ci_low_pct"] == pytest.approx(900 - 1.96 * se)
-    assert alice["roi_ci_high_pct"] == pytest.approx(900 + 1.96 * se)
-    assert alice["roi_sample_too_small"] is True  # 3 paid entries < 30
+    assert alice["roi_ci_low_pct"] == pytest.approx(statistics.mean(ALICE_ROI) - 1.96 * se)
+    assert alice["roi_ci_high_pct"] == pytest.approx(statistics.mean(ALICE_ROI) + 1.96 * se)
+    assert alice["roi_sample_too_small"] is True  # 4 paid entries < 30
     carol = _one(con, "SELECT * FROM player_results_by_period WHERE player = 'carol' AND period = 'all'")
     assert carol["avg_roi_pct"] == pytest.approx(-100.0) and carol["roi_sd_pct"] is None and carol["roi_ci_low_pct"] is None
 
@@ -325,8 +326,8 @@ def test_two_players_side_by_side(con) -> None:
     bob = [9 / 11 * 100, 22 / 22 * 100]
     assert (pair["entries_a"], pair["entries_b"]) == (5, 2)
     assert pair["avg_roi_pct_b"] == pytest.approx(statistics.mean(bob))
-    se = math.sqrt((statistics.stdev(ALICE_ROI) / math.sqrt(3)) ** 2 + (statistics.stdev(bob) / math.sqrt(2)) ** 2)
-    difference = 900 - statistics.mean(bob)
+    se = math.sqrt((statistics.stdev(ALICE_ROI) / math.sqrt(4)) ** 2 + (statistics.stdev(bob) / math.sqrt(2)) ** 2)
+    difference = statistics.mean(ALICE_ROI) - statistics.mean(bob)
     assert pair["avg_roi_difference_pct"] == pytest.approx(difference)
     assert pair["avg_roi_difference_ci_low_pct"] == pytest.approx(difference - 1.96 * se)
     assert pair["difference_is_clear"] is (difference - 1.96 * se > 0)
@@ -389,20 +390,22 @@ def test_computed_beside_served_for_day_windows(con) -> None:
         r[0]: r[1:]
         for r in con.execute(
             "SELECT player, served_entries, computed_entries, listed_all, computed_total_roi_pct, served_total_roi_pct, "
-            "computed_itm_pct FROM computed_vs_served WHERE filter_name = 'daily' AND snapshot_date = ?",
+            "computed_itm_pct, usd_at_own_rates FROM computed_vs_served WHERE filter_name = 'daily' AND snapshot_date = ?",
             [NIGHT1],
         ).fetchall()
     }
-    assert rows["alice"] == (1, 1, True, pytest.approx(-100.0), -100.0, 0.0)
-    assert rows["bob"] == (1, 1, True, pytest.approx(100.0), 100.0, 100.0)
+    assert rows["alice"] == (1, 1, True, pytest.approx(-100.0), -100.0, 0.0, True)
+    assert rows["bob"] == (1, 1, True, pytest.approx(100.0), 100.0, 100.0, True)
     assert rows["carol"][:3] == (2, 1, True)  # the lake lacks one of carol's entries: the test warns
     assert con.execute("SELECT count(*) FROM computed_vs_served WHERE filter_name = 'sng'").fetchone()[0] == 0
     alltime = _one(
         con,
-        "SELECT listed_all, computed_entries FROM computed_vs_served WHERE player = 'alice' AND filter_name = '' AND snapshot_date = ?",
+        "SELECT listed_all, computed_entries, usd_at_own_rates FROM computed_vs_served "
+        "WHERE player = 'alice' AND filter_name = '' AND snapshot_date = ?",
         NIGHT1,
     )
-    assert alltime == {"listed_all": False, "computed_entries": 4}  # T4 starts after the night; Count 100 > 30 listed
+    # T4 starts after the night; Count 100 > 30 listed; T5 has no USD rate, so its total ROI is not compared
+    assert alltime == {"listed_all": False, "computed_entries": 4, "usd_at_own_rates": False}
 
 
 def test_a_day_filters_served_results_add_up_per_period(con) -> None:

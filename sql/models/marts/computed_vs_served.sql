@@ -1,6 +1,7 @@
 -- For each summary whose window is fixed (`fixed_window_summaries`, the ones the service served
 -- statistics for): the entries, total ROI, average ROI and ITM computed from the lake's entries
--- started in that window, beside what the service reported for it.
+-- started in that window, beside what the service reported for it. A total ROI sums USD: it is
+-- compared only where every entry was converted at its own night's rates (`usd_at_own_rates`).
 -- A table made again at every build: an entry listed late (a tournament that ended after its
 -- night's harvest) changes the windows before it. Each player's entries are summed in start order
 -- once; a window's sums are the running sums at its end less those before its start (two as-of
@@ -18,7 +19,8 @@ WITH starts AS (  -- each player's entries summed per start
         sum(buy_in_usd::DECIMAL(38, 12)) AS buy_in,
         count(roi_pct) AS rois,
         sum(roi_pct::DECIMAL(38, 12)) AS roi,
-        count(*) FILTER (WHERE cashed) AS cashes
+        count(*) FILTER (WHERE cashed) AS cashes,
+        count(*) FILTER (WHERE usd_rate_of_another_night OR usd_rate_missing) AS not_at_own_rate
     FROM {{ ref('player_entries') }}
     WHERE started_at IS NOT NULL
     GROUP BY ALL
@@ -35,7 +37,8 @@ running AS (  -- the sums of the player's entries started up to each start
         sum(coalesce(buy_in, 0)) OVER w AS buy_in,
         sum(rois) OVER w AS rois,
         sum(coalesce(roi, 0)) OVER w AS roi,
-        sum(cashes) OVER w AS cashes
+        sum(cashes) OVER w AS cashes,
+        sum(not_at_own_rate) OVER w AS not_at_own_rate
     FROM starts
     WINDOW w AS (PARTITION BY network, player ORDER BY started_at ROWS UNBOUNDED PRECEDING)
 ),
@@ -55,7 +58,8 @@ sums AS (  -- the window's entries: the running sums at its end less those befor
         coalesce(e.buy_in, 0) - coalesce(b.buy_in, 0) AS buy_in,
         coalesce(e.rois, 0) - coalesce(b.rois, 0) AS rois,
         coalesce(e.roi, 0) - coalesce(b.roi, 0) AS roi,
-        coalesce(e.cashes, 0) - coalesce(b.cashes, 0) AS cashes
+        coalesce(e.cashes, 0) - coalesce(b.cashes, 0) AS cashes,
+        coalesce(e.not_at_own_rate, 0) - coalesce(b.not_at_own_rate, 0) AS not_at_own_rate
     FROM windows AS w
     ASOF LEFT JOIN running AS e ON w.network = e.network AND w.player = e.player AND w.window_end >= e.started_at
     ASOF LEFT JOIN running AS b ON w.network = b.network AND w.player = b.player AND w.window_start > b.started_at
@@ -69,7 +73,8 @@ computed AS (
         entries::BIGINT AS computed_entries,
         CASE WHEN profits > 0 AND buy_ins > 0 THEN 100 * profit::DOUBLE / nullif(buy_in::DOUBLE, 0) END AS computed_total_roi_pct,
         CASE WHEN rois > 0 THEN roi::DOUBLE / rois END AS computed_avg_roi_pct,
-        100 * cashes / nullif(entries, 0) AS computed_itm_pct
+        100 * cashes / nullif(entries, 0) AS computed_itm_pct,
+        not_at_own_rate = 0 AS usd_at_own_rates
     FROM sums
 )
 SELECT
@@ -86,6 +91,7 @@ SELECT
     coalesce(w.served_entries <= w.listed, false) AS listed_all,
     w.served_total_roi_pct,
     c.computed_total_roi_pct,
+    c.usd_at_own_rates,
     w.served_avg_roi_pct,
     c.computed_avg_roi_pct,
     w.served_itm_pct,

@@ -47,7 +47,7 @@ SELECT
     buy_in_usd,
     CASE WHEN buy_in_usd IS NULL THEN NULL ELSE prize_usd_or_0 END AS prize_usd,
     profit_usd,
-    100 * profit_usd / nullif(buy_in_usd, 0) AS roi_pct,
+    100 * profit / nullif(buy_in, 0) AS roi_pct,  -- the same in any currency: needs no rate
     {{ stake_bucket('buy_in_usd') }} AS stake_bucket,
     coalesce(cashed, false) AS cashed,
     coalesce(position = 1, false) AS won,
