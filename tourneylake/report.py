@@ -25,7 +25,7 @@ import re
 import shutil
 import unicodedata
 import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from pathlib import Path
@@ -308,13 +308,35 @@ def _ticks(low: float, high: float, n: int = 4) -> list[float]:
     return [first + i * step for i in range(int((high - first) / step) + 1)]
 
 
+def _money_ticks(low: float, high: float) -> list[tuple[float, str]]:
+    """The USD axis's round values from ``low`` to ``high``, each with its label."""
+    return [(v, money(v)) for v in _ticks(low, high)]
+
+
+def _money_margin(ticks: list[tuple[float, str]]) -> int:
+    """The left margin that holds the axis's title (turned, at x 14) beside its widest label
+    (the charts' 11 px text: about 7 px a character), so a million never runs into the title."""
+    return max(80, 32 + 7 * max(len(label) for _, label in ticks))
+
+
+def _money_axis(ticks: list[tuple[float, str]], y: Callable[[float], float], left: float, right: float, middle: float) -> str:
+    """The USD axis: a grid line and a label per tick (the zero line darker) and its title."""
+    lines = "".join(
+        f'<line x1="{left - 4}" x2="{right}" y1="{y(v):.1f}" y2="{y(v):.1f}" class="{"zero" if v == 0 else "grid"}"/>'
+        f'<text x="{left - 6}" y="{y(v) + 4:.1f}" text-anchor="end">{esc(label)}</text>'
+        for v, label in ticks
+    )
+    return f'{lines}<text x="14" y="{middle}" text-anchor="middle" transform="rotate(-90 14 {middle})">cumulative profit (USD)</text>'
+
+
 def profit_chart(totals: Sequence[float], title: str, *, width: int = 640, height: int = 240) -> str:
     """An inline SVG line of cumulative profit (USD) over entries in start order: title, both
     axes labelled with their units, the zero line, and the first and last values marked."""
     if not totals:
         return '<p class="empty">No entries with a USD buy-in to chart.</p>'
-    left, right, top, bottom = 80, 16, 28, 40
     low, high = min(0.0, *totals), max(0.0, *totals)
+    ticks = _money_ticks(low, high)
+    left, right, top, bottom = _money_margin(ticks), 16, 28, 40
     span = (high - low) or 1.0
     n = len(totals)
 
@@ -326,18 +348,12 @@ def profit_chart(totals: Sequence[float], title: str, *, width: int = 640, heigh
 
     points = " ".join(f"{x(i):.1f},{y(v):.1f}" for i, v in enumerate(totals))
     colour = "#1a7f37" if totals[-1] >= 0 else "#c62828"
-    ticks = "".join(
-        f'<line x1="{left - 4}" x2="{width - right}" y1="{y(v):.1f}" y2="{y(v):.1f}" class="{"zero" if v == 0 else "grid"}"/>'
-        f'<text x="{left - 6}" y="{y(v) + 4:.1f}" text-anchor="end">{esc(money(v))}</text>'
-        for v in _ticks(low, high)
-    )
     body = (
-        f'{ticks}<polyline points="{points}" fill="none" stroke="{colour}" stroke-width="2"/>'
+        f"{_money_axis(ticks, y, left, width - right, (top + height - bottom) / 2)}"
+        f'<polyline points="{points}" fill="none" stroke="{colour}" stroke-width="2"/>'
         f'<text x="{x(0):.1f}" y="{height - bottom + 16}" text-anchor="middle">1</text>'
         f'<text x="{x(n - 1):.1f}" y="{height - bottom + 16}" text-anchor="middle">{esc(count(n))}</text>'
         f'<text x="{(left + width - right) / 2}" y="{height - 6}" text-anchor="middle">entries, in start order (count)</text>'
-        f'<text x="14" y="{(top + height - bottom) / 2}" text-anchor="middle" transform="rotate(-90 14 {(top + height - bottom) / 2})">'
-        "cumulative profit (USD)</text>"
     )
     return _svg(title, width, height, body)
 
@@ -394,11 +410,12 @@ def group_chart(days: list[Row], title: str, *, width: int = 560, height: int = 
     """The watchlist's cumulative profit (USD), day by day: a step line over the days played."""
     if not days:
         return '<p class="empty">No day with a USD profit to chart.</p>'
-    left, right, top, bottom = 80, 16, 30, 42
     totals = [float(d["cumulative_profit_usd"]) for d in days]
     first, last = days[0]["day"], days[-1]["day"]
     length = max((last - first).days, 1)
     low, high = min(0.0, *totals), max(0.0, *totals)
+    ticks = _money_ticks(low, high)
+    left, right, top, bottom = _money_margin(ticks), 16, 30, 42
     span = (high - low) or 1.0
 
     def x(day: date) -> float:
@@ -412,18 +429,12 @@ def group_chart(days: list[Row], title: str, *, width: int = 560, height: int = 
         points += [f"{x(d['day']):.1f},{y(before):.1f}", f"{x(d['day']):.1f},{y(total):.1f}"]
         before = total
     colour = "#1a7f37" if totals[-1] >= 0 else "#c62828"
-    grid = "".join(
-        f'<line x1="{left - 4}" x2="{width - right}" y1="{y(v):.1f}" y2="{y(v):.1f}" class="{"zero" if v == 0 else "grid"}"/>'
-        f'<text x="{left - 6}" y="{y(v) + 4:.1f}" text-anchor="end">{esc(money(v))}</text>'
-        for v in _ticks(low, high)
-    )
     body = (
-        f'{grid}<polyline points="{" ".join(points)}" fill="none" stroke="{colour}" stroke-width="2"/>'
+        f"{_money_axis(ticks, y, left, width - right, (top + height - bottom) / 2)}"
+        f'<polyline points="{" ".join(points)}" fill="none" stroke="{colour}" stroke-width="2"/>'
         f'<text x="{left}" y="{height - bottom + 16}" text-anchor="start">{esc(first.isoformat())}</text>'
         f'<text x="{width - right}" y="{height - bottom + 16}" text-anchor="end">{esc(last.isoformat())}</text>'
         f'<text x="{(left + width - right) / 2}" y="{height - 6}" text-anchor="middle">day the tournaments started (UTC)</text>'
-        f'<text x="14" y="{(top + height - bottom) / 2}" text-anchor="middle" transform="rotate(-90 14 {(top + height - bottom) / 2})">'
-        "cumulative profit (USD)</text>"
     )
     return _svg(title, width, height, body)
 

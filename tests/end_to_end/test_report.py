@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 import shutil
 from collections.abc import Iterator
+from datetime import date
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -19,7 +20,7 @@ from tests.end_to_end.conftest import CAPPED_NIGHT, NIGHTS, Harvest
 from tourneylake.cli import app
 from tourneylake.figures import count, figure, money, percent, words
 from tourneylake.fonts import NAMES_FAMILY
-from tourneylake.report import _board, player_page_name, write_report
+from tourneylake.report import _board, group_chart, player_page_name, profit_chart, write_report
 from tourneylake.tables.models import build_models
 
 pytestmark = [pytest.mark.xdist_group("notebook"), pytest.mark.slow]
@@ -257,6 +258,19 @@ def test_a_player_whose_results_are_withheld_is_said_never_ranked_as_zero() -> N
     assert [r["player"] for r in page.rows("board")] == ["ann"]
     said = " ".join("".join(page.text).split())
     assert "Withheld by the service (not authorised" in said and "王小明 (3 night(s))" in said and "Not ranked" not in said
+
+
+def test_a_chart_of_millions_keeps_its_labels_clear_of_the_axis_title() -> None:
+    """The USD labels end 6 px left of the plot and take about 7 px a character: their left edge
+    stays right of the turned axis title (centred at x 14, 11 px high), even for millions."""
+    days = [
+        dict(day=date(2025, 3, 2), cumulative_profit_usd=-1_250_000.0),
+        dict(day=date(2026, 3, 2), cumulative_profit_usd=2_000_000.0),
+    ]
+    for svg in (group_chart(days, "the watchlist"), profit_chart([-1_250_000.0, 2_000_000.0], "a player")):
+        labels = re.findall(r'<text x="([0-9.]+)" y="[0-9.]+" text-anchor="end">([^<]+)</text>', svg)
+        assert any("$2,000,000.00" in label for _, label in labels)
+        assert all(float(x) - 7 * len(label) >= 14 + 6 for x, label in labels), labels
 
 
 def test_figures_read_the_same_everywhere() -> None:
