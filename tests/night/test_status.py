@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 from datetime import UTC, date, datetime
 from pathlib import Path
 
@@ -148,3 +149,11 @@ def test_an_empty_lake_and_the_next_tick(tmp_path: Path) -> None:
     assert empty.exit_code == 0 and "0 night(s) held" in empty.output
     assert next_scheduled("0 3 * * *", datetime(2026, 11, 26, 2, 0, tzinfo=UTC)) == datetime(2026, 11, 26, 3, 0, tzinfo=UTC)
     assert next_scheduled("0 3 * * *", datetime(2026, 11, 26, 3, 0, tzinfo=UTC)) == datetime(2026, 11, 27, 3, 0, tzinfo=UTC)
+
+
+def test_status_reads_the_lake_without_loading_an_http_client() -> None:
+    """``status`` calls nothing: its modules leave the HTTP stack unloaded (about 0.15 s of every
+    ``status``), the service's clock included (:mod:`tourneylake.api.server_clock`)."""
+    probe = "import sys, tourneylake.night.status; print(sorted({'httpx', 'tenacity', 'aiohttp'} & set(sys.modules)))"
+    shown = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=60)
+    assert shown.stdout.strip() == "[]", shown.stdout

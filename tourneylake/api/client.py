@@ -33,7 +33,7 @@ from collections import Counter
 from collections.abc import Awaitable, Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import Any, Protocol, TypeVar
 
 import httpx
@@ -54,6 +54,7 @@ from tourneylake.api.errors import (
     TransportError,
     UnusableResponse,
 )
+from tourneylake.api.server_clock import note_server_time
 from tourneylake.api.tree import Node, parse
 from tourneylake.config import Settings
 from tourneylake.errors import ConfigError
@@ -307,7 +308,7 @@ class _Protocol:
             _tell(status_hook, "unusable")
             raise UnusableResponse(f"{call.describe()}: {exc}", resource=call.resource) from None
         if envelope.timestamp is not None:
-            _note_server_time(self.base_url, envelope.timestamp)
+            note_server_time(self.base_url, envelope.timestamp)
         if envelope.remaining_searches is not None:
             self._remaining = envelope.remaining_searches
             if not call.metered and envelope.success:
@@ -796,27 +797,6 @@ def unreachable_lately(base_url: str) -> str | None:
     if found is None or time.monotonic() - found[1] > UNREACHABLE_MEMORY_S:
         return None
     return found[0]
-
-
-# Each service's clock (by its root): the latest answer's `Response/@timestamp` and when it was
-# read (monotonic seconds). See `server_now`.
-_SERVER_TIMES: dict[str, tuple[datetime, float]] = {}
-
-
-def _note_server_time(base_url: str, timestamp: datetime) -> None:
-    with _READINGS_LOCK:
-        _SERVER_TIMES[base_url.rstrip("/")] = (timestamp, time.monotonic())
-
-
-def server_now(base_url: str) -> datetime | None:
-    """The service's clock now, as its latest answer in this process told it (its timestamp plus
-    the time since); ``None`` before any answer. Its quota day is counted on its clock, not ours."""
-    with _READINGS_LOCK:
-        found = _SERVER_TIMES.get(base_url.rstrip("/"))
-    if found is None:
-        return None
-    stamp, read_at = found
-    return stamp + timedelta(seconds=time.monotonic() - read_at)
 
 
 def recent_reading(settings: Settings, base_url: str | None, within_s: float) -> int | None:

@@ -4,7 +4,7 @@ The searches an account holds between two resets are its quota day's; what is le
 is lost, and a nightly run at 03:00 UTC spends from a quota day that began at 08:00 the day before
 and ends five hours later. :class:`QuotaDay` is the plain answer to "when is the next reset, and
 how many searches expire at it" (the run summary, ``tourneylake budget``, ``status``); it is
-counted on the service's clock (its answers' timestamps, :func:`tourneylake.api.client.server_now`)
+counted on the service's clock (its answers' timestamps, :func:`tourneylake.api.server_clock.server_now`)
 when one is known, else on ours. :func:`quota_day_of` names the quota day a moment belongs to (the
 date its reset fell on): the ledger's ``quota_day`` column, so the bill adds up per quota day.
 """
@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 
-from tourneylake.api.client import server_now
+from tourneylake.api.server_clock import server_now
 from tourneylake.config import Settings
 
 __all__ = ["QuotaDay", "next_reset", "next_scheduled", "quota_day", "quota_day_of", "service_now"]
