@@ -723,13 +723,13 @@ def main(argv: list[str] | None = None) -> int:
                 if night in held:
                     continue
                 deadline.left(60)
-                if number + 1 in at:
-                    made.append(year.night(night))
-                    year.models()  # as every night does: the measured night's models are one night's
-                elif number in at:
+                if number in at:  # a whole run, its models job included (`--at 1,2` measures both)
                     out["at"][number] = checkpoint(year, night, number, tmp, deadline)
                     out["made_s"][number] = round(sum(made), 1)
                     made = []
+                elif number + 1 in at:
+                    made.append(year.night(night))
+                    year.models()  # as every night does: the measured night's models are one night's
                 else:
                     made.append(year.night(night))
                 if number % 10 == 0:
