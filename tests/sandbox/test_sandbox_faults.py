@@ -82,7 +82,9 @@ def test_internal_error_costs_nothing() -> None:
 
 
 def test_latency_and_jitter_are_asynchronous() -> None:
-    with running_sandbox(seed=1, today=TODAY, latency_ms=200, faults="jitter=50") as server:
+    # A second of latency: on a busy host the client opens its eight connections well within it
+    # (at 200 ms, one call once ended before the last began, and the peak read 7).
+    with running_sandbox(seed=1, today=TODAY, latency_ms=1000, faults="jitter=50") as server:
 
         async def burst() -> None:
             async with httpx.AsyncClient(headers=HEADERS) as client:
