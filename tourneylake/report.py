@@ -271,12 +271,13 @@ def statistic_value(type_: str | None, value: float | None) -> str:
 
 
 def _table(table_id: str, headers: Sequence[str], rows: Iterable[Sequence[str]], empty: str) -> str:
-    """A table whose cells are already HTML (escaped by the caller)."""
+    """A table whose cells are already HTML (escaped by the caller), in a box that scrolls it
+    sideways when it is wider than the page (the leaderboard's columns at 1280 px), not the page."""
     body = "".join("<tr>" + "".join(rows_cell for rows_cell in row) + "</tr>" for row in rows)
     if not body:
         return f'<p class="empty" id="{table_id}">{esc(empty)}</p>'
     head = "".join(f"<th>{esc(h)}</th>" for h in headers)
-    return f'<table id="{table_id}"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
+    return f'<div class="wide"><table id="{table_id}"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>'
 
 
 def td(text: str, value: float | None = None, *, numeric: bool = True) -> str:
@@ -443,7 +444,7 @@ def group_chart(days: list[Row], title: str, *, width: int = 560, height: int = 
 _STYLE = """
 body{font:14px/1.45 "@names",system-ui,-apple-system,"Segoe UI",Roboto,"DejaVu Sans",sans-serif;margin:24px auto;max-width:1200px;padding:0 16px;color:#1f2328}
 h1{font-size:22px;margin-bottom:4px}h2{font-size:18px;margin-top:28px;border-bottom:1px solid #d0d7de;padding-bottom:4px}
-.meta,.note,.empty{color:#59636e}table{border-collapse:collapse;margin:8px 0;font-variant-numeric:tabular-nums}
+.meta,.note,.empty{color:#59636e}.wide{overflow-x:auto}table{border-collapse:collapse;margin:8px 0;font-variant-numeric:tabular-nums}
 th,td{padding:3px 10px;border-bottom:1px solid #eaeef2;text-align:left;white-space:nowrap}th{background:#f6f8fa;font-weight:600}
 td.num{text-align:right}.neg{color:#c62828}nav a{margin-right:14px}ul.players{columns:3}
 .charts{display:flex;flex-wrap:wrap;gap:24px;align-items:flex-start}

@@ -254,7 +254,9 @@ def test_a_player_whose_results_are_withheld_is_said_never_ranked_as_zero() -> N
              abi_usd=None, profit_usd=None, total_roi_pct=None, avg_roi_pct=None, roi_ci_low_pct=None, roi_ci_high_pct=None,
              roi_sample_too_small=None, itm_pct=None, wins=None),
     ]  # fmt: skip
-    page = Page(_board("board", rows, {}, "night"))
+    board = _board("board", rows, {}, "night")
+    assert '<div class="wide"><table id="board">' in board, "a wide table scrolls in its box, not the page"
+    page = Page(board)
     assert [r["player"] for r in page.rows("board")] == ["ann"]
     said = " ".join("".join(page.text).split())
     assert "Withheld by the service (not authorised" in said and "王小明 (3 night(s))" in said and "Not ranked" not in said
