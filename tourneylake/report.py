@@ -272,7 +272,7 @@ def statistic_value(type_: str | None, value: float | None) -> str:
 
 def _table(table_id: str, headers: Sequence[str], rows: Iterable[Sequence[str]], empty: str) -> str:
     """A table whose cells are already HTML (escaped by the caller), in a box that scrolls it
-    sideways when it is wider than the page (the leaderboard's columns at 1280 px), not the page."""
+    sideways when it is wider than the page, so the page itself never does."""
     body = "".join("<tr>" + "".join(rows_cell for rows_cell in row) + "</tr>" for row in rows)
     if not body:
         return f'<p class="empty" id="{table_id}">{esc(empty)}</p>'
