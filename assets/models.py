@@ -17,7 +17,14 @@ from dagster_dbt import DagsterDbtTranslator, DagsterDbtTranslatorSettings, DbtC
 from tourneylake.assets.pools import WAREHOUSE_POOL
 from tourneylake.assets.resource import TourneylakeResource
 from tourneylake.assets.warehouse import table_key
-from tourneylake.tables.models import PROJECT, dbt_executable, ensure_manifest, target_dir, warehouse_vars
+from tourneylake.tables.models import (
+    PROJECT,
+    dbt_executable,
+    ensure_manifest,
+    incremental_models_current,
+    target_dir,
+    warehouse_vars,
+)
 
 GROUP = "models"
 
@@ -48,4 +55,7 @@ def dbt_models(context: AssetExecutionContext, dbt: DbtCliResource, tourneylake:
     settings = tourneylake.settings()
     warehouse = settings.warehouse_path
     args = ["build", "--vars", warehouse_vars(warehouse, **settings.model_vars)]
-    yield from dbt.cli(args, context=context, target_path=target_dir(warehouse)).stream()
+    with incremental_models_current(warehouse, variables=settings.model_vars) as refreshed:
+        if refreshed:
+            context.log.info(f"the models changed since they were built: {', '.join(refreshed)} made again from every night")
+        yield from dbt.cli(args, context=context, target_path=target_dir(warehouse)).stream()

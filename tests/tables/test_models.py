@@ -16,6 +16,7 @@ import pytest
 from tests.helpers import DATA, harvest_nights, player_line, sandbox_settings
 from tests.tables.test_warehouse import NIGHT1, NIGHT2, _write_night
 from tourneylake.lake.lake import Lake
+from tourneylake.tables import models
 from tourneylake.tables.models import ModelsBuild, build_models
 from tourneylake.tables.warehouse import Warehouse
 
@@ -144,3 +145,46 @@ def test_a_failing_test_is_reported_and_the_views_stay(recorded: Path, tmp_path:
     assert built.failures[built.unique_ids["stake_currencies_converted"]] == 1
     with Warehouse(copy, read_only=True) as db:
         assert db.query("SELECT count(*) FROM player_results_usd").column(0)[0].as_py() == 8
+
+
+def test_an_upgraded_incremental_model_is_made_again_from_every_night(tmp_path: Path, monkeypatch) -> None:
+    """A model changed by an upgrade: its older nights follow the new code too, not only the
+    nights added after it (dbt's state:modified, the models below it included); an unchanged
+    project costs no dbt call; a warehouse whose builds were never recorded is made again whole."""
+    project = tmp_path / "sql"
+    shutil.copytree(models.PROJECT, project, ignore=shutil.ignore_patterns("target"))
+    monkeypatch.setattr(models, "PROJECT", project)
+    lake = Lake(tmp_path / "lake").claim("sandbox")
+    warehouse = tmp_path / "warehouse.duckdb"
+    with Warehouse(warehouse) as db:
+        for night in (NIGHT1, NIGHT2):
+            _write_night(lake, night)
+            db.load_night(lake, night)
+    incremental = "config.materialized:incremental"
+    assert build_models(warehouse, select=incremental).refreshed == []
+
+    over_time = project / "models" / "views" / "player_statistics_over_time.sql"
+    old = "    type,\n    value,\n    value_number,\n"
+    assert over_time.read_text(encoding="utf-8").count(old) == 1
+    over_time.write_text(
+        over_time.read_text(encoding="utf-8").replace(old, "    type,\n    '~' || value AS value,\n    value_number,\n")
+    )
+    upgraded = build_models(warehouse, select=incremental)
+    assert upgraded.ok and upgraded.refreshed == ["movers", "player_statistics_over_time"]
+
+    def old_rows() -> list[tuple[object, ...]]:
+        with Warehouse(warehouse, read_only=True) as db:
+            rows = db.query(
+                "SELECT snapshot_date, count(*) FILTER (WHERE value NOT LIKE '~%') AS old, count(*) AS rows "
+                "FROM player_statistics_over_time GROUP BY ALL ORDER BY ALL"
+            ).to_pylist()
+        return [(r["snapshot_date"], r["old"], r["rows"] > 0) for r in rows]
+
+    assert old_rows() == [(NIGHT1, 0, True), (NIGHT2, 0, True)]
+    with models.incremental_models_current(warehouse) as refreshed:
+        assert refreshed == []
+
+    shutil.rmtree(models.target_dir(warehouse) / "built")  # a warehouse of a version that recorded none
+    with models.incremental_models_current(warehouse) as refreshed:
+        assert refreshed == models.incremental_models()
+    assert old_rows() == [(NIGHT1, 0, True), (NIGHT2, 0, True)]

@@ -29,7 +29,10 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import date
 from pathlib import Path
@@ -53,6 +56,7 @@ __all__ = [
     "ensure_manifest",
     "forget_nights",
     "incremental_models",
+    "incremental_models_current",
     "manifest_document",
     "manifest_path",
     "sources_yaml",
@@ -140,13 +144,17 @@ def target_dir(warehouse: str | os.PathLike[str]) -> Path:
     return path.with_name(path.name + ".dbt")
 
 
-def _newest_source() -> float:
-    newest = 0.0
+def _project_files() -> list[Path]:
+    """Every file dbt reads in the project, in a fixed order."""
+    files: list[Path] = []
     for name in _PROJECT_FILES:
         path = PROJECT / name
-        files = [path] if path.is_file() else [p for p in path.rglob("*") if p.is_file()]
-        newest = max([newest, *(p.stat().st_mtime for p in files)])
-    return newest
+        files += [path] if path.is_file() else sorted(p for p in path.rglob("*") if p.is_file())
+    return files
+
+
+def _newest_source() -> float:
+    return max((p.stat().st_mtime for p in _project_files()), default=0.0)
 
 
 def _run(args: list[str], *, what: str) -> subprocess.CompletedProcess[str]:
@@ -224,6 +232,92 @@ def forget_nights(connection: Any, since: date) -> list[str]:
     return forgotten
 
 
+# ----------------------------------------------------------- incremental models after a code change
+def _project_digest() -> str:
+    """A hash of every file dbt reads: equal, the project is the one a build recorded."""
+    digest = hashlib.sha256()
+    for path in _project_files():
+        digest.update(f"{path.relative_to(PROJECT).as_posix()}\0{path.stat().st_size}\0".encode())
+        digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+def _incremental_held(warehouse: Path) -> list[str]:
+    """The incremental models the warehouse file holds rows of (none: a fresh file)."""
+    if not warehouse.is_file():
+        return []
+    import duckdb
+
+    with duckdb.connect(str(warehouse), read_only=True) as connection:
+        held = {row[0] for row in connection.execute("SELECT table_name FROM information_schema.tables").fetchall()}
+    return [name for name in incremental_models() if name in held]
+
+
+@contextmanager
+def incremental_models_current(
+    warehouse: str | os.PathLike[str], *, artifacts: Path | None = None, variables: dict[str, object] | None = None
+) -> Iterator[list[str]]:
+    """Around a build: first, the incremental models whose rows another version of the project
+    made are made again from every night (``dbt run --full-refresh``; yielded by name), or a model
+    changed by an upgrade would keep its older nights as the old code computed them; after the
+    build, this project is recorded as the one the rows follow (``built/`` in the artifacts).
+
+    Which models: dbt's own comparison (``state:modified+``) with the recorded project, or every
+    incremental model the file holds when none was recorded. A project identical to the recorded
+    one (a hash of its files) costs no dbt call. :class:`ModelsError` when dbt fails: no build
+    then adds nights to rows of two versions."""
+    path = Path(warehouse)
+    target = artifacts or target_dir(path)
+    built = target / "built"
+    started, digest = time.time(), _project_digest()
+    if (built / "project.sha256").is_file() and (built / "project.sha256").read_text(encoding="utf-8") == digest:
+        yield []
+        return
+    held = _incremental_held(path)
+    dbt_args = ["--target-path", str(target), "--log-path", str(target), "--vars", warehouse_vars(path, **(variables or {}))]
+    outdated = held
+    if held and (built / "manifest.json").is_file():
+        selector = "state:modified+,config.materialized:incremental"
+        listed = _run(
+            [
+                "--quiet",
+                "ls",
+                "--resource-type",
+                "model",
+                "--output",
+                "name",
+                "--select",
+                selector,
+                "--state",
+                str(built),
+                *dbt_args,
+            ],
+            what="ls",
+        )
+        if listed.returncode != 0:
+            raise ModelsError(f"dbt ls failed: {_last_error(listed.stdout + listed.stderr)}")
+        outdated = sorted(set(listed.stdout.split()) & set(held))
+    if outdated:
+        results = target / "run_results.json"
+        results.unlink(missing_ok=True)
+        done = _run(["run", "--full-refresh", "--select", *outdated, *dbt_args], what="run --full-refresh")
+        document = json.loads(results.read_text(encoding="utf-8")) if results.is_file() else {"results": []}
+        failed = [r["unique_id"].rsplit(".", 1)[-1] for r in document["results"] if r["status"] != "success"]
+        if done.returncode != 0 or failed or not document["results"]:
+            raise ModelsError(
+                f"the models changed since {', '.join(outdated)} were built, and making them again failed "
+                f"({', '.join(failed) or _last_error(done.stdout + done.stderr)}): their older nights are as they were"
+            )
+    try:
+        yield outdated
+    finally:  # the rows follow this project now, whether or not the build passed
+        manifest = target / "manifest.json"  # this project's parse, with the warehouse's names
+        if manifest.is_file() and manifest.stat().st_mtime >= started:
+            built.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(manifest, built / "manifest.json")
+            (built / "project.sha256").write_text(digest, encoding="utf-8")
+
+
 @functools.lru_cache(maxsize=1)
 def _parsed(path: Path, version: int) -> dict[str, Any]:
     return dict(json.loads(path.read_text(encoding="utf-8")))
@@ -239,6 +333,8 @@ class ModelsBuild:
     #: A test's failing rows by its dbt id, and each node's dbt id by its name.
     failures: dict[str, int] = field(default_factory=dict)
     unique_ids: dict[str, str] = field(default_factory=dict)
+    #: The incremental models made again from every night first: the project changed since they were built.
+    refreshed: list[str] = field(default_factory=list)
 
     @property
     def counts(self) -> Counter[str]:
@@ -268,8 +364,9 @@ def build_models(
     dbt_vars = warehouse_vars(warehouse, **(variables or {}))
     args = ["build", "--target-path", str(target), "--log-path", str(target), "--vars", dbt_vars]
     results = target / "run_results.json"
-    results.unlink(missing_ok=True)  # a previous build's, never read as this one's
-    done = _run([*args, *(["--select", select] if select else [])], what="build")
+    with incremental_models_current(warehouse, artifacts=target, variables=variables) as refreshed:
+        results.unlink(missing_ok=True)  # a previous build's, never read as this one's
+        done = _run([*args, *(["--select", select] if select else [])], what="build")
     if not results.is_file():
         raise ModelsError(f"dbt build wrote no results: {_last_error(done.stdout + done.stderr)}")
     document = json.loads(results.read_text(encoding="utf-8"))
@@ -278,7 +375,9 @@ def build_models(
         raise ModelsError(f"dbt build failed: {_last_error(done.stdout + done.stderr)}")
     ids = {result["unique_id"].split(".", 2)[-1]: result["unique_id"] for result in document["results"]}
     failures = {r["unique_id"]: int(r["failures"]) for r in document["results"] if r.get("failures") is not None}
-    return ModelsBuild(statuses, float(document.get("elapsed_time") or 0.0), failures=failures, unique_ids=ids)
+    return ModelsBuild(
+        statuses, float(document.get("elapsed_time") or 0.0), failures=failures, unique_ids=ids, refreshed=refreshed
+    )
 
 
 if __name__ == "__main__":  # `make sync`: the manifest Dagster and the docs read
