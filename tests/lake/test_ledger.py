@@ -4,7 +4,9 @@ write-ahead announcements, runs that died, and the reconciliation arithmetic."""
 from __future__ import annotations
 
 import errno
+import os
 import threading
+import time
 import uuid
 from collections.abc import Iterator
 from datetime import UTC, date, datetime
@@ -14,9 +16,12 @@ import fsspec
 import orjson
 import pytest
 
+from tourneylake.lake import cost_memo
+from tourneylake.lake.cost_memo import SETTLED_NS, CostMemo
 from tourneylake.lake.lake import Lake
 from tourneylake.lake.ledger import COLUMNS, Ledger, LedgerError, LedgerWriter, _run_bytes, unexplained_charges
 from tourneylake.schemas import TABLES
+from tourneylake.user_cache import user_cache
 
 NIGHT = date(2026, 11, 20)
 
@@ -488,3 +493,172 @@ def test_a_line_submitted_after_close_is_refused_not_lost_in_a_new_file(lake: La
         writer.record_soon("k3", **row(run_id="late"))
     (run,) = Ledger(lake).runs(NIGHT)
     assert run.closed and [e["cost"] for e in run.entries] == [1] and Ledger(lake).dead_runs() == []
+
+
+# ------------------------------------------------------------------ the memo of closed runs' costs (status's bills)
+
+
+@pytest.fixture
+def cache(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The user's cache, this test's own (outside the lake): where the memo is kept."""
+    folder = tmp_path_factory.mktemp("cache")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(folder))
+    return folder
+
+
+@pytest.fixture
+def parsed(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The run files whose lines are read for their costs, by name, as they are read."""
+    from tourneylake.lake import ledger
+
+    names: list[str] = []
+    read = ledger._run_costs
+
+    def spy(path: Path, night: date) -> object:
+        names.append(path.name)
+        return read(path, night)
+
+    monkeypatch.setattr(ledger, "_run_costs", spy)
+    return names
+
+
+def settle() -> None:
+    """Wait until the files just written have settled: only then is their reading kept."""
+    time.sleep(SETTLED_NS / 1e9 + 0.05)
+
+
+def bill(lake: Lake) -> int:
+    """The night's bill as `tourneylake status` reads it (through the memo, kept after)."""
+    from tourneylake.night.status import _bills
+
+    return _bills(lake, [NIGHT])[NIGHT]
+
+
+def entry_line(**values: object) -> bytes:
+    return orjson.dumps({"kind": "entry", "call": "added", **row(**values)}) + b"\n"
+
+
+def test_the_cost_memo_gives_a_fresh_readings_bills_and_a_closed_run_is_read_once(
+    lake: Lake, cache: Path, parsed: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with LedgerWriter(lake, NIGHT, "alice", remaining_before=100, account="alice") as writer:
+        writer.record("k1", **row(run_id="alice"))
+        writer.record("k2", **row(run_id="alice", resource="nlq", cost=2))
+    with LedgerWriter(lake, NIGHT, "bob", remaining_before=100, account="bob") as writer:
+        writer.record("k1", **row(run_id="bob", cost=3))
+    live = LedgerWriter(lake, NIGHT, "live", remaining_before=100)  # still being written: never kept
+    live.record("k1", **row(run_id="live", cost=5))
+    asks: list[dict] = [{}, {"only": "nlq"}, {"excluding": "nlq"}, {"account": "alice"}, {"account": "bob", "only": "nlq"}]
+    fresh = [Ledger(lake).spent(NIGHT, **ask) for ask in asks]
+    assert fresh == [11, 2, 9, 3, 0]
+    every = ["run-alice.jsonl", "run-bob.jsonl", "run-live.open.jsonl"]
+    with monkeypatch.context() as within:  # files changed within the file system's clock tick: read, not kept
+        within.setattr(cost_memo, "SETTLED_NS", 3600 * 10**9)
+        parsed.clear()
+        assert bill(lake) == bill(lake) == 11 and sorted(parsed) == sorted(every * 2)
+    settle()
+    parsed.clear()
+    assert bill(lake) == 11 and sorted(parsed) == every
+    kept = user_cache("ledger", lake.root) / "costs.json"
+    assert kept.is_file() and kept.is_relative_to(cache)
+    assert sorted(orjson.loads(kept.read_bytes())["runs"]) == [
+        f"_ledger/snapshot_date={NIGHT}/run-{r}.jsonl" for r in ("alice", "bob")
+    ]
+    parsed.clear()
+    memo = CostMemo.of(lake.root)
+    assert [Ledger(lake).spent(NIGHT, memo=memo, **ask) for ask in asks] == fresh
+    assert bill(lake) == 11 and parsed == ["run-live.open.jsonl"] * (len(asks) + 1)  # the open run alone is read again
+    live.record("k2", **row(run_id="live", cost=1))
+    live.close()
+    settle()
+    parsed.clear()
+    assert bill(lake) == 12 and parsed == ["run-live.jsonl"]  # closed since: read once more, then kept
+    parsed.clear()
+    assert bill(lake) == 12 and parsed == []
+
+
+def closed_run(lake: Lake, *costs: int) -> Path:
+    """A closed run of the night with one entry per cost, settled: its file."""
+    with LedgerWriter(lake, NIGHT, "r1", remaining_before=100) as writer:
+        for number, cost in enumerate(costs):
+            writer.record(f"k{number}", **row(cost=cost))
+    settle()
+    assert isinstance(writer.path, Path)
+    return writer.path
+
+
+def test_a_closed_run_changed_after_it_was_kept_is_read_again(lake: Lake, cache: Path, parsed: list[str]) -> None:
+    path = closed_run(lake, 1, 1)
+    assert bill(lake) == 2 and bill(lake) == 2 and parsed == ["run-r1.jsonl"]  # kept
+    with open(path, "ab") as handle:  # a line appended
+        handle.write(entry_line(cost=4))
+    assert bill(lake) == 6 and Ledger(lake).spent(NIGHT) == 6
+    settle()
+    # Rewritten in place as a backup had it: the same size and modification time, another cost.
+    before = path.stat()
+    path.write_bytes(path.read_bytes().replace(b'"cost":4', b'"cost":7'))
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert (path.stat().st_size, path.stat().st_mtime_ns, path.stat().st_ino) == (
+        before.st_size,
+        before.st_mtime_ns,
+        before.st_ino,
+    )
+    assert bill(lake) == 9 and Ledger(lake).spent(NIGHT) == 9
+    settle()
+    # Replaced by another file (a restore from a backup copy).
+    restored = path.with_name(".restored")
+    restored.write_bytes(path.read_bytes().replace(b'"cost":7', b'"cost":5'))
+    os.replace(restored, path)
+    assert bill(lake) == 7 and Ledger(lake).spent(NIGHT) == 7
+
+
+def test_a_closed_run_damaged_after_it_was_kept_fails_as_without_the_memo(lake: Lake, cache: Path, parsed: list[str]) -> None:
+    path = closed_run(lake, 1, 1, 1)
+    assert bill(lake) == 3
+    lines = path.read_bytes().splitlines(keepends=True)
+    lines[2] = b'{"kind": "entry", garbage\n'
+    path.write_bytes(b"".join(lines))
+    settle()
+    with pytest.raises(LedgerError) as fresh:
+        Ledger(lake).spent(NIGHT)
+    for _ in range(2):  # and again: a reading that failed is not kept
+        parsed.clear()
+        with pytest.raises(LedgerError) as through_memo:
+            bill(lake)
+        assert str(through_memo.value) == str(fresh.value) and f"{path} line 3 is damaged" in str(fresh.value)
+        assert parsed == ["run-r1.jsonl"]
+    assert orjson.loads((user_cache("ledger", lake.root) / "costs.json").read_bytes())["runs"] == {}
+
+
+@pytest.mark.parametrize(
+    "memo",
+    [
+        b"\x00garbage{",
+        b"[]",
+        b'{"runs": []}',
+        b'{"runs": {"%s": {"file": "x", "costs": 3}}}',
+        b'{"runs": {"%s": {"file": %s, "costs": [["nlq", "9"]]}}}',
+    ],
+    ids=["not json", "a list", "runs a list", "an entry of another shape", "a cost not a number"],
+)
+def test_a_corrupt_memo_is_ignored_and_written_again(lake: Lake, cache: Path, parsed: list[str], memo: bytes) -> None:
+    path = closed_run(lake, 2, 3)
+    kept = user_cache("ledger", lake.root) / "costs.json"
+    kept.parent.mkdir(parents=True)
+    found = path.stat()
+    identity = [found.st_size, found.st_mtime_ns, found.st_ctime_ns, found.st_ino]
+    key = path.relative_to(lake.root).as_posix()
+    kept.write_bytes(memo.replace(b"%s", key.encode(), 1).replace(b"%s", orjson.dumps(identity), 1))
+    assert bill(lake) == 5 and parsed == ["run-r1.jsonl"]
+    assert bill(lake) == 5 and parsed == ["run-r1.jsonl"]  # kept once written again
+    assert orjson.loads(kept.read_bytes())["runs"][key]["file"] == identity
+
+
+def test_a_memo_that_cannot_be_written_is_ignored(
+    lake: Lake, monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    not_a_folder = tmp_path_factory.mktemp("cache") / "a-file"
+    not_a_folder.write_text("")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(not_a_folder))
+    closed_run(lake, 2)
+    assert bill(lake) == 2 and bill(lake) == 2

@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from datetime import UTC, date, datetime
 from pathlib import Path
 
@@ -16,6 +17,8 @@ from typer.testing import CliRunner
 
 from tests.helpers import REPO, player_line, sandbox_settings, shipped_dagster_home, write_watchlist
 from tourneylake.cli import app
+from tourneylake.lake.cost_memo import SETTLED_NS
+from tourneylake.lake.lake import Lake
 from tourneylake.night.quota_day import next_scheduled
 from tourneylake.night.status import in_words, lake_status
 from tourneylake.pipelines.cli import app as console
@@ -117,6 +120,25 @@ def test_a_failed_rerun_shows_beside_what_the_night_holds(lake, sandbox) -> None
     assert "last run: failed" in shown.output
     assert f"{PARTIAL} last run failed: credentials refused" in shown.output
     assert "the night keeps what an earlier run loaded: partial" in " ".join(shown.output.split())
+
+
+def test_the_bills_are_kept_in_the_users_cache_and_the_next_status_reads_no_closed_run_again(
+    lake, monkeypatch, tmp_path_factory
+) -> None:
+    """Each night's bill is its ledger's, as a fresh reading gives it; the closed runs' costs are
+    kept in the user's cache (never in the lake), and the next status reads none of them again."""
+    from tourneylake.lake import ledger
+
+    cache = tmp_path_factory.mktemp("cache")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(cache))
+    time.sleep(SETTLED_NS / 1e9)  # the runs' files settled (a file changed just now is read again)
+    first = {n.night: n.night_searches for n in lake_status(lake).nights}
+    assert first == {night: ledger.Ledger(Lake.of(lake)).spent(night) for night in first} and sum(first.values()) > 0
+    assert [p.name for p in cache.rglob("*.json")] == ["costs.json"] and not list(lake.data_dir.rglob("costs.json"))
+    read, parse = [], ledger._run_costs
+    monkeypatch.setattr(ledger, "_run_costs", lambda path, night: read.append(path.name) or parse(path, night))
+    assert {n.night: n.night_searches for n in lake_status(lake).nights} == first
+    assert all(name.endswith(".open.jsonl") for name in read), read  # a run still open alone is read
 
 
 def test_an_interruption_is_said_in_words() -> None:

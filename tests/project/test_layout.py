@@ -32,6 +32,7 @@ GROUND = {
     "tourneylake.figures",
     "tourneylake.fonts",
     "tourneylake.packaged",
+    "tourneylake.user_cache",
 }
 TOP = {
     "tourneylake.cli",

@@ -39,6 +39,7 @@ import orjson
 import pyarrow as pa
 
 from tourneylake.errors import TourneylakeError
+from tourneylake.lake.cost_memo import CostMemo, RunCosts
 from tourneylake.lake.lake import Lake
 from tourneylake.lake.layout import PARTITION
 from tourneylake.lake.outages import KEEP_PAID_S, wait_before
@@ -657,17 +658,20 @@ def _run_lines(path: AnyPath) -> Iterator[Mapping[str, Any]]:
         )
 
 
-def _run_costs(path: AnyPath, night: date) -> tuple[str | None, list[tuple[Any, Any]]]:
-    """A run's account and its entries as (resource, cost) only: what :meth:`Ledger.spent` adds
-    up, without building every entry's row (a night's bill over 31 nights of 2,000 players)."""
-    account, costs = None, []
+def _run_costs(path: AnyPath, night: date) -> RunCosts:
+    """A run's account and its searches per resource only: what :meth:`Ledger.spent` adds up,
+    without building every entry's row (a night's bill over 31 nights of 2,000 players), and
+    what a :class:`CostMemo` keeps of a closed run. A resource that is not a name counts under
+    ``None`` (no ``only=`` picks it, no ``excluding=`` leaves it out, as before)."""
+    account, costs = None, Counter[str | None]()
     for line in _run_lines(path):
         kind = line.get("kind")
         if kind == "run":
             account = line.get("account")
         elif kind == "entry":
-            costs.append((line.get("resource"), line.get("cost")))
-    return account, costs
+            resource = line.get("resource")
+            costs[resource if isinstance(resource, str) else None] += int(line.get("cost") or 0)
+    return account, list(costs.items())
 
 
 def _take_line(log: RunLog, line: Mapping[str, Any], pending: dict[tuple[Any, Any], Mapping[str, Any]]) -> None:
@@ -812,17 +816,30 @@ class Ledger:
         for run in self.runs(night, account=account):
             yield from run.entries
 
-    def spent(self, night: date, *, only: str | None = None, excluding: str | None = None, account: str | None = None) -> int:
+    def spent(
+        self,
+        night: date,
+        *,
+        only: str | None = None,
+        excluding: str | None = None,
+        account: str | None = None,
+        memo: CostMemo | None = None,
+    ) -> int:
         """Searches the ledger records for a night (of one resource, or all but one; of the runs
-        of one account)."""
+        of one account). ``memo``: a local lake's closed runs are read through it (status's bills)."""
         if self.shared is not None:
             rows: Iterable[tuple[Any, Any]] = (
                 (row.get("resource"), row.get("cost")) for row in self.entries(night, account=account)
             )
         else:
-            runs = (
-                _read_run_if_there(path, _run_costs) for path in _one_path_per_run(self._run_paths(_night_dir(self.lake, night)))
-            )
+
+            def read(path: AnyPath, of: date) -> RunCosts:  # a run still open is always read
+                if memo is None or not isinstance(path, Path) or _closed_path(path) is not None:
+                    return _run_costs(path, of)
+                return memo.costs(path, of, _run_costs)
+
+            paths = _one_path_per_run(self._run_paths(_night_dir(self.lake, night)))
+            runs = (_read_run_if_there(path, read) for path in paths)
             rows = (row for run in runs if run is not None and account in (None, run[0]) for row in run[1])
         return sum(
             int(cost or 0)

@@ -26,6 +26,7 @@ from typing import Any
 
 from tourneylake.api import calls
 from tourneylake.config import Settings
+from tourneylake.lake.cost_memo import CostMemo
 from tourneylake.lake.lake import Lake
 from tourneylake.lake.ledger import Ledger
 from tourneylake.lake.nightlog import NightLog
@@ -270,10 +271,15 @@ def _raw_night(lake: Lake, night: date, tables: set[date], records: dict[date, A
 
 
 def _bills(lake: Lake, nights: list[date]) -> dict[date, int]:
-    """Each night's searches as its ledger books them: every run's, drains' included."""
+    """Each night's searches as its ledger books them: every run's, drains' included (a local
+    lake's closed runs as its :class:`CostMemo` kept them, when they did not change since)."""
     ledger = Ledger(lake)
     if isinstance(lake.root, Path) and lake.shared is None:
-        return {night: ledger.spent(night) for night in nights}
+        memo = CostMemo.of(lake.root)
+        try:
+            return {night: ledger.spent(night, memo=memo) for night in nights}
+        finally:
+            memo.save()
     with ThreadPoolExecutor(8, thread_name_prefix="tourneylake-bills") as pool:  # a round trip per night
         return dict(zip(nights, pool.map(ledger.spent, nights), strict=True))
 

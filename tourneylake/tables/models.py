@@ -44,6 +44,7 @@ from tourneylake.errors import TourneylakeError
 from tourneylake.packaged import packaged
 from tourneylake.runtime.pipes import worker_env
 from tourneylake.schemas import TABLES, duckdb_type
+from tourneylake.user_cache import user_cache
 
 __all__ = [
     "PROJECT",
@@ -176,9 +177,7 @@ def manifest_path() -> Path:
     user's cache (``$XDG_CACHE_HOME``, else ``~/.cache``), one folder per installed project, so
     every project folder, test and code location of one installation shares one parse, and
     nothing is written into the package (site-packages, or a checkout's ``sql/``)."""
-    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    where = hashlib.sha256(str(PROJECT.resolve()).encode()).hexdigest()[:12]
-    return cache / "tourneylake" / f"dbt-{where}" / "manifest.json"
+    return user_cache("dbt", PROJECT) / "manifest.json"
 
 
 def ensure_manifest() -> Path:
