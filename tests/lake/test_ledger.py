@@ -662,3 +662,17 @@ def test_a_memo_that_cannot_be_written_is_ignored(
     monkeypatch.setenv("XDG_CACHE_HOME", str(not_a_folder))
     closed_run(lake, 2)
     assert bill(lake) == 2 and bill(lake) == 2
+
+
+def test_the_memos_of_lakes_no_longer_there_are_removed(lake: Lake, cache: Path, tmp_path: Path) -> None:
+    gone, there = tmp_path / "gone", tmp_path / "there"
+    there.mkdir()
+    for folder in (gone, there):
+        memo = user_cache("ledger", folder) / "costs.json"
+        memo.parent.mkdir(parents=True)
+        memo.write_bytes(orjson.dumps({"lake": str(folder), "runs": {}}))
+    closed_run(lake, 2)
+    settle()
+    assert bill(lake) == 2
+    assert (user_cache("ledger", lake.root) / "costs.json").is_file()
+    assert not user_cache("ledger", gone).exists() and (user_cache("ledger", there) / "costs.json").is_file()

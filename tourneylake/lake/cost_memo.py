@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import shutil
 import time
 from collections.abc import Callable
 from datetime import date
@@ -116,3 +117,15 @@ class CostMemo:
             log.debug("the ledger's cost memo %s was not written: %s", self.file, exc)
             return
         self._changed = False
+        _forget_lakes_gone(self.file.parent.parent)
+
+
+def _forget_lakes_gone(cache: Path) -> None:
+    """The memos of lakes that are no longer there removed (a test's, a folder deleted)."""
+    for other in cache.glob("ledger-*/costs.json"):
+        try:
+            lake = orjson.loads(other.read_bytes()).get("lake")
+        except (OSError, orjson.JSONDecodeError, AttributeError):
+            continue
+        if isinstance(lake, str) and not Path(lake).is_dir():
+            shutil.rmtree(other.parent, ignore_errors=True)
