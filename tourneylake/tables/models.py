@@ -247,8 +247,11 @@ def _incremental_held(warehouse: Path) -> list[str]:
         return []
     import duckdb
 
-    with duckdb.connect(str(warehouse), read_only=True) as connection:
-        held = {row[0] for row in connection.execute("SELECT table_name FROM information_schema.tables").fetchall()}
+    try:
+        with duckdb.connect(str(warehouse), read_only=True) as connection:
+            held = {row[0] for row in connection.execute("SELECT table_name FROM information_schema.tables").fetchall()}
+    except duckdb.Error as exc:  # locked by a writer, not a DuckDB file
+        raise ModelsError(f"cannot read the warehouse {warehouse} to check its models: {exc}") from None
     return [name for name in incremental_models() if name in held]
 
 
