@@ -245,3 +245,12 @@ def summary_rows(lake: Lake, night: date) -> dict[str, list[str]]:
         keep = [c for c in table.column_names if c not in VOLATILE]
         out[name] = sorted(map(repr, table.select(keep).to_pylist()))
     return out
+
+
+def copy_warehouse(source: Path, into: Path) -> None:
+    """A built warehouse copied with the project its models follow (``built/`` beside it), so
+    its next build adds nights rather than making the incremental models again whole."""
+    from tourneylake.tables.models import target_dir
+
+    shutil.copyfile(source, into)
+    shutil.copytree(target_dir(source) / "built", target_dir(into) / "built")

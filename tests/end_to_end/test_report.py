@@ -6,7 +6,6 @@ and ``tourneylake report`` writes any night held. Content is checked, not pixels
 from __future__ import annotations
 
 import re
-import shutil
 from collections.abc import Iterator
 from datetime import date
 from html.parser import HTMLParser
@@ -17,6 +16,7 @@ import pytest
 from typer.testing import CliRunner
 
 from tests.end_to_end.conftest import CAPPED_NIGHT, NIGHTS, Harvest
+from tests.helpers import copy_warehouse
 from tourneylake.cli import app
 from tourneylake.figures import count, figure, money, percent, words
 from tourneylake.fonts import NAMES_FAMILY
@@ -151,7 +151,7 @@ def test_every_link_resolves_and_each_player_page_holds_their_numbers(three_nigh
 
 def test_names_are_escaped(three_nights: Harvest, tmp_path: Path) -> None:
     warehouse = tmp_path / "warehouse.duckdb"
-    shutil.copy(three_nights.warehouse, warehouse)
+    copy_warehouse(three_nights.warehouse, warehouse)
     with duckdb.connect(str(warehouse)) as con:  # a player renamed in the tables the models read
         for table in ("player_snapshots", "player_statistics", "tournament_entries", "search_ledger"):
             con.execute(f"UPDATE {table} SET player = ? WHERE player = 'Zoë O''Brien'", [NASTY])

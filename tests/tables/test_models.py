@@ -13,7 +13,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from tests.helpers import DATA, harvest_nights, player_line, sandbox_settings
+from tests.helpers import DATA, copy_warehouse, harvest_nights, player_line, sandbox_settings
 from tests.tables.test_warehouse import NIGHT1, NIGHT2, _write_night
 from tourneylake.lake.lake import Lake
 from tourneylake.tables import models
@@ -137,7 +137,7 @@ def test_the_recorded_night_through_the_views(recorded: Path) -> None:
 
 def test_a_failing_test_is_reported_and_the_views_stay(recorded: Path, tmp_path: Path) -> None:
     copy = tmp_path / "broken.duckdb"
-    shutil.copyfile(recorded, copy)
+    copy_warehouse(recorded, copy)
     with duckdb.connect(str(copy)) as con:  # a stake neither converted nor flagged
         con.execute("UPDATE tournaments SET stake_usd = NULL, usd_rate_missing = false WHERE tournament_id = '2753613930'")
     built = build_models(copy)
