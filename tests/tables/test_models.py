@@ -188,3 +188,10 @@ def test_an_upgraded_incremental_model_is_made_again_from_every_night(tmp_path: 
     with models.incremental_models_current(warehouse) as refreshed:
         assert refreshed == models.incremental_models()
     assert old_rows() == [(NIGHT1, 0, True), (NIGHT2, 0, True)]
+
+
+def test_a_warehouse_that_cannot_be_read_is_one_error_line(tmp_path: Path) -> None:
+    not_duckdb = tmp_path / "warehouse.duckdb"
+    not_duckdb.write_text("not a database")
+    with pytest.raises(models.ModelsError, match=r"^cannot read the warehouse .*warehouse\.duckdb to check its models: "):
+        build_models(not_duckdb)

@@ -1,6 +1,6 @@
 """What each closed run file of a local lake's ledger costs, kept between two ``tourneylake
 status``: its bill column reads again only the files it has not seen as they are now, not a
-month of run files line by line (124,000 lines at 2,000 players).
+month of run files line by line.
 
 An entry is what the ledger's reading gave for one closed file (its account, its searches per
 resource) under the file's path and identity (size, modification and change times, inode): any
@@ -50,14 +50,10 @@ def _costs(entry: Any, identity: list[int]) -> RunCosts | None:
     """An entry's costs when it is well formed and for the file as it is now, else ``None``."""
     if not isinstance(entry, dict) or entry.get("file") != identity or not isinstance(entry.get("costs"), list):
         return None
-    costs = []
-    for pair in entry["costs"]:
-        if not (isinstance(pair, list) and len(pair) == 2 and (pair[0] is None or isinstance(pair[0], str))):
-            return None
-        if type(pair[1]) is not int:
-            return None
-        costs.append((pair[0], pair[1]))
-    return entry.get("account"), costs
+    pairs = entry["costs"]
+    if not all(isinstance(p, list) and len(p) == 2 and isinstance(p[0], str | None) and type(p[1]) is int for p in pairs):
+        return None
+    return entry.get("account"), [(resource, searches) for resource, searches in pairs]
 
 
 class CostMemo:

@@ -660,8 +660,7 @@ def _run_lines(path: AnyPath) -> Iterator[Mapping[str, Any]]:
 
 def _run_costs(path: AnyPath, night: date) -> RunCosts:
     """A run's account and its searches per resource only: what :meth:`Ledger.spent` adds up,
-    without building every entry's row (a night's bill over 31 nights of 2,000 players), and
-    what a :class:`CostMemo` keeps of a closed run. A resource that is not a name counts under
+    without building every entry's row, and what a :class:`CostMemo` keeps of a closed run. A resource that is not a name counts under
     ``None`` (no ``only=`` picks it, no ``excluding=`` leaves it out, as before)."""
     account, costs = None, Counter[str | None]()
     for line in _run_lines(path):
