@@ -1,21 +1,60 @@
 {#- The first night an incremental model keyed by `snapshot_date` builds again (as 'YYYY-MM-DD'):
-    the latest night it holds (loaded again, it may have gained rows), or an earlier night whose
-    rows changed in number since it was built (a drain, a rebuild in place, a night caught up
-    late); '1900-01-01' when it holds none. `loaded` is a query of the rows a night should give,
-    one `snapshot_date` column per row. Run at compile time: the model then reads those nights by
-    a fixed date, which DuckDB prunes to their row groups. Such a model's `unique_key` is the one
-    column 'snapshot_date', a string: dbt-duckdb then deletes the nights made again with `IN`
-    (given as a list, it joins every held row of a night to every new row of it). -#}
-{% macro first_night_to_build(loaded) -%}
+    the earliest night of its source `tables` whose parts the warehouse loaded since the model
+    last recorded them (`record_inputs`, its post-hook): a night loaded again, drained, rebuilt in
+    place or caught up late. '9999-12-31' when none changed (the build adds nothing), '1900-01-01'
+    when the model recorded none (every night made again). The warehouse's load keeps each night's
+    parts in `tourneylake_meta.lake_loads`, so this compares a few hundred digests and reads no
+    row of the tables. Run at compile time: the model then reads those nights by a fixed date,
+    which DuckDB prunes to their row groups. Such a model's `unique_key` is the one column
+    'snapshot_date', a string: dbt-duckdb then deletes the nights made again with `IN` (given as
+    a list, it joins every held row of a night to every new row of it). -#}
+{% macro first_night_to_build(tables) -%}
+{%- if not execute or not tourneylake_meta_held() -%}
+    {{- return('1900-01-01') -}}
+{%- endif -%}
 {%- set query %}
-    WITH held AS (SELECT snapshot_date, count(*) AS held FROM {{ this }} GROUP BY ALL),
-    loaded AS (SELECT snapshot_date, count(*) AS loaded FROM ({{ loaded }}) GROUP BY ALL),
-    changed AS (
-        SELECT min(snapshot_date) AS night
-        FROM loaded FULL JOIN held USING (snapshot_date)
-        WHERE loaded IS DISTINCT FROM held
+    WITH built AS (
+        SELECT table_name, snapshot_date, parts FROM tourneylake_meta.model_inputs WHERE model = '{{ this.identifier }}'
+    ),
+    loaded AS (
+        SELECT table_name, snapshot_date, parts FROM tourneylake_meta.lake_loads WHERE table_name IN {{ sql_list(tables) }}
     )
-    SELECT strftime(coalesce(least((SELECT max(snapshot_date) FROM held), (SELECT night FROM changed)), DATE '1900-01-01'), '%Y-%m-%d')
+    SELECT CASE
+        WHEN NOT EXISTS (SELECT 1 FROM built) THEN '1900-01-01'
+        ELSE coalesce(strftime(min(snapshot_date), '%Y-%m-%d'), '9999-12-31')
+    END
+    FROM loaded FULL JOIN built USING (table_name, snapshot_date)
+    WHERE loaded.parts IS DISTINCT FROM built.parts
 {%- endset %}
-{{- return(run_query(query).columns[0].values()[0] if execute else '1900-01-01') }}
+{{- return(run_query(query).columns[0].values()[0]) }}
+{%- endmacro %}
+
+{#- The post-hook of a model built by `first_night_to_build`: the parts of its source `tables`
+    it was made from, as the warehouse's load recorded them, in the build's transaction. -#}
+{% macro record_inputs(tables) -%}
+{%- if tourneylake_meta_held() -%}
+    DELETE FROM tourneylake_meta.model_inputs WHERE model = '{{ this.identifier }}';
+    INSERT INTO tourneylake_meta.model_inputs
+    SELECT '{{ this.identifier }}', table_name, snapshot_date, parts
+    FROM tourneylake_meta.lake_loads
+    WHERE table_name IN {{ sql_list(tables) }}
+{%- else -%}
+    SELECT 1
+{%- endif -%}
+{%- endmacro %}
+
+{#- Whether the warehouse holds the load's record of the parts it read and the models' record
+    of the parts they were made from (`tourneylake_meta`, made by the warehouse's load). -#}
+{% macro tourneylake_meta_held() -%}
+{%- if not execute -%}
+    {{- return(false) -}}
+{%- endif -%}
+{%- set held = run_query(
+    "SELECT count(*) FROM duckdb_tables() WHERE schema_name = 'tourneylake_meta' AND table_name IN ('lake_loads', 'model_inputs')"
+).columns[0].values()[0] -%}
+{{- return(held == 2) -}}
+{%- endmacro %}
+
+{% macro sql_list(values) -%}
+({% for value in values %}'{{ value }}'{{ ', ' if not loop.last }}{% endfor %})
 {%- endmacro %}

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import duckdb
 import pyarrow as pa
+import pyarrow.compute as pc
 import pytest
 from deltalake import write_deltalake
 
@@ -168,3 +169,74 @@ def test_compaction_and_vacuum_keep_every_row_and_every_answer(year, tmp_path: P
     rebuild(settings, [NIGHTS[6]])
     assert build_models(settings.warehouse_path, variables=LOOKBACK).ok
     assert answers(settings.warehouse_path, relations) == before_answers
+
+
+def test_a_night_loaded_again_is_made_again_from_its_parts_alone(year) -> None:
+    """The incremental models make again the nights from the first one whose parts the load read
+    anew (the load's record against the one each model kept of its last build) and no earlier
+    one: the nights before it are not read (damaged here, they stay so), the nights from it on
+    answer as before."""
+    settings = year
+    lake = Lake(settings.data_dir)
+    night, earlier = NIGHTS[4], NIGHTS[2]
+    before = answers(settings.warehouse_path, ["player_statistics_over_time"])["player_statistics_over_time"]
+    damage = "UPDATE player_statistics_over_time SET change = 12345 WHERE snapshot_date IN (?, ?)"
+    with duckdb.connect(str(settings.warehouse_path)) as con:
+        con.execute(damage, [earlier, night])
+    assert build_models(settings.warehouse_path, variables=LOOKBACK).ok  # no night loaded since: nothing made again
+    assert damaged_nights(settings.warehouse_path) == [earlier, night]
+
+    assert split(lake, "player_statistics", night) > 1  # the same rows in new parts
+    with Warehouse(settings.warehouse_path) as db:
+        db.load_night(lake, night)
+        assert db.reloaded["player_statistics"] == [night]
+    assert build_models(settings.warehouse_path, variables=LOOKBACK).ok
+    assert damaged_nights(settings.warehouse_path) == [earlier]
+    after = answers(settings.warehouse_path, ["player_statistics_over_time"])["player_statistics_over_time"]
+    assert [row for row in after if row[0] >= night] == [row for row in before if row[0] >= night]
+
+
+def damaged_nights(warehouse: Path) -> list[date]:
+    with duckdb.connect(str(warehouse), read_only=True) as con:
+        query = "SELECT DISTINCT snapshot_date FROM player_statistics_over_time WHERE change = 12345 ORDER BY 1"
+        return [row[0] for row in con.execute(query).fetchall()]
+
+
+def test_the_latest_statistics_follow_a_night_loaded_again_without_some(year) -> None:
+    """A night loaded again without a player's statistics: each takes its latest older row; a
+    statistic the night held and no night holds now leaves the model; the model answers as its
+    whole query over every night does."""
+    settings = year
+    lake = Lake(settings.data_dir)
+    last = NIGHTS[-1]
+    rows = lake.tables.read_table("player_statistics", last)
+    player = rows["player"][0].as_py()
+    kept = rows.filter(pc.not_equal(rows["player"], player))
+    kept = kept.select([c for c in kept.column_names if c != PARTITION]).append_column(PARTITION, kept[PARTITION])
+    write_deltalake(
+        lake.tables.uri("player_statistics"),
+        kept,
+        mode="overwrite",
+        predicate=f"{PARTITION} = '{last}'",
+        partition_by=[PARTITION],
+    )
+    with duckdb.connect(str(settings.warehouse_path)) as con:  # as if the night had held one more statistic
+        con.execute(
+            "INSERT INTO latest_player_statistics SELECT * REPLACE ('Gone' AS statistic, $night AS snapshot_date) "
+            "FROM latest_player_statistics LIMIT 1",
+            {"night": last},
+        )
+    with Warehouse(settings.warehouse_path) as db:
+        db.load_night(lake, last)
+    assert build_models(settings.warehouse_path, variables=LOOKBACK).ok
+
+    whole = """
+        SELECT * FROM player_statistics
+        QUALIFY row_number() OVER (PARTITION BY network, player, filter_name, statistic ORDER BY snapshot_date DESC) = 1
+    """
+    with duckdb.connect(str(settings.warehouse_path), read_only=True) as con:
+        held = con.execute("SELECT snapshot_date FROM latest_player_statistics WHERE player = ?", [player]).fetchall()
+        assert held and all(night < last for (night,) in held)
+        assert con.execute("SELECT count(*) FROM latest_player_statistics WHERE statistic = 'Gone'").fetchone() == (0,)
+        for one, other in (("latest_player_statistics", f"({whole})"), (f"({whole})", "latest_player_statistics")):
+            assert con.execute(f"SELECT count(*) FROM (FROM {one} EXCEPT ALL FROM {other})").fetchone() == (0,)

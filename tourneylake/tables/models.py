@@ -219,16 +219,11 @@ def incremental_models() -> list[str]:
     return sorted(n["name"] for n in nodes if n["resource_type"] == "model" and n["config"]["materialized"] == "incremental")
 
 
-def forget_nights(connection: Any, since: date) -> list[str]:
-    """The incremental models' rows of ``since`` and later nights deleted (in the caller's
-    transaction), so their next build makes those nights again from the tables: a night rebuilt
-    in place reaches them. Returns the models that held rows (a warehouse before its first build
-    holds none)."""
-    held = {row[0] for row in connection.execute("SELECT table_name FROM information_schema.tables").fetchall()}
-    forgotten = [name for name in incremental_models() if name in held]
-    for name in forgotten:
-        connection.execute(f'DELETE FROM "{name}" WHERE snapshot_date >= $since', {"since": since})
-    return forgotten
+def forget_nights(connection: Any, since: date) -> None:
+    """What the incremental models were made from, of ``since`` and later nights, forgotten (in
+    the caller's transaction): their next build makes those nights again from the tables, so a
+    night rebuilt in place reaches them (see ``first_night_to_build`` in the models' macros)."""
+    connection.execute("DELETE FROM tourneylake_meta.model_inputs WHERE snapshot_date >= $since", {"since": since})
 
 
 # ----------------------------------------------------------- incremental models after a code change

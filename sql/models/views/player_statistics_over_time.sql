@@ -5,12 +5,13 @@
 -- statistics not found there. The nights are read by dates fixed before the query runs, so DuckDB
 -- reads those nights' row groups alone: a night's build reads the night and the look-back, not the
 -- whole history. A full build (`--full-refresh`, a fresh warehouse) reads every night.
-{{ config(materialized='incremental', incremental_strategy='delete+insert', unique_key='snapshot_date', on_schema_change='fail') }}
+{{ config(materialized='incremental', incremental_strategy='delete+insert', unique_key='snapshot_date', on_schema_change='fail',
+    post_hook="{{ record_inputs(['player_statistics']) }}") }}
 {%- set key = 'network, player, filter_name, statistic' %}
 {%- set source_rows = source('warehouse', 'player_statistics') %}
 
 {% if is_incremental() %}
-{%- set since = first_night_to_build('SELECT snapshot_date FROM ' ~ source_rows) %}
+{%- set since = first_night_to_build(['player_statistics']) %}
 {%- set lookback = "DATE '" ~ since ~ "' - " ~ var('statistics_lookback_nights') %}
 {%- set unmatched_query %}
     SELECT count(*)

@@ -3,7 +3,8 @@
 -- (the player has not opted in to show them, or the account may not see them). The models that
 -- sum results leave these out and say how many they left out; they never read them as zero.
 -- Incremental: a night's rows are its own (`first_night_to_build`).
-{{ config(materialized='incremental', incremental_strategy='delete+insert', unique_key='snapshot_date', on_schema_change='fail') }}
+{{ config(materialized='incremental', incremental_strategy='delete+insert', unique_key='snapshot_date', on_schema_change='fail',
+    post_hook="{{ record_inputs(['player_statistics']) }}") }}
 {%- set withheld %}
 SELECT
     snapshot_date,
@@ -17,5 +18,5 @@ WHERE NOT authorized
 GROUP BY snapshot_date, network, player, filter_name
 HAVING count(*) FILTER (WHERE statistic IN ('Count', 'Profit', 'Stake', 'Rake')) > 0
 {%- endset %}
-{%- set since = first_night_to_build(withheld) if is_incremental() else '1900-01-01' %}
+{%- set since = first_night_to_build(['player_statistics']) if is_incremental() else '1900-01-01' %}
 SELECT * FROM ({{ withheld }}) WHERE snapshot_date >= DATE '{{ since }}'
