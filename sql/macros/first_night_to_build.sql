@@ -14,19 +14,30 @@
 {%- endif -%}
 {%- set query %}
     WITH built AS (
-        SELECT table_name, snapshot_date, parts FROM tourneylake_meta.model_inputs WHERE model = '{{ this.identifier }}'
+        SELECT table_name, snapshot_date, parts FROM tourneylake_meta.model_inputs
+        WHERE model = '{{ this.identifier }}' AND table_name IN {{ sql_list(tables) }}
     ),
     loaded AS (
         SELECT table_name, snapshot_date, parts FROM tourneylake_meta.lake_loads WHERE table_name IN {{ sql_list(tables) }}
     )
     SELECT CASE
-        WHEN NOT EXISTS (SELECT 1 FROM built) THEN '1900-01-01'
+        WHEN NOT EXISTS (SELECT 1 FROM tourneylake_meta.model_inputs WHERE model = '{{ this.identifier }}') THEN '1900-01-01'
         ELSE coalesce(strftime(min(snapshot_date), '%Y-%m-%d'), '9999-12-31')
     END
     FROM loaded FULL JOIN built USING (table_name, snapshot_date)
     WHERE loaded.parts IS DISTINCT FROM built.parts
 {%- endset %}
 {{- return(run_query(query).columns[0].values()[0]) }}
+{%- endmacro %}
+
+{#- The pre-hook of an incremental model keyed by `snapshot_date`: its rows of the nights it makes
+    again deleted first (in the build's transaction), so a night that now gives no row keeps none. -#}
+{% macro delete_nights_from(since) -%}
+{%- if is_incremental() -%}
+    DELETE FROM {{ this }} WHERE snapshot_date >= DATE '{{ since }}'
+{%- else -%}
+    SELECT 1
+{%- endif -%}
 {%- endmacro %}
 
 {#- The post-hook of a model built by `first_night_to_build`: the parts of its source `tables`

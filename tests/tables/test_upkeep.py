@@ -175,16 +175,20 @@ def test_a_night_loaded_again_is_made_again_from_its_parts_alone(year) -> None:
     """The incremental models make again the nights from the first one whose parts the load read
     anew (the load's record against the one each model kept of its last build) and no earlier
     one: the nights before it are not read (damaged here, they stay so), the nights from it on
-    answer as before."""
+    answer as before, and a row such a night no longer gives is gone."""
     settings = year
     lake = Lake(settings.data_dir)
     night, earlier = NIGHTS[4], NIGHTS[2]
     before = answers(settings.warehouse_path, ["player_statistics_over_time"])["player_statistics_over_time"]
-    damage = "UPDATE player_statistics_over_time SET change = 12345 WHERE snapshot_date IN (?, ?)"
-    with duckdb.connect(str(settings.warehouse_path)) as con:
-        con.execute(damage, [earlier, night])
+    with duckdb.connect(str(settings.warehouse_path)) as con:  # to tell a row made again from one kept; a row no night gives
+        con.execute("UPDATE player_statistics_over_time SET change = 12345 WHERE snapshot_date IN ?", [[earlier, night]])
+        con.execute(
+            "INSERT INTO movers SELECT * REPLACE ('Gone' AS player, $night AS snapshot_date) FROM movers LIMIT 1",
+            {"night": night},
+        )
     assert build_models(settings.warehouse_path, variables=LOOKBACK).ok  # no night loaded since: nothing made again
     assert damaged_nights(settings.warehouse_path) == [earlier, night]
+    assert gone_rows(settings.warehouse_path) == 1
 
     assert split(lake, "player_statistics", night) > 1  # the same rows in new parts
     with Warehouse(settings.warehouse_path) as db:
@@ -192,6 +196,7 @@ def test_a_night_loaded_again_is_made_again_from_its_parts_alone(year) -> None:
         assert db.reloaded["player_statistics"] == [night]
     assert build_models(settings.warehouse_path, variables=LOOKBACK).ok
     assert damaged_nights(settings.warehouse_path) == [earlier]
+    assert gone_rows(settings.warehouse_path) == 0
     after = answers(settings.warehouse_path, ["player_statistics_over_time"])["player_statistics_over_time"]
     assert [row for row in after if row[0] >= night] == [row for row in before if row[0] >= night]
 
@@ -200,6 +205,11 @@ def damaged_nights(warehouse: Path) -> list[date]:
     with duckdb.connect(str(warehouse), read_only=True) as con:
         query = "SELECT DISTINCT snapshot_date FROM player_statistics_over_time WHERE change = 12345 ORDER BY 1"
         return [row[0] for row in con.execute(query).fetchall()]
+
+
+def gone_rows(warehouse: Path) -> int:
+    with duckdb.connect(str(warehouse), read_only=True) as con:
+        return con.execute("SELECT count(*) FROM movers WHERE player = 'Gone'").fetchone()[0]
 
 
 def test_the_latest_statistics_follow_a_night_loaded_again_without_some(year) -> None:
