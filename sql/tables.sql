@@ -131,14 +131,6 @@ CREATE TABLE IF NOT EXISTS tourneylake_meta.lake_loads (
     loaded_at TIMESTAMPTZ NOT NULL,
     PRIMARY KEY (table_name, snapshot_date)
 );
--- The parts each incremental model was last made from (written by its post-hook, `record_inputs`
--- in the models' macros): a night whose parts differ from the load's is one to make again.
-CREATE TABLE IF NOT EXISTS tourneylake_meta.model_inputs (
-    model VARCHAR NOT NULL,
-    table_name VARCHAR NOT NULL,
-    snapshot_date DATE NOT NULL,
-    parts VARCHAR NOT NULL
-);
 
 -- Read once a load, written once a load (its tables' nights, each a statement, cost a DuckDB
 -- statement's overhead each): bound as a list of (table_name, snapshot_date[, parts]) structs.

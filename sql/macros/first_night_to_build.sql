@@ -13,21 +13,27 @@
     {{- return('1900-01-01') -}}
 {%- endif -%}
 {%- set query %}
-    WITH built AS (
-        SELECT table_name, snapshot_date, parts FROM tourneylake_meta.model_inputs
-        WHERE model = '{{ this.identifier }}' AND table_name IN {{ sql_list(tables) }}
-    ),
-    loaded AS (
-        SELECT table_name, snapshot_date, parts FROM tourneylake_meta.lake_loads WHERE table_name IN {{ sql_list(tables) }}
-    )
     SELECT CASE
         WHEN NOT EXISTS (SELECT 1 FROM tourneylake_meta.model_inputs WHERE model = '{{ this.identifier }}') THEN '1900-01-01'
         ELSE coalesce(strftime(min(snapshot_date), '%Y-%m-%d'), '9999-12-31')
     END
-    FROM loaded FULL JOIN built USING (table_name, snapshot_date)
-    WHERE loaded.parts IS DISTINCT FROM built.parts
+    FROM ({{ nights_changed(tables) }})
 {%- endset %}
 {{- return(run_query(query).columns[0].values()[0]) }}
+{%- endmacro %}
+
+{#- The nights of `tables` whose parts the warehouse loaded since the model last recorded them
+    (a query of one `snapshot_date` column): the load's record against the model's. -#}
+{% macro nights_changed(tables) -%}
+    SELECT snapshot_date
+    FROM (
+        SELECT table_name, snapshot_date, parts FROM tourneylake_meta.lake_loads WHERE table_name IN {{ sql_list(tables) }}
+    ) AS loaded
+    FULL JOIN (
+        SELECT table_name, snapshot_date, parts FROM tourneylake_meta.model_inputs
+        WHERE model = '{{ this.identifier }}' AND table_name IN {{ sql_list(tables) }}
+    ) AS built USING (table_name, snapshot_date)
+    WHERE loaded.parts IS DISTINCT FROM built.parts
 {%- endmacro %}
 
 {#- The pre-hook of an incremental model keyed by `snapshot_date`: its rows of the nights it makes
@@ -54,8 +60,8 @@
 {%- endif -%}
 {%- endmacro %}
 
-{#- Whether the warehouse holds the load's record of the parts it read and the models' record
-    of the parts they were made from (`tourneylake_meta`, made by the warehouse's load). -#}
+{#- Whether the warehouse holds the load's record of the parts it read (`tourneylake_meta.lake_loads`,
+    made by the warehouse's load): else every build makes every night again. -#}
 {% macro tourneylake_meta_held() -%}
 {%- if not execute -%}
     {{- return(false) -}}
@@ -64,6 +70,18 @@
     "SELECT count(*) FROM duckdb_tables() WHERE schema_name = 'tourneylake_meta' AND table_name IN ('lake_loads', 'model_inputs')"
 ).columns[0].values()[0] -%}
 {{- return(held == 2) -}}
+{%- endmacro %}
+
+{#- The models' record of the parts each incremental model was last made from (`record_inputs`),
+    made at the start of every dbt run (`on-run-start`) beside the load's. -#}
+{% macro model_inputs_create() -%}
+    CREATE SCHEMA IF NOT EXISTS tourneylake_meta;
+    CREATE TABLE IF NOT EXISTS tourneylake_meta.model_inputs (
+        model VARCHAR NOT NULL,
+        table_name VARCHAR NOT NULL,
+        snapshot_date DATE NOT NULL,
+        parts VARCHAR NOT NULL
+    )
 {%- endmacro %}
 
 {% macro sql_list(values) -%}

@@ -160,7 +160,7 @@ def test_an_upgraded_incremental_model_is_made_again_from_every_night(tmp_path: 
         for night in (NIGHT1, NIGHT2):
             _write_night(lake, night)
             db.load_night(lake, night)
-    incremental = "config.materialized:incremental"
+    incremental = "+config.materialized:incremental"  # and the models they read
     assert build_models(warehouse, select=incremental).refreshed == []
 
     over_time = project / "models" / "views" / "player_statistics_over_time.sql"

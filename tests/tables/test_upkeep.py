@@ -201,6 +201,30 @@ def test_a_night_loaded_again_is_made_again_from_its_parts_alone(year) -> None:
     assert [row for row in after if row[0] >= night] == [row for row in before if row[0] >= night]
 
 
+def test_entries_loaded_again_make_again_the_windows_they_started_in(year) -> None:
+    """`computed_vs_served` makes again the windows of the players whose entries the load read
+    anew (here a night's entries in new parts), every night's; the other players' older windows
+    are not read (damaged here, they stay so)."""
+    settings = year
+    lake = Lake(settings.data_dir)
+    late = NIGHTS[6]
+    before = answers(settings.warehouse_path, ["computed_vs_served"])["computed_vs_served"]
+    with duckdb.connect(str(settings.warehouse_path)) as con:
+        con.execute("UPDATE computed_vs_served SET computed_entries = -1")
+        listed = set(con.execute("SELECT DISTINCT player FROM player_entries WHERE snapshot_date = ?", [late]).fetchall())
+    assert split(lake, "tournament_entries", late) > 1
+    with Warehouse(settings.warehouse_path) as db:
+        db.load_night(lake, late)
+        assert db.reloaded["tournament_entries"] == [late]
+    assert build_models(settings.warehouse_path, variables=LOOKBACK).ok
+    after = answers(settings.warehouse_path, ["computed_vs_served"])["computed_vs_served"]
+    made_again = [row for row in after if row[9] != -1]  # computed_entries
+    kept = [row for row in after if row[9] == -1]
+    assert made_again and kept and listed
+    assert {(row[2],) for row in made_again} <= listed and not {(row[2],) for row in kept} & listed
+    assert made_again == [row for row in before if (row[2],) in listed]
+
+
 def damaged_nights(warehouse: Path) -> list[date]:
     with duckdb.connect(str(warehouse), read_only=True) as con:
         query = "SELECT DISTINCT snapshot_date FROM player_statistics_over_time WHERE change = 12345 ORDER BY 1"

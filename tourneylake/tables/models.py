@@ -223,7 +223,11 @@ def forget_nights(connection: Any, since: date) -> None:
     """What the incremental models were made from, of ``since`` and later nights, forgotten (in
     the caller's transaction): their next build makes those nights again from the tables, so a
     night rebuilt in place reaches them (see ``first_night_to_build`` in the models' macros)."""
-    connection.execute("DELETE FROM tourneylake_meta.model_inputs WHERE snapshot_date >= $since", {"since": since})
+    held = connection.execute(
+        "SELECT count(*) FROM duckdb_tables() WHERE schema_name = 'tourneylake_meta' AND table_name = 'model_inputs'"
+    ).fetchone()[0]
+    if held:  # else no model recorded any: their next build makes every night
+        connection.execute("DELETE FROM tourneylake_meta.model_inputs WHERE snapshot_date >= $since", {"since": since})
 
 
 # ----------------------------------------------------------- incremental models after a code change

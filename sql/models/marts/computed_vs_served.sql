@@ -2,12 +2,49 @@
 -- statistics for): the entries, total ROI, average ROI and ITM computed from the lake's entries
 -- started in that window, beside what the service reported for it. A total ROI sums USD: it is
 -- compared only where every entry was converted at its own night's rates (`usd_at_own_rates`).
--- A table made again at every build: an entry listed late (a tournament that ended after its
--- night's harvest) changes the windows before it. Each player's entries are summed in start order
--- once; a window's sums are the running sums at its end less those before its start (two as-of
--- joins, exact in DECIMAL), so the build grows with the entries and windows, not their product.
-{{ config(materialized='table') }}
-WITH starts AS (  -- each player's entries summed per start
+-- Each player's entries are summed in start order once; a window's sums are the running sums at
+-- its end less those before its start (two as-of joins, exact in DECIMAL), so the build grows
+-- with the entries and windows, not their product.
+-- Incremental by window: a build makes the windows of the nights from `first_night_to_build` on,
+-- and the older windows of each player with an entry the load read anew (listed, listed again,
+-- its tournament's row, or the rates of its start day), from the first that ends after its start:
+-- an entry listed late changes every window it started in, whichever night holds the window.
+{{ config(
+    materialized='incremental',
+    incremental_strategy='delete+insert',
+    unique_key=['snapshot_date', 'network', 'player', 'filter_name'],
+    on_schema_change='fail',
+    pre_hook="{{ delete_nights_from(first_night_to_build(['player_snapshots', 'player_statistics'])) }}",
+    post_hook="{{ record_inputs(['player_snapshots', 'player_statistics', 'tournament_entries', 'tournaments', 'currencies']) }}"
+) }}
+-- depends_on: {{ source('warehouse', 'tournaments') }}, {{ source('warehouse', 'currencies') }}
+{%- if is_incremental() and tourneylake_meta_held() %}
+WITH changed AS (  -- each player with an entry read anew, from its earliest start
+    SELECT network, player, min(started_at) AS since
+    FROM {{ ref('player_entries') }} AS e
+    WHERE e.snapshot_date IN ({{ nights_changed(['tournament_entries']) }})
+        OR (e.network, e.tournament_id) IN (
+            SELECT (network, tournament_id) FROM {{ source('warehouse', 'tournaments') }}
+            WHERE snapshot_date IN ({{ nights_changed(['tournaments']) }})
+        )
+        -- the rates of its start day changed, or of the first rate night, which converts the days before it
+        OR e.day >= (SELECT min(snapshot_date) FROM ({{ nights_changed(['currencies']) }}))
+        OR (SELECT min(snapshot_date) FROM ({{ nights_changed(['currencies']) }}))
+            <= (SELECT min(snapshot_date) FROM {{ source('warehouse', 'currencies') }})
+    GROUP BY ALL
+),
+windows AS (
+    SELECT w.*
+    FROM {{ ref('fixed_window_summaries') }} AS w
+    LEFT JOIN changed AS c USING (network, player)
+    WHERE w.served AND (w.snapshot_date >= DATE '{{ first_night_to_build(['player_snapshots', 'player_statistics']) }}' OR w.window_end >= c.since)
+),
+{%- else %}
+WITH windows AS (
+    SELECT * FROM {{ ref('fixed_window_summaries') }} WHERE served
+),
+{%- endif %}
+starts AS (  -- each player's entries summed per start
     SELECT
         network,
         player,
@@ -22,6 +59,7 @@ WITH starts AS (  -- each player's entries summed per start
         count(*) FILTER (WHERE cashed) AS cashes,
         count(*) FILTER (WHERE usd_rate_of_another_night OR usd_rate_missing) AS not_at_own_rate
     FROM {{ ref('player_entries') }}
+    SEMI JOIN (SELECT DISTINCT network, player FROM windows) USING (network, player)
     WHERE started_at IS NOT NULL
     GROUP BY ALL
 ),
@@ -41,9 +79,6 @@ running AS (  -- the sums of the player's entries started up to each start
         sum(not_at_own_rate) OVER w AS not_at_own_rate
     FROM starts
     WINDOW w AS (PARTITION BY network, player ORDER BY started_at ROWS UNBOUNDED PRECEDING)
-),
-windows AS (
-    SELECT * FROM {{ ref('fixed_window_summaries') }} WHERE served
 ),
 sums AS (  -- the window's entries: the running sums at its end less those before its start
     SELECT
