@@ -87,3 +87,16 @@
 {% macro sql_list(values) -%}
 ({% for value in values %}'{{ value }}'{{ ', ' if not loop.last }}{% endfor %})
 {%- endmacro %}
+
+{#- The configuration of an incremental model keyed by `snapshot_date` and made from `tables`:
+    the nights from `first_night_to_build` on deleted and made again, the parts recorded after. -#}
+{% macro incremental_by_night(tables) -%}
+{{ config(
+    materialized='incremental',
+    incremental_strategy='delete+insert',
+    unique_key='snapshot_date',
+    on_schema_change='fail',
+    pre_hook="{{ delete_nights_from(first_night_to_build(" ~ tables ~ ")) }}",
+    post_hook="{{ record_inputs(" ~ tables ~ ") }}"
+) }}
+{%- endmacro %}

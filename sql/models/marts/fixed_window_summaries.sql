@@ -3,14 +3,7 @@
 -- ROI, average ROI, ITM). `computed_vs_served` sets the lake's entries beside it. Incremental: a
 -- night's summaries never change once loaded, so a build makes the nights from
 -- `first_night_to_build` on, reading those nights alone.
-{{ config(
-    materialized='incremental',
-    incremental_strategy='delete+insert',
-    unique_key='snapshot_date',
-    on_schema_change='fail',
-    pre_hook="{{ delete_nights_from(first_night_to_build(['player_snapshots', 'player_statistics'])) }}",
-    post_hook="{{ record_inputs(['player_snapshots', 'player_statistics']) }}"
-) }}
+{{ incremental_by_night(['player_snapshots', 'player_statistics']) }}
 {%- set windows_sql %}
     SELECT *
     FROM {{ source('warehouse', 'player_snapshots') }}

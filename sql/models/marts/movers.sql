@@ -1,14 +1,7 @@
 -- The served statistics that moved since the previous night they were harvested, per player and
 -- filter and night, ranked by how much they moved (relative change first). Incremental: a
 -- night's rows are its own, so a build makes the nights from `first_night_to_build` on.
-{{ config(
-    materialized='incremental',
-    incremental_strategy='delete+insert',
-    unique_key='snapshot_date',
-    on_schema_change='fail',
-    pre_hook="{{ delete_nights_from(first_night_to_build(['player_statistics'])) }}",
-    post_hook="{{ record_inputs(['player_statistics']) }}"
-) }}
+{{ incremental_by_night(['player_statistics']) }}
 {%- set moves %}
     SELECT * FROM {{ ref('player_statistics_over_time') }} WHERE change IS NOT NULL AND change <> 0
 {%- endset %}

@@ -5,14 +5,7 @@
 -- statistics not found there. The nights are read by dates fixed before the query runs, so DuckDB
 -- reads those nights' row groups alone: a night's build reads the night and the look-back, not the
 -- whole history. A full build (`--full-refresh`, a fresh warehouse) reads every night.
-{{ config(
-    materialized='incremental',
-    incremental_strategy='delete+insert',
-    unique_key='snapshot_date',
-    on_schema_change='fail',
-    pre_hook="{{ delete_nights_from(first_night_to_build(['player_statistics'])) }}",
-    post_hook="{{ record_inputs(['player_statistics']) }}"
-) }}
+{{ incremental_by_night(['player_statistics']) }}
 {%- set key = 'network, player, filter_name, statistic' %}
 {%- set source_rows = source('warehouse', 'player_statistics') %}
 

@@ -3,14 +3,7 @@
 -- (the player has not opted in to show them, or the account may not see them). The models that
 -- sum results leave these out and say how many they left out; they never read them as zero.
 -- Incremental: a night's rows are its own (`first_night_to_build`).
-{{ config(
-    materialized='incremental',
-    incremental_strategy='delete+insert',
-    unique_key='snapshot_date',
-    on_schema_change='fail',
-    pre_hook="{{ delete_nights_from(first_night_to_build(['player_statistics'])) }}",
-    post_hook="{{ record_inputs(['player_statistics']) }}"
-) }}
+{{ incremental_by_night(['player_statistics']) }}
 {%- set withheld %}
 SELECT
     snapshot_date,
