@@ -101,11 +101,13 @@ def _rows(wh: Warehouse, sql: str, params: dict[str, Any] | None = None) -> list
     return [] if table is None else table.to_pylist()
 
 
-def coverage(wh: Warehouse, watchlist: Path | None) -> list[Row]:
+def coverage(wh: Warehouse, watchlist: Path | None, nights: tuple[date, date] | None = None) -> list[Row]:
     """Per night held: the pairs (player, filter) of today's watchlist, how many the night
     harvested, how many it called for without an answer, and how many it did not call for
     (deferred by the budget, or skipped) with their share. The warehouse does not hold a night's
-    plan, so "wanted" is the watchlist as it is now; without one, only what was harvested."""
+    plan, so "wanted" is the watchlist as it is now; without one, only what was harvested.
+    ``nights``: the nights from the first to the last given alone, read from their rows only (the
+    report's recent nights: a year's history does not make it slower)."""
     pairs = _watchlist_pairs(watchlist)
     wanted = pa.table(
         {"network": [p[0] for p in pairs], "player": [p[1] for p in pairs], "filter_name": [p[2] for p in pairs]},
@@ -116,11 +118,12 @@ def coverage(wh: Warehouse, watchlist: Path | None) -> list[Row]:
         return _rows(
             wh,
             """
-            WITH nights AS (SELECT DISTINCT snapshot_date AS night FROM search_ledger
-                            UNION SELECT DISTINCT snapshot_date FROM player_snapshots),
-            harvested AS (SELECT DISTINCT snapshot_date AS night, network, player, filter_name FROM player_snapshots),
+            WITH nights AS (SELECT DISTINCT snapshot_date AS night FROM search_ledger WHERE {held}
+                            UNION SELECT DISTINCT snapshot_date FROM player_snapshots WHERE {held}),
+            harvested AS (SELECT DISTINCT snapshot_date AS night, network, player, filter_name FROM player_snapshots
+                          WHERE {held}),
             called AS (SELECT DISTINCT snapshot_date AS night, network, player, coalesce(filter_name, '') AS filter_name
-                       FROM search_ledger WHERE player IS NOT NULL)
+                       FROM search_ledger WHERE player IS NOT NULL AND {held})
             SELECT n.night,
                    (SELECT count(*) FROM watchlist_pairs) AS pairs_wanted,
                    (SELECT count(*) FROM harvested h WHERE h.night = n.night) AS pairs_harvested,
@@ -133,7 +136,8 @@ def coverage(wh: Warehouse, watchlist: Path | None) -> list[Row]:
                        AND NOT EXISTS (SELECT 1 FROM harvested h WHERE (h.night, h.network, h.player, h.filter_name)
                                                   = (n.night, w.network, w.player, w.filter_name))) AS pairs_not_called
             FROM nights AS n ORDER BY n.night
-            """,
+            """.format(held="true" if nights is None else "snapshot_date BETWEEN $first AND $last"),
+            None if nights is None else {"first": nights[0], "last": nights[1]},
         )
     finally:
         wh.connection.unregister("watchlist_pairs")
@@ -238,8 +242,9 @@ def _gather(wh: Warehouse, night: date, watchlist: Path | None) -> _Data:
         "FROM player_days WHERE day <= $night AND profit_usd IS NOT NULL GROUP BY day ORDER BY day",
         at,
     )
+    recent_nights = (min((r["night"] for r in recent_bill), default=night), night)
     return _Data(
-        night, nights, month, all_time, movers, bill, recent_bill, month_bill, coverage(wh, watchlist),
+        night, nights, month, all_time, movers, bill, recent_bill, month_bill, coverage(wh, watchlist, recent_nights),
         [{**p, "page": player_page_name(p["network"], p["player"])} for p in players],
         results, profits, latest, group,
     )  # fmt: skip
