@@ -20,7 +20,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import date, timedelta
 from pathlib import Path
 from typing import Any
@@ -388,6 +388,9 @@ class Measured:
     steal_pct: float | None = None
     # Seconds from the spawn until ``mark`` (see :func:`measure`) first appeared in its output.
     marked_s: float | None = None
+    # The CPU seconds (user + system) of each kind of process in the tree (:func:`process_kind`),
+    # as last sampled (every ~50 ms: a process's last ~50 ms may be missed): which part grew.
+    cpu_by_kind: dict[str, float] = field(default_factory=dict)
 
 
 def cpu_jiffies() -> tuple[int, int] | None:
@@ -409,9 +412,20 @@ def steal_pct(before: tuple[int, int] | None, after: tuple[int, int] | None) -> 
     return round(100 * (after[0] - before[0]) / (after[1] - before[1]), 1)
 
 
-def _tree_memory_mb(pid: int) -> tuple[float, float]:
+def process_kind(cmdline: list[str]) -> str:
+    """What a process of a measured tree is, for its CPU: the module it runs (``-m``), else its
+    script's or program's name (``dbt``, ``tail``)."""
+    if "-m" in cmdline[:-1]:
+        return cmdline[cmdline.index("-m") + 1]
+    if len(cmdline) > 1 and Path(cmdline[0]).name.startswith("python") and not cmdline[1].startswith("-"):
+        return Path(cmdline[1]).name
+    return Path(cmdline[0]).name if cmdline else "?"
+
+
+def _tree_memory_mb(pid: int, cpu: dict[int, tuple[str, float]] | None = None) -> tuple[float, float]:
     """The RSS of ``pid`` and its descendants now, summed, and the largest high-water mark
-    (``VmHWM``) among them: a process's own peak, even between two samples."""
+    (``VmHWM``) among them: a process's own peak, even between two samples. With ``cpu``, each
+    one's kind and CPU seconds so far are noted there by process id."""
     import psutil
 
     try:
@@ -426,6 +440,10 @@ def _tree_memory_mb(pid: int) -> tuple[float, float]:
             for line in Path(f"/proc/{process.pid}/status").read_text().splitlines():
                 if line.startswith("VmHWM:"):
                     largest = max(largest, int(line.split()[1]) * 1024)
+            if cpu is not None:
+                times = process.cpu_times()
+                kind = cpu[process.pid][0] if process.pid in cpu else process_kind(process.cmdline())
+                cpu[process.pid] = (kind, times.user + times.system)
     return total / 1e6, largest / 1e6
 
 
@@ -447,6 +465,7 @@ def measure(
         proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=out, stderr=err, stdin=subprocess.DEVNULL, start_new_session=True)
         deadline = t0 + timeout
         tree_peak, polls = 0.0, 0
+        cpu: dict[int, tuple[str, float]] = {}
         marked_s: float | None = None
         while True:
             pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
@@ -454,7 +473,7 @@ def measure(
                 break
             polls += 1
             if polls % 10 == 0:
-                now_mb, largest_mb = _tree_memory_mb(proc.pid)
+                now_mb, largest_mb = _tree_memory_mb(proc.pid, cpu)
                 tree_peak = max(tree_peak, now_mb, largest_mb)
                 if mark is not None and marked_s is None and mark in os.pread(out.fileno(), 1 << 24, 0):
                     marked_s = time.perf_counter() - t0
@@ -481,7 +500,16 @@ def measure(
             tree_peak,
             steal_pct(jiffies, cpu_jiffies()),
             marked_s,
+            cpu_by_kind(cpu),
         )
+
+
+def cpu_by_kind(cpu: dict[int, tuple[str, float]]) -> dict[str, float]:
+    """The CPU seconds of each kind of process, the largest first."""
+    kinds: dict[str, float] = {}
+    for kind, seconds in cpu.values():
+        kinds[kind] = kinds.get(kind, 0.0) + seconds
+    return {kind: round(seconds, 2) for kind, seconds in sorted(kinds.items(), key=lambda item: -item[1])}
 
 
 def write_watchlist(path: Path, players: list[tuple[str, str]]) -> Path:

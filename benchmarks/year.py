@@ -449,8 +449,12 @@ def checkpoint(year: Year, night: date, number: int, tmp: Path, deadline: Deadli
         "cpu_s": round(run.user_s + run.sys_s, 2),
         "peak_rss_mb": round(run.tree_peak_rss_mb, 1),
         "steal_pct": run.steal_pct,
+        "cpu_by_process_s": run.cpu_by_kind,
+        "steps_s": step_seconds(year),
+        "dbt_nodes_s": dbt_node_seconds(year.warehouse),
     }
     log(f"night {number} ({night}): run {run.seconds:.1f} s (night {run.marked_s}), peak {run.tree_peak_rss_mb:.0f} MB")
+    log(f"night {number}: CPU by process {run.cpu_by_kind}; steps {figures['steps_s']}")
     figures["lake"] = lake_figures(year.data)
     figures["warehouse_load"] = load_figures(year, before, night, tmp)
     before.unlink()
@@ -469,6 +473,36 @@ def checkpoint(year: Year, night: date, number: int, tmp: Path, deadline: Deadli
     figures["status_read_s"] = round(statistics.median(status_read(year) for _ in range(3)), 3)
     log(f"night {number}: report {figures['report_s']} s, notebooks {figures['notebooks_s']}, status {figures['status_s']} s")
     return figures
+
+
+def step_seconds(year: Year, runs: int = 2) -> dict[str, dict[str, float]]:
+    """The wall seconds of each step of the latest ``runs`` Dagster runs (a measured night's
+    ``tourneylake run``: the night's job, then the models job), from the year's instance."""
+    from dagster import DagsterInstance
+
+    with DagsterInstance.from_config(str(year.home)) as instance:
+        return {
+            run.job_name: {
+                step.step_key: round(step.end_time - step.start_time, 2)
+                for step in instance.get_run_step_stats(run.run_id)
+                if step.end_time and step.start_time
+            }
+            for run in instance.get_runs(limit=runs)
+        }
+
+
+def dbt_node_seconds(warehouse: Path, top: int = 8) -> dict[str, Any]:
+    """The last dbt build of the warehouse (the models job's): its nodes' seconds summed by kind
+    (model, test), and the slowest nodes."""
+    from tourneylake.tables.models import target_dir
+
+    results = orjson.loads((target_dir(warehouse) / "run_results.json").read_bytes())["results"]
+    kinds: dict[str, float] = {}
+    for node in results:
+        kind = node["unique_id"].split(".")[0]
+        kinds[kind] = round(kinds.get(kind, 0.0) + node["execution_time"], 2)
+    slowest = sorted(results, key=lambda node: -node["execution_time"])[:top]
+    return {**kinds, "slowest": {node["unique_id"].split(".", 2)[-1][:60]: round(node["execution_time"], 2) for node in slowest}}
 
 
 def status_read(year: Year) -> float:
@@ -623,6 +657,13 @@ def render(out: dict[str, Any]) -> str:
         t = figures["lake"].get(table, {})
         return f"{t.get('data_files', 0)} + {t.get('log_files', 0)} log, {t.get('bytes', 0) / 1e6:.1f} MB"
 
+    def largest(seconds: dict[str, float], n: int = 4) -> str:
+        return "; ".join(f"{kind} {s}" for kind, s in list(seconds.items())[:n]) or "-"
+
+    def dbt(figures: dict[str, Any]) -> str:
+        nodes = figures.get("dbt_nodes_s")
+        return f"{nodes.get('model')}; {nodes.get('test')}" if nodes else "-"
+
     first = at[nights[0]]
     lines = [
         "| measure | " + " | ".join(f"night {n}" for n in nights) + " |",
@@ -631,6 +672,9 @@ def render(out: dict[str, Any]) -> str:
         row('the night, to its "run ok" (s)', lambda f: f["night_s"]),
         row("night / night 1's", lambda f: round(f["night_s"] / first["night_s"], 2)),
         row("the models job after it (s)", lambda f: f["models_job_s"]),
+        row("CPU of the run's tree (s)", lambda f: f["cpu_s"]),
+        row("its CPU by process, the largest (s)", lambda f: largest(f.get("cpu_by_process_s", {}))),
+        row("the models job's dbt nodes: models; tests (s, summed)", lambda f: dbt(f)),
         row("peak RSS of the run's tree (MB)", lambda f: round(f["peak_rss_mb"])),
         row("warehouse load of the night (s)", lambda f: f["warehouse_load"]["load_s"]),
         row("load / night 1's", lambda f: round(f["warehouse_load"]["load_s"] / first["warehouse_load"]["load_s"], 2)),
