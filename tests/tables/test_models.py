@@ -135,6 +135,22 @@ def test_the_recorded_night_through_the_views(recorded: Path) -> None:
         assert len(pandas_frame) == len(roi)
 
 
+def test_the_key_tests_read_the_latest_nights_the_warehouse_loaded(harvested, tmp_path: Path) -> None:
+    """With `tested_nights` 1, a key held twice on an older night is not read, on the latest it is."""
+    path, _ = harvested
+    copy = tmp_path / "keys.duckdb"
+    copy_warehouse(path, copy)
+    duplicate = "INSERT INTO player_statistics SELECT * FROM player_statistics WHERE snapshot_date = ? LIMIT 1"
+    source_test = "source_unique_key_warehouse_player_statistics_snapshot_date__network__player__filter_name__statistic"
+    with duckdb.connect(str(copy)) as con:
+        con.execute(duplicate, [NIGHT - timedelta(days=2)])
+    assert build_models(copy, variables={"tested_nights": 1}).ok
+    with duckdb.connect(str(copy)) as con:
+        con.execute(duplicate, [NIGHT])
+    built = build_models(copy, variables={"tested_nights": 1})
+    assert [name for name in built.named("fail") if name.startswith(source_test)], built.statuses
+
+
 def test_a_failing_test_is_reported_and_the_views_stay(recorded: Path, tmp_path: Path) -> None:
     copy = tmp_path / "broken.duckdb"
     copy_warehouse(recorded, copy)
