@@ -72,8 +72,9 @@
 {{- return(held == 2) -}}
 {%- endmacro %}
 
-{#- The models' record of the parts each incremental model was last made from (`record_inputs`),
-    made at the start of every dbt run (`on-run-start`) beside the load's. -#}
+{#- The models' record of the parts each incremental model was last made from (`record_inputs`)
+    and of the entries' digests (`record_entry_days`), made at the start of every dbt run
+    (`on-run-start`) beside the load's. -#}
 {% macro model_inputs_create() -%}
     CREATE SCHEMA IF NOT EXISTS tourneylake_meta;
     CREATE TABLE IF NOT EXISTS tourneylake_meta.model_inputs (
@@ -81,6 +82,13 @@
         table_name VARCHAR NOT NULL,
         snapshot_date DATE NOT NULL,
         parts VARCHAR NOT NULL
+    );
+    CREATE TABLE IF NOT EXISTS tourneylake_meta.model_entry_days (
+        model VARCHAR NOT NULL,
+        network VARCHAR NOT NULL,
+        player VARCHAR NOT NULL,
+        day DATE NOT NULL,
+        digest UBIGINT NOT NULL
     )
 {%- endmacro %}
 
@@ -99,4 +107,44 @@
     pre_hook="{{ delete_nights_from(first_night_to_build(" ~ tables ~ ")) }}",
     post_hook="{{ record_inputs(" ~ tables ~ ") }}"
 ) }}
+{%- endmacro %}
+
+{#- Each player's entries digested by UTC day (of `player_entries`, the values a window sums):
+    what `computed_vs_served` was made from, by content. The service lists a player's entries
+    again every night, so the night that listed an entry says nothing of whether it changed. -#}
+{% macro entry_days() -%}
+    SELECT
+        network,
+        player,
+        day,
+        bit_xor(hash(tournament_id, started_at, profit_usd, buy_in_usd, roi_pct, cashed, usd_rate_of_another_night, usd_rate_missing)) AS digest
+    FROM {{ ref('player_entries') }}
+    WHERE started_at IS NOT NULL
+    GROUP BY network, player, day
+{%- endmacro %}
+
+{#- The players whose entries changed since the model recorded them (`record_entry_days`), each
+    with the first day that changed (`since`): an entry listed, changed or gone. -#}
+{% macro entry_days_changed() -%}
+    SELECT
+        coalesce(now.network, was.network) AS network,
+        coalesce(now.player, was.player) AS player,
+        min(coalesce(now.day, was.day)) AS since
+    FROM ({{ entry_days() }}) AS now
+    FULL JOIN (
+        SELECT network, player, day, digest FROM tourneylake_meta.model_entry_days WHERE model = '{{ this.identifier }}'
+    ) AS was ON now.network = was.network AND now.player = was.player AND now.day = was.day
+    WHERE now.digest IS DISTINCT FROM was.digest
+    GROUP BY 1, 2
+{%- endmacro %}
+
+{#- The post-hook of a model built by `entry_days_changed`: its entries' digests, in the build's
+    transaction. -#}
+{% macro record_entry_days() -%}
+{%- if tourneylake_meta_held() -%}
+    DELETE FROM tourneylake_meta.model_entry_days WHERE model = '{{ this.identifier }}';
+    INSERT INTO tourneylake_meta.model_entry_days SELECT '{{ this.identifier }}', network, player, day, digest FROM ({{ entry_days() }})
+{%- else -%}
+    SELECT 1
+{%- endif -%}
 {%- endmacro %}

@@ -6,32 +6,21 @@
 -- its end less those before its start (two as-of joins, exact in DECIMAL), so the build grows
 -- with the entries and windows, not their product.
 -- Incremental by window: a build makes the windows of the nights from `first_night_to_build` on,
--- and the older windows of each player with an entry the load read anew (listed, listed again,
--- its tournament's row, or the rates of its start day), from the first that ends after its start:
--- an entry listed late changes every window it started in, whichever night holds the window.
+-- and the older windows of each player whose entries changed (their values digested by day, as
+-- the model last recorded them: the service lists every entry again each night), from the first
+-- that ends on or after the first day changed: an entry listed late changes every window it
+-- started in, whichever night holds the window.
 {{ config(
     materialized='incremental',
     incremental_strategy='delete+insert',
     unique_key=['snapshot_date', 'network', 'player', 'filter_name'],
     on_schema_change='fail',
     pre_hook="{{ delete_nights_from(first_night_to_build(['player_snapshots', 'player_statistics'])) }}",
-    post_hook="{{ record_inputs(['player_snapshots', 'player_statistics', 'tournament_entries', 'tournaments', 'currencies']) }}"
+    post_hook=["{{ record_inputs(['player_snapshots', 'player_statistics']) }}", "{{ record_entry_days() }}"]
 ) }}
--- depends_on: {{ source('warehouse', 'tournaments') }}, {{ source('warehouse', 'currencies') }}
 {%- if is_incremental() and tourneylake_meta_held() %}
-WITH changed AS (  -- each player with an entry read anew, from its earliest start
-    SELECT network, player, min(started_at) AS since
-    FROM {{ ref('player_entries') }} AS e
-    WHERE e.snapshot_date IN ({{ nights_changed(['tournament_entries']) }})
-        OR (e.network, e.tournament_id) IN (
-            SELECT (network, tournament_id) FROM {{ source('warehouse', 'tournaments') }}
-            WHERE snapshot_date IN ({{ nights_changed(['tournaments']) }})
-        )
-        -- the rates of its start day changed, or of the first rate night, which converts the days before it
-        OR e.day >= (SELECT min(snapshot_date) FROM ({{ nights_changed(['currencies']) }}))
-        OR (SELECT min(snapshot_date) FROM ({{ nights_changed(['currencies']) }}))
-            <= (SELECT min(snapshot_date) FROM {{ source('warehouse', 'currencies') }})
-    GROUP BY ALL
+WITH changed AS (  -- each player whose entries changed, from the first day changed
+    {{ entry_days_changed() }}
 ),
 windows AS (
     SELECT w.*
