@@ -107,8 +107,8 @@ class WarehouseReader:
 
     def pick_player(self, name: str | None = None, network: str | None = None) -> Player:
         """``name`` (on ``network`` when it plays on several), else the watchlist's most important
-        player the warehouse holds (lowest priority, then file order), else the one with the most
-        entries."""
+        player the warehouse holds entries of (lowest priority, then file order; one only found, if
+        none has entries yet), else the one with the most entries."""
         held = self.frame(
             "SELECT network, player FROM player_snapshots WHERE found UNION SELECT network, player FROM player_entries"
         )
@@ -122,9 +122,12 @@ class WarehouseReader:
                 )
             also = f" (also on {', '.join(networks[1:])}: set NETWORK)" if len(networks) > 1 else ""
             return Player(networks[0], name, "as asked" + also)
-        for candidate in self._by_priority():
-            if (candidate.network, candidate.name) in pairs:
-                return candidate
+        played = self.frame("SELECT DISTINCT network, player FROM player_entries")
+        with_entries = set(zip(played.network, played.player, strict=True))
+        held = [c for c in self._by_priority() if (c.network, c.name) in pairs]
+        # One found without a tournament yet has no results to show: those with entries first.
+        for candidate in [c for c in held if (c.network, c.name) in with_entries] or held:
+            return candidate
         top = self.frame(
             "SELECT network, player FROM player_entries GROUP BY ALL ORDER BY count(*) DESC, network, player LIMIT 1"
         )

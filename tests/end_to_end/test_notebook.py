@@ -16,6 +16,7 @@ import re
 import sys
 from pathlib import Path
 
+import duckdb
 import nbformat
 import pytest
 from jupyter_client.kernelspec import KernelSpecManager
@@ -23,8 +24,8 @@ from nbclient import NotebookClient
 from nbformat.v4 import new_code_cell
 
 from tests.end_to_end.conftest import NIGHTS, Harvest
-from tests.helpers import REPO
-from tourneylake.notebook import project_dir, project_settings
+from tests.helpers import REPO, copy_warehouse
+from tourneylake.notebook import open_warehouse, project_dir, project_settings
 
 pytestmark = [pytest.mark.xdist_group("notebook"), pytest.mark.slow]
 
@@ -134,6 +135,19 @@ def test_notebook_draws_every_chart_with_titles_units_and_every_night(
                 assert ax["points"] >= len(NIGHTS), f"a chart by night shows {ax['points']} point(s): {ax}"
     if name == "player":  # the watchlist's first-priority player, not the first listed
         assert "**mr. Müller** on **PartyPoker**" in text
+
+
+def test_the_player_picked_has_entries(three_nights: Harvest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The watchlist's first player by priority, found but without an entry yet, is passed over
+    for the next one with entries (the player notebook shows results)."""
+    copy_warehouse(three_nights.warehouse, tmp_path / "warehouse.duckdb")
+    with duckdb.connect(str(tmp_path / "warehouse.duckdb")) as con:
+        con.execute("DELETE FROM player_entries WHERE network = 'PartyPoker' AND player = 'mr. Müller'")
+        assert con.execute("SELECT count(*) FROM player_snapshots WHERE player = 'mr. Müller' AND found").fetchone()[0]
+    monkeypatch.setenv("TOURNEYLAKE_DATA_DIR", str(tmp_path))
+    monkeypatch.setenv("TOURNEYLAKE_WATCHLIST", str(three_nights.watchlist))
+    picked = open_warehouse().pick_player()
+    assert (picked.network, picked.name) != ("PartyPoker", "mr. Müller") and "priority" in picked.why
 
 
 def test_a_missing_warehouse_is_one_line_and_creates_nothing(
