@@ -72,8 +72,9 @@
 {{- return(held == 2) -}}
 {%- endmacro %}
 
-{#- The models' record of the parts each incremental model was last made from (`record_inputs`)
-    and of the entries' digests (`record_entry_days`), made at the start of every dbt run
+{#- The models' record of the parts each incremental model was last made from (`record_inputs`),
+    of the entries' digests (`record_entry_days`) and of the load each relation's tests last all
+    passed on (`record_relations_tested`), made at the start of every dbt run
     (`on-run-start`) beside the load's. -#}
 {% macro model_inputs_create() -%}
     CREATE SCHEMA IF NOT EXISTS tourneylake_meta;
@@ -89,6 +90,10 @@
         player VARCHAR NOT NULL,
         day DATE NOT NULL,
         digest UBIGINT NOT NULL
+    );
+    CREATE TABLE IF NOT EXISTS tourneylake_meta.relations_tested (
+        relation VARCHAR PRIMARY KEY,
+        loaded_at TIMESTAMPTZ NOT NULL
     )
 {%- endmacro %}
 

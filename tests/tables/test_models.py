@@ -135,20 +135,43 @@ def test_the_recorded_night_through_the_views(recorded: Path) -> None:
         assert len(pandas_frame) == len(roi)
 
 
-def test_the_key_tests_read_the_latest_nights_the_warehouse_loaded(harvested, tmp_path: Path) -> None:
-    """With `tested_nights` 1, a key held twice on an older night is not read, on the latest it is."""
+def test_the_key_tests_read_the_nights_loaded_since_they_last_passed(harvested, tmp_path: Path) -> None:
+    """A relation's key tests read the nights the warehouse loaded since they last all passed: a
+    key held twice on a night loaded before is not read, on a night loaded again it is, and a test
+    that failed reads its nights again at the next build. Never passed: the latest `tested_nights`."""
     path, _ = harvested
     copy = tmp_path / "keys.duckdb"
     copy_warehouse(path, copy)
     duplicate = "INSERT INTO player_statistics SELECT * FROM player_statistics WHERE snapshot_date = ? LIMIT 1"
+    loaded_again = (
+        "UPDATE tourneylake_meta.lake_loads SET loaded_at = now() WHERE table_name = 'player_statistics' AND snapshot_date = ?"
+    )
     source_test = "source_unique_key_warehouse_player_statistics_snapshot_date__network__player__filter_name__statistic"
-    with duckdb.connect(str(copy)) as con:
-        con.execute(duplicate, [NIGHT - timedelta(days=2)])
-    assert build_models(copy, variables={"tested_nights": 1}).ok
+
+    def failed(**variables: int) -> list[str]:
+        built = build_models(copy, variables=variables)
+        return [name for name in built.named("fail") if name.startswith(source_test)]
+
     with duckdb.connect(str(copy)) as con:
         con.execute(duplicate, [NIGHT])
-    built = build_models(copy, variables={"tested_nights": 1})
-    assert [name for name in built.named("fail") if name.startswith(source_test)], built.statuses
+    assert failed() == []  # the night was loaded before the tests last passed
+    with duckdb.connect(str(copy)) as con:
+        con.execute(loaded_again, [NIGHT - timedelta(days=2)])
+    assert failed() == []  # an earlier night loaded again is read, and holds no key twice
+    with duckdb.connect(str(copy)) as con:
+        con.execute(loaded_again, [NIGHT])
+    assert failed() and failed()  # read, and read again by the next build (no load between)
+    with duckdb.connect(str(copy)) as con:  # never passed: the latest `tested_nights` nights
+        con.execute(
+            "DELETE FROM player_statistics WHERE rowid IN (SELECT max(rowid) FROM player_statistics"
+            " GROUP BY snapshot_date, network, player, filter_name, statistic HAVING count(*) > 1)"
+        )
+        con.execute(duplicate, [NIGHT - timedelta(days=2)])
+        con.execute("DELETE FROM tourneylake_meta.relations_tested")
+    assert failed(tested_nights=2) == []
+    with duckdb.connect(str(copy)) as con:
+        con.execute("DELETE FROM tourneylake_meta.relations_tested")
+    assert failed(tested_nights=3)
 
 
 def test_a_failing_test_is_reported_and_the_views_stay(recorded: Path, tmp_path: Path) -> None:

@@ -25,6 +25,14 @@ WITH new AS (
     FROM {{ source_rows }}
     WHERE snapshot_date >= DATE '{{ since }}'
 ),
+{%- if unmatched > 0 %}
+unmatched AS (  -- the new nights' statistics not harvested in the look-back's nights (a few)
+    SELECT DISTINCT {{ key }} FROM new
+    ANTI JOIN (
+        SELECT DISTINCT {{ key }} FROM {{ this }} WHERE snapshot_date >= {{ lookback }} AND snapshot_date < DATE '{{ since }}'
+    ) USING ({{ key }})
+),
+{%- endif %}
 previous AS (  -- each statistic's latest row held in the look-back's nights
     SELECT {{ key }}, arg_max({'night': snapshot_date, 'number': value_number, 'usd': value_usd}, snapshot_date) AS last
     FROM {{ this }}
@@ -35,7 +43,7 @@ previous AS (  -- each statistic's latest row held in the look-back's nights
     SELECT h.network, h.player, h.filter_name, h.statistic,
         arg_max({'night': h.snapshot_date, 'number': h.value_number, 'usd': h.value_usd}, h.snapshot_date)
     FROM {{ this }} AS h
-    SEMI JOIN new USING ({{ key }})
+    SEMI JOIN unmatched USING ({{ key }})  -- a scan of the older nights' keys, joined to those few
     WHERE h.snapshot_date < {{ lookback }}
     GROUP BY ALL
     {%- endif %}
