@@ -148,16 +148,13 @@ def test_the_key_tests_read_the_nights_loaded_since_they_last_passed(harvested, 
     )
     source_test = "source_unique_key_warehouse_player_statistics_snapshot_date__network__player__filter_name__statistic"
 
-    def failed(**variables: int) -> list[str]:
-        built = build_models(copy, variables=variables)
+    def failed(**variables: int) -> list[str]:  # the table's tests alone: a build of the whole project each is slow
+        built = build_models(copy, select="source:warehouse.player_statistics", variables=variables)
         return [name for name in built.named("fail") if name.startswith(source_test)]
 
     with duckdb.connect(str(copy)) as con:
         con.execute(duplicate, [NIGHT])
     assert failed() == []  # the night was loaded before the tests last passed
-    with duckdb.connect(str(copy)) as con:
-        con.execute(loaded_again, [NIGHT - timedelta(days=2)])
-    assert failed() == []  # an earlier night loaded again is read, and holds no key twice
     with duckdb.connect(str(copy)) as con:
         con.execute(loaded_again, [NIGHT])
     assert failed() and failed()  # read, and read again by the next build (no load between)
