@@ -61,13 +61,14 @@
 {%- endmacro %}
 
 {#- Whether the warehouse holds the load's record of the parts it read (`tourneylake_meta.lake_loads`,
-    made by the warehouse's load): else every build makes every night again. -#}
-{% macro tourneylake_meta_held() -%}
+    made by the warehouse's load) and the models' record `beside` it: else every build makes every
+    night again. -#}
+{% macro tourneylake_meta_held(beside='model_inputs') -%}
 {%- if not execute -%}
     {{- return(false) -}}
 {%- endif -%}
 {%- set held = run_query(
-    "SELECT count(*) FROM duckdb_tables() WHERE schema_name = 'tourneylake_meta' AND table_name IN ('lake_loads', 'model_inputs')"
+    "SELECT count(*) FROM duckdb_tables() WHERE schema_name = 'tourneylake_meta' AND table_name IN ('lake_loads', '" ~ beside ~ "')"
 ).columns[0].values()[0] -%}
 {{- return(held == 2) -}}
 {%- endmacro %}

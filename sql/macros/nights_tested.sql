@@ -25,13 +25,7 @@ false
 {#- The nights (sorted 'YYYY-MM-DD' strings) the warehouse loaded since every test of `relation`
     last passed, or none when they never passed (or the warehouse keeps no such record). -#}
 {% macro nights_loaded_since_tested(relation) -%}
-{%- if not execute -%}
-    {{- return(none) -}}
-{%- endif -%}
-{%- set held = run_query(
-    "SELECT count(*) FROM duckdb_tables() WHERE schema_name = 'tourneylake_meta' AND table_name IN ('lake_loads', 'relations_tested')"
-).columns[0].values()[0] -%}
-{%- if held != 2 -%}
+{%- if not tourneylake_meta_held('relations_tested') -%}
     {{- return(none) -}}
 {%- endif -%}
 {%- set query %}
@@ -49,10 +43,10 @@ false
 {{- return(rows | reject('none') | list) }}
 {%- endmacro %}
 
-{#- The name a test's relation is recorded by: its table or view's (a test's `model` is the
-    relation, or a subquery of it when the test has a `where`). -#}
+{#- The name a test's relation is recorded by: its table's or view's; '' for a subquery (a test
+    with a `where`), which no record names: it reads its latest `tested_nights`. -#}
 {% macro relation_name(relation) -%}
-{{- return(relation.identifier if relation.identifier is defined and relation.identifier else (relation | string).split('.')[-1].strip('"')) -}}
+{{- return(relation.identifier if relation.identifier is defined and relation.identifier else '') -}}
 {%- endmacro %}
 
 {#- The `on-run-end` hook: every relation whose tests all passed in this build is recorded as
@@ -71,7 +65,7 @@ false
 {%- for name, ok in passed | dictsort if ok -%}
     {%- do names.append(name) -%}
 {%- endfor -%}
-{%- if execute and names and tourneylake_meta_held() -%}
+{%- if names and tourneylake_meta_held('relations_tested') -%}
     INSERT OR REPLACE INTO tourneylake_meta.relations_tested
     SELECT relation, (SELECT max(loaded_at) FROM tourneylake_meta.lake_loads)
     FROM (VALUES {% for name in names %}('{{ name }}'){{ ', ' if not loop.last }}{% endfor %}) AS v(relation)
