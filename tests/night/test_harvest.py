@@ -145,8 +145,11 @@ def test_last_harvested_is_each_targets_latest_night_before_the_one_planned(tmp_
     """The plan's "last fetched" from every night's ``player_snapshots`` at once: the latest
     night before the planned one wins, a filter written '' is the unfiltered target, and the
     planned night and later ones are not read."""
+    from pathlib import Path
+
     import pyarrow as pa
 
+    from tourneylake.errors import LakeError
     from tourneylake.lake.lake import Lake
     from tourneylake.night.harvest import last_harvested
     from tourneylake.schemas import TABLES
@@ -171,3 +174,16 @@ def test_last_harvested_is_each_targets_latest_night_before_the_one_planned(tmp_
         ("PokerStars", "b", "sng"): first + timedelta(days=3),
     }
     assert last_harvested(lake, first) == {}
+    # Asked for some targets, the reading stops once each is found: a damaged part of an earlier
+    # night is not read then, and is for a target never harvested (read back to the first night).
+    (part,) = lake.tables.files("player_snapshots", first)
+    Path(part).write_bytes(b"damaged")
+    wanted = [("PokerStars", "a", ""), ("GGNetwork", "b", None)]
+    assert last_harvested(lake, first + timedelta(days=9), wanted) == {
+        ("PokerStars", "a", None): first + timedelta(days=1),
+        ("GGNetwork", "b", None): first + timedelta(days=1),
+        ("PokerStars", "b", "sng"): first + timedelta(days=3),
+        ("PokerStars", "c", None): first + timedelta(days=5),
+    }
+    with pytest.raises(LakeError, match="is damaged"):
+        last_harvested(lake, first + timedelta(days=9), [*wanted, ("PokerStars", "never", None)])

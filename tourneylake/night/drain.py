@@ -151,7 +151,7 @@ def drain_plan(session: Session, watchlist: Watchlist, remaining: int | None, *,
         candidates, dropped = _owed_targets(session, watchlist, night, keys)
         if dropped:
             plan.dropped[night] = dropped
-        last = last_harvested(session.lake, night)
+        last = last_harvested(session.lake, night, (target.key for target in candidates))
         for index, target in enumerate(candidates):
             before = last.get((target.network, target.player, target.filter_name))
             ranked.append(((0 if before is None else 1, before or date.min, target.priority, night, index), night, target))
@@ -178,7 +178,7 @@ def _owed_targets(
     resolution = resolve_targets(then, watchlist, None, None, convert=False)
     watched = [t for t in resolution.targets if (t.network, t.player, t.filter_name or "") in keys]
     known = Known(
-        last_fetched=last_harvested(session.lake, night),
+        last_fetched=last_harvested(session.lake, night, (target.key for target in watched)),
         harvested_tonight=stored_targets(session.lake, night) | unusable_targets(session.lake, night),
         run_date=night,
         known_networks=session.in_force().known_networks,  # today's metadata: a network gone is asked no more

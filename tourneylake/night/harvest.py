@@ -33,6 +33,7 @@ import pyarrow as pa
 
 from tourneylake.api import ApiError, AsyncClient, CredentialsError, NotFoundError, QuotaError, UnusableResponse, calls
 from tourneylake.api.client import ApiResponse, warm_async_transport
+from tourneylake.api.errors import NOT_FOUND_CODES
 from tourneylake.api.filters import FilterSyntaxError, filter_for_night
 from tourneylake.api.tree import MalformedPayload
 from tourneylake.errors import BudgetRefused, LakeError, RunFailed
@@ -293,7 +294,7 @@ def plan_tonight(
     (the settings' by default), the networks checked against ``in_force``'s metadata (the
     night's in the lake by default)."""
     known = Known(
-        last_fetched=last_harvested(session.lake, session.night),
+        last_fetched=last_harvested(session.lake, session.night, (target.key for target in resolution.targets)),
         harvested_tonight=harvested,
         run_date=session.night,
         known_networks=(in_force or session.in_force()).known_networks,
@@ -306,41 +307,58 @@ def plan_tonight(
     return plan_night(resolution.targets, known, limits)
 
 
-def last_harvested(lake: Lake, night: date) -> dict[tuple[str, str, str | None], date]:
+def last_harvested(
+    lake: Lake, night: date, wanted: Iterable[tuple[str, str, str | None]] | None = None
+) -> dict[tuple[str, str, str | None], date]:
     """The last night before ``night`` each (network, player, filter) was harvested, from the
-    lake's ``player_snapshots`` partitions: its log read once, the nights' parts side by side (a
-    round trip each on an object store), the latest night of each key by Arrow's ``group_by``."""
+    lake's ``player_snapshots`` partitions: its log read once, then the nights' parts newest
+    first, the last night alone, then up to eight side by side (a round trip each on an object
+    store). With ``wanted``, only
+    those targets are asked for: the reading stops at the night by which each was found, so a
+    watchlist harvested lately reads its last nights, not its whole history (one never
+    harvested still reads every night)."""
     columns = ["network", "player", "filter_name"]
-    nights = [
-        (when, [path for path, _ in parts]) for when, parts in lake.tables.parts("player_snapshots").items() if when < night
-    ]
+    nights = sorted(
+        ((when, [path for path, _ in parts]) for when, parts in lake.tables.parts("player_snapshots").items() if when < night),
+        reverse=True,
+    )
+    missing = None if wanted is None else {(network, player, filter_name or None) for network, player, filter_name in wanted}
 
-    def night_keys(item: tuple[date, list[str]]) -> pa.Table | None:
-        table = lake.tables.read_parts(item[0], item[1], columns)
-        if not table.num_rows:
-            return None
-        return table.select(columns).append_column("night", pa.array([item[0]] * table.num_rows, pa.date32()))
+    def night_keys(item: tuple[date, list[str]]) -> pa.Table:
+        table = lake.tables.read_parts(item[0], item[1], columns).select(columns)
+        return table.append_column("night", pa.array([item[0]] * table.num_rows, pa.date32()))
 
-    with ThreadPoolExecutor(8, thread_name_prefix="tourneylake-last") as pool:
-        tables = [table for table in pool.map(night_keys, nights) if table is not None]
     seen: dict[tuple[str, str, str | None], date] = {}
-    if not tables:
-        return seen
-    latest = pa.concat_tables(tables, promote_options="default").group_by(columns).aggregate([("night", "max")])
-    for network, player, filter_name, when in zip(*(latest.column(c).to_pylist() for c in [*columns, "night_max"]), strict=True):
-        key = (network, player, filter_name or None)  # '' and None: one key, the latest night
-        seen[key] = max(when, seen.get(key, when))
+    with ThreadPoolExecutor(8, thread_name_prefix="tourneylake-last") as pool:
+        start, size = 0, 1
+        while start < len(nights):
+            batch = pa.concat_tables(pool.map(night_keys, nights[start : start + size]), promote_options="default")
+            start, size = start + size, min(size * 2, 8)
+            latest = batch.group_by(columns).aggregate([("night", "max")])
+            for network, player, filter_name, when in zip(
+                *(latest.column(c).to_pylist() for c in [*columns, "night_max"]), strict=True
+            ):
+                key = (network, player, filter_name or None)  # '' and None: one key, the latest night
+                seen[key] = max(when, seen.get(key, when))
+            if missing is not None:
+                missing.difference_update(seen)
+                if not missing:
+                    break
     return seen
 
 
 def not_found_lately(lake: Lake, night: date) -> dict[tuple[str, str, str | None], date]:
     """The targets the service answered "not found" (:data:`~tourneylake.api.errors.NOT_FOUND_CODES`)
     on the nights less than :data:`~tourneylake.night.budget.NOT_FOUND_RETRY` before ``night``,
-    with the latest such night: not asked again until a week after it (from the raw answers)."""
+    with the latest such night: not asked again until a week after it. From the ledger, which
+    books every refusal with its code (a few lines a night, where the raw store's index of a
+    night reads every body's record)."""
     lately: dict[tuple[str, str, str | None], date] = {}
-    for earlier in sorted(d for d in lake.raw.nights() if night - NOT_FOUND_RETRY < d < night):
-        for key in not_found_targets(lake, earlier):
-            lately[key] = earlier
+    ledger = Ledger(lake)
+    for earlier in sorted(d for d in ledger.nights() if night - NOT_FOUND_RETRY < d < night):
+        for row in ledger.entries(earlier):
+            if row.get("resource") == calls.PLAYER_SUMMARY and row.get("error_code") in NOT_FOUND_CODES:
+                lately[(row["network"], row["player"], row.get("filter_name") or None)] = earlier
     return lately
 
 
