@@ -498,6 +498,15 @@ def test_days_won_and_lost_and_the_longest_run_of_each(con) -> None:
         con, "SELECT winning_days, longest_winning_run_days FROM player_results_by_period WHERE player = 'bob' AND period = 'all'"
     )
     assert bob == {"winning_days": 2, "longest_winning_run_days": 2}  # 2 and 3 March, both won: a run of two
+    bob_days = con.execute(
+        "SELECT day, run_days, run_started_on FROM player_days WHERE player = 'bob' AND day_result = 'won' ORDER BY day"
+    ).fetchall()
+    assert bob_days == [(date(2026, 3, 2), 1, date(2026, 3, 2)), (date(2026, 3, 3), 2, date(2026, 3, 2))]
+    by_day = con.execute(
+        "SELECT period_start, longest_winning_run_days FROM player_results_by_period "
+        "WHERE player = 'bob' AND period = 'day' AND winning_days > 0 ORDER BY period_start"
+    ).fetchall()
+    assert by_day == [(date(2026, 3, 2), 1), (date(2026, 3, 3), 1)]  # the run cut at each day's bounds
 
 
 def test_a_final_table_needs_a_field_larger_than_one_table(con) -> None:

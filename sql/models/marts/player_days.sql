@@ -1,6 +1,6 @@
 -- One row per player and UTC day they played: the day's entries, buy-ins and profit in USD, whether
--- it was won, lost or broken even, and the run of won (lost) days it ends. Runs count days played
--- in a row: a day without entries neither breaks nor extends one.
+-- it was won, lost or broken even, and the run of won (lost) days it is in: how long up to it, and
+-- its first day. Runs count days played in a row: a day without entries neither breaks nor extends one.
 WITH days AS (
     SELECT
         network,
@@ -42,5 +42,8 @@ SELECT
     day_result,
     CASE WHEN day_result IS NOT NULL THEN
         row_number() OVER (PARTITION BY network, player, day_result, run_id ORDER BY day)
-    END AS run_days
+    END AS run_days,
+    CASE WHEN day_result IS NOT NULL THEN
+        min(day) OVER (PARTITION BY network, player, day_result, run_id)
+    END AS run_started_on
 FROM runs

@@ -14,21 +14,14 @@ measures AS (
     GROUP BY network, player, period, period_start
 ),
 day_periods AS (
-    SELECT d.network, d.player, d.day, d.day_result, {{ period_columns('d.day') }}
+    SELECT d.network, d.player, d.day_result, d.run_started_on, {{ period_columns('d.day') }}
     FROM {{ ref('player_days') }} AS d
     {{ periods('d.day') }}
 ),
-runs AS (  -- the period's days played in a row with one result (see player_days)
-    SELECT
-        network, player, period, period_start, day_result,
-        row_number() OVER (PARTITION BY network, player, period, period_start ORDER BY day)
-            - row_number() OVER (PARTITION BY network, player, period, period_start, day_result ORDER BY day) AS run_id
-    FROM day_periods
-),
-run_days AS (
+run_days AS (  -- the period's days played in a row with one result: a run of the player's days, cut at the period's bounds
     SELECT network, player, period, period_start, day_result, count(*) AS days
-    FROM runs
-    GROUP BY network, player, period, period_start, day_result, run_id
+    FROM day_periods
+    GROUP BY network, player, period, period_start, day_result, run_started_on
 ),
 days AS (
     SELECT
