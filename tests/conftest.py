@@ -91,15 +91,23 @@ def s3(moto: str, s3_env: Callable[[str], None]) -> str:
 def postgres_server() -> Iterator[Any]:
     """One PostgreSQL 16 server for the suite (PyPI's ``pgserver``: a wheel, started from Python,
     as root too), on a Unix socket, no TCP port. Test processes of one run (pytest-xdist's
-    workers) share it: the last one to finish stops it and deletes its data. Its folder is the
-    run's own, outside pytest's: run as root, the server runs as another user, which must
-    traverse the folders above it, and every pytest session as root makes its own 0700 again."""
+    workers) share it: the last one to finish stops it and deletes its data."""
+    run = os.environ.get("PYTEST_XDIST_TESTRUNUID") or f"{os.getpid()}-{uuid.uuid4().hex[:8]}"
+    with postgres_at(Path(tempfile.gettempdir()) / f"tourneylake-postgres-{run}") as server:
+        yield server
+
+
+@contextlib.contextmanager
+def postgres_at(root: Path) -> Iterator[Any]:
+    """A PostgreSQL server on ``root/data``, made or joined (one process at a time: pgserver
+    races), stopped and deleted by the last process out. ``root`` is outside pytest's folders:
+    run as root, the server runs as another user, which must traverse the folders above it, and
+    every pytest session as root makes its own 0700 again. A test that restarts its server asks
+    for one of its own (a module's ``postgres_server``), so the suite's goes on for the others."""
     import pgserver
 
-    run = os.environ.get("PYTEST_XDIST_TESTRUNUID") or f"{os.getpid()}-{uuid.uuid4().hex[:8]}"
-    root = Path(tempfile.gettempdir()) / f"tourneylake-postgres-{run}"
     root.mkdir(exist_ok=True)
-    with open(root / ".starting", "w") as starting:  # one worker at a time makes or joins it (pgserver races)
+    with open(root / ".starting", "w") as starting:
         fcntl.flock(starting, fcntl.LOCK_EX)
         server = pgserver.get_server(root / "data", cleanup_mode="delete")
     try:

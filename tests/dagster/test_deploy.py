@@ -26,7 +26,7 @@ from tourneylake.lake.lake import Lake
 from tourneylake.lake.ledger import Ledger
 from tourneylake.sandbox import DEMO
 
-# One worker runs every test of the suite's PostgreSQL server: one of them restarts it.
+# One worker runs these tests (their module's database, made once).
 pytestmark = pytest.mark.xdist_group("postgres")
 NIGHT = date(2026, 11, 20)
 DEPLOY = REPO / "deploy"

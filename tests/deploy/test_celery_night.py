@@ -38,8 +38,8 @@ from tourneylake.lake.ledger import Ledger
 from tourneylake.pipelines.failures import failure_line
 from tourneylake.sandbox import DEMO
 
-# The suite's PostgreSQL server is restarted by a test of this group: its tests run on one worker.
-pytestmark = [pytest.mark.slow, pytest.mark.deploy, pytest.mark.xdist_group("postgres")]
+# One worker runs these tests: they share the workers and the night started once for the module.
+pytestmark = [pytest.mark.slow, pytest.mark.deploy, pytest.mark.xdist_group("celery_night")]
 
 NIGHT = date(2026, 11, 20)
 KILLED_NIGHT = NIGHT + timedelta(days=1)

@@ -20,21 +20,35 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
+import uuid
+from collections.abc import Iterator
 from datetime import date, datetime
 from pathlib import Path
+from typing import Any
 
 import psycopg
 import pytest
 
+from tests.conftest import postgres_at
 from tests.helpers import DEMO_ENV, REPO, player_line, summary_rows
 from tourneylake.api import calls
 from tourneylake.lake.lake import Lake
 from tourneylake.lake.ledger import Ledger
 
-# One worker runs every test of the suite's PostgreSQL server: one of them restarts it.
-pytestmark = [pytest.mark.slow, pytest.mark.deploy, pytest.mark.xdist_group("postgres")]
+# One worker runs these tests (they share a night made once), on a PostgreSQL server of their
+# own: one of them restarts it, and the suite's server goes on for the other workers' tests.
+pytestmark = [pytest.mark.slow, pytest.mark.deploy, pytest.mark.xdist_group("shards_kill")]
+
+
+@pytest.fixture(scope="module")
+def postgres_server() -> Iterator[Any]:
+    """This module's own server (the suite's ``postgres_server`` for its tests and its ``state_url``)."""
+    with postgres_at(Path(tempfile.gettempdir()) / f"tourneylake-postgres-{uuid.uuid4().hex[:12]}") as server:
+        yield server
+
 
 NIGHT = date(2026, 11, 20)
 SANDBOX = dict(seed=21, today=NIGHT, players=200, latency_ms=150)
