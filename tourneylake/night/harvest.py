@@ -313,10 +313,9 @@ def last_harvested(
     """The last night before ``night`` each (network, player, filter) was harvested, from the
     lake's ``player_snapshots`` partitions: its log read once, then the nights' parts newest
     first, the last night alone, then up to eight side by side (a round trip each on an object
-    store). With ``wanted``, only
-    those targets are asked for: the reading stops at the night by which each was found, so a
-    watchlist harvested lately reads its last nights, not its whole history (one never
-    harvested still reads every night)."""
+    store). With ``wanted``, only those targets are asked for: the reading stops at the night by
+    which each was found, so a watchlist harvested lately reads its last nights, not its whole
+    history (one never harvested still reads every night)."""
     columns = ["network", "player", "filter_name"]
     nights = sorted(
         ((when, [path for path, _ in parts]) for when, parts in lake.tables.parts("player_snapshots").items() if when < night),
@@ -357,8 +356,9 @@ def not_found_lately(lake: Lake, night: date) -> dict[tuple[str, str, str | None
     ledger = Ledger(lake)
     for earlier in sorted(d for d in ledger.nights() if night - NOT_FOUND_RETRY < d < night):
         for row in ledger.entries(earlier):
-            if row.get("resource") == calls.PLAYER_SUMMARY and row.get("error_code") in NOT_FOUND_CODES:
-                lately[(row["network"], row["player"], row.get("filter_name") or None)] = earlier
+            network, player = row.get("network"), row.get("player")
+            if row.get("resource") == calls.PLAYER_SUMMARY and row.get("error_code") in NOT_FOUND_CODES and network and player:
+                lately[(network, player, row.get("filter_name") or None)] = earlier
     return lately
 
 
