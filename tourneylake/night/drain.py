@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import date, datetime
 
@@ -148,10 +149,9 @@ def drain_plan(session: Session, watchlist: Watchlist, remaining: int | None, *,
         plan.spendable = max(quota.remaining - quota.reserve - plan.kept_for_night, 0)
     ranked: list[tuple[tuple[int, date, int, date, int], date, Target]] = []
     for night, keys in owed(session.lake).items():
-        candidates, dropped = _owed_targets(session, watchlist, night, keys)
+        candidates, dropped, last = _owed_targets(session, watchlist, night, keys)
         if dropped:
             plan.dropped[night] = dropped
-        last = last_harvested(session.lake, night, (target.key for target in candidates))
         for index, target in enumerate(candidates):
             before = last.get((target.network, target.player, target.filter_name))
             ranked.append(((0 if before is None else 1, before or date.min, target.priority, night, index), night, target))
@@ -171,9 +171,10 @@ def _night_needs(session: Session, watchlist: Watchlist, night: date) -> int:
 
 def _owed_targets(
     session: Session, watchlist: Watchlist, night: date, keys: dict[TargetKey, str]
-) -> tuple[list[Target], dict[TargetKey, str]]:
-    """The pairs owed to ``night`` that can be asked, in that night's order, and the others with
-    why (no longer watched, or a check before any search refuses them now)."""
+) -> tuple[list[Target], dict[TargetKey, str], Mapping[tuple[str, str, str | None], date]]:
+    """The pairs owed to ``night`` that can be asked, in that night's order, the others with why
+    (no longer watched, or a check before any search refuses them now), and the night each
+    watched pair was last harvested before ``night``."""
     then = Session(session.settings, session.base_url, night, session.lake, writable=False, account=session.account)
     resolution = resolve_targets(then, watchlist, None, None, convert=False)
     watched = [t for t in resolution.targets if (t.network, t.player, t.filter_name or "") in keys]
@@ -188,7 +189,7 @@ def _owed_targets(
     candidates, skipped = triage(watched, known)
     dropped = dict.fromkeys(set(keys) - {(t.network, t.player, t.filter_name or "") for t in watched}, "no longer watched")
     dropped.update({(t.network, t.player, t.filter_name or ""): why for t, why in skipped})
-    return candidates, dropped
+    return candidates, dropped, known.last_fetched
 
 
 def drain(settings: Settings, watchlist: Watchlist, base_url: str, *, anytime: bool = False) -> list[DrainOutcome]:
